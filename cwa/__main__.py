@@ -1,0 +1,3 @@
+from cwa.cli import main
+
+main()

@@ -1,0 +1,115 @@
+"""The archive's methods, one table for every host: Python callers, `cwa call`, `cwa serve`, CLI.
+
+    with Archive.open("/tmp/a.db") as archive:
+        result = archive.call("admit", {...})
+
+`call` validates the params against the method's schema before any work and maps every storage
+failure to a typed error, so each host rejects the same payloads the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import apsw
+
+from cwa import contract
+from cwa.config import Settings, load_settings
+from cwa.contract import Method
+from cwa.errors import CwaError, InvalidRequest
+from cwa.index import IndexHandler, default_handlers
+from cwa.store.admission import admit
+from cwa.store.connection import default_archive_path, open_connection, storage_error
+from cwa.store.reads import get_document
+from cwa.store.status import archive_status
+from cwa.timestamps import utc_now
+
+
+class Archive:
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        path: Path,
+        *,
+        settings: Settings | None = None,
+        handlers: Sequence[IndexHandler] | None = None,
+        clock: Callable[[], str] = utc_now,
+    ) -> None:
+        self.conn = conn
+        self.path = path
+        self.settings = settings if settings is not None else load_settings(None)
+        self.handlers = tuple(handlers) if handlers is not None else default_handlers()
+        self.clock = clock
+
+    @classmethod
+    def open(
+        cls,
+        path: Path | str | None = None,
+        *,
+        settings: Settings | None = None,
+        handlers: Sequence[IndexHandler] | None = None,
+        clock: Callable[[], str] = utc_now,
+    ) -> "Archive":
+        resolved = Path(path).expanduser() if path is not None else default_archive_path()
+        conn = open_connection(resolved)
+        return cls(conn, resolved, settings=settings, handlers=handlers, clock=clock)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Archive":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def call(self, method: str, params: Any) -> dict[str, Any]:
+        """Validate `params` for `method`, run it, and return its JSON-ready result."""
+        spec = METHODS.get(method) if isinstance(method, str) else None
+        if spec is None:
+            raise InvalidRequest(
+                f"unknown method {method!r}",
+                reason="unknown-method",
+                allowed=sorted(METHODS),
+            )
+        request = contract.validate(spec.schema, params)
+        try:
+            return spec.handler(self, request)
+        except CwaError:
+            raise
+        except (apsw.Error, OSError) as exc:
+            raise storage_error(exc, self.path) from exc
+
+    def admit(self, params: Any) -> dict[str, Any]:
+        return self.call("admit", params)
+
+    def get(self, params: Any) -> dict[str, Any]:
+        return self.call("get", params)
+
+    def status(self, params: Any | None = None) -> dict[str, Any]:
+        return self.call("status", params if params is not None else {})
+
+
+def _admit(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    return admit(archive.conn, request, handlers=archive.handlers, now=archive.clock())
+
+
+def _get(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    return get_document(
+        archive.conn, request["documentId"], request.get("version"), request.get("range")
+    )
+
+
+def _status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    return archive_status(archive.conn, archive.path, request.get("project"))
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("admit", contract.ADMIT, _admit, "archive one document (idempotent)", writes=True),
+        Method("get", contract.GET, _get, "read a document, its manifest, or a byte range"),
+        Method("status", contract.STATUS, _status, "counts and bytes of the archive"),
+    )
+}

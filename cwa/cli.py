@@ -1,0 +1,456 @@
+"""The `cwa` command line: thin shells over the archive's methods (cwa.api).
+
+Human-readable output by default, `--json` for programs. Every failure a caller can cause exits
+with the error code's exit status (docs/contract.md) and a one-line message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+import orjson
+
+from cwa import __version__, config
+from cwa.api import METHODS, Archive
+from cwa.contract import parse_json_body
+from cwa.errors import CwaError, InvalidRequest
+from cwa.limits import GET_MAX_RANGE_BYTES, MAX_REQUEST_BYTES
+from cwa.store.connection import default_archive_path
+
+
+def _dump(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+def _fail(error: CwaError, as_json: bool) -> None:
+    if as_json:
+        click.echo(_dump({"error": error.to_json()}))
+    else:
+        click.echo(f"cwa: {error.code}: {error.message}", err=True)
+    sys.exit(error.exit_code)
+
+
+def handles_errors(command: Callable) -> Callable:
+    """Turn a CwaError into its message and exit code (JSON on stdout with --json)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except CwaError as error:
+            _fail(error, bool(kwargs.get("as_json")))
+
+    return wrapper
+
+
+def json_option(command: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(command)
+
+
+def _project_dir() -> Path:
+    return Path(os.path.realpath(os.getcwd()))
+
+
+def _open(ctx: click.Context) -> Archive:
+    settings = config.load_settings(_project_dir())
+    return Archive.open(ctx.obj["db"], settings=settings)
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    return str(count)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cwa")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Archive file [default: $CWA_DB or ~/.local/share/cwa/archive.db].",
+)
+@click.pass_context
+def main(ctx: click.Context, db: Path | None) -> None:
+    """cwa keeps what leaves an agent's context window in one local SQLite file.
+
+    \b
+    Examples:
+      cwa demo                      archive a sample session and show it
+      cwa status                    what the archive holds
+      cwa admit --file turn.json    archive one document (or JSON lines of them)
+      cwa get doc-1a2b3c --text     print a document's exact text
+      echo '{}' | cwa call status   any serve method, JSON in and out
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db if db is not None else default_archive_path()
+
+
+@main.command()
+@json_option
+@click.pass_context
+@handles_errors
+def init(ctx: click.Context, as_json: bool) -> None:
+    """Create the archive (or bring its schema up to date) and say where it is."""
+    with _open(ctx) as archive:
+        status = archive.status()
+    if as_json:
+        click.echo(_dump({"path": status["path"], "schemaVersion": status["schemaVersion"]}))
+    else:
+        click.echo(f"archive ready: {status['path']} (schema {status['schemaVersion']})")
+
+
+def _print_status(status: dict[str, Any]) -> None:
+    docs = status["documents"]
+    states = ", ".join(f"{k} {v}" for k, v in docs["byState"].items()) or "none"
+    kinds = ", ".join(f"{k} {v}" for k, v in docs["byKind"].items()) or "none"
+    size = status["bytes"]
+    click.echo(f"archive    {status['path']} (schema {status['schemaVersion']})")
+    if status["project"]:
+        click.echo(f"project    {status['project']}")
+    click.echo(f"documents  {docs['total']} ({states}); kinds: {kinds}")
+    click.echo(
+        f"contents   {status['projects']} project(s), {status['sessions']} session(s), "
+        f"{status['messages']} message(s), {status['chunks']} chunk(s)"
+    )
+    click.echo(
+        f"bytes      logical {_size(size['logical'])}, chunks {_size(size['chunks'])}, "
+        f"file {_size(size['file'])}, free {_size(size['free'])}, wal {_size(size['wal'])}"
+    )
+
+
+@main.command()
+@click.option("--project", help="Count only this project's documents.")
+@json_option
+@click.pass_context
+@handles_errors
+def status(ctx: click.Context, project: str | None, as_json: bool) -> None:
+    """Path, schema version, counts and bytes of the archive."""
+    with _open(ctx) as archive:
+        result = archive.status({"project": project} if project else {})
+    click.echo(_dump(result)) if as_json else _print_status(result)
+
+
+def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
+    """One JSON object, or JSON lines of them: [(line number, parsed request)]."""
+    body = (source.read_bytes() if source else sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1))
+    try:
+        return [(1, parse_json_body(body, "input"))]
+    except InvalidRequest:
+        lines = body.splitlines()
+        if len(lines) < 2:
+            raise
+    return [
+        (number, parse_json_body(line, f"line {number}"))
+        for number, line in enumerate(lines, 1)
+        if line.strip()
+    ]
+
+
+@main.command("admit")
+@click.option(
+    "--file",
+    "source",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A JSON admit request, or JSON lines of them [default: stdin].",
+)
+@click.option("--project", help="Project identity [default: the request's, else the real path of the cwd].")
+@json_option
+@click.pass_context
+@handles_errors
+def admit_command(ctx: click.Context, source: Path | None, project: str | None, as_json: bool) -> None:
+    """Archive documents from an admit request (see docs/contract.md).
+
+    Admission is idempotent: re-running the same input stores nothing new. With JSON lines,
+    documents are admitted in order and the first failure stops the run, naming its line.
+
+    \b
+    Example:
+      echo '{"sessionId":"s1","kind":"turn","messages":[{"role":"user","text":"hi"}]}' \\
+        | cwa admit
+    """
+    requests = _read_requests(source)
+    results = []
+    with _open(ctx) as archive:
+        with click.progressbar(
+            requests, label="admitting", file=sys.stderr, show_pos=True
+        ) if len(requests) > 1 and not as_json else _plain(requests) as items:
+            for number, request in items:
+                if isinstance(request, dict) and (project or "project" not in request):
+                    request = {**request, "project": project or str(_project_dir())}
+                try:
+                    results.append(archive.admit(request))
+                except CwaError as error:
+                    if len(requests) > 1:
+                        error.details["line"] = number
+                        error.message = f"line {number}: {error.message}"
+                    raise
+    if as_json:
+        click.echo(_dump(results[0] if len(results) == 1 else results))
+        return
+    for result in results:
+        state = "new" if result["created"] else "already archived"
+        click.echo(f"{result['documentId']} v{result['version']} ({state})")
+
+
+class _plain:
+    """A stand-in for click.progressbar when no bar is wanted."""
+
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def __enter__(self) -> list:
+        return self.items
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+def _parse_range(text: str | None) -> dict[str, int] | None:
+    if text is None:
+        return None
+    try:
+        start, end = (int(part) for part in text.split(":", 1))
+    except ValueError as exc:
+        raise InvalidRequest("--range must be START:END byte offsets", field="range") from exc
+    return {"start": start, "end": end}
+
+
+@main.command("get")
+@click.argument("document_id")
+@click.option("--version", "version", type=int, help="A specific version [default: the latest].")
+@click.option("--range", "byte_range", metavar="START:END", help="Only bytes START..END of the text.")
+@click.option("--text", "raw_text", is_flag=True, help="Write the exact text to stdout, any size.")
+@json_option
+@click.pass_context
+@handles_errors
+def get_command(
+    ctx: click.Context,
+    document_id: str,
+    version: int | None,
+    byte_range: str | None,
+    raw_text: bool,
+    as_json: bool,
+) -> None:
+    """Read an archived document by id: its text, messages and chunk manifest."""
+    params: dict[str, Any] = {"documentId": document_id}
+    if version is not None:
+        params["version"] = version
+    if byte_range is not None:
+        params["range"] = _parse_range(byte_range)
+    with _open(ctx) as archive:
+        if raw_text:
+            _write_text(archive, params)
+            return
+        result = archive.get(params)
+    if as_json:
+        click.echo(_dump(result))
+    elif "range" in result:
+        click.echo(result["text"])
+    else:
+        _print_document(result)
+
+
+def _write_text(archive: Archive, params: dict[str, Any]) -> None:
+    """Stream the exact text in bounded range reads, so a document of any size prints whole."""
+    if "range" in params:
+        sys.stdout.buffer.write(archive.get(params)["text"].encode("utf-8"))
+        return
+    first = archive.get({**params, "range": {"start": 0, "end": 0}})
+    fixed = {"documentId": first["documentId"], "version": first["version"]}
+    start, end = 0, first["byteLength"]
+    while start < end:
+        stop = min(end, start + GET_MAX_RANGE_BYTES - 4)  # room to widen to a character edge
+        piece = archive.get({**fixed, "range": {"start": start, "end": stop}})
+        sys.stdout.buffer.write(piece["text"].encode("utf-8"))
+        start = piece["range"]["end"]
+    sys.stdout.buffer.flush()
+
+
+def _print_document(doc: dict[str, Any]) -> None:
+    click.echo(f"{doc['documentId']} v{doc['version']}  {doc['kind']}  {doc['state']}")
+    click.echo(f"project  {doc['project']}")
+    click.echo(f"session  {doc['sessionId']}" + (f" (parent {doc['parentSessionId']})" if doc["parentSessionId"] else ""))
+    click.echo(f"created  {doc['createdAt']}   class {doc['retentionClass']}   {doc['byteLength']} bytes")
+    click.echo(f"blake3   {doc['textDigest']}")
+    manifest = doc["manifest"]
+    click.echo(f"chunks   {manifest.get('chunkCount', len(manifest['chunks']))}")
+    click.echo("messages")
+    for m in doc["messages"]:
+        click.echo(f"  {m['key']:<36} {m['role']:<12} bytes {m['start']}..{m['end']}")
+    if doc["complete"]:
+        click.echo("")
+        click.echo(doc["text"])
+    else:
+        click.echo(f"\n(text not shown: {doc['byteLength']} bytes; use --text or --range START:END)")
+
+
+def _print_demo(report: dict[str, Any]) -> None:
+    click.echo(f"Archived a sample coding session into {report['archive']}")
+    click.echo(f"project {report['project']}\n")
+    for item in report["admitted"]:
+        state = "new" if item["created"] else "already archived"
+        click.echo(f"  {item['kind']:<12} {item['documentId']} v{item['version']}  ({state})")
+    click.echo("")
+    _print_status(report["status"])
+    click.echo("\nOne stored document, with the byte coordinates of its messages:\n")
+    _print_document(report["example"])
+    click.echo(
+        "\nLook inside with SQL:\n"
+        f"  sqlite3 {report['archive']} \"select document_id, kind, created_at, byte_length "
+        "from live_documents order by created_at\""
+    )
+
+
+@main.command()
+@json_option
+@click.pass_context
+@handles_errors
+def demo(ctx: click.Context, as_json: bool) -> None:
+    """Archive a small sample coding session and show what was stored.
+
+    The sample has fixed ids and timestamps: running it again stores nothing new.
+    """
+    from cwa.demo import run_demo
+
+    with _open(ctx) as archive:
+        report = run_demo(archive)
+    click.echo(_dump(report)) if as_json else _print_demo(report)
+
+
+@main.command()
+@click.argument("method", type=click.Choice(sorted(METHODS)))
+@click.pass_context
+def call(ctx: click.Context, method: str) -> None:
+    """Run one serve method: JSON params on stdin, JSON result on stdout.
+
+    On failure the JSON error {"error": {"code", "message", "details"}} is printed on stdout and
+    the exit status names the code (docs/contract.md).
+
+    \b
+    Example:
+      echo '{"documentId": "doc-1a2b3c"}' | cwa call get
+    """
+    try:
+        params = parse_json_body(sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1), "params")
+        with _open(ctx) as archive:
+            result = archive.call(method, params)
+    except CwaError as error:
+        _fail(error, as_json=True)
+    sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
+
+
+@main.command()
+@click.pass_context
+def serve(ctx: click.Context) -> None:
+    """Serve methods as JSON lines on stdin/stdout until end of input.
+
+    \b
+    Each line {"id", "method", "params"} is answered by one line, {"id", "result"} or
+    {"id", "error": {"code", "message", "details"}}. Methods: admit, get, status.
+    """
+    from cwa.errors import Internal
+    from cwa.serve import serve as serve_lines
+
+    try:
+        archive = _open(ctx)
+    except CwaError as error:
+        opening_error = error
+
+        def call_unavailable(method: str, params: Any) -> dict[str, Any]:
+            raise opening_error  # the archive cannot be opened: every request says why
+
+        sys.exit(serve_lines(call_unavailable, sys.stdin.buffer, sys.stdout.buffer))
+    try:
+        sys.exit(serve_lines(archive.call, sys.stdin.buffer, sys.stdout.buffer))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(Internal.exit_code)
+    finally:
+        archive.close()
+
+
+@main.group("config")
+def config_group() -> None:
+    """Show resolved settings, and which project folders are trusted."""
+
+
+@config_group.command("show")
+@click.option("--sources", is_flag=True, help="Also list every source and every rejected value.")
+@json_option
+@handles_errors
+def config_show(sources: bool, as_json: bool) -> None:
+    """Print every setting with the source it came from (for the current folder)."""
+    settings = config.load_settings(_project_dir())
+    if as_json:
+        click.echo(_dump(settings.to_json(with_sources=sources)))
+        return
+    for key, value in settings.values.items():
+        click.echo(f"{key:<32} {orjson.dumps(value).decode():<12} ({settings.origins[key]})")
+    if not sources:
+        return
+    click.echo(f"\nproject folder {_project_dir()} is {'trusted' if settings.trusted_project else 'not trusted'}")
+    click.echo("sources (lowest precedence first):")
+    for report in settings.sources:
+        detail = f" - {report.detail}" if report.detail else ""
+        click.echo(f"  {report.name:<12} {report.status:<11} {report.location}{detail}")
+    if settings.rejections:
+        click.echo("rejected values (the next valid lower-precedence value applies):")
+        for r in settings.rejections:
+            click.echo(f"  {r.key} = {orjson.dumps(r.value).decode()} from {r.source}: {r.reason}")
+    for source, key in settings.unknown_keys:
+        click.echo(f"unknown key {key!r} in {source} (ignored)")
+
+
+def _edit_trusted(path: Path, add: bool) -> list[str]:
+    """Add or remove a folder in the user-global trustedProjects list, rewriting the file atomically."""
+    target = config.user_config_path(os.environ)
+    try:
+        data = orjson.loads(target.read_bytes()) if target.exists() else {}
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"{target} is not valid JSON; fix it first: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest(f"{target} must hold a JSON object")
+    trusted = [p for p in data.get("trustedProjects", []) if isinstance(p, str)]
+    folder = os.path.realpath(path)
+    trusted = [p for p in trusted if os.path.realpath(p) != folder]
+    if add:
+        trusted.append(folder)
+    data["trustedProjects"] = trusted
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_suffix(".json.tmp")
+    temporary.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    os.replace(temporary, target)
+    return trusted
+
+
+@config_group.command("trust")
+@click.argument("folder", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@json_option
+@handles_errors
+def config_trust(folder: Path | None, as_json: bool) -> None:
+    """Read FOLDER's .cwa.json and .pi/settings.json from now on [default: the cwd]."""
+    trusted = _edit_trusted(folder or _project_dir(), add=True)
+    click.echo(_dump({"trustedProjects": trusted})) if as_json else click.echo(
+        f"trusted: {os.path.realpath(folder or _project_dir())}"
+    )
+
+
+@config_group.command("untrust")
+@click.argument("folder", required=False, type=click.Path(file_okay=False, path_type=Path))
+@json_option
+@handles_errors
+def config_untrust(folder: Path | None, as_json: bool) -> None:
+    """Stop reading FOLDER's project settings [default: the cwd]."""
+    trusted = _edit_trusted(folder or _project_dir(), add=False)
+    click.echo(_dump({"trustedProjects": trusted})) if as_json else click.echo(
+        f"no longer trusted: {os.path.realpath(folder or _project_dir())}"
+    )

@@ -1,0 +1,344 @@
+"""The JSON contract: declarative request schemas, validated before any work is done.
+
+A schema is a tree of small field specs. `validate(schema, params)` either returns a normalized
+copy (defaults filled, timestamps canonical, explicit nulls of optional fields dropped) or raises
+`InvalidRequest` / `LimitExceeded` naming the offending field path. Python callers, `cwa call`
+and `cwa serve` all pass through here, so they reject the same payloads the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import orjson
+
+from cwa import limits
+from cwa.errors import InvalidRequest, LimitExceeded
+from cwa.timestamps import parse_timestamp
+from cwa.vocabulary import KINDS, RETENTION_CLASSES, ROLES
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _wrong_type(path: str, expected: str, value: Any) -> InvalidRequest:
+    return InvalidRequest(
+        f"{path} must be {expected}, not {_type_name(value)}",
+        field=path,
+        reason="wrong-type",
+        expected=expected,
+    )
+
+
+class Spec:
+    def check(self, value: Any, path: str) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Str(Spec):
+    min_len: int = 0
+    max_len: int = 4096
+    limit: bool = False  # over max_len is `limit-exceeded` rather than `invalid-request`
+
+    def check(self, value: Any, path: str) -> str:
+        if not isinstance(value, str):
+            raise _wrong_type(path, "a string", value)
+        if len(value) > self.max_len:
+            error = LimitExceeded if self.limit else InvalidRequest
+            raise error(
+                f"{path} is longer than {self.max_len} characters",
+                field=path,
+                reason="too-long",
+                limit=self.max_len,
+            )
+        if len(value) < self.min_len:
+            raise InvalidRequest(
+                f"{path} must not be empty" if self.min_len == 1 else f"{path} is too short",
+                field=path,
+                reason="too-short",
+                minimum=self.min_len,
+            )
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidRequest(
+                f"{path} is not valid Unicode text (unpaired surrogate)",
+                field=path,
+                reason="invalid-unicode",
+            ) from exc
+        return value
+
+
+@dataclass(frozen=True)
+class Int(Spec):
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def check(self, value: Any, path: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _wrong_type(path, "an integer", value)
+        if (self.minimum is not None and value < self.minimum) or (
+            self.maximum is not None and value > self.maximum
+        ):
+            raise InvalidRequest(
+                f"{path} must be between {self.minimum} and {self.maximum}",
+                field=path,
+                reason="out-of-range",
+                minimum=self.minimum,
+                maximum=self.maximum,
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Bool(Spec):
+    def check(self, value: Any, path: str) -> bool:
+        if not isinstance(value, bool):
+            raise _wrong_type(path, "a boolean", value)
+        return value
+
+
+@dataclass(frozen=True)
+class Enum(Spec):
+    values: tuple[str, ...]
+
+    def check(self, value: Any, path: str) -> str:
+        if not isinstance(value, str):
+            raise _wrong_type(path, "a string", value)
+        if value not in self.values:
+            raise InvalidRequest(
+                f"{path} must be one of {', '.join(self.values)}",
+                field=path,
+                reason="not-allowed",
+                allowed=list(self.values),
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Timestamp(Spec):
+    """ISO-8601 text or integer epoch milliseconds; normalized to canonical UTC text."""
+
+    def check(self, value: Any, path: str) -> str:
+        if isinstance(value, str) and len(value) > limits.MAX_TIMESTAMP_CHARS:
+            raise InvalidRequest(f"{path} is too long for a timestamp", field=path, reason="too-long")
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise _wrong_type(path, "an ISO-8601 string or epoch milliseconds", value)
+        try:
+            return parse_timestamp(value)
+        except ValueError as exc:
+            raise InvalidRequest(
+                f"{path} is not a valid timestamp: {exc}",
+                field=path,
+                reason="bad-timestamp",
+            ) from exc
+
+
+@dataclass(frozen=True)
+class JsonObject(Spec):
+    """A free-form JSON object, bounded by its compact serialized size and nesting depth."""
+
+    max_bytes: int
+    max_depth: int
+
+    def check(self, value: Any, path: str) -> dict:
+        if not isinstance(value, dict):
+            raise _wrong_type(path, "an object", value)
+        _check_json_value(value, path, 0, self.max_depth)
+        size = len(orjson.dumps(value))
+        if size > self.max_bytes:
+            raise LimitExceeded(
+                f"{path} is {size} bytes as JSON; the limit is {self.max_bytes}",
+                field=path,
+                reason="too-large",
+                limit=self.max_bytes,
+                size=size,
+            )
+        return value
+
+
+def _check_json_value(value: Any, path: str, depth: int, max_depth: int) -> None:
+    if depth > max_depth:
+        raise InvalidRequest(f"{path} nests deeper than {max_depth}", field=path, reason="too-deep")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _wrong_type(f"{path} key", "a string", key)
+            Str(max_len=limits.MAX_METADATA_BYTES).check(key, f"{path}.{key}")
+            _check_json_value(item, f"{path}.{key}", depth + 1, max_depth)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json_value(item, f"{path}[{index}]", depth + 1, max_depth)
+    elif isinstance(value, str):
+        Str(max_len=limits.MAX_METADATA_BYTES).check(value, path)
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InvalidRequest(f"{path} is not a finite number", field=path, reason="not-finite")
+    elif value is not None and not isinstance(value, (bool, int)):
+        raise _wrong_type(path, "a JSON value", value)
+
+
+@dataclass(frozen=True)
+class Field:
+    spec: Spec
+    required: bool = False
+    default: Any = None  # a value, or a zero-argument callable
+
+
+@dataclass(frozen=True)
+class Obj(Spec):
+    fields: dict[str, Field]
+
+    def check(self, value: Any, path: str) -> dict:
+        if not isinstance(value, dict):
+            raise _wrong_type(path, "an object", value)
+        unknown = sorted(set(value) - set(self.fields))
+        if unknown:
+            where = f"{path}.{unknown[0]}" if path != "params" else unknown[0]
+            raise InvalidRequest(
+                f"unknown field {where}",
+                field=where,
+                reason="unknown-field",
+                allowed=sorted(self.fields),
+            )
+        result: dict[str, Any] = {}
+        for name, spec in self.fields.items():
+            where = name if path == "params" else f"{path}.{name}"
+            item = value.get(name)
+            if item is None:
+                if spec.required:
+                    raise InvalidRequest(f"{where} is required", field=where, reason="missing")
+                default = spec.default() if callable(spec.default) else spec.default
+                if default is not None:
+                    result[name] = default
+                continue
+            result[name] = spec.spec.check(item, where)
+        return result
+
+
+@dataclass(frozen=True)
+class List(Spec):
+    item: Spec
+    min_items: int = 0
+    max_items: int = 1000
+
+    def check(self, value: Any, path: str) -> list:
+        if not isinstance(value, list):
+            raise _wrong_type(path, "an array", value)
+        if len(value) > self.max_items:
+            raise LimitExceeded(
+                f"{path} has {len(value)} items; the limit is {self.max_items}",
+                field=path,
+                reason="too-many",
+                limit=self.max_items,
+            )
+        if len(value) < self.min_items:
+            raise InvalidRequest(
+                f"{path} needs at least {self.min_items} item(s)",
+                field=path,
+                reason="too-few",
+                minimum=self.min_items,
+            )
+        return [self.item.check(item, f"{path}[{index}]") for index, item in enumerate(value)]
+
+
+# --- method schemas -------------------------------------------------------------------------
+
+MESSAGE = Obj(
+    {
+        "key": Field(Str(1, limits.MAX_MESSAGE_KEY_CHARS)),
+        "role": Field(Enum(ROLES), required=True),
+        "text": Field(Str(0, limits.MAX_DOCUMENT_BYTES, limit=True), required=True),
+        "toolName": Field(Str(1, limits.MAX_TOOL_NAME_CHARS)),
+        "toolCallId": Field(Str(1, limits.MAX_TOOL_CALL_ID_CHARS)),
+        "timestamp": Field(Timestamp()),
+    }
+)
+
+DOCUMENT_REF = Obj(
+    {
+        "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
+        "version": Field(Int(1, 2**31), required=True),
+    }
+)
+
+ADMIT = Obj(
+    {
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS), required=True),
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS), required=True),
+        "parentSessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
+        "kind": Field(Enum(KINDS), required=True),
+        "retentionClass": Field(Enum(RETENTION_CLASSES)),
+        "createdAt": Field(Timestamp()),
+        "messages": Field(List(MESSAGE, 1, limits.MAX_SOURCE_MESSAGES), required=True),
+        "subjectKey": Field(Str(1, limits.MAX_SUBJECT_KEY_CHARS)),
+        "supersedes": Field(DOCUMENT_REF),
+        "metadata": Field(JsonObject(limits.MAX_METADATA_BYTES, limits.MAX_METADATA_DEPTH)),
+    }
+)
+
+BYTE_RANGE = Obj(
+    {
+        "start": Field(Int(0, limits.MAX_DOCUMENT_BYTES), required=True),
+        "end": Field(Int(0, limits.MAX_DOCUMENT_BYTES), required=True),
+    }
+)
+
+GET = Obj(
+    {
+        "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
+        "version": Field(Int(1, 2**31)),
+        "range": Field(BYTE_RANGE),
+    }
+)
+
+STATUS = Obj({"project": Field(Str(1, limits.MAX_PROJECT_CHARS))})
+
+
+def validate(schema: Obj, params: Any) -> dict[str, Any]:
+    """Validate `params` against `schema`; return the normalized request."""
+    return schema.check(params, "params")
+
+
+def parse_json_body(body: bytes, what: str = "request") -> Any:
+    """Decode one JSON document from bytes, mapping every decoding failure to a typed error."""
+    if len(body) > limits.MAX_REQUEST_BYTES:
+        raise LimitExceeded(
+            f"the {what} is {len(body)} bytes; the limit is {limits.MAX_REQUEST_BYTES}",
+            reason="too-large",
+            limit=limits.MAX_REQUEST_BYTES,
+        )
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"the {what} is not valid JSON: {exc}", reason="bad-json") from exc
+
+
+# A method's schema and its implementation: `handler(archive, normalized_params) -> result`.
+MethodHandler = Callable[[Any, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    schema: Obj
+    handler: MethodHandler
+    summary: str = ""
+    writes: bool = field(default=False)

@@ -1,0 +1,86 @@
+"""The one table of error codes: each code has one exception type and one CLI exit code.
+
+Every failure a caller can cause is raised as a `CwaError` subclass; `cwa call`, `cwa serve`
+and the human commands turn it into `{"code", "message", "details"}` and the exit code below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CwaError(Exception):
+    code = "internal"
+    exit_code = 70
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class InvalidRequest(CwaError):
+    """The request is malformed: unknown field, wrong type, bad value, bad JSON."""
+
+    code = "invalid-request"
+    exit_code = 2
+
+
+class NotFound(CwaError):
+    code = "not-found"
+    exit_code = 3
+
+
+class Conflict(CwaError):
+    """The request is well formed but contradicts what the archive holds."""
+
+    code = "conflict"
+    exit_code = 4
+
+
+class LimitExceeded(CwaError):
+    code = "limit-exceeded"
+    exit_code = 5
+
+
+class StorageBusy(CwaError):
+    """Another writer held the archive lock for longer than the busy timeout."""
+
+    code = "storage-busy"
+    exit_code = 6
+
+
+class ArchiveIncompatible(CwaError):
+    """The file is not a cwa archive this version can open (newer schema, not a database)."""
+
+    code = "archive-incompatible"
+    exit_code = 7
+
+
+class StorageUnavailable(CwaError):
+    """The archive file or its directory cannot be opened or written (permissions, I/O)."""
+
+    code = "storage-unavailable"
+    exit_code = 8
+
+
+class Internal(CwaError):
+    code = "internal"
+    exit_code = 70
+
+
+ERROR_TYPES: tuple[type[CwaError], ...] = (
+    InvalidRequest,
+    NotFound,
+    Conflict,
+    LimitExceeded,
+    StorageBusy,
+    ArchiveIncompatible,
+    StorageUnavailable,
+    Internal,
+)
+
+EXIT_CODES: dict[str, int] = {t.code: t.exit_code for t in ERROR_TYPES}

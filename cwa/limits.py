@@ -1,0 +1,32 @@
+"""Every size and count limit of the contract, in one place (docs/contract.md lists them)."""
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# Admission
+MAX_DOCUMENT_BYTES = 8 * MIB  # serialized document text
+MAX_SOURCE_MESSAGES = 256  # source message keys per document
+MAX_METADATA_BYTES = 1 * MIB  # metadata object, as compact JSON
+MAX_METADATA_DEPTH = 32
+MAX_PROJECT_CHARS = 4096
+MAX_SESSION_ID_CHARS = 256
+MAX_MESSAGE_KEY_CHARS = 512
+MAX_TOOL_NAME_CHARS = 256
+MAX_TOOL_CALL_ID_CHARS = 512
+MAX_SUBJECT_KEY_CHARS = 512
+MAX_DOCUMENT_ID_CHARS = 128
+MAX_TIMESTAMP_CHARS = 64
+
+# Chunking: content-addressed pieces of a document's bytes
+MAX_CHUNK_BYTES = 64 * KIB
+CHUNK_NEWLINE_AFTER = 16 * KIB  # once a chunk holds this much, it ends at the last newline that fits
+
+# Direct reads (get)
+GET_INLINE_SOURCE_BYTES = 1 * MIB  # larger sources answer with a manifest instead of text
+GET_MAX_RESULT_BYTES = 8 * MIB  # serialized result bound for an inline answer
+GET_MANIFEST_CHUNKS = 256  # chunk occurrences listed in a manifest-only answer
+GET_MANIFEST_MESSAGES = 16  # message keys listed in a manifest-only answer
+GET_MAX_RANGE_BYTES = 1 * MIB  # one byte-range read
+
+# Transport
+MAX_REQUEST_BYTES = 64 * MIB  # one `cwa call` body or one `cwa serve` line

@@ -1,0 +1,1 @@
+"""The canonical store: one SQLite file holding documents, chunks, messages and ledgers."""

@@ -1,0 +1,284 @@
+"""Admission: turning a validated `admit` request into canonical rows, idempotently.
+
+Everything that can be computed without the database (serialization, keys, digests, chunk
+hashes) happens before the write lock is taken. A retry of identical input is answered from a
+read and writes nothing. Otherwise one IMMEDIATE transaction inserts the project, session,
+chunks, document, chunk ranges and message coordinates, marks a superseded document, and runs
+the index handlers (each in its own savepoint, see cwa.index).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import apsw
+import blake3
+import orjson
+
+from cwa import limits
+from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
+from cwa.index import IndexHandler, IndexTarget, run_handlers
+from cwa.store.chunking import chunk_spans
+from cwa.store.connection import write_transaction
+from cwa.store.serialization import SerializedDocument, identity_digest, serialize_messages
+from cwa.store.sqlfiles import queries
+from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
+
+
+def admit(
+    conn: apsw.Connection,
+    request: dict[str, Any],
+    *,
+    handlers: Sequence[IndexHandler],
+    now: str,
+) -> dict[str, Any]:
+    """Admit one validated request; see docs/contract.md for the response."""
+    sql = queries("admission")
+    request = dict(request)
+    created_explicit = "createdAt" in request
+    request.setdefault("retentionClass", DEFAULT_CLASS_FOR_KIND[request["kind"]])
+    request.setdefault("createdAt", now)
+    if request.get("parentSessionId") == request["sessionId"]:
+        raise InvalidRequest(
+            "parentSessionId names the session itself",
+            field="parentSessionId",
+            reason="self-parent",
+        )
+
+    document = _serialize_within_limit(request["messages"])
+    identity = identity_digest(request, document, created_explicit)
+    existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
+    if existing:
+        return _existing_response(conn, existing)
+
+    spans = chunk_spans(document.text)
+    pieces = [document.text[start:end] for start, end in spans]
+    hashes = [blake3.blake3(piece).hexdigest() for piece in pieces]
+    metadata = request.get("metadata")
+
+    with write_transaction(conn):
+        existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
+        if existing:  # another process admitted it while we waited for the lock
+            return _existing_response(conn, existing)
+        project_id = _project_row(conn, request["project"], now)
+        session_row = _session_row(
+            conn, project_id, request["sessionId"], request.get("parentSessionId"), now
+        )
+        supersedes_row, document_id, version = _resolve_identity_and_supersession(
+            conn, request, project_id, identity
+        )
+        conn.execute(sql["insert_generation"], ("admit", now))
+        generation_id = conn.last_insert_rowid()
+
+        conn.executemany(
+            sql["insert_chunk"], [(h, len(p), p) for h, p in zip(hashes, pieces)]
+        )
+        chunk_ids = [conn.execute(sql["chunk_id"], (h,)).fetchone()[0] for h in hashes]
+
+        conn.execute(
+            sql["insert_document"],
+            {
+                "document_id": document_id,
+                "version": version,
+                "project_id": project_id,
+                "session_id": session_row,
+                "kind": request["kind"],
+                "retention_class": request["retentionClass"],
+                "created_at": request["createdAt"],
+                "admitted_at": now,
+                "byte_length": len(document.text),
+                "text_digest": blake3.blake3(document.text).hexdigest(),
+                "identity_digest": identity,
+                "source_key_count": len(document.messages),
+                "first_source_key": document.messages[0].key,
+                "last_source_key": document.messages[-1].key,
+                "subject_key": request.get("subjectKey"),
+                "supersedes_row": supersedes_row,
+                "metadata": orjson.dumps(metadata, option=orjson.OPT_SORT_KEYS).decode()
+                if metadata is not None
+                else None,
+                "index_generation": generation_id,
+            },
+        )
+        document_row = conn.last_insert_rowid()
+        conn.executemany(
+            sql["insert_document_chunk"],
+            [
+                (document_row, ordinal, chunk_id, start, end)
+                for ordinal, (chunk_id, (start, end)) in enumerate(zip(chunk_ids, spans))
+            ],
+        )
+        conn.executemany(
+            sql["insert_message"],
+            [
+                (
+                    document_row,
+                    ordinal,
+                    m.key,
+                    m.role,
+                    m.tool_name,
+                    m.tool_call_id,
+                    m.timestamp,
+                    m.start,
+                    m.text_start,
+                    m.end,
+                )
+                for ordinal, m in enumerate(document.messages)
+            ],
+        )
+        if supersedes_row is not None:
+            conn.execute(sql["mark_superseded"], (now, supersedes_row))
+        outcomes = run_handlers(
+            conn,
+            handlers,
+            generation_id,
+            IndexTarget(document_row, request["kind"], document),
+        )
+        conn.execute(sql["finish_generation"], (now, generation_id))
+
+    return {
+        "documentId": document_id,
+        "version": version,
+        "created": True,
+        "generation": generation_id,
+        "indexOutcomes": outcomes,
+        "messageKeys": [m.key for m in document.messages],
+    }
+
+
+def _serialize_within_limit(messages: list[dict[str, Any]]) -> SerializedDocument:
+    # Characters never outnumber UTF-8 bytes, so this rejects the hopeless cases before encoding.
+    if sum(len(m["text"]) for m in messages) > limits.MAX_DOCUMENT_BYTES:
+        raise _too_large(None)
+    document = serialize_messages(messages)
+    if len(document.text) > limits.MAX_DOCUMENT_BYTES:
+        raise _too_large(len(document.text))
+    return document
+
+
+def _too_large(size: int | None) -> LimitExceeded:
+    return LimitExceeded(
+        f"the document text exceeds {limits.MAX_DOCUMENT_BYTES} bytes",
+        field="messages",
+        reason="document-too-large",
+        limit=limits.MAX_DOCUMENT_BYTES,
+        size=size,
+    )
+
+
+def _existing_response(conn: apsw.Connection, row: tuple) -> dict[str, Any]:
+    sql = queries("admission")
+    document_row, document_id, version, generation = row
+    outcomes = dict(conn.execute(sql["outcomes_for"], (generation, document_row)).fetchall())
+    keys = [r[0] for r in conn.execute(sql["message_keys"], (document_row,))]
+    return {
+        "documentId": document_id,
+        "version": version,
+        "created": False,
+        "generation": generation,
+        "indexOutcomes": outcomes,
+        "messageKeys": keys,
+    }
+
+
+def _project_row(conn: apsw.Connection, identity: str, now: str) -> int:
+    sql = queries("admission")
+    row = conn.execute(sql["find_project"], (identity,)).fetchone()
+    if row:
+        return row[0]
+    conn.execute(sql["insert_project"], (identity, now))
+    return conn.last_insert_rowid()
+
+
+def _session_row(
+    conn: apsw.Connection, project_id: int, session_key: str, parent_key: str | None, now: str
+) -> int:
+    """The session's row, created if new; its parent is recorded once and never changed."""
+    sql = queries("admission")
+    parent_row = None
+    if parent_key is not None:
+        found = conn.execute(sql["find_session"], (project_id, parent_key)).fetchone()
+        if found:
+            parent_row = found[0]
+        else:  # the parent's own documents may arrive later
+            conn.execute(sql["insert_session"], (project_id, parent_key, None, now))
+            parent_row = conn.last_insert_rowid()
+    row = conn.execute(sql["find_session"], (project_id, session_key)).fetchone()
+    if row is None:
+        conn.execute(sql["insert_session"], (project_id, session_key, parent_row, now))
+        return conn.last_insert_rowid()
+    session_row, recorded_parent = row
+    if parent_row is None or recorded_parent == parent_row:
+        return session_row
+    if recorded_parent is not None:
+        raise Conflict(
+            f"session {session_key!r} already records a different parent session",
+            field="parentSessionId",
+            reason="lineage-mismatch",
+        )
+    ancestors = {r[0] for r in conn.execute(sql["session_ancestors"], (parent_row,))}
+    if session_row in ancestors:
+        raise Conflict(
+            f"recording {parent_key!r} as the parent of {session_key!r} would make a cycle",
+            field="parentSessionId",
+            reason="lineage-cycle",
+        )
+    conn.execute(sql["set_session_parent"], (parent_row, session_row))
+    return session_row
+
+
+def _resolve_identity_and_supersession(
+    conn: apsw.Connection, request: dict[str, Any], project_id: int, identity: str
+) -> tuple[int | None, str, int]:
+    """Return (superseded row, documentId, version) after checking supersession and subject keys.
+
+    A replacement that keeps the superseded document's subject key becomes its next version;
+    any other document gets a new id, derived from its identity digest, at version 1.
+    """
+    sql = queries("admission")
+    subject = request.get("subjectKey")
+    target = request.get("supersedes")
+    target_row = None
+    if target is not None:
+        target_row = conn.execute(
+            sql["find_document_version"], (target["documentId"], target["version"])
+        ).fetchone()
+        if target_row is None:
+            raise NotFound(
+                f"supersedes names {target['documentId']} v{target['version']}, which does not exist",
+                field="supersedes",
+            )
+        row, _, _, target_project, state, created_at, _ = target_row
+        if target_project != project_id:
+            raise Conflict(
+                "a document can only supersede one of its own project",
+                field="supersedes",
+                reason="other-project",
+            )
+        if state != "live":
+            raise Conflict(
+                f"the superseded document is {state}, not live",
+                field="supersedes",
+                reason="not-live",
+                state=state,
+            )
+        if created_at > request["createdAt"]:
+            raise Conflict(
+                "a document can only supersede an older one",
+                field="supersedes",
+                reason="not-older",
+            )
+    if subject is not None:
+        holder = conn.execute(sql["find_live_subject"], (project_id, subject)).fetchone()
+        if holder is not None and (target_row is None or holder[0] != target_row[0]):
+            raise Conflict(
+                f"subject key {subject!r} is held by {holder[1]} v{holder[2]}; "
+                "name it in supersedes to replace it",
+                field="subjectKey",
+                reason="subject-held",
+                documentId=holder[1],
+                version=holder[2],
+            )
+    if target_row is not None and subject is not None and target_row[6] == subject:
+        return target_row[0], target_row[1], target_row[2] + 1
+    return (target_row[0] if target_row else None), "doc-" + identity[:20], 1

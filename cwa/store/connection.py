@@ -1,0 +1,169 @@
+"""Opening the archive file: location, permissions, pragmas, sqlite-vec, migrations, views.
+
+Many processes may open one archive at once (several Pi windows, the CLI, `cwa serve`): WAL
+lets readers proceed while writers serialize on SQLite's lock, each write transaction starts
+IMMEDIATE so it waits for the lock up front instead of failing on a read-to-write upgrade.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import apsw
+import blake3
+
+from cwa.errors import (
+    ArchiveIncompatible,
+    CwaError,
+    Internal,
+    StorageBusy,
+    StorageUnavailable,
+)
+from cwa.store import migrations
+from cwa.store.sqlfiles import resource_dir
+
+BUSY_TIMEOUT_MS = 10_000
+ARCHIVE_FILE_MODE = 0o600
+ARCHIVE_DIR_MODE = 0o700
+
+
+def default_archive_path() -> Path:
+    """`CWA_DB`, else `$XDG_DATA_HOME/cwa/archive.db`, else `~/.local/share/cwa/archive.db`."""
+    explicit = os.environ.get("CWA_DB")
+    if explicit:
+        return Path(explicit).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home).expanduser() / "cwa" / "archive.db"
+
+
+def storage_error(exc: BaseException, path: Path | str = "the archive") -> CwaError:
+    """Map an SQLite/OS failure to the contract's error types."""
+    if isinstance(exc, CwaError):
+        return exc
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return StorageBusy(
+            f"{path} stayed locked by another writer for {BUSY_TIMEOUT_MS // 1000} s; try again",
+            timeoutMs=BUSY_TIMEOUT_MS,
+        )
+    if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
+        return ArchiveIncompatible(f"{path} is not a readable cwa archive: {exc}")
+    if isinstance(exc, apsw.FullError):
+        return StorageUnavailable(f"the disk holding {path} is full", reason="disk-full")
+    if isinstance(
+        exc,
+        (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.PermissionsError, OSError),
+    ):
+        return StorageUnavailable(f"cannot use {path}: {exc}", reason=type(exc).__name__)
+    return Internal(f"unexpected storage failure: {type(exc).__name__}: {exc}")
+
+
+def _prepare_location(path: Path) -> bool:
+    """Create the directory (0700) and an empty file (0600) if missing; return True if new."""
+    directory = path.parent
+    if not directory.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        directory.chmod(ARCHIVE_DIR_MODE)
+    if path.is_dir():
+        raise StorageUnavailable(f"{path} is a directory, not an archive file", reason="is-directory")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, ARCHIVE_FILE_MODE)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, ARCHIVE_FILE_MODE)  # os.open's mode is filtered by the umask
+    finally:
+        os.close(fd)
+    return True
+
+
+def _existing_schema_version(path: Path) -> int:
+    """Read the schema version without writing anything, not even journal-mode changes."""
+    probe = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        probe.set_busy_timeout(BUSY_TIMEOUT_MS)
+        return migrations.user_version(probe)
+    finally:
+        probe.close()
+
+
+def _load_sqlite_vec(conn: apsw.Connection) -> None:
+    import sqlite_vec
+
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(sqlite_vec.loadable_path())
+    finally:
+        conn.enable_load_extension(False)
+
+
+def _is_empty(conn: apsw.Connection) -> bool:
+    return conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0
+
+
+def _ensure_views(conn: apsw.Connection) -> None:
+    """Recreate the inspection views when sql/views.sql differs from what the file holds."""
+    text = (resource_dir("sql") / "views.sql").read_text(encoding="utf-8")
+    digest = blake3.blake3(text.encode("utf-8")).hexdigest()
+    query = "SELECT value FROM meta WHERE key = 'views_digest'"
+    row = conn.execute(query).fetchone()
+    if row and row[0] == digest:
+        return
+    with write_transaction(conn):
+        row = conn.execute(query).fetchone()
+        if row and row[0] == digest:
+            return
+        conn.execute(text)
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('views_digest', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (digest,),
+        )
+
+
+def open_connection(path: Path | str | None = None) -> apsw.Connection:
+    """Open (creating if needed) the archive at `path` and bring its schema up to date."""
+    path = Path(path).expanduser() if path is not None else default_archive_path()
+    try:
+        created = _prepare_location(path)
+        if not created:
+            migrations.refuse_newer(_existing_schema_version(path), str(path))
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    except (apsw.Error, OSError) as exc:
+        raise storage_error(exc, path) from exc
+    try:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        if _is_empty(conn):
+            # Only possible before the first table exists; lets maintenance reclaim space later.
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _load_sqlite_vec(conn)
+        migrations.apply_pending(conn, str(path))
+        _ensure_views(conn)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, (apsw.Error, OSError)):
+            raise storage_error(exc, path) from exc
+        raise
+    return conn
+
+
+@contextmanager
+def write_transaction(conn: apsw.Connection) -> Iterator[None]:
+    """One IMMEDIATE transaction: committed on success, rolled back on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        if not conn.get_autocommit():
+            conn.execute("ROLLBACK")
+        raise

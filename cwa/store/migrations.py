@@ -1,0 +1,82 @@
+"""Ordered schema migrations, tracked by PRAGMA user_version.
+
+`migrations/NNNN_name.sql` files are applied in number order, each in its own IMMEDIATE
+transaction, re-checking the version inside it so that two processes opening a new file at once
+apply each migration exactly once. Applied migrations are never edited; a change is a new file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import apsw
+
+from cwa.errors import ArchiveIncompatible
+from cwa.store.sqlfiles import resource_dir
+
+_FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int
+    name: str
+    path: Path
+
+
+@cache
+def available() -> tuple[Migration, ...]:
+    found = []
+    for path in resource_dir("migrations").glob("*.sql"):
+        match = _FILE_NAME.match(path.name)
+        if not match:
+            raise ValueError(f"migration file name {path.name!r} is not NNNN_name.sql")
+        found.append(Migration(int(match.group(1)), match.group(2), path))
+    found.sort(key=lambda m: m.number)
+    numbers = [m.number for m in found]
+    if numbers != list(range(1, len(found) + 1)):
+        raise ValueError(f"migrations must be numbered 1..N without gaps, found {numbers}")
+    return tuple(found)
+
+
+def latest_version() -> int:
+    return len(available())
+
+
+def user_version(conn: apsw.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def refuse_newer(version: int, where: str) -> None:
+    if version > latest_version():
+        raise ArchiveIncompatible(
+            f"{where} was written by a newer cwa (schema {version}; this version knows up to "
+            f"{latest_version()}). Upgrade cwa to open it; nothing was changed.",
+            schemaVersion=version,
+            supportedVersion=latest_version(),
+        )
+
+
+def apply_pending(conn: apsw.Connection, where: str) -> list[int]:
+    """Apply every migration newer than the file's version; return the numbers applied."""
+    applied = []
+    for migration in available():
+        if user_version(conn) >= migration.number:
+            continue
+        sql = migration.path.read_text(encoding="utf-8")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = user_version(conn)
+            refuse_newer(current, where)
+            if current < migration.number:
+                conn.execute(sql)
+                conn.execute(f"PRAGMA user_version = {migration.number:d}")
+                applied.append(migration.number)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    return applied

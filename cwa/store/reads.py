@@ -1,0 +1,199 @@
+"""Direct reads (`get`): a document's text, messages and manifest, or a byte range of it.
+
+A small document (source <= 1 MiB, serialized answer <= 8 MiB) comes back whole. A larger one
+comes back as manifest coordinates (at most 256 chunk occurrences and 16 message keys) without
+loading any chunk payload; its bytes are read by range, and a range read loads only the chunks
+that intersect the range.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+import orjson
+
+from cwa import limits
+from cwa.errors import InvalidRequest, LimitExceeded, NotFound
+from cwa.store.sqlfiles import queries
+
+_DOCUMENT_FIELDS = (
+    "row",
+    "documentId",
+    "version",
+    "project",
+    "sessionId",
+    "parentSessionId",
+    "kind",
+    "retentionClass",
+    "createdAt",
+    "admittedAt",
+    "byteLength",
+    "textDigest",
+    "identityDigest",
+    "sourceKeyCount",
+    "firstSourceKey",
+    "lastSourceKey",
+    "subjectKey",
+    "supersedesDocumentId",
+    "supersedesVersion",
+    "pinned",
+    "state",
+    "metadata",
+    "generation",
+)
+
+
+def find_document(conn: apsw.Connection, document_id: str, version: int | None) -> dict[str, Any]:
+    """The document's row as a dict (latest version when `version` is None), or `not-found`."""
+    row = conn.execute(queries("reads")["document_version"], (document_id, version)).fetchone()
+    if row is None:
+        what = document_id if version is None else f"{document_id} v{version}"
+        raise NotFound(f"no document {what} in this archive", documentId=document_id, version=version)
+    return dict(zip(_DOCUMENT_FIELDS, row))
+
+
+def _header(doc: dict[str, Any], conn: apsw.Connection) -> dict[str, Any]:
+    sql = queries("reads")
+    outcomes = {
+        handler: outcome
+        for handler, outcome, _ in conn.execute(sql["outcomes"], (doc["generation"], doc["row"]))
+    }
+    supersedes = (
+        {"documentId": doc["supersedesDocumentId"], "version": doc["supersedesVersion"]}
+        if doc["supersedesDocumentId"] is not None
+        else None
+    )
+    return {
+        "documentId": doc["documentId"],
+        "version": doc["version"],
+        "project": doc["project"],
+        "sessionId": doc["sessionId"],
+        "parentSessionId": doc["parentSessionId"],
+        "kind": doc["kind"],
+        "retentionClass": doc["retentionClass"],
+        "createdAt": doc["createdAt"],
+        "admittedAt": doc["admittedAt"],
+        "state": doc["state"],
+        "pinned": bool(doc["pinned"]),
+        "subjectKey": doc["subjectKey"],
+        "supersedes": supersedes,
+        "byteLength": doc["byteLength"],
+        "textDigest": doc["textDigest"],
+        "identityDigest": doc["identityDigest"],
+        "sourceKeys": {
+            "first": doc["firstSourceKey"],
+            "last": doc["lastSourceKey"],
+            "count": doc["sourceKeyCount"],
+        },
+        "metadata": orjson.loads(doc["metadata"]) if doc["metadata"] is not None else None,
+        "generation": doc["generation"],
+        "indexOutcomes": outcomes,
+    }
+
+
+def _messages(conn: apsw.Connection, document_row: int, limit: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": key,
+            "role": role,
+            "toolName": tool_name,
+            "toolCallId": tool_call_id,
+            "timestamp": timestamp,
+            "start": start,
+            "textStart": text_start,
+            "end": end,
+        }
+        for key, role, tool_name, tool_call_id, timestamp, start, text_start, end in conn.execute(
+            queries("reads")["messages"], (document_row, limit)
+        )
+    ]
+
+
+def _manifest(conn: apsw.Connection, document_row: int, limit: int) -> list[dict[str, Any]]:
+    return [
+        {"ordinal": ordinal, "start": start, "end": end, "hash": digest}
+        for ordinal, start, end, digest in conn.execute(
+            queries("reads")["chunk_manifest"], (document_row, limit)
+        )
+    ]
+
+
+def read_bytes(conn: apsw.Connection, document_row: int, start: int, end: int) -> tuple[bytes, int]:
+    """Bytes [start, end) of a document and how many chunks were read to get them."""
+    pieces, chunks_read = [], 0
+    for _, chunk_start, chunk_end, data in conn.execute(
+        queries("reads")["chunks_in_range"], (document_row, start, end)
+    ):
+        chunks_read += 1
+        lo, hi = max(start, chunk_start) - chunk_start, min(end, chunk_end) - chunk_start
+        pieces.append(data[lo:hi])
+    return b"".join(pieces), chunks_read
+
+
+def read_range(
+    conn: apsw.Connection, doc: dict[str, Any], start: int, end: int
+) -> dict[str, Any]:
+    """A byte range as text. A boundary inside a UTF-8 sequence moves outward to the character."""
+    size = doc["byteLength"]
+    if start > end or end > size:
+        raise InvalidRequest(
+            f"range [{start}, {end}) is not inside the document's {size} bytes",
+            field="range",
+            reason="out-of-range",
+            byteLength=size,
+        )
+    if end - start > limits.GET_MAX_RANGE_BYTES:
+        raise LimitExceeded(
+            f"a range read returns at most {limits.GET_MAX_RANGE_BYTES} bytes",
+            field="range",
+            reason="range-too-large",
+            limit=limits.GET_MAX_RANGE_BYTES,
+        )
+    # A UTF-8 sequence is at most 4 bytes: read 3 more on each side, then trim to characters.
+    outer_start, outer_end = max(0, start - 3), min(size, end + 3)
+    data, chunks_read = read_bytes(conn, doc["row"], outer_start, outer_end)
+    lo, hi = start - outer_start, end - outer_start
+    while 0 < lo < len(data) and (data[lo] & 0xC0) == 0x80:
+        lo -= 1
+    while hi < len(data) and (data[hi] & 0xC0) == 0x80:
+        hi += 1
+    return {
+        "documentId": doc["documentId"],
+        "version": doc["version"],
+        "byteLength": size,
+        "range": {"start": outer_start + lo, "end": outer_start + hi},
+        "text": data[lo:hi].decode("utf-8"),
+        "chunksRead": chunks_read,
+    }
+
+
+def get_document(
+    conn: apsw.Connection, document_id: str, version: int | None, byte_range: dict | None
+) -> dict[str, Any]:
+    doc = find_document(conn, document_id, version)
+    if byte_range is not None:
+        return read_range(conn, doc, byte_range["start"], byte_range["end"])
+    result = _header(doc, conn)
+    if doc["byteLength"] <= limits.GET_INLINE_SOURCE_BYTES:
+        data, _ = read_bytes(conn, doc["row"], 0, doc["byteLength"])
+        result.update(
+            complete=True,
+            text=data.decode("utf-8"),
+            messages=_messages(conn, doc["row"], limits.MAX_SOURCE_MESSAGES),
+            manifest={"chunks": _manifest(conn, doc["row"], -1)},
+        )
+        if len(orjson.dumps(result)) <= limits.GET_MAX_RESULT_BYTES:
+            return result
+        result = _header(doc, conn)
+    chunk_count = conn.execute(queries("reads")["chunk_count"], (doc["row"],)).fetchone()[0]
+    result.update(
+        complete=False,
+        messages=_messages(conn, doc["row"], limits.GET_MANIFEST_MESSAGES),
+        manifest={
+            "chunks": _manifest(conn, doc["row"], limits.GET_MANIFEST_CHUNKS),
+            "chunkCount": chunk_count,
+            "messageCount": doc["sourceKeyCount"],
+        },
+    )
+    return result

@@ -1,0 +1,81 @@
+-- Named queries used by admission (cwa/store/admission.py).
+
+-- name: find_by_identity
+SELECT id, document_id, version, index_generation FROM documents WHERE identity_digest = ?;
+
+-- name: find_project
+SELECT id FROM projects WHERE identity = ?;
+
+-- name: insert_project
+INSERT INTO projects (identity, created_at) VALUES (?, ?);
+
+-- name: find_session
+SELECT id, parent_id FROM sessions WHERE project_id = ? AND session_key = ?;
+
+-- name: insert_session
+INSERT INTO sessions (project_id, session_key, parent_id, created_at) VALUES (?, ?, ?, ?);
+
+-- name: set_session_parent
+UPDATE sessions SET parent_id = ? WHERE id = ? AND parent_id IS NULL;
+
+-- name: session_ancestors
+WITH RECURSIVE chain (id, parent_id) AS (
+  SELECT id, parent_id FROM sessions WHERE id = ?
+  UNION
+  SELECT s.id, s.parent_id FROM sessions AS s JOIN chain AS c ON s.id = c.parent_id
+)
+SELECT id FROM chain;
+
+-- name: find_document_version
+SELECT id, document_id, version, project_id, state, created_at, subject_key
+FROM documents WHERE document_id = ? AND version = ?;
+
+-- name: find_live_subject
+SELECT id, document_id, version FROM documents
+WHERE project_id = ? AND subject_key = ? AND state = 'live';
+
+-- name: insert_chunk
+INSERT INTO chunks (hash, byte_length, data) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING;
+
+-- name: chunk_id
+SELECT id FROM chunks WHERE hash = ?;
+
+-- name: insert_generation
+INSERT INTO index_generations (reason, started_at) VALUES (?, ?);
+
+-- name: finish_generation
+UPDATE index_generations SET finished_at = ? WHERE id = ?;
+
+-- name: insert_document
+INSERT INTO documents (
+  document_id, version, project_id, session_id, kind, retention_class, created_at, admitted_at,
+  byte_length, text_digest, identity_digest, source_key_count, first_source_key, last_source_key,
+  subject_key, supersedes_row, metadata, index_generation
+) VALUES (
+  :document_id, :version, :project_id, :session_id, :kind, :retention_class, :created_at,
+  :admitted_at, :byte_length, :text_digest, :identity_digest, :source_key_count,
+  :first_source_key, :last_source_key, :subject_key, :supersedes_row, :metadata, :index_generation
+);
+
+-- name: insert_document_chunk
+INSERT INTO document_chunks (document_row, ordinal, chunk_id, start_byte, end_byte)
+VALUES (?, ?, ?, ?, ?);
+
+-- name: insert_message
+INSERT INTO messages (document_row, ordinal, message_key, role, tool_name, tool_call_id, timestamp,
+                      start_byte, text_start, end_byte)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: message_keys
+SELECT message_key FROM messages WHERE document_row = ? ORDER BY ordinal;
+
+-- name: mark_superseded
+UPDATE documents SET state = 'superseded', state_changed_at = ? WHERE id = ? AND state = 'live';
+
+-- name: insert_outcome
+INSERT INTO index_outcomes (generation_id, document_row, handler, outcome, detail)
+VALUES (?, ?, ?, ?, ?);
+
+-- name: outcomes_for
+SELECT handler, outcome FROM index_outcomes
+WHERE generation_id = ? AND document_row = ? ORDER BY handler;

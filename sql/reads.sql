@@ -1,0 +1,46 @@
+-- Named queries used by direct reads (cwa/store/reads.py).
+
+-- name: document_version
+SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session_key, d.kind,
+       d.retention_class, d.created_at, d.admitted_at, d.byte_length, d.text_digest,
+       d.identity_digest, d.source_key_count, d.first_source_key, d.last_source_key,
+       d.subject_key, sup.document_id, sup.version, d.pinned, d.state, d.metadata,
+       d.index_generation
+FROM documents AS d
+JOIN projects AS p ON p.id = d.project_id
+JOIN sessions AS s ON s.id = d.session_id
+LEFT JOIN sessions AS parent ON parent.id = s.parent_id
+LEFT JOIN documents AS sup ON sup.id = d.supersedes_row
+WHERE d.document_id = ?1 AND (?2 IS NULL OR d.version = ?2)
+ORDER BY d.version DESC
+LIMIT 1;
+
+-- name: chunk_manifest
+-- Reads chunk hashes only; the payload column is never loaded.
+SELECT dc.ordinal, dc.start_byte, dc.end_byte, c.hash
+FROM document_chunks AS dc JOIN chunks AS c ON c.id = dc.chunk_id
+WHERE dc.document_row = ?
+ORDER BY dc.ordinal
+LIMIT ?;
+
+-- name: chunk_count
+SELECT count(*) FROM document_chunks WHERE document_row = ?;
+
+-- name: chunks_in_range
+-- Only the chunks that intersect [start, end) are read.
+SELECT dc.ordinal, dc.start_byte, dc.end_byte, c.data
+FROM document_chunks AS dc JOIN chunks AS c ON c.id = dc.chunk_id
+WHERE dc.document_row = ?1 AND dc.end_byte > ?2 AND dc.start_byte < ?3
+ORDER BY dc.ordinal;
+
+-- name: messages
+SELECT message_key, role, tool_name, tool_call_id, timestamp, start_byte, text_start, end_byte
+FROM messages
+WHERE document_row = ?
+ORDER BY ordinal
+LIMIT ?;
+
+-- name: outcomes
+SELECT handler, outcome, detail FROM index_outcomes
+WHERE generation_id = ? AND document_row = ?
+ORDER BY handler;

@@ -1,0 +1,36 @@
+-- Named queries used by `status` (cwa/store/status.py). ?1 is a project identity or NULL for all.
+
+-- name: documents_by_state
+SELECT d.state, count(*), coalesce(sum(d.byte_length), 0)
+FROM documents AS d JOIN projects AS p ON p.id = d.project_id
+WHERE ?1 IS NULL OR p.identity = ?1
+GROUP BY d.state ORDER BY d.state;
+
+-- name: documents_by_kind
+SELECT d.kind, count(*)
+FROM documents AS d JOIN projects AS p ON p.id = d.project_id
+WHERE ?1 IS NULL OR p.identity = ?1
+GROUP BY d.kind ORDER BY d.kind;
+
+-- name: documents_by_class
+SELECT d.retention_class, count(*)
+FROM documents AS d JOIN projects AS p ON p.id = d.project_id
+WHERE ?1 IS NULL OR p.identity = ?1
+GROUP BY d.retention_class ORDER BY d.retention_class;
+
+-- name: counts
+SELECT
+  (SELECT count(*) FROM projects WHERE ?1 IS NULL OR identity = ?1),
+  (SELECT count(*) FROM sessions AS s JOIN projects AS p ON p.id = s.project_id
+     WHERE ?1 IS NULL OR p.identity = ?1),
+  (SELECT count(*) FROM messages AS m JOIN documents AS d ON d.id = m.document_row
+     JOIN projects AS p ON p.id = d.project_id WHERE ?1 IS NULL OR p.identity = ?1);
+
+-- name: chunk_totals
+SELECT count(*), coalesce(sum(byte_length), 0) FROM chunks;
+
+-- name: latest_generation
+SELECT max(id) FROM index_generations;
+
+-- name: meta_value
+SELECT value FROM meta WHERE key = ?;

@@ -1,0 +1,88 @@
+-- Views for direct inspection, e.g.
+--   sqlite3 archive.db "select * from live_documents order by created_at desc limit 5"
+-- Recreated when this file changes (cwa compares its digest at open).
+
+DROP VIEW IF EXISTS live_documents;
+DROP VIEW IF EXISTS document_overview;
+CREATE VIEW document_overview AS
+SELECT
+  d.document_id,
+  d.version,
+  p.identity            AS project,
+  s.session_key         AS session_id,
+  d.kind,
+  d.retention_class,
+  d.created_at,
+  d.byte_length,
+  d.state,
+  d.pinned,
+  d.subject_key,
+  sup.document_id       AS supersedes_document_id,
+  sup.version           AS supersedes_version,
+  d.source_key_count,
+  d.first_source_key,
+  d.last_source_key,
+  d.text_digest,
+  d.index_generation,
+  d.admitted_at,
+  d.id                  AS document_row
+FROM documents AS d
+JOIN projects AS p ON p.id = d.project_id
+JOIN sessions AS s ON s.id = d.session_id
+LEFT JOIN documents AS sup ON sup.id = d.supersedes_row;
+
+CREATE VIEW live_documents AS
+SELECT * FROM document_overview WHERE state = 'live';
+
+DROP VIEW IF EXISTS document_messages;
+CREATE VIEW document_messages AS
+SELECT
+  d.document_id,
+  d.version,
+  m.ordinal,
+  m.message_key,
+  m.role,
+  m.tool_name,
+  m.tool_call_id,
+  m.timestamp,
+  m.start_byte,
+  m.text_start,
+  m.end_byte
+FROM messages AS m
+JOIN documents AS d ON d.id = m.document_row;
+
+DROP VIEW IF EXISTS document_texts;
+CREATE VIEW document_texts AS
+SELECT
+  d.document_id,
+  d.version,
+  (SELECT group_concat(CAST(t.data AS TEXT), '')
+     FROM (SELECT c.data FROM document_chunks AS dc
+           JOIN chunks AS c ON c.id = dc.chunk_id
+           WHERE dc.document_row = d.id
+           ORDER BY dc.ordinal) AS t) AS text
+FROM documents AS d;
+
+DROP VIEW IF EXISTS session_lineage;
+CREATE VIEW session_lineage AS
+SELECT
+  p.identity       AS project,
+  s.session_key    AS session_id,
+  parent.session_key AS parent_session_id,
+  s.created_at,
+  (SELECT count(*) FROM documents AS d WHERE d.session_id = s.id) AS documents
+FROM sessions AS s
+JOIN projects AS p ON p.id = s.project_id
+LEFT JOIN sessions AS parent ON parent.id = s.parent_id;
+
+DROP VIEW IF EXISTS index_status;
+CREATE VIEW index_status AS
+SELECT
+  d.document_id,
+  d.version,
+  o.generation_id,
+  o.handler,
+  o.outcome,
+  o.detail
+FROM index_outcomes AS o
+JOIN documents AS d ON d.id = o.document_row AND o.generation_id = d.index_generation;
