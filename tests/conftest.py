@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cwa.api import Archive
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "archive" / "archive.db"
+
+
+@pytest.fixture
+def archive(db_path: Path):
+    with Archive.open(db_path) as opened:
+        yield opened
+
+
+def turn(text: str = "hello", session: str = "s1", project: str = "/work/p", **extra: Any) -> dict:
+    """A small valid admit request."""
+    request = {
+        "project": project,
+        "sessionId": session,
+        "kind": "turn",
+        "messages": [
+            {"role": "user", "text": text},
+            {"role": "assistant", "text": f"answer to: {text}"},
+        ],
+    }
+    request.update(extra)
+    return request
+
+
+def hermetic_env(tmp_path: Path, db: Path | None = None) -> dict[str, str]:
+    """An environment whose config sources are all inside tmp_path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CWA_")}
+    env.update(
+        HOME=str(tmp_path / "home"),
+        XDG_CONFIG_HOME=str(tmp_path / "home" / ".config"),
+        PI_CODING_AGENT_DIR=str(tmp_path / "home" / ".pi" / "agent"),
+    )
+    if db is not None:
+        env["CWA_DB"] = str(db)
+    return env
+
+
+def run_cwa(args: list[str], env: dict[str, str], stdin: bytes = b"", cwd: Path | None = None):
+    """Run the real `cwa` entry point in a child process."""
+    return subprocess.run(
+        [sys.executable, "-m", "cwa", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def row_counts(db: Path) -> dict[str, int]:
+    import apsw
+
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+    finally:
+        conn.close()

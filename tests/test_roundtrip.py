@@ -1,0 +1,108 @@
+"""Admission and direct reads keep every byte: multibyte text, large documents, reopened files."""
+
+from __future__ import annotations
+
+import blake3
+import apsw
+
+from cwa.api import Archive
+from cwa.limits import CHUNK_NEWLINE_AFTER, MAX_CHUNK_BYTES
+
+
+def _multibyte_session() -> list[dict]:
+    line = "日本語のテキスト 🚀 emoji ünïcödé — Ωμέγα — src/retry.py:42 RetryPolicy 漢字\n"
+    tool_output = line * 3000  # ~300 KiB of mostly 3- and 4-byte characters
+    return [
+        {"key": "u1", "role": "user", "text": "なぜ失敗する? 😱 why does it fail?"},
+        {"key": "a1", "role": "assistant", "text": "Let me look. 見てみます。"},
+        {
+            "key": "t1",
+            "role": "toolResult",
+            "toolName": "bash",
+            "toolCallId": "call-1",
+            "text": tool_output,
+        },
+        # no newline at all: chunk boundaries must still land between characters
+        {"key": "t2", "role": "toolResult", "toolName": "cat", "text": "鍵" * 40_000},
+    ]
+
+
+def test_large_multibyte_document_round_trips_byte_for_byte_after_reopen(db_path):
+    messages = _multibyte_session()
+    with Archive.open(db_path) as archive:
+        admitted = archive.admit(
+            {"project": "/p", "sessionId": "s", "kind": "turn", "messages": messages}
+        )
+    with Archive.open(db_path) as archive:  # a fresh connection to the file on disk
+        doc = archive.get({"documentId": admitted["documentId"]})
+
+    data = doc["text"].encode("utf-8")
+    assert len(data) > 200 * 1024
+    assert doc["complete"] is True
+    assert doc["byteLength"] == len(data)
+    assert blake3.blake3(data).hexdigest() == doc["textDigest"]
+    for message, coords in zip(messages, doc["messages"]):
+        assert coords["key"] == message["key"]
+        assert data[coords["textStart"] : coords["end"]].decode("utf-8") == message["text"]
+        assert data[coords["start"] : coords["textStart"]].startswith(b"[" + message["role"].encode())
+
+    chunks = doc["manifest"]["chunks"]
+    assert len(chunks) > 3
+    assert chunks[0]["start"] == 0 and chunks[-1]["end"] == len(data)
+    for before, after in zip(chunks, chunks[1:]):
+        assert before["end"] == after["start"]
+    for chunk in chunks:
+        piece = data[chunk["start"] : chunk["end"]]
+        piece.decode("utf-8")  # raises if a boundary splits a character
+        assert len(piece) <= MAX_CHUNK_BYTES
+        assert blake3.blake3(piece).hexdigest() == chunk["hash"]
+        if chunk is not chunks[-1] and b"\n" in piece[CHUNK_NEWLINE_AFTER - 1 :]:
+            assert piece.endswith(b"\n")  # newline preferred once 16 KiB is in the chunk
+
+
+def test_stored_chunks_are_valid_utf8_and_reassemble_in_sql(db_path):
+    with Archive.open(db_path) as archive:
+        admitted = archive.admit(
+            {"project": "/p", "sessionId": "s", "kind": "turn", "messages": _multibyte_session()}
+        )
+        expected = archive.get({"documentId": admitted["documentId"]})["text"]
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    for (data,) in conn.execute("SELECT data FROM chunks"):
+        bytes(data).decode("utf-8")
+    (text,) = conn.execute(
+        "SELECT text FROM document_texts WHERE document_id = ?", (admitted["documentId"],)
+    ).fetchone()
+    assert text == expected
+
+
+def test_identical_bytes_are_stored_once_across_documents(archive):
+    shared = "x" * 20_000 + "\n" + "shared line of a big tool output\n" * 2000
+    first = archive.admit({"project": "/p", "sessionId": "s", "kind": "tool-result",
+                           "messages": [{"key": "k1", "role": "toolResult", "text": shared}]})
+    second = archive.admit({"project": "/p", "sessionId": "s", "kind": "tool-result",
+                            "messages": [{"key": "k2", "role": "toolResult", "text": shared}]})
+    assert first["documentId"] != second["documentId"]
+    hashes_1 = {c["hash"] for c in archive.get({"documentId": first["documentId"]})["manifest"]["chunks"]}
+    hashes_2 = {c["hash"] for c in archive.get({"documentId": second["documentId"]})["manifest"]["chunks"]}
+    shared_hashes = hashes_1 & hashes_2
+    assert len(shared_hashes) >= 2  # only the first chunk (holding the header) differs
+    (stored,) = archive.conn.execute("SELECT count(*) FROM chunks").fetchone()
+    assert stored == len(hashes_1 | hashes_2)
+
+
+def test_message_keys_are_derived_deterministically_when_missing(archive):
+    request = {
+        "project": "/p",
+        "sessionId": "s",
+        "kind": "turn",
+        "messages": [
+            {"role": "user", "text": "ok", "timestamp": 1764400000000},
+            {"role": "user", "text": "ok", "timestamp": 1764400000000},
+            {"role": "assistant", "text": "ok", "toolCallId": "c1"},
+        ],
+    }
+    keys = archive.admit(request)["messageKeys"]
+    assert len(set(keys)) == 3
+    assert keys[1] == keys[0] + "-2"  # the same unkeyed message twice in one document
+    other = archive.admit({**request, "sessionId": "s2", "messages": request["messages"][:1]})
+    assert other["messageKeys"] == keys[:1]  # same message, same key, in any document

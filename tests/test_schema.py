@@ -1,0 +1,113 @@
+"""The archive file: permissions, migrations, views, pragmas, and refusing newer schemas."""
+
+from __future__ import annotations
+
+import stat
+
+import apsw
+import blake3
+import pytest
+from conftest import REPO, turn
+
+from cwa.api import Archive
+from cwa.errors import ArchiveIncompatible, StorageUnavailable
+from cwa.store import migrations
+from cwa.store.connection import default_archive_path, open_connection
+
+
+def test_fresh_file_is_0600_in_a_0700_directory(tmp_path):
+    db = tmp_path / "new" / "nested" / "archive.db"
+    with Archive.open(db) as archive:
+        archive.admit(turn())
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    for side in ("-wal", "-shm"):
+        side_file = db.with_name(db.name + side)
+        if side_file.exists():
+            assert stat.S_IMODE(side_file.stat().st_mode) == 0o600
+
+
+def test_newer_schema_archive_is_refused_without_modification(tmp_path):
+    db = tmp_path / "archive.db"
+    with Archive.open(db) as archive:
+        archive.admit(turn())
+    raw = apsw.Connection(str(db))
+    raw.execute(f"PRAGMA user_version = {migrations.latest_version() + 1}")
+    raw.execute("PRAGMA journal_mode = DELETE")
+    raw.close()
+    before = blake3.blake3(db.read_bytes()).hexdigest()
+    mtime = db.stat().st_mtime_ns
+
+    with pytest.raises(ArchiveIncompatible) as caught:
+        Archive.open(db)
+    assert "newer" in caught.value.message
+    assert caught.value.details["schemaVersion"] == migrations.latest_version() + 1
+    assert blake3.blake3(db.read_bytes()).hexdigest() == before
+    assert db.stat().st_mtime_ns == mtime
+    assert not db.with_name(db.name + "-wal").exists()
+
+
+def test_not_a_database_is_a_typed_error(tmp_path):
+    db = tmp_path / "notes.txt"
+    db.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ArchiveIncompatible):
+        Archive.open(db)
+    assert db.read_bytes() == b"this is not sqlite" * 100
+
+
+def test_directory_in_place_of_the_file_is_a_typed_error(tmp_path):
+    with pytest.raises(StorageUnavailable):
+        Archive.open(tmp_path)
+
+
+def test_connection_pragmas_extension_and_migrations(tmp_path):
+    conn = open_connection(tmp_path / "a.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == migrations.latest_version()
+    assert conn.execute("SELECT vec_version()").fetchone()[0].startswith("v")
+    secret = conn.execute("SELECT value FROM meta WHERE key = 'locator_secret'").fetchone()[0]
+    assert isinstance(secret, bytes) and len(secret) == 32
+    conn.close()
+    reopened = open_connection(tmp_path / "a.db")  # the secret is created once
+    again = reopened.execute("SELECT value FROM meta WHERE key = 'locator_secret'").fetchone()[0]
+    assert again == secret
+
+
+def test_migrations_are_numbered_and_each_table_and_view_is_documented(tmp_path):
+    found = migrations.available()
+    assert [m.number for m in found] == list(range(1, len(found) + 1))
+    schema_doc = (REPO / "docs" / "schema.md").read_text(encoding="utf-8")
+    conn = open_connection(tmp_path / "a.db")
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    conn.close()
+    assert {"live_documents", "document_overview"} <= set(names)
+    for name in names:
+        assert f"`{name}`" in schema_doc, f"docs/schema.md does not describe {name}"
+
+
+def test_views_show_documents_with_session_project_kind_class_size_and_state(archive):
+    archive.admit(turn("visible", createdAt="2026-11-01T00:00:00Z"))
+    row = archive.conn.execute(
+        "SELECT project, session_id, kind, retention_class, created_at, byte_length, state "
+        "FROM live_documents"
+    ).fetchone()
+    assert row[:5] == ("/work/p", "s1", "turn", "conversation", "2026-11-01T00:00:00.000Z")
+    assert row[5] > 0 and row[6] == "live"
+
+
+def test_default_path_honours_cwa_db(monkeypatch, tmp_path):
+    monkeypatch.setenv("CWA_DB", str(tmp_path / "x.db"))
+    assert default_archive_path() == tmp_path / "x.db"
+    monkeypatch.delenv("CWA_DB")
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_archive_path() == tmp_path / ".local" / "share" / "cwa" / "archive.db"
