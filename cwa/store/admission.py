@@ -75,6 +75,8 @@ def admit(
         )
         chunk_ids = [conn.execute(sql["chunk_id"], (h,)).fetchone()[0] for h in hashes]
 
+        if supersedes_row is not None:  # first, so the subject key is free for the replacement
+            conn.execute(sql["mark_superseded"], (now, supersedes_row))
         conn.execute(
             sql["insert_document"],
             {
@@ -126,8 +128,6 @@ def admit(
                 for ordinal, m in enumerate(document.messages)
             ],
         )
-        if supersedes_row is not None:
-            conn.execute(sql["mark_superseded"], (now, supersedes_row))
         outcomes = run_handlers(
             conn,
             handlers,

@@ -115,7 +115,7 @@ def _ensure_views(conn: apsw.Connection) -> None:
         row = conn.execute(query).fetchone()
         if row and row[0] == digest:
             return
-        conn.execute(text)
+        conn.execute(text).fetchall()  # apsw runs a script lazily: drain every statement
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('views_digest', ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

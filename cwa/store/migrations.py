@@ -72,7 +72,7 @@ def apply_pending(conn: apsw.Connection, where: str) -> list[int]:
             current = user_version(conn)
             refuse_newer(current, where)
             if current < migration.number:
-                conn.execute(sql)
+                conn.execute(sql).fetchall()  # apsw runs a script lazily: drain every statement
                 conn.execute(f"PRAGMA user_version = {migration.number:d}")
                 applied.append(migration.number)
         except BaseException:

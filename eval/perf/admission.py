@@ -1,0 +1,144 @@
+"""Admission and direct-read speed on synthetic coding sessions, against a bare-SQLite baseline.
+
+    python eval/perf/admission.py [--docs 2000] [--json]
+
+The baseline inserts the same document texts into a one-column table of a WAL-mode file, one
+transaction per document, in the same process: the floor any admission path pays to SQLite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import apsw
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cwa.api import Archive  # noqa: E402
+
+WORDS = (
+    "retry lock timeout backoff policy cache index query session token budget schema migration "
+    "chunk window handler archive recall locator error path symbol commit config test assert"
+).split()
+
+
+def synthetic_documents(count: int, seed: int = 7) -> list[dict]:
+    """Deterministic turns and tool results: prose, paths, stack traces, JSON, commit hashes."""
+    rng = random.Random(seed)
+    documents = []
+    for n in range(count):
+        session = f"session-{n // 50}"
+        prose = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 60)))
+        if n % 3 == 2:
+            lines = [
+                f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}_{rng.randint(1, 99)}.py:{rng.randint(1, 900)}: "
+                f"{rng.choice(['AssertionError', 'KeyError', 'ERR_LOCK_TIMEOUT', 'ok'])} {prose[:60]}"
+                for _ in range(rng.randint(5, 120))
+            ]
+            lines.append(orjson.dumps({"commit": f"{rng.getrandbits(160):040x}", "ok": n % 2 == 0}).decode())
+            documents.append({
+                "project": "/bench/project", "sessionId": session, "kind": "tool-result",
+                "messages": [{"role": "toolResult", "toolName": "bash", "toolCallId": f"call-{n}",
+                              "timestamp": 1793527200000 + n * 1000, "text": "\n".join(lines)}],
+            })
+        else:
+            documents.append({
+                "project": "/bench/project", "sessionId": session, "kind": "turn",
+                "messages": [
+                    {"role": "user", "text": f"why does {rng.choice(WORDS)} fail? {prose[:80]}",
+                     "timestamp": 1793527200000 + n * 1000},
+                    {"role": "assistant", "text": prose, "timestamp": 1793527200000 + n * 1000 + 500},
+                ],
+            })
+    return documents
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def timed(action) -> float:
+    start = time.perf_counter()
+    action()
+    return (time.perf_counter() - start) * 1000
+
+
+def run(count: int) -> dict:
+    documents = synthetic_documents(count)
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "archive.db"
+        results: dict = {"documents": count}
+        with Archive.open(db) as archive:
+            ids: list[str] = []
+            start = time.perf_counter()
+            admit_ms = [timed(lambda d=d: ids.append(archive.admit(d)["documentId"])) for d in documents]
+            elapsed = time.perf_counter() - start
+            retry_ms = [timed(lambda d=d: archive.admit(d)) for d in documents[:500]]
+            get_ms = [timed(lambda i=i: archive.get({"documentId": i})) for i in ids[:500]]
+            big = "".join(f"{n:08d} src/big/file.py:{n % 1000} ✓ line of tool output\n" for n in range(120_000))
+            big_id = archive.admit({"project": "/bench/project", "sessionId": "big", "kind": "tool-result",
+                                    "messages": [{"role": "toolResult", "text": big}]})["documentId"]
+            size = archive.get({"documentId": big_id, "range": {"start": 0, "end": 0}})["byteLength"]
+            rng = random.Random(3)
+            range_ms = []
+            for _ in range(500):
+                offset = rng.randrange(0, size - 4096)
+                range_ms.append(timed(lambda o=offset: archive.get(
+                    {"documentId": big_id, "range": {"start": o, "end": o + 4096}})))
+            status = archive.status()
+        results["admit"] = {"p50_ms": percentile(admit_ms, 0.5), "p95_ms": percentile(admit_ms, 0.95),
+                            "docs_per_s": count / elapsed}
+        results["retry"] = {"p50_ms": percentile(retry_ms, 0.5)}
+        results["get_inline"] = {"p50_ms": percentile(get_ms, 0.5), "p95_ms": percentile(get_ms, 0.95)}
+        results["range_4k_of_5mib"] = {"p50_ms": percentile(range_ms, 0.5), "p95_ms": percentile(range_ms, 0.95),
+                                       "document_bytes": size}
+        results["bytes"] = {"logical": status["bytes"]["logical"], "file": status["bytes"]["file"]}
+
+        texts = [b"\n\n".join(m["text"].encode() for m in d["messages"]) for d in documents]
+        base = apsw.Connection(str(Path(folder) / "baseline.db"))
+        for statement in ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL",
+                          "CREATE TABLE t (id INTEGER PRIMARY KEY, text BLOB)"):
+            base.execute(statement).fetchall()
+
+        def insert(text: bytes) -> None:
+            with base:
+                base.execute("INSERT INTO t (text) VALUES (?)", (text,))
+
+        baseline_ms = [timed(lambda t=t: insert(t)) for t in texts]
+        base.close()
+        results["baseline_insert"] = {"p50_ms": percentile(baseline_ms, 0.5)}
+        results["admit_vs_baseline_p50"] = results["admit"]["p50_ms"] / results["baseline_insert"]["p50_ms"]
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results = run(args.docs)
+    if args.json:
+        print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
+        return
+    print(f"documents            {results['documents']}")
+    print(f"admit                p50 {results['admit']['p50_ms']:.3f} ms  p95 {results['admit']['p95_ms']:.3f} ms  "
+          f"{results['admit']['docs_per_s']:.0f} docs/s")
+    print(f"baseline insert      p50 {results['baseline_insert']['p50_ms']:.3f} ms  "
+          f"(admit/baseline {results['admit_vs_baseline_p50']:.1f}x)")
+    print(f"idempotent retry     p50 {results['retry']['p50_ms']:.3f} ms")
+    print(f"get (inline)         p50 {results['get_inline']['p50_ms']:.3f} ms  p95 {results['get_inline']['p95_ms']:.3f} ms")
+    print(f"4 KiB range of {results['range_4k_of_5mib']['document_bytes'] / 2**20:.1f} MiB  "
+          f"p50 {results['range_4k_of_5mib']['p50_ms']:.3f} ms  p95 {results['range_4k_of_5mib']['p95_ms']:.3f} ms")
+    print(f"bytes                logical {results['bytes']['logical']}  file {results['bytes']['file']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The human commands: thin shells over the methods, JSON with --json, typed exit codes."""
+
+from __future__ import annotations
+
+import os
+
+import blake3
+import orjson
+from conftest import hermetic_env, run_cwa, turn
+
+from cwa import __version__
+from cwa.errors import EXIT_CODES
+
+
+def test_version_and_help(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    assert run_cwa(["--version"], env).stdout.decode().strip() == f"cwa, version {__version__}"
+    help_text = run_cwa(["--help"], env).stdout.decode()
+    for command in ("admit", "call", "config", "demo", "get", "init", "serve", "status"):
+        assert command in help_text
+
+
+def test_init_and_status(tmp_path):
+    db = tmp_path / "data" / "archive.db"
+    env = hermetic_env(tmp_path, db)
+    init = run_cwa(["init", "--json"], env)
+    assert init.returncode == 0 and orjson.loads(init.stdout) == {"path": str(db), "schemaVersion": 1}
+    status = orjson.loads(run_cwa(["status", "--json"], env).stdout)
+    assert status["documents"]["total"] == 0 and status["schemaVersion"] == 1
+    human = run_cwa(["status"], env).stdout.decode()
+    assert str(db) in human and "documents  0" in human
+
+
+def test_admit_defaults_project_to_the_real_path_of_the_cwd(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    real = tmp_path / "real-project"
+    real.mkdir()
+    link = tmp_path / "linked"
+    link.symlink_to(real)
+    request = turn("from the cli")
+    del request["project"]
+    completed = run_cwa(["admit", "--json"], env, stdin=orjson.dumps(request), cwd=link)
+    assert completed.returncode == 0, completed.stderr
+    doc_id = orjson.loads(completed.stdout)["documentId"]
+    doc = orjson.loads(run_cwa(["get", doc_id, "--json"], env).stdout)
+    assert doc["project"] == os.path.realpath(real)
+    again = run_cwa(["admit"], env, stdin=orjson.dumps(request), cwd=link)
+    assert again.stdout.decode().strip() == f"{doc_id} v1 (already archived)"
+
+
+def test_admit_json_lines_file(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    lines = b"\n".join(orjson.dumps(turn(f"line {n}")) for n in range(3)) + b"\n"
+    source = tmp_path / "batch.jsonl"
+    source.write_bytes(lines)
+    completed = run_cwa(["admit", "--file", str(source), "--json"], env)
+    assert completed.returncode == 0, completed.stderr
+    results = orjson.loads(completed.stdout)
+    assert [r["created"] for r in results] == [True, True, True]
+
+    source.write_bytes(lines + b'{"project": "/p", "kind": "turn"}\n')
+    failed = run_cwa(["admit", "--file", str(source)], env)
+    assert failed.returncode == EXIT_CODES["invalid-request"]
+    assert b"line 4" in failed.stderr and b"Traceback" not in failed.stderr
+
+
+def test_get_text_prints_exact_bytes_of_a_large_document(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    text = "漢字🚀 résumé line\n" * 80_000  # > 1 MiB, read in several range reads
+    request = {"project": "/p", "sessionId": "s", "kind": "tool-result",
+               "messages": [{"role": "toolResult", "text": text}]}
+    doc_id = orjson.loads(run_cwa(["admit", "--json"], env, stdin=orjson.dumps(request)).stdout)["documentId"]
+    printed = run_cwa(["get", doc_id, "--text"], env)
+    assert printed.returncode == 0
+    stored = orjson.loads(run_cwa(["get", doc_id, "--json"], env).stdout)
+    assert stored["complete"] is False
+    assert blake3.blake3(printed.stdout).hexdigest() == stored["textDigest"]
+    assert printed.stdout == b"[toolResult]\n" + text.encode()
+    summary = run_cwa(["get", doc_id], env).stdout.decode()
+    assert "text not shown" in summary
+    ranged = run_cwa(["get", doc_id, "--range", "13:19"], env)
+    assert ranged.stdout.decode() == "漢字\n"
+
+
+def test_errors_have_messages_and_exit_codes_not_tracebacks(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    missing = run_cwa(["get", "doc-nothing"], env)
+    assert missing.returncode == EXIT_CODES["not-found"]
+    assert missing.stderr.decode().startswith("cwa: not-found:")
+    as_json = run_cwa(["get", "doc-nothing", "--json"], env)
+    assert orjson.loads(as_json.stdout)["error"]["code"] == "not-found"
+    bad_range = run_cwa(["get", "doc-nothing", "--range", "a:b"], env)
+    assert bad_range.returncode == EXIT_CODES["invalid-request"]
+    not_json = run_cwa(["admit"], env, stdin=b"{nope")
+    assert not_json.returncode == EXIT_CODES["invalid-request"] and b"Traceback" not in not_json.stderr
+    (tmp_path / "dir.db").mkdir()
+    unusable = run_cwa(["--db", str(tmp_path / "dir.db"), "status"], env)
+    assert unusable.returncode != 0 and b"Traceback" not in unusable.stderr
