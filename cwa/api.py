@@ -41,6 +41,7 @@ class Archive:
         self.settings = settings if settings is not None else load_settings(None)
         self.handlers = tuple(handlers) if handlers is not None else default_handlers()
         self.clock = clock
+        self.progress: Callable[[int, int], None] | None = None  # long work reports here
 
     @classmethod
     def open(
@@ -90,6 +91,12 @@ class Archive:
     def status(self, params: Any | None = None) -> dict[str, Any]:
         return self.call("status", params if params is not None else {})
 
+    def search(self, params: Any) -> dict[str, Any]:
+        return self.call("search", params)
+
+    def recall(self, params: Any) -> dict[str, Any]:
+        return self.call("recall", params)
+
 
 def _admit(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return admit(archive.conn, request, handlers=archive.handlers, now=archive.clock())
@@ -105,11 +112,39 @@ def _status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return archive_status(archive.conn, archive.path, request.get("project"))
 
 
+def _search(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.retrieve.search import search
+
+    return search(archive.conn, request, archive.settings, archive.clock())
+
+
+def _recall(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.retrieve.recall import recall
+
+    return recall(archive.conn, request, archive.clock())
+
+
+def _supersede(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store.supersession import supersede
+
+    return supersede(archive.conn, request, archive.clock())
+
+
+def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.index.rebuild import rebuild_indexes
+
+    return rebuild_indexes(archive.conn, archive.handlers, archive.clock(), archive.progress)
+
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         Method("admit", contract.ADMIT, _admit, "archive one document (idempotent)", writes=True),
         Method("get", contract.GET, _get, "read a document, its manifest, or a byte range"),
         Method("status", contract.STATUS, _status, "counts and bytes of the archive"),
+        Method("search", contract.SEARCH, _search, "exact, structural and BM25F search"),
+        Method("recall", contract.RECALL, _recall, "exact bytes for a locator or document id"),
+        Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another", writes=True),
+        Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index", writes=True),
     )
 }

@@ -311,6 +311,59 @@ GET = Obj(
 
 STATUS = Obj({"project": Field(Str(1, limits.MAX_PROJECT_CHARS))})
 
+RELATION_NAMES = (
+    "latest-question",
+    "latest-request",
+    "latest-correction",
+    "latest-answer",
+    "latest-decision",
+)
+
+SEARCH = Obj(
+    {
+        "query": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True)),
+        "relation": Field(Enum(RELATION_NAMES)),
+        "scope": Field(Enum(("session", "project", "all")), default="project"),
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
+        "limit": Field(Int(1, limits.MAX_SEARCH_LIMIT)),
+        "excludeVisibleSourceKeys": Field(
+            List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)
+        ),
+        "hintBudgetTokens": Field(Int(0, 4000)),
+        "leaseSeconds": Field(Int(0, limits.MAX_LEASE_SECONDS)),
+    }
+)
+
+RECALL = Obj(
+    {
+        "locator": Field(Str(1, limits.MAX_LOCATOR_CHARS)),
+        "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS)),
+        "version": Field(Int(1, 2**31)),
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
+        "sessionIds": Field(List(Str(1, limits.MAX_SESSION_ID_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
+        "neighbors": Field(Int(0, limits.MAX_RECALL_NEIGHBORS)),
+        "maxTokens": Field(Int(limits.MIN_RECALL_TOKENS, limits.MAX_RECALL_TOKENS)),
+    }
+)
+
+OPTIONAL_REF = Obj(
+    {
+        "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
+        "version": Field(Int(1, 2**31)),
+    }
+)
+
+SUPERSEDE = Obj(
+    {
+        "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
+        "version": Field(Int(1, 2**31)),
+        "by": Field(OPTIONAL_REF, required=True),
+    }
+)
+
+INDEX_REBUILD = Obj({})
+
 
 def validate(schema: Obj, params: Any) -> dict[str, Any]:
     """Validate `params` against `schema`; return the normalized request."""

@@ -30,3 +30,14 @@ GET_MAX_RANGE_BYTES = 1 * MIB  # one byte-range read
 
 # Transport
 MAX_REQUEST_BYTES = 64 * MIB  # one `cwa call` body or one `cwa serve` line
+
+# Search and recall
+MAX_QUERY_CHARS = 65_536
+MAX_VISIBLE_KEYS = 1000  # excludeVisibleSourceKeys entries
+MAX_VISIBLE_KEY_BYTES = 1 * MIB  # and their total size
+MAX_SEARCH_LIMIT = 100
+MAX_RECALL_NEIGHBORS = 32
+MIN_RECALL_TOKENS = 39
+MAX_RECALL_TOKENS = 200_000
+MAX_LEASE_SECONDS = 86_400
+MAX_LOCATOR_CHARS = 4096

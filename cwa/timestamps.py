@@ -42,3 +42,18 @@ def parse_timestamp(value: str | int) -> str:
         return format_timestamp(moment)
     except (OverflowError, ValueError) as exc:  # e.g. year 1 with a positive offset
         raise ValueError("timestamp out of range") from exc
+
+
+def to_datetime(canonical: str) -> datetime:
+    return datetime.fromisoformat(canonical.replace("Z", "+00:00"))
+
+
+def shift(canonical: str, seconds: float) -> str:
+    """A canonical timestamp moved by `seconds`."""
+    from datetime import timedelta
+
+    return format_timestamp(to_datetime(canonical) + timedelta(seconds=seconds))
+
+
+def age_days(canonical: str, now: str) -> float:
+    return (to_datetime(now) - to_datetime(canonical)).total_seconds() / 86400

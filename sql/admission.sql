@@ -26,10 +26,6 @@ WITH RECURSIVE chain (id, parent_id) AS (
 )
 SELECT id FROM chain;
 
--- name: find_document_version
-SELECT id, document_id, version, project_id, state, created_at, subject_key
-FROM documents WHERE document_id = ? AND version = ?;
-
 -- name: find_live_subject
 SELECT id, document_id, version FROM documents
 WHERE project_id = ? AND subject_key = ? AND state = 'live';

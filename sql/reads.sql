@@ -5,7 +5,7 @@ SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session
        d.retention_class, d.created_at, d.admitted_at, d.byte_length, d.text_digest,
        d.identity_digest, d.source_key_count, d.first_source_key, d.last_source_key,
        d.subject_key, sup.document_id, sup.version, d.pinned, d.state, d.metadata,
-       d.index_generation
+       d.index_generation, d.project_id
 FROM documents AS d
 JOIN projects AS p ON p.id = d.project_id
 JOIN sessions AS s ON s.id = d.session_id

@@ -10,6 +10,7 @@ from conftest import hermetic_env, run_cwa, turn
 
 from cwa import __version__
 from cwa.errors import EXIT_CODES
+from cwa.store import migrations
 
 
 def test_version_and_help(tmp_path):
@@ -24,9 +25,10 @@ def test_init_and_status(tmp_path):
     db = tmp_path / "data" / "archive.db"
     env = hermetic_env(tmp_path, db)
     init = run_cwa(["init", "--json"], env)
-    assert init.returncode == 0 and orjson.loads(init.stdout) == {"path": str(db), "schemaVersion": 1}
+    assert init.returncode == 0
+    assert orjson.loads(init.stdout) == {"path": str(db), "schemaVersion": migrations.latest_version()}
     status = orjson.loads(run_cwa(["status", "--json"], env).stdout)
-    assert status["documents"]["total"] == 0 and status["schemaVersion"] == 1
+    assert status["documents"]["total"] == 0 and status["schemaVersion"] == migrations.latest_version()
     human = run_cwa(["status"], env).stdout.decode()
     assert str(db) in human and "documents  0" in human
 

@@ -3,8 +3,8 @@
 Admission commits the canonical rows and the handlers' rows in one transaction, but each
 handler runs inside its own SAVEPOINT: a handler that gives up (or fails) rolls back only its
 own rows and records `skipped`, a handler that ran out of its work budget keeps what it wrote and
-records `partial`, and the canonical document commits either way. Later issues register the
-exact, lexical, structural and semantic handlers here.
+records `partial`, and the canonical document commits either way. The built-in handlers are
+exact anchors, the lexical windows (FTS5) and structural cues; `cwa index rebuild` reruns them.
 """
 
 from __future__ import annotations
@@ -40,8 +40,12 @@ class IndexHandler(Protocol):
 
 
 def default_handlers() -> tuple[IndexHandler, ...]:
-    """The handlers every admission runs; none are built in before the [search] issue lands."""
-    return ()
+    """The handlers every admission and rebuild runs, in order."""
+    from cwa.index.exact import ExactHandler
+    from cwa.index.lexical import LexicalHandler
+    from cwa.index.structure import StructuralHandler
+
+    return (ExactHandler(), LexicalHandler(), StructuralHandler())
 
 
 def run_handlers(

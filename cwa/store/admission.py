@@ -20,8 +20,10 @@ from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
 from cwa.index import IndexHandler, IndexTarget, run_handlers
 from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction
+from cwa.store.reads import find_document
 from cwa.store.serialization import SerializedDocument, identity_digest, serialize_messages
 from cwa.store.sqlfiles import queries
+from cwa.store.supersession import check_supersession
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 
 
@@ -103,6 +105,8 @@ def admit(
             },
         )
         document_row = conn.last_insert_rowid()
+        if supersedes_row is not None:
+            conn.execute(queries("search")["insert_supersession"], (supersedes_row, document_row, now))
         conn.executemany(
             sql["insert_document_chunk"],
             [
@@ -238,39 +242,17 @@ def _resolve_identity_and_supersession(
     sql = queries("admission")
     subject = request.get("subjectKey")
     target = request.get("supersedes")
-    target_row = None
+    old = None
     if target is not None:
-        target_row = conn.execute(
-            sql["find_document_version"], (target["documentId"], target["version"])
-        ).fetchone()
-        if target_row is None:
-            raise NotFound(
-                f"supersedes names {target['documentId']} v{target['version']}, which does not exist",
-                field="supersedes",
-            )
-        row, _, _, target_project, state, created_at, _ = target_row
-        if target_project != project_id:
-            raise Conflict(
-                "a document can only supersede one of its own project",
-                field="supersedes",
-                reason="other-project",
-            )
-        if state != "live":
-            raise Conflict(
-                f"the superseded document is {state}, not live",
-                field="supersedes",
-                reason="not-live",
-                state=state,
-            )
-        if created_at > request["createdAt"]:
-            raise Conflict(
-                "a document can only supersede an older one",
-                field="supersedes",
-                reason="not-older",
-            )
+        try:
+            old = find_document(conn, target["documentId"], target["version"])
+        except NotFound as exc:
+            exc.details["field"] = "supersedes"
+            raise
+        check_supersession(conn, old, project_id, request["createdAt"], None)
     if subject is not None:
         holder = conn.execute(sql["find_live_subject"], (project_id, subject)).fetchone()
-        if holder is not None and (target_row is None or holder[0] != target_row[0]):
+        if holder is not None and (old is None or holder[0] != old["row"]):
             raise Conflict(
                 f"subject key {subject!r} is held by {holder[1]} v{holder[2]}; "
                 "name it in supersedes to replace it",
@@ -279,6 +261,8 @@ def _resolve_identity_and_supersession(
                 documentId=holder[1],
                 version=holder[2],
             )
-    if target_row is not None and subject is not None and target_row[6] == subject:
-        return target_row[0], target_row[1], target_row[2] + 1
-    return (target_row[0] if target_row else None), "doc-" + identity[:20], 1
+    if old is None:
+        return None, "doc-" + identity[:20], 1
+    if subject is not None and old["subjectKey"] == subject:
+        return old["row"], old["documentId"], old["version"] + 1
+    return old["row"], "doc-" + identity[:20], 1

@@ -41,6 +41,7 @@ _DOCUMENT_FIELDS = (
     "state",
     "metadata",
     "generation",
+    "projectRow",
 )
 
 

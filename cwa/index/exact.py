@@ -1,0 +1,174 @@
+"""Exact anchors: the identifiers people search for verbatim.
+
+Types and their specificity (how strongly one exact hit identifies a source):
+
+    error   0.95  exception names (LockTimeoutError), error codes (ERR_LOCK_TIMEOUT, ENOENT, E0425)
+    path    0.90  src/retry.py, ./a/b, ~/x/y.json, retry.py (a file name with an extension)
+    url     0.90  https://…
+    commit  0.85  7–40 lower-case hex digits with both letters and digits
+    quoted  0.80  "…", '…' or `…` (2–200 characters, one line)
+    symbol  0.75  camelCase, PascalCase, snake_case, SCREAMING_CASE, dotted.names
+    value   0.60  versions (v1.2, 1.2.3), numbers with units (30 s, 64 KiB), ports (:8080),
+                  issue ids (#123), UUIDs
+
+Anchors are found in message text (never in the serialized headers), stored case-sensitive and
+NFKC-case-folded with the byte range of their first occurrence. Under the per-document budget
+of MAX_ANCHORS_PER_DOCUMENT distinct anchors, higher specificity wins and the outcome is
+`partial`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import apsw
+
+from cwa.index import HandlerResult, IndexTarget
+from cwa.store.sqlfiles import queries
+
+MAX_ANCHORS_PER_DOCUMENT = 2000
+
+SPECIFICITY = {
+    "error": 0.95,
+    "path": 0.90,
+    "url": 0.90,
+    "commit": 0.85,
+    "quoted": 0.80,
+    "symbol": 0.75,
+    "value": 0.60,
+}
+
+_EXTENSIONS = (
+    r"py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|rst|txt|toml|yaml|yml|ini|cfg|conf|rs|go|c|h|"
+    r"cc|cpp|hpp|java|kt|rb|php|cs|swift|sh|bash|zsh|sql|html|css|scss|xml|csv|lock|log|env|"
+    r"proto|graphql|vue|svelte|dockerfile|mk|gradle|ipynb|db|sqlite"
+)
+
+# Each pattern runs over bytes; group 1 (when present) is the anchor, else the whole match.
+_PATTERNS: list[tuple[str, re.Pattern[bytes]]] = [
+    ("url", re.compile(rb"\bhttps?://[^\s<>\"'`)\]]+[^\s<>\"'`)\].,;:!?]")),
+    (
+        "error",
+        re.compile(
+            rb"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Fault|Failure|Panic|Timeout)|"
+            rb"(?:ERR|ERROR|E)_[A-Z0-9_]{2,}|E[A-Z]{3,}[0-9]*|[A-Z]{1,4}[0-9]{3,5})\b"
+        ),
+    ),
+    (
+        "path",
+        re.compile(
+            rb"(?<![\w/.~-])((?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[\w@+-]"
+            rb"|[\w-][\w.-]*\.(?:" + _EXTENSIONS.encode() + rb"))(?![\w/])",
+            re.I,
+        ),
+    ),
+    ("commit", re.compile(rb"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),
+    (
+        "quoted",
+        re.compile(
+            rb"\"([^\"\n]{2,200})\"|(?<!\w)'([^'\n]{2,200})'(?!\w)|`([^`\n]{2,200})`"
+        ),
+    ),
+    (
+        "symbol",
+        re.compile(
+            rb"\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+            rb"|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+"
+            rb"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[A-Z]{2,}[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)*"
+            rb"|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b"
+        ),
+    ),
+    (
+        "value",
+        re.compile(
+            rb"(\bv?\d+\.\d+(?:\.\d+)+(?:[-+][\w.]+)?\b|\bv\d+\.\d+\b"
+            rb"|\b\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hours|days|"
+            rb"KiB|MiB|GiB|KB|MB|GB|kB|B|bytes|%|px)(?![\w])"
+            rb"|(?<=[\w\]]):\d{2,5}\b|#\d{2,}\b"
+            rb"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)"
+        ),
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Anchor:
+    type: str
+    text: str
+    start: int  # byte offsets into the scanned bytes
+    end: int
+
+    @property
+    def folded(self) -> str:
+        return fold(self.text)
+
+    @property
+    def specificity(self) -> float:
+        return SPECIFICITY[self.type]
+
+
+def fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def find_anchors(data: bytes, offset: int = 0) -> list[Anchor]:
+    """Every anchor in `data`, with byte offsets shifted by `offset`, in pattern order."""
+    found = []
+    for anchor_type, pattern in _PATTERNS:
+        for match in pattern.finditer(data):
+            group = next((g for g in range(1, (pattern.groups or 0) + 1) if match.group(g)), 0)
+            text = match.group(group).decode("utf-8", errors="replace").strip()
+            if text:
+                found.append(
+                    Anchor(anchor_type, text, offset + match.start(group), offset + match.end(group))
+                )
+    return found
+
+
+def query_anchors(query: str) -> list[Anchor]:
+    """Anchors in a query, most specific first, one per text. An anchor inside a larger one
+    (`retry.py` inside `src/retry.py`) is dropped: the user asked for the larger one."""
+    found = find_anchors(query.encode("utf-8"))
+    outer = [
+        a
+        for a in found
+        if not any(o.start <= a.start and a.end <= o.end and (o.end - o.start) > (a.end - a.start) for o in found)
+    ]
+    best: dict[str, Anchor] = {}
+    for anchor in sorted(outer, key=lambda a: (-a.specificity, a.start)):
+        best.setdefault(anchor.text, anchor)
+    return list(best.values())
+
+
+def document_anchors(target: IndexTarget) -> tuple[list[tuple[Anchor, int]], bool]:
+    """Distinct (type, text) anchors of a document with occurrence counts, within the budget."""
+    data = target.document.text
+    first: dict[tuple[str, str], Anchor] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for message in target.document.messages:
+        for anchor in find_anchors(data[message.text_start : message.end], message.text_start):
+            key = (anchor.type, anchor.text)
+            counts[key] = counts.get(key, 0) + 1
+            first.setdefault(key, anchor)
+    ranked = sorted(first.values(), key=lambda a: (-a.specificity, a.start))
+    kept = ranked[:MAX_ANCHORS_PER_DOCUMENT]
+    return [(a, counts[(a.type, a.text)]) for a in kept], len(ranked) > len(kept)
+
+
+class ExactHandler:
+    name = "exact"
+
+    def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
+        anchors, cut = document_anchors(target)
+        conn.executemany(
+            queries("index")["insert_anchor"],
+            [
+                (target.document_row, a.type, a.text, a.folded, a.specificity, a.start, a.end, n)
+                for a, n in anchors
+            ],
+        )
+        if cut:
+            return HandlerResult("partial", f"kept the {MAX_ANCHORS_PER_DOCUMENT} most specific anchors")
+        return HandlerResult("complete")

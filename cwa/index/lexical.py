@@ -1,0 +1,125 @@
+"""Logical windows and the FTS5 BM25F index over them.
+
+A window is a bounded run of terms inside one document: consecutive messages are kept whole
+while they fit in WINDOW_TERMS; a longer message is cut into slices of WINDOW_TERMS terms. Each
+window's terms go to one FTS5 column per field, and `bm25()` column weights make that BM25F:
+
+    title 3.0  question/request/correction/answer messages and whole decision documents
+    user  2.0  other user text
+    assistant 1.5
+    body  1.0  tool output and every other role
+
+A document with no message-role structure lands entirely in `body`, whose weight 1.0 makes its
+score exactly unweighted BM25.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+import blake3
+
+from cwa.index import HandlerResult, IndexTarget
+from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
+from cwa.index.terms import tokens
+from cwa.store.sqlfiles import queries
+
+WINDOW_TERMS = 200
+MAX_TERMS_PER_DOCUMENT = 400_000  # the lexical work budget of one document
+COLUMNS = ("title", "user", "assistant", "body")
+WEIGHTS = {"title": 3.0, "user": 2.0, "assistant": 1.5, "body": 1.0}
+TITLE_CUES = ("question", "request", "correction", "answer", "decision")
+
+
+@dataclass
+class Window:
+    start: int
+    end: int
+    first_message: int
+    last_message: int
+    columns: dict[str, list[str]] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+
+    @property
+    def term_count(self) -> int:
+        return sum(len(v) for v in self.columns.values())
+
+
+def _column(role: str, cues: dict[str, float], kind: str) -> str:
+    if kind == "decision" or any(cues.get(c, 0) >= CUE_THRESHOLD for c in TITLE_CUES):
+        return "title"
+    return {"user": "user", "assistant": "assistant"}.get(role, "body")
+
+
+def plan_windows(target: IndexTarget, budget: int = MAX_TERMS_PER_DOCUMENT) -> tuple[list[Window], bool]:
+    """The document's windows, and whether the term budget cut it short."""
+    views = message_views(target)
+    cue_scores = score_messages(target.kind, views)
+    windows: list[Window] = []
+    current: Window | None = None
+    spent = 0
+    for ordinal, (message, view, cues) in enumerate(zip(target.document.messages, views, cue_scores)):
+        column = _column(message.role, cues, target.kind)
+        found = list(tokens(view.text))
+        if spent + len(found) > budget:
+            found = found[: max(0, budget - spent)]
+            truncated = True
+        else:
+            truncated = False
+        spent += len(found)
+        if len(found) <= WINDOW_TERMS and not truncated:
+            if current is None or current.term_count + len(found) > WINDOW_TERMS:
+                current = Window(message.start, message.end, ordinal, ordinal)
+                windows.append(current)
+            current.end, current.last_message = message.end, ordinal
+            current.columns[column].extend(t.term for t in found)
+            continue
+        # A long message: slices of WINDOW_TERMS terms, cut where a slice's first token starts.
+        current = None
+        byte_at, char_at = message.text_start, 0
+        for first in range(0, len(found), WINDOW_TERMS):
+            piece = found[first : first + WINDOW_TERMS]
+            slice_start = message.start if first == 0 else byte_at
+            if first + WINDOW_TERMS < len(found):
+                next_char = found[first + WINDOW_TERMS].start
+                byte_at += len(view.text[char_at:next_char].encode("utf-8"))
+                char_at = next_char
+                slice_end = byte_at
+            else:
+                slice_end = message.end
+            window = Window(slice_start, slice_end, ordinal, ordinal)
+            window.columns[column].extend(t.term for t in piece)
+            windows.append(window)
+        if truncated:
+            return windows, True
+    return windows, False
+
+
+class LexicalHandler:
+    name = "lexical"
+
+    def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
+        sql = queries("index")
+        windows, cut = plan_windows(target)
+        data = target.document.text
+        for ordinal, window in enumerate(windows):
+            conn.execute(
+                sql["insert_window"],
+                (
+                    target.document_row,
+                    ordinal,
+                    window.start,
+                    window.end,
+                    window.first_message,
+                    window.last_message,
+                    window.term_count,
+                    blake3.blake3(data[window.start : window.end]).hexdigest(),
+                ),
+            )
+            conn.execute(
+                sql["insert_window_fts"],
+                (conn.last_insert_rowid(), *(" ".join(window.columns[c]) for c in COLUMNS)),
+            )
+        if cut:
+            return HandlerResult("partial", f"term budget of {MAX_TERMS_PER_DOCUMENT} reached")
+        return HandlerResult("complete")

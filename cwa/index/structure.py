@@ -1,0 +1,101 @@
+"""Structural cues: which messages are questions, requests, corrections, answers or decisions.
+
+Scored per message by deterministic cues (no model). Scores are in [0, 1]; a message counts for
+a relation (`latest-question`, …) at CUE_THRESHOLD or above.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import apsw
+
+from cwa.index import HandlerResult, IndexTarget
+from cwa.store.sqlfiles import queries
+
+CUES = ("question", "request", "correction", "answer", "decision")
+CUE_THRESHOLD = 0.5
+
+_QUESTION_START = re.compile(
+    r"^\s*(what|why|how|when|where|which|who|whose|can|could|would|should|is|are|was|were|do|does|"
+    r"did|will|have|has|any idea|remind me)\b",
+    re.I,
+)
+_REQUEST_START = re.compile(
+    r"^\s*(please|pls|add|fix|make|create|implement|update|remove|delete|change|write|run|"
+    r"refactor|rename|use|move|replace|build|install|set|turn|try|check|look|find|show|explain|"
+    r"let'?s|go ahead|can you|could you|would you|i need you|i want you)\b",
+    re.I,
+)
+_CORRECTION = re.compile(
+    r"^\s*(no\b|nope\b|wrong\b|actually\b|instead\b|not\s|don'?t\b|do not\b|stop\b|undo\b|revert\b|"
+    r"that'?s (not|wrong)|that is (not|wrong)|wait\b)"
+    r"|\b(instead of|i said|i meant|not what i|you misunderstood|that'?s incorrect)\b",
+    re.I,
+)
+_DECISION = re.compile(
+    r"^\s*decision\s*:|\b(we decided|we'?ll go with|let'?s go with|decided to|the decision is|"
+    r"we agreed|agreed to)\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class MessageView:
+    role: str
+    text: str
+
+
+def score_messages(kind: str, messages: Sequence[MessageView]) -> list[dict[str, float]]:
+    """For each message, the cues that apply and their scores."""
+    scored: list[dict[str, float]] = []
+    asked = False  # a user message is waiting for an answer
+    for message in messages:
+        cues: dict[str, float] = {}
+        text = message.text
+        if kind == "decision":
+            cues["decision"] = 1.0
+        elif _DECISION.search(text):
+            cues["decision"] = 0.8
+        if message.role == "user":
+            tail = text.rstrip()[-200:]
+            if "?" in tail:
+                cues["question"] = 0.9
+            elif _QUESTION_START.search(text):
+                cues["question"] = 0.6
+            if _CORRECTION.search(text):
+                cues["correction"] = 0.85
+            if _REQUEST_START.search(text):
+                cues["request"] = 0.8
+            elif "correction" in cues and "question" not in cues:
+                cues["request"] = 0.6  # "No, use backoff instead" also asks for something
+            asked = True
+        elif message.role == "assistant":
+            if text.strip():
+                cues["answer"] = 0.8 if asked else 0.6
+            asked = False
+        scored.append(cues)
+    return scored
+
+
+def message_views(target: IndexTarget) -> list[MessageView]:
+    data = target.document.text
+    return [
+        MessageView(m.role, data[m.text_start : m.end].decode("utf-8"))
+        for m in target.document.messages
+    ]
+
+
+class StructuralHandler:
+    name = "structural"
+
+    def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
+        rows = [
+            (target.document_row, ordinal, cue, score)
+            for ordinal, cues in enumerate(score_messages(target.kind, message_views(target)))
+            for cue, score in cues.items()
+        ]
+        conn.executemany(queries("index")["insert_cue"], rows)
+        return HandlerResult("complete")

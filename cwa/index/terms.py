@@ -1,0 +1,95 @@
+"""Terms for the lexical index, from prose and code alike.
+
+Every word is NFKC-normalized and case-folded; plain ASCII words are Porter-stemmed; a short
+stop list is dropped. An identifier (camelCase, PascalCase, snake_case, SCREAMING_CASE) is
+indexed whole and as its parts, so `RetryPolicy` is found by `retry` and by `RetryPolicy`.
+Dotted names (`os.path.join`) are separate words already. CJK text, which has no spaces, is
+indexed a character at a time. Index and query go through the same function, so they agree.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Iterator
+
+from cwa.index.porter import stem
+
+MAX_QUERY_TERMS = 20
+MAX_TERM_CHARS = 64
+
+STOP_WORDS = frozenset(
+    """a an and are as at be been but by do does did for from had has have he her his i if in
+    into is it its me my no not of on or our she so such than that the their them then there
+    these they this those to too us was we were what when where which while who whom why will
+    with would you your""".split()
+)
+
+_RAW_TOKEN = re.compile(r"\w+")
+_IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+|[^\W_]+")
+# Where an identifier changes case: fooBar, foo2Bar, HTTPServer. (cwa.tokens charges by it too.)
+HUMP = re.compile(r"[a-z][A-Z]|[a-z][0-9]+[A-Z]|[A-Z][A-Z][a-z]")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class Token:
+    term: str
+    start: int  # character offsets into the text
+    end: int
+
+
+def _word(word: str) -> str | None:
+    folded = word.casefold()
+    if not folded or folded in STOP_WORDS:
+        return None
+    if folded.isascii() and folded.isalpha():
+        folded = stem(folded)
+    return folded[:MAX_TERM_CHARS]
+
+
+def _expand(raw: str) -> list[str]:
+    """The terms of one raw `\\w+` token."""
+    text = unicodedata.normalize("NFKC", raw)
+    if _CJK.search(text):
+        terms = []
+        for piece in re.split(f"({_CJK.pattern})", text):
+            if not piece:
+                continue
+            if _CJK.fullmatch(piece):
+                terms.append(piece)
+            else:
+                terms.extend(_expand(piece))
+        return terms
+    core = text.strip("_")
+    is_identifier = "_" in core or HUMP.search(core)
+    parts = [p for chunk in core.split("_") for p in _IDENTIFIER_PART.findall(chunk)]
+    if not is_identifier or len(parts) <= 1:
+        term = _word(core)
+        return [term] if term else []
+    whole = text.casefold()[:MAX_TERM_CHARS]  # identifiers are kept whole, unstemmed
+    return [whole] + [t for t in (_word(p) for p in parts) if t]
+
+
+def tokens(text: str) -> Iterator[Token]:
+    for match in _RAW_TOKEN.finditer(text):
+        for term in _expand(match.group()):
+            yield Token(term, match.start(), match.end())
+
+
+def terms(text: str) -> list[str]:
+    return [t.term for t in tokens(text)]
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for term in terms(text):
+        seen.setdefault(term, None)
+    return list(seen)
+
+
+def fts_phrase(term: str) -> str:
+    """A term as an FTS5 string literal."""
+    return '"' + term.replace('"', '""') + '"'

@@ -1,0 +1,1 @@
+"""Retrieval policy: search, calibration, locators, recall (thin Python over SQL)."""

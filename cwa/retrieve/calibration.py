@@ -1,0 +1,71 @@
+"""Calibrated scores and bands: fixed formulas of one candidate's own evidence.
+
+A score never depends on the other candidates of a result list (no "top result = 1.0") nor on
+how many other documents the archive holds, so a weak hit stays weak when it ranks first and a
+candidate's score is the same whatever else is found.
+
+- exact:      the anchor type's specificity; a case-folded match counts 0.9 of it.
+- structural: the cue score; with a query, times (0.5 + 0.5 × term coverage) of the message.
+- lexical:    coverage × (1 − e^(−evidence)), where coverage is the share of query terms the
+              window matched and evidence sums a prior of each matched term's own specificity
+              (longer terms, numbers and whole identifiers say more than short common words).
+"""
+
+from __future__ import annotations
+
+import math
+
+FOLDED_FACTOR = 0.9
+
+
+def band(score: float) -> str:
+    if score >= 0.8:
+        return "high"
+    if score >= 0.5:
+        return "moderate"
+    if score >= 0.2:
+        return "some"
+    return "low"
+
+
+def term_prior(term: str) -> float:
+    """How much one matched term says on its own, from its shape alone."""
+    if any(c.isdigit() for c in term) or "_" in term or len(term) >= 9:
+        return 1.0
+    if not term.isascii():
+        return 0.8 if len(term) > 1 else 0.5
+    if len(term) >= 6:
+        return 0.8
+    if len(term) >= 4:
+        return 0.6
+    return 0.4
+
+
+def lexical_score(query_terms: list[str], matched: list[str]) -> float:
+    if not query_terms:
+        return 0.0
+    coverage = len(matched) / len(query_terms)
+    evidence = sum(term_prior(t) for t in matched)
+    return round(coverage * (1 - math.exp(-evidence)), 4)
+
+
+def exact_score(specificity: float, folded: bool) -> float:
+    return round(specificity * (FOLDED_FACTOR if folded else 1.0), 4)
+
+
+def structural_score(cue_score: float, coverage: float | None) -> float:
+    if coverage is None:
+        return round(cue_score, 4)
+    return round(cue_score * (0.5 + 0.5 * coverage), 4)
+
+
+def idf(document_frequency: int, total: int) -> float:
+    """BM25's IDF, always positive."""
+    return math.log(1 + (total - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+def normalized_idf(document_frequency: int, total: int) -> float:
+    """IDF divided by the IDF of a term found in one window: in [0, 1]."""
+    if total <= 0 or document_frequency <= 0:
+        return 0.0
+    return round(min(1.0, idf(document_frequency, total) / idf(1, max(total, 1))), 4)

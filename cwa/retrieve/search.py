@@ -1,0 +1,494 @@
+"""Explicit search: exact anchors, then structural relations, then BM25F over windows.
+
+Tiers never cross: every exact result ranks above every structural one, which ranks above every
+lexical one. Within a tier, a modest preference for the current session's lineage and for recent
+sources reorders near-equals; it never outweighs relevance (at most +15%).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+import orjson
+
+from cwa import limits
+from cwa.config import Settings
+from cwa.errors import InvalidRequest, LimitExceeded
+from cwa.index.exact import Anchor, fold, query_anchors
+from cwa.index.lexical import WEIGHTS
+from cwa.index.structure import CUE_THRESHOLD
+from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, query_terms, terms, tokens
+from cwa.retrieve import calibration
+from cwa.retrieve.locators import Locator, archive_secret, sign
+from cwa.retrieve.scope import Scope, resolve_scope
+from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
+from cwa.store.reads import read_bytes
+from cwa.store.sqlfiles import queries
+from cwa.timestamps import age_days
+from cwa.tokens import estimate_tokens
+
+LEXICAL_POOL = 60  # windows fetched by BM25 before per-document dedup
+POSTINGS_BUDGET = 250_000  # rarest terms first, until their postings add up to this
+RELATION_POOL = 200
+SNIPPET_MIN_TOKENS = 16
+SNIPPET_MAX_TOKENS = 80
+LINEAGE_BOOST = 0.10
+RECENCY_BOOST = 0.05
+RECENCY_DAYS = 30.0
+
+RELATIONS = {
+    "latest-question": "question",
+    "latest-request": "request",
+    "latest-correction": "correction",
+    "latest-answer": "answer",
+    "latest-decision": "decision",
+}
+
+
+@dataclass
+class Candidate:
+    mode: str  # exact | structural | lexical
+    document_row: int
+    match_type: str
+    score: float
+    raw: float
+    start: int  # byte range of the evidence in the document
+    end: int
+    window: int | None = None
+    message: int | None = None
+    matched: list[str] = field(default_factory=list)
+    coverage: float = 0.0
+    max_idf: float = 0.0
+    text: str = ""  # the evidence text the snippet is cut from
+    center: int = 0  # character offset of the match in `text`
+    order: float = 0.0
+    alias: str | None = None  # window content hash: identical windows are one result
+
+
+@dataclass
+class Context:
+    conn: apsw.Connection
+    scope: Scope
+    visible: str | None  # JSON array of message keys, for SQL
+    visible_keys: frozenset[str]
+    now: str
+    lineage: set[int]
+
+
+def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str) -> dict[str, Any]:
+    query, relation = request.get("query"), request.get("relation")
+    if not query and not relation:
+        raise InvalidRequest("search needs a query, a relation or both", field="query", reason="missing")
+    visible = request.get("excludeVisibleSourceKeys") or []
+    if sum(len(k.encode("utf-8")) for k in visible) > limits.MAX_VISIBLE_KEY_BYTES:
+        raise LimitExceeded(
+            f"excludeVisibleSourceKeys is over {limits.MAX_VISIBLE_KEY_BYTES} bytes",
+            field="excludeVisibleSourceKeys",
+            reason="too-large",
+            limit=limits.MAX_VISIBLE_KEY_BYTES,
+        )
+    scope = resolve_scope(
+        conn,
+        request.get("scope", "project"),
+        request.get("project"),
+        request.get("sessionId"),
+        settings["maxReadScope"],
+    )
+    limit = request.get("limit") or settings["searchResults"]
+    lineage: set[int] = set(orjson.loads(scope.session_rows)) if scope.session_rows else set()
+    if not lineage and scope.project_row and request.get("sessionId"):
+        lineage = {r[0] for r in conn.execute(queries("search")["session_lineage"], (scope.project_row, request["sessionId"]))}
+    ctx = Context(
+        conn, scope, orjson.dumps(visible).decode() if visible else None, frozenset(visible), now, lineage
+    )
+
+    tiers: list[list[Candidate]] = []
+    resolution = None
+    qterms: list[str] = []
+    anchors: list[Anchor] = []
+    if not scope.empty:
+        if relation:
+            found, status = _relation_search(ctx, RELATIONS[relation], query)
+            tiers.append(found)
+            resolution = {"relation": relation, "status": status}
+        else:
+            anchors = query_anchors(query)
+            tiers.append(_exact_search(ctx, anchors))
+            qterms = _select_terms(conn, query)
+            if sum(1 for _ in _unique(tiers[0])) < limit:
+                tiers.append(_lexical_search(ctx, qterms))
+    results = _assemble(ctx, tiers, limit)
+    budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
+    response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
+    response.update(
+        query=query,
+        queryTerms=qterms,
+        anchors=[{"type": a.type, "text": a.text} for a in anchors],
+        scope=scope.effective,
+        requestedScope=scope.requested,
+        resolution=resolution,
+    )
+    return response
+
+
+def _unique(candidates: list[Candidate]):
+    seen = set()
+    for c in candidates:
+        if c.document_row not in seen:
+            seen.add(c.document_row)
+            yield c
+
+
+# --- exact -------------------------------------------------------------------------------------
+
+
+def _exact_search(ctx: Context, anchors: list[Anchor]) -> list[Candidate]:
+    """Case-sensitive lookup of each query anchor; case-folded only when that misses."""
+    sql = queries("search")
+    best: dict[int, Candidate] = {}
+    anchors_found: dict[int, set[str]] = {}
+    docs_total = max(1, ctx.conn.execute(sql["live_document_count"]).fetchone()[0])
+    for anchor in anchors:
+        hits, folded = [], False
+        for folded in (False, True):
+            key = fold(anchor.text) if folded else anchor.text
+            hits = ctx.conn.execute(
+                sql["exact_anchor_hits"], {"anchor": key, "folded": int(folded), **ctx.scope.params()}
+            ).fetchall()
+            hits = [h for h in hits if not _position_visible(ctx, h[0], h[4])]
+            if hits:
+                break
+        if not hits and anchor.type == "quoted":
+            hits, folded = _phrase_hits(ctx, anchor.text)
+        documents_with_anchor = len({h[0] for h in hits})
+        for row, _, text, _, start, end, occurrences in hits:
+            score = calibration.exact_score(anchor.specificity, folded)
+            anchors_found.setdefault(row, set()).add(anchor.text)
+            if row in best and best[row].score >= score:
+                continue
+            best[row] = Candidate(
+                mode="exact",
+                document_row=row,
+                match_type=f"exact-{anchor.type}",
+                score=score,
+                raw=score,
+                start=start,
+                end=end,
+                matched=[text],
+                coverage=0.0,
+                max_idf=calibration.normalized_idf(documents_with_anchor, docs_total),
+            )
+    for row, candidate in best.items():
+        candidate.coverage = round(len(anchors_found[row]) / max(1, len(anchors)), 4)
+        candidate.raw = round(len(anchors_found[row]) + candidate.score, 4)
+        _attach_message_text(ctx, candidate)
+    return sorted(best.values(), key=lambda c: (-c.raw, c.document_row))
+
+
+def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[tuple], bool]:
+    """A quoted phrase found verbatim in window text: FTS5 phrase query, then byte verification."""
+    phrase_terms = terms(phrase)
+    if not phrase_terms:
+        return [], False
+    match = fts_phrase(" ".join(phrase_terms))
+    rows = ctx.conn.execute(queries("search")["phrase_windows"], {"match": match, **ctx.scope.params()}).fetchall()
+    for folded in (False, True):
+        hits = []
+        needle = fold(phrase) if folded else phrase
+        for _, row, _, start, end in rows:
+            data, _ = read_bytes(ctx.conn, row, start, end)
+            text = data.decode("utf-8")
+            haystack = fold(text) if folded else text
+            at = haystack.find(needle)
+            if at < 0:
+                continue
+            # Folding can change lengths; the folded position is then approximate.
+            begin = start + len(text[:at].encode("utf-8"))
+            if _position_visible(ctx, row, begin):
+                continue
+            stop = min(end, begin + len(phrase.encode("utf-8")))
+            hits.append((row, "quoted", phrase, 0.8, begin, stop, 1))
+        if hits:
+            return hits, folded
+    return [], False
+
+
+def _attach_message_text(ctx: Context, candidate: Candidate) -> None:
+    """Evidence text for an exact hit: the message holding it, centred on the anchor."""
+    message = ctx.conn.execute(queries("search")["message_at"], (candidate.document_row, candidate.start)).fetchone()
+    if message is None:
+        return
+    _, _, _, _, text_start, end = message
+    data, _ = read_bytes(ctx.conn, candidate.document_row, text_start, end)
+    candidate.text = data.decode("utf-8")
+    candidate.center = len(data[: max(0, candidate.start - text_start)].decode("utf-8", errors="ignore"))
+
+
+def _window_text(ctx: Context, document_row: int, start: int, end: int, first: int, last: int) -> str:
+    """The message text inside a window, without the serialized header lines: exactly what the
+    lexical index saw."""
+    data, _ = read_bytes(ctx.conn, document_row, start, end)
+    pieces = []
+    for _, _, _, m_start, text_start, m_end in ctx.conn.execute(
+        queries("search")["messages_between"], (document_row, first, last)
+    ):
+        lo, hi = max(start, text_start), min(end, m_end)
+        if hi > lo:
+            pieces.append(data[lo - start : hi - start].decode("utf-8"))
+    return "\n\n".join(pieces)
+
+
+def _position_visible(ctx: Context, document_row: int, position: int) -> bool:
+    if not ctx.visible_keys:
+        return False
+    message = ctx.conn.execute(queries("search")["message_at"], (document_row, position)).fetchone()
+    return bool(message) and message[1] in ctx.visible_keys
+
+
+# --- lexical -----------------------------------------------------------------------------------
+
+
+def _frequencies(conn: apsw.Connection, words: list[str]) -> tuple[dict[str, int], int]:
+    sql = queries("search")
+    total = conn.execute(sql["window_count"]).fetchone()[0]
+    found = dict(conn.execute(sql["term_frequencies"], (orjson.dumps(words).decode(),)).fetchall())
+    return {w: found.get(w, 0) for w in words}, total
+
+
+def _select_terms(conn: apsw.Connection, query: str) -> list[str]:
+    """The query's distinct terms; past MAX_QUERY_TERMS, the most specific and rarest."""
+    distinct = query_terms(query)
+    if len(distinct) <= MAX_QUERY_TERMS:
+        return distinct
+    df, _ = _frequencies(conn, distinct)
+    ranked = sorted(distinct, key=lambda t: (-calibration.term_prior(t), df[t] == 0, df[t], t))
+    keep = set(ranked[:MAX_QUERY_TERMS])
+    return [t for t in distinct if t in keep]
+
+
+def _lexical_search(ctx: Context, qterms: list[str]) -> list[Candidate]:
+    if not qterms:
+        return []
+    df, total = _frequencies(ctx.conn, qterms)
+    present = sorted((t for t in qterms if df[t] > 0), key=lambda t: (df[t], t))
+    chosen, spent = [], 0
+    for term in present:  # least-common posting lists first, within the work budget
+        if chosen and spent + df[term] > POSTINGS_BUDGET:
+            break
+        chosen.append(term)
+        spent += df[term]
+    if not chosen:
+        return []
+    rows = ctx.conn.execute(
+        queries("search")["lexical_candidates"],
+        {
+            "match": " OR ".join(fts_phrase(t) for t in chosen),
+            "pool": LEXICAL_POOL,
+            "visible": ctx.visible,
+            **{f"w_{name}": weight for name, weight in WEIGHTS.items()},
+            **ctx.scope.params(),
+        },
+    ).fetchall()
+    candidates = []
+    for _, row, ordinal, start, end, first_message, last_message, content_hash, raw in rows:
+        text = _window_text(ctx, row, start, end, first_message, last_message)
+        window_tokens = list(tokens(text))
+        present_terms = {t.term for t in window_tokens}
+        matched = [t for t in qterms if t in present_terms]
+        first = next((t.start for t in window_tokens if t.term in matched), 0)
+        candidate = Candidate(
+            mode="lexical",
+            document_row=row,
+            match_type="bm25",
+            score=calibration.lexical_score(qterms, matched),
+            raw=round(-raw, 6),
+            start=start,
+            end=end,
+            window=ordinal,
+            matched=matched,
+            coverage=round(len(matched) / len(qterms), 4),
+            max_idf=max((calibration.normalized_idf(df[t], total) for t in matched), default=0.0),
+            text=text,
+            center=first,
+        )
+        candidate.order, candidate.alias = candidate.raw, content_hash
+        candidates.append(candidate)
+    return candidates
+
+
+# --- structural --------------------------------------------------------------------------------
+
+
+def _relation_search(ctx: Context, cue: str, query: str | None) -> tuple[list[Candidate], str]:
+    rows = ctx.conn.execute(
+        queries("search")["relation_candidates"],
+        {"cue": cue, "threshold": CUE_THRESHOLD, "pool": RELATION_POOL, "visible": ctx.visible, **ctx.scope.params()},
+    ).fetchall()
+    qterms = query_terms(query)[:MAX_QUERY_TERMS] if query else []
+    df, total = _frequencies(ctx.conn, qterms) if qterms else ({}, 0)
+    found: list[Candidate] = []
+    for position, (row, ordinal, cue_score, _, _, role, start, text_start, end) in enumerate(rows):
+        data, _ = read_bytes(ctx.conn, row, text_start, end)
+        text = data.decode("utf-8")
+        matched: list[str] = []
+        coverage = None
+        center = 0
+        if qterms:
+            # BM25 evidence on this one message: sibling text cannot satisfy the query.
+            message_tokens = list(tokens(text))
+            present = {t.term for t in message_tokens}
+            matched = [t for t in qterms if t in present]
+            coverage = len(matched) / len(qterms)
+            if coverage < 0.5:
+                continue
+            center = next((t.start for t in message_tokens if t.term in matched), 0)
+        candidate = Candidate(
+            mode="structural",
+            document_row=row,
+            match_type=f"latest-{cue}",
+            score=calibration.structural_score(cue_score, coverage),
+            raw=round(cue_score, 4),
+            start=start,
+            end=end,
+            message=ordinal,
+            matched=matched,
+            coverage=round(coverage, 4) if coverage is not None else 1.0,
+            max_idf=max((calibration.normalized_idf(df[t], total) for t in matched), default=0.0),
+            text=text,
+            center=center,
+            order=-position,  # newest first: "latest"
+        )
+        found.append(candidate)
+    if not found:
+        return [], "not-found"
+    # With a query, ambiguous when an older candidate is clearly better evidence than the latest.
+    latest = found[0]
+    if qterms and any(c.score > latest.score + 0.05 for c in found[1:]):
+        return found, "ambiguous"
+    return found, "resolved"
+
+
+# --- assembly ----------------------------------------------------------------------------------
+
+
+def _assemble(ctx: Context, tiers: list[list[Candidate]], limit: int) -> list[tuple[Candidate, dict, float]]:
+    """One result per document (and per identical content), tiers in order, margins per mode."""
+    sql = queries("search")
+    chosen: list[tuple[Candidate, dict, float]] = []
+    seen_rows: set[int] = set()
+    seen_content: set[str] = set()
+    for tier in tiers:
+        enriched = []
+        for candidate in tier:
+            if candidate.document_row in seen_rows:
+                continue
+            summary = dict(
+                zip(
+                    ("row", "documentId", "version", "kind", "createdAt", "state", "projectRow",
+                     "generation", "project", "sessionId", "sessionRow", "textDigest", "byteLength"),
+                    ctx.conn.execute(sql["document_summary"], (candidate.document_row,)).fetchone(),
+                )
+            )
+            alias = candidate.alias or summary["textDigest"]
+            if alias in seen_content or summary["textDigest"] in seen_content:
+                continue
+            if candidate.mode == "lexical":
+                boost = 1.0
+                if summary["sessionRow"] in ctx.lineage:
+                    boost += LINEAGE_BOOST
+                age = max(0.0, age_days(summary["createdAt"], ctx.now))
+                boost += RECENCY_BOOST / (1.0 + age / RECENCY_DAYS)
+                candidate.order = candidate.raw * boost
+            seen_rows.add(candidate.document_row)
+            seen_content.update({alias, summary["textDigest"]})
+            enriched.append((candidate, summary))
+        if enriched and enriched[0][0].mode != "structural":
+            enriched.sort(key=lambda pair: (-pair[0].order, pair[0].document_row))
+        for index, (candidate, summary) in enumerate(enriched):
+            following = enriched[index + 1][0].score if index + 1 < len(enriched) else 0.0
+            chosen.append((candidate, summary, round(candidate.score - following, 4)))
+    return chosen[:limit]
+
+
+def _snippet(candidate: Candidate, ctx: Context, budget: int) -> str:
+    text = candidate.text
+    if not text:
+        data, _ = read_bytes(ctx.conn, candidate.document_row, candidate.start, candidate.end)
+        text = data.decode("utf-8")
+    if estimate_tokens(text) <= budget:
+        return text.strip()
+    center = min(candidate.center, len(text))
+    width = max(8, budget * 2)
+    while True:
+        left = max(0, center - width // 3)
+        right = min(len(text), left + width)
+        piece = text[left:right]
+        if estimate_tokens(piece) + 2 <= budget or width <= 8:
+            break
+        width = int(width * 0.8)
+    return ("…" if left > 0 else "") + piece.strip() + ("…" if right < len(text) else "")
+
+
+def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: int, lease_seconds: int) -> dict:
+    conn = ctx.conn
+    sql = queries("search")
+    lease_id, expires = None, None
+    if chosen and lease_seconds > 0:
+        lease_id, expires = grant_lease(conn, chosen[0][1]["projectRow"], [s["row"] for _, s, _ in chosen], ctx.now, lease_seconds)
+    secret = archive_secret(conn)
+    share = max(SNIPPET_MIN_TOKENS, min(SNIPPET_MAX_TOKENS, budget // max(1, len(chosen)))) if budget else SNIPPET_MIN_TOKENS
+    results = []
+    for candidate, summary, margin in chosen:
+        message = (
+            conn.execute(sql["message_by_ordinal"], (candidate.document_row, candidate.message)).fetchone()
+            if candidate.message is not None
+            else conn.execute(sql["message_at"], (candidate.document_row, candidate.start)).fetchone()
+        )
+        locator = Locator(
+            documentId=summary["documentId"],
+            version=summary["version"],
+            unit="message" if candidate.message is not None else "window" if candidate.window is not None else "anchor",
+            window=candidate.window,
+            start=candidate.start,
+            end=candidate.end,
+            message=candidate.message,
+            generation=summary["generation"],
+            lease=lease_id,
+            project=summary["project"],
+            session=summary["sessionId"],
+            scope=ctx.scope.effective,
+        )
+        results.append(
+            {
+                "documentId": summary["documentId"],
+                "version": summary["version"],
+                "kind": summary["kind"],
+                "score": candidate.score,
+                "rawScore": candidate.raw,
+                "matchType": candidate.match_type,
+                "margin": margin,
+                "band": calibration.band(candidate.score),
+                "snippet": _snippet(candidate, ctx, share),
+                "matchedTerms": candidate.matched,
+                "termCoverage": candidate.coverage,
+                "maxNormalizedIdf": candidate.max_idf,
+                "historical": True,
+                "superseded": summary["state"] == "superseded",
+                "createdAt": summary["createdAt"],
+                "range": {"start": candidate.start, "end": candidate.end},
+                "locator": sign(locator, secret),
+                "source": {
+                    "sessionId": summary["sessionId"],
+                    "project": summary["project"],
+                    "messageKey": message[1] if message else None,
+                },
+            }
+        )
+    return {
+        "results": results,
+        "lease": {"id": lease_id, "expiresAt": expires} if lease_id else None,
+        "generation": conn.execute(sql["latest_generation"]).fetchone()[0],
+    }

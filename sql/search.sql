@@ -1,0 +1,154 @@
+-- Named queries used by search, recall and supersession (cwa/retrieve/, cwa/store/supersession.py).
+-- Scope parameters: :project (a project row id, or NULL for every project) and :sessions (a JSON
+-- array of session row ids, or NULL for every session). :visible is a JSON array of message keys
+-- that are still in the live context (excluded).
+
+-- name: project_id
+SELECT id FROM projects WHERE identity = ?;
+
+-- name: session_lineage
+-- A session and its recorded ancestors.
+WITH RECURSIVE chain (id, parent_id) AS (
+  SELECT s.id, s.parent_id FROM sessions AS s WHERE s.project_id = ? AND s.session_key = ?
+  UNION
+  SELECT s.id, s.parent_id FROM sessions AS s JOIN chain AS c ON s.id = c.parent_id
+)
+SELECT id FROM chain;
+
+-- name: exact_anchor_hits
+-- Documents holding an anchor, case-sensitive (:folded = 0) or case-folded (:folded = 1).
+SELECT a.document_row, a.type, a.text, a.specificity, a.start_byte, a.end_byte, a.occurrences
+FROM anchors AS a
+JOIN documents AS d ON d.id = a.document_row
+WHERE ((:folded = 0 AND a.text = :anchor) OR (:folded = 1 AND a.folded = :anchor))
+  AND d.state = 'live'
+  AND (:project IS NULL OR d.project_id = :project)
+  AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
+LIMIT 1000;
+
+-- name: lexical_candidates
+-- Windows matching the FTS5 query, by BM25F (most negative first), within scope.
+SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
+       w.last_message, w.content_hash,
+       bm25(window_fts, :w_title, :w_user, :w_assistant, :w_body) AS raw
+FROM window_fts
+JOIN windows AS w ON w.id = window_fts.rowid
+JOIN documents AS d ON d.id = w.document_row
+WHERE window_fts MATCH :match
+  AND d.state = 'live'
+  AND (:project IS NULL OR d.project_id = :project)
+  AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
+  AND (:visible IS NULL OR NOT EXISTS (
+        SELECT 1 FROM messages AS m
+        WHERE m.document_row = w.document_row
+          AND m.ordinal BETWEEN w.first_message AND w.last_message
+          AND m.message_key IN (SELECT value FROM json_each(:visible))))
+ORDER BY raw
+LIMIT :pool;
+
+-- name: phrase_windows
+-- Windows containing an FTS5 phrase, for verifying a quoted query verbatim.
+SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte
+FROM window_fts
+JOIN windows AS w ON w.id = window_fts.rowid
+JOIN documents AS d ON d.id = w.document_row
+WHERE window_fts MATCH :match
+  AND d.state = 'live'
+  AND (:project IS NULL OR d.project_id = :project)
+  AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
+LIMIT 500;
+
+-- name: live_document_count
+SELECT count(*) FROM documents WHERE state = 'live';
+
+-- name: window_count
+SELECT count(*) FROM windows;
+
+-- name: term_frequencies
+SELECT term, doc FROM window_vocab WHERE term IN (SELECT value FROM json_each(?));
+
+-- name: document_summary
+SELECT d.id, d.document_id, d.version, d.kind, d.created_at, d.state, d.project_id, d.index_generation,
+       p.identity, s.session_key, d.session_id, d.text_digest, d.byte_length
+FROM documents AS d
+JOIN projects AS p ON p.id = d.project_id
+JOIN sessions AS s ON s.id = d.session_id
+WHERE d.id = ?;
+
+-- name: message_at
+SELECT ordinal, message_key, role, start_byte, text_start, end_byte
+FROM messages WHERE document_row = ? AND start_byte <= ? ORDER BY ordinal DESC LIMIT 1;
+
+-- name: message_by_ordinal
+SELECT ordinal, message_key, role, start_byte, text_start, end_byte
+FROM messages WHERE document_row = ? AND ordinal = ?;
+
+-- name: window_keys
+SELECT message_key FROM messages
+WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal;
+
+-- name: relation_candidates
+-- Messages carrying a structural cue, newest first, within scope.
+SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
+       m.start_byte, m.text_start, m.end_byte
+FROM message_cues AS c
+JOIN documents AS d ON d.id = c.document_row
+JOIN messages AS m ON m.document_row = c.document_row AND m.ordinal = c.ordinal
+WHERE c.cue = :cue AND c.score >= :threshold
+  AND d.state = 'live'
+  AND (:project IS NULL OR d.project_id = :project)
+  AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
+  AND (:visible IS NULL OR m.message_key NOT IN (SELECT value FROM json_each(:visible)))
+ORDER BY d.created_at DESC, c.document_row DESC, c.ordinal DESC
+LIMIT :pool;
+
+-- name: latest_generation
+SELECT coalesce(max(id), 0) FROM index_generations;
+
+-- name: insert_lease
+INSERT INTO leases (id, project_id, created_at, expires_at) VALUES (?, ?, ?, ?);
+
+-- name: insert_lease_document
+INSERT INTO lease_documents (lease_id, document_row) VALUES (?, ?);
+
+-- name: lease_expiry
+SELECT expires_at FROM leases WHERE id = ?;
+
+-- name: window_by_ordinal
+SELECT id, ordinal, start_byte, end_byte, first_message, last_message
+FROM windows WHERE document_row = ? AND ordinal = ?;
+
+-- name: windows_around
+SELECT ordinal, start_byte, end_byte FROM windows
+WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal;
+
+-- name: document_by_version
+SELECT id FROM documents WHERE document_id = ? AND version = ?;
+
+-- name: replacement_of
+SELECT r.document_id, r.version
+FROM supersessions AS x JOIN documents AS r ON r.id = x.replacement_row
+WHERE x.superseded_row = ?;
+
+-- name: insert_supersession
+INSERT INTO supersessions (superseded_row, replacement_row, created_at) VALUES (?, ?, ?);
+
+-- name: supersession_ancestors
+-- Everything a document replaced, directly or through a chain.
+WITH RECURSIVE chain (id) AS (
+  SELECT superseded_row FROM supersessions WHERE replacement_row = ?
+  UNION
+  SELECT x.superseded_row FROM supersessions AS x JOIN chain AS c ON x.replacement_row = c.id
+)
+SELECT id FROM chain;
+
+-- name: messages_between
+SELECT ordinal, message_key, role, start_byte, text_start, end_byte
+FROM messages WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal;
+
+-- name: all_messages
+SELECT ordinal, message_key, role, start_byte, text_start, end_byte
+FROM messages WHERE document_row = ? ORDER BY ordinal;
+
+-- name: chunk_toc
+SELECT ordinal, start_byte, end_byte FROM document_chunks WHERE document_row = ? ORDER BY ordinal;
