@@ -17,7 +17,7 @@ import orjson
 
 from cwa import __version__, config
 from cwa.api import METHODS, Archive
-from cwa.contract import parse_json_body
+from cwa.contract import RELATION_NAMES, parse_json_body
 from cwa.errors import CwaError, InvalidRequest
 from cwa.limits import GET_MAX_RANGE_BYTES, MAX_REQUEST_BYTES
 from cwa.store.connection import default_archive_path
@@ -292,6 +292,137 @@ def _print_document(doc: dict[str, Any]) -> None:
         click.echo(f"\n(text not shown: {doc['byteLength']} bytes; use --text or --range START:END)")
 
 
+def _print_results(response: dict[str, Any]) -> None:
+    resolution = response.get("resolution")
+    if resolution:
+        click.echo(f"{resolution['relation']}: {resolution['status']}")
+    if not response["results"]:
+        click.echo("no results")
+        return
+    for number, r in enumerate(response["results"], 1):
+        click.echo(
+            f"{number}. {r['matchType']:<18} score {r['score']:.2f} ({r['band']})  "
+            f"{r['documentId']} v{r['version']}  {r['kind']}  {r['createdAt'][:16]}  "
+            f"session {r['source']['sessionId']}"
+        )
+        for line in r["snippet"].splitlines()[:6]:
+            click.echo(f"     {line}")
+        click.echo(f"     locator {r['locator']}")
+
+
+@main.command("search")
+@click.argument("query", required=False)
+@click.option("--relation", type=click.Choice(RELATION_NAMES), help="Find the latest question, request, correction, answer or decision.")
+@click.option("--scope", type=click.Choice(["session", "project", "all"]), default="project", show_default=True)
+@click.option("--project", help="Project identity [default: the real path of the cwd].")
+@click.option("--session", "session_id", help="Current session id (needed for --scope session).")
+@click.option("--limit", type=click.IntRange(1, 100), help="Results [default: searchResults, 3].")
+@json_option
+@click.pass_context
+@handles_errors
+def search_command(ctx, query, relation, scope, project, session_id, limit, as_json) -> None:
+    """Find archived messages by identifier, structure or keywords.
+
+    Exact identifiers (paths, symbols, commits, error codes, quoted phrases) rank above the
+    latest question/request/correction/answer/decision, which rank above BM25 keyword hits.
+
+    \b
+    Examples:
+      cwa search src/retry.py
+      cwa search '"exponential backoff"'
+      cwa search --relation latest-correction backoff
+    """
+    params: dict[str, Any] = {"scope": scope, "project": project or str(_project_dir())}
+    for key, value in (("query", query), ("relation", relation), ("sessionId", session_id), ("limit", limit)):
+        if value is not None:
+            params[key] = value
+    with _open(ctx) as archive:
+        response = archive.search(params)
+    click.echo(_dump(response)) if as_json else _print_results(response)
+
+
+@main.command("recall")
+@click.argument("target")
+@click.option("--project", help="Project the recall is made in [default: the real path of the cwd].")
+@click.option("--neighbors", type=click.IntRange(0, 32), help="Windows on each side to include [default: 1].")
+@click.option("--max-tokens", type=click.IntRange(39, 200_000), help="Token budget [default: 2000].")
+@json_option
+@click.pass_context
+@handles_errors
+def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None:
+    """Print the exact archived text behind a search locator or a document id."""
+    params: dict[str, Any] = {"project": project or str(_project_dir())}
+    params["locator" if target.startswith("cwa1.") else "documentId"] = target
+    if neighbors is not None:
+        params["neighbors"] = neighbors
+    if max_tokens is not None:
+        params["maxTokens"] = max_tokens
+    with _open(ctx) as archive:
+        result = archive.recall(params)
+    if as_json:
+        click.echo(_dump(result))
+    elif result["status"] != "resolved":
+        click.echo(f"{result['status']}: " + ", ".join(f"{k}={v}" for k, v in result.items() if k != "status"))
+    else:
+        click.echo(f"{result['documentId']} v{result['version']} {result['kind']}  {result['staleness']}")
+        click.echo(f"bytes {result['range']['start']}..{result['range']['end']} of {result['byteLength']}, "
+                   f"{result['tokens']} tokens, {result['materialization']}\n")
+        if result.get("header"):
+            click.echo(result["header"].rstrip("\n"))
+        click.echo(result["text"] if result["text"] else _dump(result.get("tableOfContents")))
+        for side, locator in (result.get("continuation") or {}).items():
+            click.echo(f"\n(continues {side}: cwa recall {locator})")
+    if result["status"] != "resolved":
+        sys.exit(1)
+
+
+@main.command("supersede")
+@click.argument("document_id")
+@click.option("--by", "replacement", required=True, help="The document that replaces it.")
+@json_option
+@click.pass_context
+@handles_errors
+def supersede_command(ctx, document_id, replacement, as_json) -> None:
+    """Retire DOCUMENT_ID in favour of another document of the same project."""
+    with _open(ctx) as archive:
+        result = archive.call("supersede", {"documentId": document_id, "by": {"documentId": replacement}})
+    click.echo(_dump(result)) if as_json else click.echo(
+        f"{result['documentId']} v{result['version']} superseded by "
+        f"{result['replacement']['documentId']} v{result['replacement']['version']}"
+    )
+
+
+@main.group("index")
+def index_group() -> None:
+    """Derived indexes (exact anchors, BM25F windows, structural cues)."""
+
+
+@index_group.command("rebuild")
+@json_option
+@click.pass_context
+@handles_errors
+def index_rebuild(ctx, as_json) -> None:
+    """Recompute every derived index from the archived documents."""
+    with _open(ctx) as archive:
+        if as_json:
+            result = archive.call("index-rebuild", {})
+        else:
+            with click.progressbar(length=1, label="indexing", file=sys.stderr, show_pos=True) as bar:
+                def progress(done: int, total: int) -> None:
+                    bar.length = total
+                    bar.update(1)
+                archive.progress = progress
+                result = archive.call("index-rebuild", {})
+    if as_json:
+        click.echo(_dump(result))
+    else:
+        outcomes = "; ".join(
+            f"{handler}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            for handler, counts in sorted(result["outcomes"].items())
+        )
+        click.echo(f"rebuilt {result['documents']} document(s) in generation {result['generation']}; {outcomes}")
+
+
 def _print_demo(report: dict[str, Any]) -> None:
     click.echo(f"Archived a sample coding session into {report['archive']}")
     click.echo(f"project {report['project']}\n")
@@ -302,6 +433,15 @@ def _print_demo(report: dict[str, Any]) -> None:
     _print_status(report["status"])
     click.echo("\nOne stored document, with the byte coordinates of its messages:\n")
     _print_document(report["example"])
+    for response in report["searches"]:
+        click.echo(f"\n$ cwa search {response['query']!r}")
+        _print_results(response)
+    click.echo("\n$ cwa search --relation latest-correction")
+    _print_results(report["correction"])
+    recall = report["recall"]
+    click.echo(f"\n$ cwa recall <locator of the first hit>   ({recall['status']}, "
+               f"{recall['materialization']}, bytes {recall['range']['start']}..{recall['range']['end']})")
+    click.echo(recall["header"] + recall["text"])
     click.echo(
         "\nLook inside with SQL:\n"
         f"  sqlite3 {report['archive']} \"select document_id, kind, created_at, byte_length "
@@ -354,7 +494,7 @@ def serve(ctx: click.Context) -> None:
 
     \b
     Each line {"id", "method", "params"} is answered by one line, {"id", "result"} or
-    {"id", "error": {"code", "message", "details"}}. Methods: admit, get, status.
+    {"id", "error": {"code", "message", "details"}}. Methods: see docs/contract.md.
     """
     from cwa.errors import Internal
     from cwa.serve import serve as serve_lines

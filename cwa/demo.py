@@ -109,18 +109,30 @@ SAMPLE_DOCUMENTS: tuple[dict[str, Any], ...] = (
 )
 
 
+DEMO_QUERIES = ("ERR_LOCK_TIMEOUT", "why does the retry loop never give up")
+
+
 def run_demo(archive: Archive) -> dict[str, Any]:
-    """Admit the sample session; return what was admitted, the status and one stored document."""
+    """Admit the sample session, then search it and recall a hit; return all of it."""
     admitted = []
     for document in SAMPLE_DOCUMENTS:
         request = {"project": DEMO_PROJECT, "sessionId": DEMO_SESSION, **document}
         result = archive.admit(request)
         admitted.append({"kind": document["kind"], **result})
     tool_result = next(a for a in admitted if a["kind"] == "tool-result")
+    searches = [
+        archive.search({"project": DEMO_PROJECT, "query": query, "limit": 2})
+        for query in DEMO_QUERIES
+    ]
+    correction = archive.search({"project": DEMO_PROJECT, "relation": "latest-correction"})
+    top = searches[0]["results"][0]
     return {
         "archive": str(archive.path),
         "project": DEMO_PROJECT,
         "admitted": admitted,
         "status": archive.status({"project": DEMO_PROJECT}),
         "example": archive.get({"documentId": tool_result["documentId"]}),
+        "searches": searches,
+        "correction": correction,
+        "recall": archive.recall({"project": DEMO_PROJECT, "locator": top["locator"], "maxTokens": 300}),
     }

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from cwa.index.terms import HUMP
+from cwa.index.terms import identifier_parts
 
 _PIECE = re.compile(r"[A-Za-z0-9_]+| +|\n|[\x00-\x7f]|[^\x00-\x7f]")
 _HEX = re.compile(r"[0-9a-fA-F]{8,}")
@@ -31,8 +31,7 @@ def _word_cost(word: str) -> int:
         or (_HEX.fullmatch(word) and has_digit)
     ):
         return len(word)
-    humps = len(HUMP.findall(word))
-    return max(-(-len(word) // 4), 2 + humps if humps else 1)
+    return max(-(-len(word) // 4), 1 + identifier_parts(word))
 
 
 def estimate_tokens(text: str) -> int:

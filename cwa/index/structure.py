@@ -74,7 +74,8 @@ def score_messages(kind: str, messages: Sequence[MessageView]) -> list[dict[str,
             asked = True
         elif message.role == "assistant":
             if text.strip():
-                cues["answer"] = 0.8 if asked else 0.6
+                # Only a reply to a user message in the same document counts as an answer.
+                cues["answer"] = 0.8 if asked else 0.4
             asked = False
         scored.append(cues)
     return scored

@@ -72,6 +72,14 @@ def _expand(raw: str) -> list[str]:
     return [whole] + [t for t in (_word(p) for p in parts) if t]
 
 
+def identifier_parts(word: str) -> int:
+    """How many parts an ASCII identifier is indexed as besides itself (0: not split)."""
+    core = word.strip("_")
+    if "_" not in core and not HUMP.search(core):
+        return 0
+    return len([p for chunk in core.split("_") for p in _IDENTIFIER_PART.findall(chunk)])
+
+
 def tokens(text: str) -> Iterator[Token]:
     for match in _RAW_TOKEN.finditer(text):
         for term in _expand(match.group()):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from dataclasses import asdict, dataclass
+from dataclasses import astuple, dataclass, fields
 
 import apsw
 import orjson
@@ -49,7 +49,7 @@ def archive_secret(conn: apsw.Connection) -> bytes:
 
 
 def sign(locator: Locator, secret: bytes) -> str:
-    payload = _b64(orjson.dumps(asdict(locator)))
+    payload = _b64(orjson.dumps(astuple(locator)))  # positional: keeps locators short
     body = f"{PREFIX}.{payload}"
     return f"{body}.{_b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())}"
 
@@ -65,6 +65,9 @@ def verify(token: str, secret: bytes) -> Locator | None:
         expected = hmac.new(secret, body.encode(), hashlib.sha256).digest()
         if not hmac.compare_digest(signature, expected):
             return None
-        return Locator(**orjson.loads(_unb64(parts[1])))
+        values = orjson.loads(_unb64(parts[1]))
+        if not isinstance(values, list) or len(values) != len(fields(Locator)):
+            return None
+        return Locator(*values)
     except (ValueError, TypeError, orjson.JSONDecodeError):
         return None

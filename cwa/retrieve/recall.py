@@ -167,8 +167,12 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
     text = data.decode("utf-8")
     truncated = False
     if estimate_tokens(text) > budget:
-        text, truncated = _fit(text, budget), True
-        end = start + len(text.encode("utf-8"))
+        # Too long even alone: keep the part around the match itself.
+        focus = len(data[: max(0, locator.start - start)].decode("utf-8", errors="ignore"))
+        left, right = _fit_around(text, budget, focus)
+        start += len(text[:left].encode("utf-8"))
+        end = start + len(text[left:right].encode("utf-8"))
+        text, truncated = text[left:right], True
     else:
         for step in range(1, len(spans)):
             grew = False
@@ -191,7 +195,10 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
     base = replace(locator, unit="range", window=None, message=None)
     continuation: dict[str, str] = {}
     if truncated:
-        continuation["after"] = sign(replace(base, start=end, end=spans[hit][2]), secret)
+        if start > spans[hit][1]:
+            continuation["before"] = sign(replace(base, start=spans[hit][1], end=start), secret)
+        if end < spans[hit][2]:
+            continuation["after"] = sign(replace(base, start=end, end=spans[hit][2]), secret)
     else:
         if first > 0:
             _, s, e = spans[first - 1]
@@ -203,16 +210,24 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
     return result
 
 
-def _fit(text: str, budget: int) -> str:
-    """The longest prefix of `text` within `budget` tokens (binary search on characters)."""
+def _fit_around(text: str, budget: int, focus: int) -> tuple[int, int]:
+    """The widest [left, right) around character `focus` (a third before it, two thirds after)
+    that fits in `budget` tokens; binary search on the width."""
+    focus = min(max(0, focus), len(text))
+
+    def bounds(width: int) -> tuple[int, int]:
+        left = max(0, focus - width // 3)
+        return left, min(len(text), left + width)
+
     low, high = 0, len(text)
     while low < high:
         middle = (low + high + 1) // 2
-        if estimate_tokens(text[:middle]) <= budget:
+        left, right = bounds(middle)
+        if estimate_tokens(text[left:right]) <= budget:
             low = middle
         else:
             high = middle - 1
-    return text[:low]
+    return bounds(low)
 
 
 def _resolved(doc, messages, now, start, end, text, reads, materialization) -> dict[str, Any]:

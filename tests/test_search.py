@@ -1,0 +1,236 @@
+"""Exact, structural and BM25F search: tiers, fixed evidence, calibration, scope, exclusion."""
+
+from __future__ import annotations
+
+import math
+
+import apsw
+import pytest
+
+from cwa.api import Archive
+from cwa.config import load_settings
+from cwa.errors import InvalidRequest, LimitExceeded
+from cwa.retrieve.calibration import normalized_idf
+
+P = "/work/app"
+
+
+def doc(session: str, *messages: tuple[str, str], kind: str = "turn", at: str = "2026-11-01T10:00:00Z", **extra) -> dict:
+    return {
+        "project": P,
+        "sessionId": session,
+        "kind": kind,
+        "createdAt": at,
+        "messages": [{"role": role, "text": text} for role, text in messages],
+        **extra,
+    }
+
+
+CORPUS = [
+    doc("s1", ("user", "The retry loop in src/retry.py never gives up."),
+        ("assistant", "RetryPolicy compares attempt > max_attempts after incrementing."), at="2026-11-01T10:00:00Z"),
+    doc("s1", ("toolResult", "E   retry.LockTimeoutError: ERR_LOCK_TIMEOUT after 30000 ms\n"
+                             "FAILED tests/test_retry.py::test_gives_up"), kind="tool-result", at="2026-11-01T10:01:00Z"),
+    doc("s1", ("assistant", "Fixed in commit a1b2c3d4e5: we use \"exponential backoff capped\" at 30 s."),
+        at="2026-11-01T10:02:00Z"),
+    doc("s2", ("user", "Please document the cache eviction policy for the session store."),
+        ("assistant", "The cache evicts least recently used entries first."), at="2026-11-02T09:00:00Z"),
+    doc("s2", ("user", "What is the file layout of the project?"),
+        ("assistant", "Sources live under src and tests under tests."), at="2026-11-02T09:05:00Z"),
+]
+
+
+@pytest.fixture
+def corpus(db_path):
+    with Archive.open(db_path, clock=lambda: "2026-11-03T00:00:00.000Z") as archive:
+        ids = [archive.admit(d)["documentId"] for d in CORPUS]
+        yield archive, ids
+
+
+def search(archive, query=None, **extra):
+    params = {"project": P, "limit": 10, **extra}
+    if query is not None:
+        params["query"] = query
+    return archive.search(params)["results"]
+
+
+@pytest.mark.parametrize(
+    "query, match_type, index",
+    [
+        ("src/retry.py", "exact-path", 0),
+        ("RetryPolicy", "exact-symbol", 0),
+        ("ERR_LOCK_TIMEOUT", "exact-error", 1),
+        ("a1b2c3d4e5", "exact-commit", 2),
+        ('"exponential backoff capped"', "exact-quoted", 2),
+    ],
+)
+def test_exact_inputs_come_back_as_exact_matches_above_lexical(corpus, query, match_type, index):
+    archive, ids = corpus
+    results = search(archive, query)
+    assert results[0]["matchType"] == match_type
+    assert results[0]["documentId"] == ids[index]
+    tiers = [r["matchType"].startswith("exact-") for r in results]
+    assert tiers == sorted(tiers, reverse=True)  # no lexical result above an exact one
+
+
+def test_quoted_phrase_is_matched_verbatim_even_without_quotes_in_the_source(corpus):
+    archive, ids = corpus
+    results = search(archive, '"least recently used"')
+    assert results[0]["matchType"] == "exact-quoted" and results[0]["documentId"] == ids[3]
+    assert search(archive, '"used recently least"')[0]["matchType"] == "bm25"  # order matters
+
+
+def test_case_sensitive_exact_before_folded(corpus):
+    archive, ids = corpus
+    exact = search(archive, "RetryPolicy")[0]
+    folded = search(archive, "retrypolicy_x retryPOLICY")  # no case-sensitive hit for retryPOLICY
+    hit = next(r for r in folded if r["matchType"].startswith("exact-"))
+    assert exact["score"] == 0.75 and exact["band"] == "moderate"
+    assert hit["documentId"] == ids[0] and hit["score"] == pytest.approx(0.75 * 0.9)
+
+
+def test_fixed_evidence_for_common_word_and_distinctive_terms(corpus):
+    archive, ids = corpus
+    conn = archive.conn
+    total = conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+    df = dict(conn.execute("SELECT term, doc FROM window_vocab").fetchall())
+
+    common = search(archive, "tests")
+    assert [r["matchType"] for r in common] == ["bm25", "bm25"]
+    assert {r["documentId"] for r in common} == {ids[1], ids[4]}
+    for r in common:
+        assert r["matchedTerms"] == ["test"] and r["termCoverage"] == 1.0
+        assert r["maxNormalizedIdf"] == normalized_idf(df["test"], total)
+        assert r["score"] == round(1 - math.exp(-0.6), 4)  # one 4-letter stem: weak on its own
+        assert r["band"] == "some"
+
+    distinctive = search(archive, "eviction policy")
+    top = distinctive[0]
+    assert top["documentId"] == ids[3]
+    assert top["matchedTerms"] == ["evict", "polici"] and top["termCoverage"] == 1.0
+    assert top["maxNormalizedIdf"] == max(normalized_idf(df[t], total) for t in ("evict", "polici"))
+    assert top["score"] == round(1 - math.exp(-(0.6 + 0.8)), 4)  # priors of a 5- and a 6-letter stem
+
+
+def test_evidence_recomputes_identically_after_rebuild(corpus):
+    archive, _ = corpus
+    queries = ["eviction policy", "tests", "ERR_LOCK_TIMEOUT", "retry loop gives up"]
+    before = [[(r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
+               for r in search(archive, q)] for q in queries]
+    relations = archive.search({"project": P, "relation": "latest-question"})["results"]
+    archive.call("index-rebuild", {})
+    after = [[(r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
+              for r in search(archive, q)] for q in queries]
+    assert after == before
+    assert [r["documentId"] for r in archive.search({"project": P, "relation": "latest-question"})["results"]] == \
+        [r["documentId"] for r in relations]
+
+
+def test_weak_top_hit_is_not_strong_and_scores_ignore_weaker_candidates(db_path):
+    with Archive.open(db_path) as archive:
+        first = archive.admit(doc("s", ("user", "the deployment checklist mentions rollback once")))
+        alone = search(archive, "rollback")
+        assert alone[0]["documentId"] == first["documentId"]
+        assert alone[0]["band"] != "high" and alone[0]["score"] < 0.8  # top rank does not make it strong
+        for n in range(20):  # weaker candidates: they mention only one of the two terms
+            archive.admit(doc("s", ("user", f"rollback step {n} of something unrelated")))
+        strong = search(archive, "deployment checklist")[0]
+        assert strong["documentId"] == first["documentId"]
+        archive.admit(doc("s", ("user", "a checklist for groceries")))
+        archive.admit(doc("s", ("user", "deployment happened on friday")))
+        again = search(archive, "deployment checklist")
+        assert again[0]["documentId"] == first["documentId"]
+        assert again[0]["score"] == strong["score"]
+        assert search(archive, "rollback")[0]["score"] == alone[0]["score"]
+
+
+def test_bm25f_user_text_outweighs_assistant_which_outweighs_tool_output(db_path):
+    text = "the flaky websocket reconnect handler drops frames"
+    with Archive.open(db_path) as archive:
+        ids = {role: archive.admit(doc(f"s-{role}", (role, text), kind="turn" if role != "toolResult" else "tool-result"))["documentId"]
+               for role in ("toolResult", "assistant", "user")}
+        ranked = [r["documentId"] for r in search(archive, "websocket reconnect frames")]
+    assert ranked == [ids["user"], ids["assistant"], ids["toolResult"]]
+
+
+def test_document_without_role_structure_scores_exactly_as_unweighted_bm25(db_path):
+    with Archive.open(db_path) as archive:
+        archive.admit(doc("s", ("toolResult", "alpha beta gamma alpha"), kind="tool-result"))
+        archive.admit(doc("s", ("custom", "beta delta"), kind="manual"))
+        conn = archive.conn
+        weighted = conn.execute(
+            "SELECT rowid, bm25(window_fts, 3.0, 2.0, 1.5, 1.0) FROM window_fts WHERE window_fts MATCH 'alpha OR beta' ORDER BY rowid"
+        ).fetchall()
+        plain = conn.execute(
+            "SELECT rowid, bm25(window_fts) FROM window_fts WHERE window_fts MATCH 'alpha OR beta' ORDER BY rowid"
+        ).fetchall()
+    assert weighted == plain
+
+
+def test_visible_source_keys_exclude_candidates(db_path):
+    with Archive.open(db_path) as archive:
+        shown = archive.admit(doc("s", ("user", "rotate the signing keys every quarter")))
+        hidden = archive.admit(doc("s", ("user", "signing keys live in the vault")))
+        both = {r["documentId"] for r in search(archive, "signing keys")}
+        assert both == {shown["documentId"], hidden["documentId"]}
+        visible = shown["messageKeys"]
+        rest = search(archive, "signing keys", excludeVisibleSourceKeys=visible)
+        assert [r["documentId"] for r in rest] == [hidden["documentId"]]
+        exact = search(archive, '"signing keys"', excludeVisibleSourceKeys=visible)
+        assert shown["documentId"] not in {r["documentId"] for r in exact}
+
+
+def test_visible_key_limits_are_checked_before_any_work(archive):
+    with pytest.raises(LimitExceeded):
+        archive.search({"project": P, "query": "x", "excludeVisibleSourceKeys": [f"k{n}" for n in range(1001)]})
+    with pytest.raises(LimitExceeded):
+        archive.search({"project": P, "query": "x", "excludeVisibleSourceKeys": ["漢" * 400 + str(n) for n in range(1000)]})
+    with pytest.raises(InvalidRequest):
+        archive.search({"project": P})
+
+
+def test_one_result_per_document_and_identical_copies_collapse(db_path):
+    repeated = "\n".join(f"line {n}: connection pool exhausted in worker" for n in range(400))
+    with Archive.open(db_path) as archive:
+        first = archive.admit(doc("s", ("toolResult", repeated), kind="tool-result"))
+        archive.admit(doc("s2", ("toolResult", repeated), kind="tool-result"))  # an alias
+        results = search(archive, "connection pool exhausted")
+    assert [r["documentId"] for r in results] == [first["documentId"]]
+
+
+def test_scope_session_lineage_project_and_all(db_path, tmp_path):
+    with Archive.open(db_path) as archive:
+        parent = archive.admit(doc("parent", ("user", "kubernetes ingress annotations")))
+        child = archive.admit(doc("child", ("user", "kubernetes ingress timeouts"), parentSessionId="parent"))
+        other = archive.admit(doc("other", ("user", "kubernetes ingress tls")))
+        foreign = archive.admit({**doc("x", ("user", "kubernetes ingress elsewhere")), "project": "/other"})
+        session = {r["documentId"] for r in search(archive, "kubernetes ingress", scope="session", sessionId="child")}
+        assert session == {parent["documentId"], child["documentId"]}
+        project = {r["documentId"] for r in search(archive, "kubernetes ingress")}
+        assert project == {parent["documentId"], child["documentId"], other["documentId"]}
+        capped = archive.search({"project": P, "query": "kubernetes ingress", "scope": "all", "limit": 10})
+        assert capped["scope"] == "project" and capped["requestedScope"] == "all"  # maxReadScope default
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    (tmp_path / "cfg" / "cwa").mkdir(parents=True)
+    (tmp_path / "cfg" / "cwa" / "config.json").write_text('{"maxReadScope": "all"}')
+    with Archive.open(db_path, settings=load_settings(None, env=env)) as archive:
+        everything = {r["documentId"] for r in search(archive, "kubernetes ingress", scope="all")}
+    assert foreign["documentId"] in everything and len(everything) == 4
+
+
+def test_relation_with_query_uses_single_messages(db_path):
+    with Archive.open(db_path) as archive:
+        archive.admit(doc("s", ("user", "No, use the staging database instead."),
+                          ("assistant", "Switching the migration runner to staging."), at="2026-11-01T10:00:00Z"))
+        archive.admit(doc("s", ("user", "Actually, keep the feature flag off."),
+                          ("assistant", "The migration runner keeps the flag off."), at="2026-11-02T10:00:00Z"))
+        latest = archive.search({"project": P, "relation": "latest-correction"})
+        assert latest["resolution"] == {"relation": "latest-correction", "status": "resolved"}
+        assert latest["results"][0]["snippet"].startswith("Actually, keep the feature flag off")
+        about = archive.search({"project": P, "relation": "latest-correction", "query": "staging database"})
+        assert about["results"][0]["snippet"].startswith("No, use the staging database")
+        # "migration runner" appears only in assistant siblings: it cannot satisfy a correction
+        sibling = archive.search({"project": P, "relation": "latest-correction", "query": "migration runner"})
+        assert sibling["results"] == [] and sibling["resolution"]["status"] == "not-found"
+        decision = archive.search({"project": P, "relation": "latest-decision"})
+        assert decision["resolution"]["status"] == "not-found"
