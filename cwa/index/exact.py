@@ -118,7 +118,7 @@ def find_anchors(data: bytes, offset: int = 0) -> list[Anchor]:
     found = []
     for anchor_type, pattern in _PATTERNS:
         for match in pattern.finditer(data):
-            group = next((g for g in range(1, (pattern.groups or 0) + 1) if match.group(g)), 0)
+            group = match.lastindex or 0
             text = match.group(group).decode("utf-8", errors="replace").strip()
             if text:
                 found.append(
@@ -145,16 +145,31 @@ def query_anchors(query: str) -> list[Anchor]:
 def document_anchors(target: IndexTarget) -> tuple[list[tuple[Anchor, int]], bool]:
     """Distinct (type, text) anchors of a document with occurrence counts, within the budget."""
     data = target.document.text
-    first: dict[tuple[str, str], Anchor] = {}
+    first: dict[tuple[str, str], tuple[int, int]] = {}
     counts: dict[tuple[str, str], int] = {}
     for message in target.document.messages:
-        for anchor in find_anchors(data[message.text_start : message.end], message.text_start):
-            key = (anchor.type, anchor.text)
-            counts[key] = counts.get(key, 0) + 1
-            first.setdefault(key, anchor)
-    ranked = sorted(first.values(), key=lambda a: (-a.specificity, a.start))
-    kept = ranked[:MAX_ANCHORS_PER_DOCUMENT]
-    return [(a, counts[(a.type, a.text)]) for a in kept], len(ranked) > len(kept)
+        region = data[message.text_start : message.end]
+        for anchor_type, pattern in _PATTERNS:
+            for match in pattern.finditer(region):
+                group = match.lastindex or 0
+                key = (anchor_type, match.group(group))
+                if key in counts:
+                    counts[key] += 1
+                    continue
+                counts[key] = 1
+                first[key] = (message.text_start + match.start(group), message.text_start + match.end(group))
+    anchors = []
+    for (anchor_type, raw), (start, end) in first.items():
+        text = raw.decode("utf-8", errors="replace").strip()
+        if text:
+            anchors.append((Anchor(anchor_type, text, start, end), counts[(anchor_type, raw)]))
+    anchors.sort(key=lambda pair: (-pair[0].specificity, pair[0].start))
+    kept = anchors[:MAX_ANCHORS_PER_DOCUMENT]
+    merged: dict[tuple[str, str], tuple[Anchor, int]] = {}
+    for anchor, count in kept:  # stripping may make two raw spellings one anchor
+        key = (anchor.type, anchor.text)
+        merged[key] = (merged[key][0], merged[key][1] + count) if key in merged else (anchor, count)
+    return list(merged.values()), len(anchors) > len(kept)
 
 
 class ExactHandler:

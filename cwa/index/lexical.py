@@ -22,11 +22,11 @@ import blake3
 
 from cwa.index import HandlerResult, IndexTarget
 from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
-from cwa.index.terms import tokens
+from cwa.index.terms import term_starts
 from cwa.store.sqlfiles import queries
 
 WINDOW_TERMS = 200
-MAX_TERMS_PER_DOCUMENT = 400_000  # the lexical work budget of one document
+MAX_TERMS_PER_DOCUMENT = 1_200_000  # the lexical work budget of one document
 COLUMNS = ("title", "user", "assistant", "body")
 WEIGHTS = {"title": 3.0, "user": 2.0, "assistant": 1.5, "body": 1.0}
 TITLE_CUES = ("question", "request", "correction", "answer", "decision")
@@ -60,7 +60,7 @@ def plan_windows(target: IndexTarget, budget: int = MAX_TERMS_PER_DOCUMENT) -> t
     spent = 0
     for ordinal, (message, view, cues) in enumerate(zip(target.document.messages, views, cue_scores)):
         column = _column(message.role, cues, target.kind)
-        found = list(tokens(view.text))
+        found = term_starts(view.text)
         if spent + len(found) > budget:
             found = found[: max(0, budget - spent)]
             truncated = True
@@ -72,7 +72,7 @@ def plan_windows(target: IndexTarget, budget: int = MAX_TERMS_PER_DOCUMENT) -> t
                 current = Window(message.start, message.end, ordinal, ordinal)
                 windows.append(current)
             current.end, current.last_message = message.end, ordinal
-            current.columns[column].extend(t.term for t in found)
+            current.columns[column].extend(term for term, _ in found)
             continue
         # A long message: slices of WINDOW_TERMS terms, cut where a slice's first token starts.
         current = None
@@ -81,14 +81,14 @@ def plan_windows(target: IndexTarget, budget: int = MAX_TERMS_PER_DOCUMENT) -> t
             piece = found[first : first + WINDOW_TERMS]
             slice_start = message.start if first == 0 else byte_at
             if first + WINDOW_TERMS < len(found):
-                next_char = found[first + WINDOW_TERMS].start
+                next_char = found[first + WINDOW_TERMS][1]
                 byte_at += len(view.text[char_at:next_char].encode("utf-8"))
                 char_at = next_char
                 slice_end = byte_at
             else:
                 slice_end = message.end
             window = Window(slice_start, slice_end, ordinal, ordinal)
-            window.columns[column].extend(t.term for t in piece)
+            window.columns[column].extend(term for term, _ in piece)
             windows.append(window)
         if truncated:
             return windows, True

@@ -16,6 +16,7 @@ from cwa.index import HandlerResult, IndexTarget
 from cwa.store.sqlfiles import queries
 
 CUES = ("question", "request", "correction", "answer", "decision")
+CUE_SCAN_CHARS = 4000  # cues live at the start of a message (and its last line for a "?")
 CUE_THRESHOLD = 0.5
 
 _QUESTION_START = re.compile(
@@ -54,13 +55,13 @@ def score_messages(kind: str, messages: Sequence[MessageView]) -> list[dict[str,
     asked = False  # a user message is waiting for an answer
     for message in messages:
         cues: dict[str, float] = {}
-        text = message.text
+        text = message.text[:CUE_SCAN_CHARS]
         if kind == "decision":
             cues["decision"] = 1.0
-        elif _DECISION.search(text):
+        elif message.role in ("user", "assistant", "custom") and _DECISION.search(text):
             cues["decision"] = 0.8
         if message.role == "user":
-            tail = text.rstrip()[-200:]
+            tail = message.text.rstrip()[-200:]
             if "?" in tail:
                 cues["question"] = 0.9
             elif _QUESTION_START.search(text):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator
 
 from cwa.index.porter import stem
@@ -49,8 +50,19 @@ def _word(word: str) -> str | None:
     return folded[:MAX_TERM_CHARS]
 
 
-def _expand(raw: str) -> list[str]:
+def _expand(raw: str) -> tuple[str, ...]:
     """The terms of one raw `\\w+` token."""
+    if raw.isdigit() and raw.isascii():  # numbers vary endlessly in logs: skip the cache
+        return (raw[:MAX_TERM_CHARS],)
+    return _expand_cached(raw)
+
+
+@lru_cache(maxsize=262_144)
+def _expand_cached(raw: str) -> tuple[str, ...]:
+    return tuple(_expand_uncached(raw))
+
+
+def _expand_uncached(raw: str) -> list[str]:
     text = unicodedata.normalize("NFKC", raw)
     if _CJK.search(text):
         terms = []
@@ -60,7 +72,7 @@ def _expand(raw: str) -> list[str]:
             if _CJK.fullmatch(piece):
                 terms.append(piece)
             else:
-                terms.extend(_expand(piece))
+                terms.extend(_expand_uncached(piece))
         return terms
     core = text.strip("_")
     is_identifier = "_" in core or HUMP.search(core)
@@ -80,6 +92,11 @@ def identifier_parts(word: str) -> int:
     return len([p for chunk in core.split("_") for p in _IDENTIFIER_PART.findall(chunk)])
 
 
+def term_starts(text: str) -> list[tuple[str, int]]:
+    """(term, character offset of its raw token) for every term: the indexing hot path."""
+    return [(term, match.start()) for match in _RAW_TOKEN.finditer(text) for term in _expand(match.group())]
+
+
 def tokens(text: str) -> Iterator[Token]:
     for match in _RAW_TOKEN.finditer(text):
         for term in _expand(match.group()):
@@ -87,7 +104,7 @@ def tokens(text: str) -> Iterator[Token]:
 
 
 def terms(text: str) -> list[str]:
-    return [t.term for t in tokens(text)]
+    return [term for match in _RAW_TOKEN.finditer(text) for term in _expand(match.group())]
 
 
 def query_terms(text: str) -> list[str]:

@@ -199,13 +199,12 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
             continuation["before"] = sign(replace(base, start=spans[hit][1], end=start), secret)
         if end < spans[hit][2]:
             continuation["after"] = sign(replace(base, start=end, end=spans[hit][2]), secret)
-    else:
-        if first > 0:
-            _, s, e = spans[first - 1]
-            continuation["before"] = sign(replace(base, start=s, end=e), secret)
-        if last < len(spans) - 1:
-            _, s, e = spans[last + 1]
-            continuation["after"] = sign(replace(base, start=s, end=e), secret)
+    elif unit == "window" and spans[first][0] is not None:
+        # The windows just outside what was returned, whether or not they were fetched.
+        for side, ordinal in (("before", spans[first][0] - 1), ("after", spans[last][0] + 1)):
+            found = conn.execute(sql["windows_around"], (doc["row"], ordinal, ordinal)).fetchone()
+            if found:
+                continuation[side] = sign(replace(base, start=found[1], end=found[2]), secret)
     result["continuation"] = continuation
     return result
 
