@@ -30,7 +30,8 @@ LIMIT 1000;
 -- Windows matching the FTS5 query, by BM25F (most negative first), within scope.
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
        w.last_message, w.content_hash,
-       bm25(window_fts, :w_title, :w_user, :w_assistant, :w_body) AS raw
+       bm25(window_fts, :w_title, :w_user, :w_assistant, :w_body) AS raw,
+       d.created_at, d.session_id, d.text_digest
 FROM window_fts
 JOIN windows AS w ON w.id = window_fts.rowid
 JOIN documents AS d ON d.id = w.document_row

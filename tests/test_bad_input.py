@@ -124,6 +124,22 @@ CASES = [
     Case("get version boolean", "get", {"documentId": "doc-x", "version": True}, "invalid-request"),
     Case("get negative range", "get", {"documentId": "doc-x", "range": {"start": -1, "end": 4}}, "invalid-request"),
     Case("status unknown field", "status", {"verbose": True}, "invalid-request"),
+    Case("search without query or relation", "search", {"project": "/work/p"}, "invalid-request"),
+    Case("search bad relation", "search", {"project": "/work/p", "relation": "latest-mood"}, "invalid-request"),
+    Case("search limit zero", "search", {"project": "/work/p", "query": "x", "limit": 0}, "invalid-request"),
+    Case("search session scope without session", "search", {"project": "/work/p", "query": "x", "scope": "session"}, "invalid-request"),
+    Case("search query too long", "search", {"project": "/work/p", "query": "q" * 65_537}, "limit-exceeded"),
+    Case(
+        "search too many visible keys",
+        "search",
+        {"project": "/work/p", "query": "plan", "excludeVisibleSourceKeys": [f"k{n}" for n in range(1001)]},
+        "limit-exceeded",
+    ),
+    Case("recall with locator and id", "recall", {"locator": "cwa1.a.b", "documentId": "doc-x"}, "invalid-request"),
+    Case("recall with neither", "recall", {"project": "/work/p"}, "invalid-request"),
+    Case("recall maxTokens too small", "recall", {"documentId": "doc-x", "maxTokens": 10}, "invalid-request"),
+    Case("supersede unknown document", "supersede", {"documentId": "doc-a", "by": {"documentId": "doc-b"}}, "not-found"),
+    Case("supersede without by", "supersede", {"documentId": "doc-a"}, "invalid-request"),
 ]
 
 

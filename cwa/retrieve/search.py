@@ -30,9 +30,10 @@ from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens
 
-LEXICAL_POOL = 60  # windows fetched by BM25 before per-document dedup
+LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
 POSTINGS_BUDGET = 250_000  # rarest terms first, until their postings add up to this
-RELATION_POOL = 200
+RELATION_POOL = 200  # newest cue messages considered
+RELATION_EXTRA_MATCHES = 5  # with a query: older matches examined for ambiguity
 SNIPPET_MIN_TOKENS = 16
 SNIPPET_MAX_TOKENS = 80
 LINEAGE_BOOST = 0.10
@@ -111,15 +112,16 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     anchors: list[Anchor] = []
     if not scope.empty:
         if relation:
-            found, status = _relation_search(ctx, RELATIONS[relation], query)
+            found, status = _relation_search(ctx, RELATIONS[relation], query, limit)
             tiers.append(found)
             resolution = {"relation": relation, "status": status}
         else:
             anchors = query_anchors(query)
-            tiers.append(_exact_search(ctx, anchors))
+            exact = _exact_search(ctx, anchors, limit)
+            tiers.append(exact)
             qterms = _select_terms(conn, query)
-            if sum(1 for _ in _unique(tiers[0])) < limit:
-                tiers.append(_lexical_search(ctx, qterms))
+            if len(exact) < limit:
+                tiers.append(_lexical_search(ctx, qterms, limit, {c.document_row for c in exact}))
     results = _assemble(ctx, tiers, limit)
     budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
     response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
@@ -134,18 +136,10 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     return response
 
 
-def _unique(candidates: list[Candidate]):
-    seen = set()
-    for c in candidates:
-        if c.document_row not in seen:
-            seen.add(c.document_row)
-            yield c
-
-
 # --- exact -------------------------------------------------------------------------------------
 
 
-def _exact_search(ctx: Context, anchors: list[Anchor]) -> list[Candidate]:
+def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candidate]:
     """Case-sensitive lookup of each query anchor; case-folded only when that misses."""
     sql = queries("search")
     best: dict[int, Candidate] = {}
@@ -184,8 +178,10 @@ def _exact_search(ctx: Context, anchors: list[Anchor]) -> list[Candidate]:
     for row, candidate in best.items():
         candidate.coverage = round(len(anchors_found[row]) / max(1, len(anchors)), 4)
         candidate.raw = round(len(anchors_found[row]) + candidate.score, 4)
+    ranked = sorted(best.values(), key=lambda c: (-c.raw, c.document_row))
+    for candidate in ranked[: limit + 1]:  # only what can be shown needs its text
         _attach_message_text(ctx, candidate)
-    return sorted(best.values(), key=lambda c: (-c.raw, c.document_row))
+    return ranked
 
 
 def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[tuple], bool]:
@@ -269,7 +265,10 @@ def _select_terms(conn: apsw.Connection, query: str) -> list[str]:
     return [t for t in distinct if t in keep]
 
 
-def _lexical_search(ctx: Context, qterms: list[str]) -> list[Candidate]:
+def _lexical_search(ctx: Context, qterms: list[str], limit: int, taken: set[int]) -> list[Candidate]:
+    """BM25F candidates ordered with the modest lineage/recency preference, one per document and
+    per identical content; evidence is computed only for what can be shown (plus one, for the
+    margin)."""
     if not qterms:
         return []
     df, total = _frequencies(ctx.conn, qterms)
@@ -286,43 +285,59 @@ def _lexical_search(ctx: Context, qterms: list[str]) -> list[Candidate]:
         queries("search")["lexical_candidates"],
         {
             "match": " OR ".join(fts_phrase(t) for t in chosen),
-            "pool": LEXICAL_POOL,
+            "pool": max(LEXICAL_POOL, 8 * limit),
             "visible": ctx.visible,
             **{f"w_{name}": weight for name, weight in WEIGHTS.items()},
             **ctx.scope.params(),
         },
     ).fetchall()
-    candidates = []
-    for _, row, ordinal, start, end, first_message, last_message, content_hash, raw in rows:
-        text = _window_text(ctx, row, start, end, first_message, last_message)
+    ranked = []
+    for _, row, ordinal, start, end, first, last, content_hash, raw, created_at, session_row, digest in rows:
+        boost = 1.0 + (LINEAGE_BOOST if session_row in ctx.lineage else 0.0)
+        boost += RECENCY_BOOST / (1.0 + max(0.0, age_days(created_at, ctx.now)) / RECENCY_DAYS)
+        ranked.append((-raw * boost, row, ordinal, start, end, first, last, content_hash, -raw, digest))
+    ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
+    candidates: list[Candidate] = []
+    seen_rows, seen_content = set(taken), set()
+    for order, row, ordinal, start, end, first, last, content_hash, relevance, digest in ranked:
+        if row in seen_rows or content_hash in seen_content or digest in seen_content:
+            continue
+        seen_rows.add(row)
+        seen_content.update((content_hash, digest))
+        text = _window_text(ctx, row, start, end, first, last)
         window_tokens = list(tokens(text))
         present_terms = {t.term for t in window_tokens}
         matched = [t for t in qterms if t in present_terms]
-        first = next((t.start for t in window_tokens if t.term in matched), 0)
-        candidate = Candidate(
-            mode="lexical",
-            document_row=row,
-            match_type="bm25",
-            score=calibration.lexical_score(qterms, matched),
-            raw=-raw,
-            start=start,
-            end=end,
-            window=ordinal,
-            matched=matched,
-            coverage=round(len(matched) / len(qterms), 4),
-            max_idf=max((calibration.normalized_idf(df[t], total) for t in matched), default=0.0),
-            text=text,
-            center=first,
+        candidates.append(
+            Candidate(
+                mode="lexical",
+                document_row=row,
+                match_type="bm25",
+                score=calibration.lexical_score(qterms, matched),
+                raw=relevance,
+                start=start,
+                end=end,
+                window=ordinal,
+                matched=matched,
+                coverage=round(len(matched) / len(qterms), 4),
+                max_idf=max((calibration.normalized_idf(df[t], total) for t in matched), default=0.0),
+                text=text,
+                center=next((t.start for t in window_tokens if t.term in matched), 0),
+                order=order,
+                alias=content_hash,
+            )
         )
-        candidate.order, candidate.alias = candidate.raw, content_hash
-        candidates.append(candidate)
+        if len(candidates) > limit:
+            break
     return candidates
 
 
 # --- structural --------------------------------------------------------------------------------
 
 
-def _relation_search(ctx: Context, cue: str, query: str | None) -> tuple[list[Candidate], str]:
+def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> tuple[list[Candidate], str]:
+    """Messages with the cue, newest first. Without a query the newest ones are the answer; with
+    one, each message is judged on its own text, scanning until a few more than `limit` match."""
     rows = ctx.conn.execute(
         queries("search")["relation_candidates"],
         {"cue": cue, "threshold": CUE_THRESHOLD, "pool": RELATION_POOL, "visible": ctx.visible, **ctx.scope.params()},
@@ -362,6 +377,8 @@ def _relation_search(ctx: Context, cue: str, query: str | None) -> tuple[list[Ca
             order=-position,  # newest first: "latest"
         )
         found.append(candidate)
+        if len(found) > limit + (RELATION_EXTRA_MATCHES if qterms else 0):
+            break
     if not found:
         return [], "not-found"
     # With a query, ambiguous when an older candidate is clearly better evidence than the latest.
@@ -375,14 +392,16 @@ def _relation_search(ctx: Context, cue: str, query: str | None) -> tuple[list[Ca
 
 
 def _assemble(ctx: Context, tiers: list[list[Candidate]], limit: int) -> list[tuple[Candidate, dict, float]]:
-    """One result per document (and per identical content), tiers in order, margins per mode."""
+    """Tiers in order, one result per document (and per identical content), margins per mode."""
     sql = queries("search")
     chosen: list[tuple[Candidate, dict, float]] = []
     seen_rows: set[int] = set()
     seen_content: set[str] = set()
     for tier in tiers:
-        enriched = []
+        kept = []
         for candidate in tier:
+            if len(chosen) + len(kept) > limit:
+                break  # one more than shown: its score gives the last margin
             if candidate.document_row in seen_rows:
                 continue
             summary = dict(
@@ -392,23 +411,13 @@ def _assemble(ctx: Context, tiers: list[list[Candidate]], limit: int) -> list[tu
                     ctx.conn.execute(sql["document_summary"], (candidate.document_row,)).fetchone(),
                 )
             )
-            alias = candidate.alias or summary["textDigest"]
-            if alias in seen_content or summary["textDigest"] in seen_content:
+            if summary["textDigest"] in seen_content or (candidate.alias and candidate.alias in seen_content):
                 continue
-            if candidate.mode == "lexical":
-                boost = 1.0
-                if summary["sessionRow"] in ctx.lineage:
-                    boost += LINEAGE_BOOST
-                age = max(0.0, age_days(summary["createdAt"], ctx.now))
-                boost += RECENCY_BOOST / (1.0 + age / RECENCY_DAYS)
-                candidate.order = candidate.raw * boost
             seen_rows.add(candidate.document_row)
-            seen_content.update({alias, summary["textDigest"]})
-            enriched.append((candidate, summary))
-        if enriched and enriched[0][0].mode != "structural":
-            enriched.sort(key=lambda pair: (-pair[0].order, pair[0].document_row))
-        for index, (candidate, summary) in enumerate(enriched):
-            following = enriched[index + 1][0].score if index + 1 < len(enriched) else 0.0
+            seen_content.update(a for a in (candidate.alias, summary["textDigest"]) if a)
+            kept.append((candidate, summary))
+        for index, (candidate, summary) in enumerate(kept):
+            following = kept[index + 1][0].score if index + 1 < len(kept) else 0.0
             chosen.append((candidate, summary, round(candidate.score - following, 4)))
     return chosen[:limit]
 
@@ -418,7 +427,7 @@ def _snippet(candidate: Candidate, ctx: Context, budget: int) -> str:
     if not text:
         data, _ = read_bytes(ctx.conn, candidate.document_row, candidate.start, candidate.end)
         text = data.decode("utf-8")
-    if estimate_tokens(text) <= budget:
+    if len(text) <= budget * 8 and estimate_tokens(text) <= budget:
         return text.strip()
     center = min(candidate.center, len(text))
     width = max(8, budget * 2)

@@ -20,44 +20,13 @@ import apsw
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cwa.api import Archive  # noqa: E402
+from sessions import synthetic_sessions  # noqa: E402
 
-WORDS = (
-    "retry lock timeout backoff policy cache index query session token budget schema migration "
-    "chunk window handler archive recall locator error path symbol commit config test assert"
-).split()
-
-
-def synthetic_documents(count: int, seed: int = 7) -> list[dict]:
-    """Deterministic turns and tool results: prose, paths, stack traces, JSON, commit hashes."""
-    rng = random.Random(seed)
-    documents = []
-    for n in range(count):
-        session = f"session-{n // 50}"
-        prose = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 60)))
-        if n % 3 == 2:
-            lines = [
-                f"src/{rng.choice(WORDS)}/{rng.choice(WORDS)}_{rng.randint(1, 99)}.py:{rng.randint(1, 900)}: "
-                f"{rng.choice(['AssertionError', 'KeyError', 'ERR_LOCK_TIMEOUT', 'ok'])} {prose[:60]}"
-                for _ in range(rng.randint(5, 120))
-            ]
-            lines.append(orjson.dumps({"commit": f"{rng.getrandbits(160):040x}", "ok": n % 2 == 0}).decode())
-            documents.append({
-                "project": "/bench/project", "sessionId": session, "kind": "tool-result",
-                "messages": [{"role": "toolResult", "toolName": "bash", "toolCallId": f"call-{n}",
-                              "timestamp": 1793527200000 + n * 1000, "text": "\n".join(lines)}],
-            })
-        else:
-            documents.append({
-                "project": "/bench/project", "sessionId": session, "kind": "turn",
-                "messages": [
-                    {"role": "user", "text": f"why does {rng.choice(WORDS)} fail? {prose[:80]}",
-                     "timestamp": 1793527200000 + n * 1000},
-                    {"role": "assistant", "text": prose, "timestamp": 1793527200000 + n * 1000 + 500},
-                ],
-            })
-    return documents
+def synthetic_documents(count: int) -> list[dict]:
+    return list(synthetic_sessions(count))
 
 
 def percentile(values: list[float], fraction: float) -> float:
