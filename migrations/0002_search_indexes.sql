@@ -1,6 +1,9 @@
 -- 0002: derived indexes for retrieval (rebuildable from canonical rows with `cwa index rebuild`),
 -- search leases, and the supersession log.
 
+-- "Latest …" relations across every project walk documents newest first.
+CREATE INDEX documents_created ON documents (created_at);
+
 -- Logical windows: bounded token windows inside a document; messages kept whole where they fit.
 CREATE TABLE windows (
   id             INTEGER PRIMARY KEY,  -- also the rowid of window_fts

@@ -26,16 +26,20 @@ WHERE ((:folded = 0 AND a.text = :anchor) OR (:folded = 1 AND a.folded = :anchor
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
 LIMIT 1000;
 
--- name: lexical_candidates
--- Windows matching the FTS5 query, by BM25F (most negative first), within scope.
+-- name: lexical_top
+-- Phase 1: the best windows by BM25F (most negative first), straight from FTS5.
+SELECT rowid, rank FROM window_fts
+WHERE window_fts MATCH :match AND rank MATCH :ranking
+ORDER BY rank
+LIMIT :k;
+
+-- name: lexical_admissible
+-- Phase 2: which of those windows are live, in scope and not visible (:ids is a JSON array).
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
-       w.last_message, w.content_hash,
-       bm25(window_fts, :w_title, :w_user, :w_assistant, :w_body) AS raw,
-       d.created_at, d.session_id, d.text_digest
-FROM window_fts
-JOIN windows AS w ON w.id = window_fts.rowid
+       w.last_message, w.content_hash, d.created_at, d.session_id, d.text_digest
+FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
-WHERE window_fts MATCH :match
+WHERE w.id IN (SELECT value FROM json_each(:ids))
   AND d.state = 'live'
   AND (:project IS NULL OR d.project_id = :project)
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
@@ -43,9 +47,7 @@ WHERE window_fts MATCH :match
         SELECT 1 FROM messages AS m
         WHERE m.document_row = w.document_row
           AND m.ordinal BETWEEN w.first_message AND w.last_message
-          AND m.message_key IN (SELECT value FROM json_each(:visible))))
-ORDER BY raw
-LIMIT :pool;
+          AND m.message_key IN (SELECT value FROM json_each(:visible))));
 
 -- name: phrase_windows
 -- Windows containing an FTS5 phrase, for verifying a quoted query verbatim.
@@ -59,14 +61,15 @@ WHERE window_fts MATCH :match
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
 LIMIT 500;
 
--- name: live_document_count
-SELECT count(*) FROM documents WHERE state = 'live';
+-- name: document_count
+-- Documents in the archive (IDF of exact anchors; counting every state keeps it index-only).
+SELECT count(*) FROM documents;
 
 -- name: window_count
 SELECT count(*) FROM windows;
 
--- name: term_frequencies
-SELECT term, doc FROM window_vocab WHERE term IN (SELECT value FROM json_each(?));
+-- name: term_frequency
+SELECT doc FROM window_vocab WHERE term = ?;
 
 -- name: document_summary
 SELECT d.id, d.document_id, d.version, d.kind, d.created_at, d.state, d.project_id, d.index_generation,
@@ -89,18 +92,31 @@ SELECT message_key FROM messages
 WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal;
 
 -- name: relation_candidates
--- Messages carrying a structural cue, newest first, within scope.
+-- Messages carrying a structural cue, newest first, in one project (and, with :sessions, one
+-- lineage). Driven by documents_project_created so LIMIT stops the scan early.
 SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
        m.start_byte, m.text_start, m.end_byte
-FROM message_cues AS c
-JOIN documents AS d ON d.id = c.document_row
+FROM documents AS d
+CROSS JOIN message_cues AS c ON c.document_row = d.id
 JOIN messages AS m ON m.document_row = c.document_row AND m.ordinal = c.ordinal
-WHERE c.cue = :cue AND c.score >= :threshold
-  AND d.state = 'live'
-  AND (:project IS NULL OR d.project_id = :project)
+WHERE d.project_id = :project AND d.state = 'live'
+  AND c.cue = :cue AND c.score >= :threshold
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
   AND (:visible IS NULL OR m.message_key NOT IN (SELECT value FROM json_each(:visible)))
-ORDER BY d.created_at DESC, c.document_row DESC, c.ordinal DESC
+ORDER BY d.created_at DESC, d.id DESC, c.ordinal DESC
+LIMIT :pool;
+
+-- name: relation_candidates_all
+-- The same across every project, driven by documents_created.
+SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
+       m.start_byte, m.text_start, m.end_byte
+FROM documents AS d
+CROSS JOIN message_cues AS c ON c.document_row = d.id
+JOIN messages AS m ON m.document_row = c.document_row AND m.ordinal = c.ordinal
+WHERE d.state = 'live'
+  AND c.cue = :cue AND c.score >= :threshold
+  AND (:visible IS NULL OR m.message_key NOT IN (SELECT value FROM json_each(:visible)))
+ORDER BY d.created_at DESC, d.id DESC, c.ordinal DESC
 LIMIT :pool;
 
 -- name: latest_generation

@@ -31,7 +31,7 @@ from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens
 
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
-POSTINGS_BUDGET = 250_000  # rarest terms first, until their postings add up to this
+POSTINGS_BUDGET = 10_000  # windows: rarest terms are OR-ed until their postings add up to this
 RELATION_POOL = 200  # newest cue messages considered
 RELATION_EXTRA_MATCHES = 5  # with a query: older matches examined for ambiguity
 SNIPPET_MIN_TOKENS = 16
@@ -144,7 +144,7 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
     sql = queries("search")
     best: dict[int, Candidate] = {}
     anchors_found: dict[int, set[str]] = {}
-    docs_total = max(1, ctx.conn.execute(sql["live_document_count"]).fetchone()[0])
+    docs_total = 0  # counted only when some anchor hits
     for anchor in anchors:
         hits, folded = [], False
         for folded in (False, True):
@@ -158,6 +158,8 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
         if not hits and anchor.type == "quoted":
             hits, folded = _phrase_hits(ctx, anchor.text)
         documents_with_anchor = len({h[0] for h in hits})
+        if hits and not docs_total:
+            docs_total = max(1, ctx.conn.execute(sql["document_count"]).fetchone()[0])
         for row, _, text, _, start, end, occurrences in hits:
             score = calibration.exact_score(anchor.specificity, folded)
             anchors_found.setdefault(row, set()).add(anchor.text)
@@ -250,8 +252,11 @@ def _position_visible(ctx: Context, document_row: int, position: int) -> bool:
 def _frequencies(conn: apsw.Connection, words: list[str]) -> tuple[dict[str, int], int]:
     sql = queries("search")
     total = conn.execute(sql["window_count"]).fetchone()[0]
-    found = dict(conn.execute(sql["term_frequencies"], (orjson.dumps(words).decode(),)).fetchall())
-    return {w: found.get(w, 0) for w in words}, total
+    frequencies = {}
+    for word in words:  # one indexed lookup per term: fts5vocab does not push IN down
+        row = conn.execute(sql["term_frequency"], (word,)).fetchone()
+        frequencies[word] = row[0] if row else 0
+    return frequencies, total
 
 
 def _select_terms(conn: apsw.Connection, query: str) -> list[str]:
@@ -265,6 +270,54 @@ def _select_terms(conn: apsw.Connection, query: str) -> list[str]:
     return [t for t in distinct if t in keep]
 
 
+def match_expressions(qterms: list[str], df: dict[str, int]) -> list[str]:
+    """FTS5 queries to run in turn, least-common posting lists first, within a work budget.
+
+    The rarest terms are OR-ed while their postings add up to at most POSTINGS_BUDGET; commoner
+    terms stay out of the MATCH (they still count in each candidate's matched terms and coverage).
+    When even the rarest term is over the budget, the terms must first all occur together (AND),
+    and the OR of the rarest follows only if that finds too little.
+    """
+    present = sorted((t for t in qterms if df[t] > 0), key=lambda t: (df[t], t))
+    if not present:
+        return []
+    chosen, spent = [], 0
+    for term in present:
+        if chosen and spent + df[term] > POSTINGS_BUDGET:
+            break
+        chosen.append(term)
+        spent += df[term]
+    broad = " OR ".join(fts_phrase(t) for t in chosen)
+    if df[present[0]] > POSTINGS_BUDGET and len(present) > 1:
+        return [" AND ".join(fts_phrase(t) for t in present), broad]
+    return [broad]
+
+
+RANKING = "bm25({})".format(", ".join(str(WEIGHTS[c]) for c in ("title", "user", "assistant", "body")))
+
+
+def _admissible_windows(ctx: Context, match: str, limit: int) -> list[tuple]:
+    """Top windows by BM25F that are live, in scope and not visible, best first.
+
+    FTS5 ranks on its own (its fastest path); the scope, state and visibility filters then run in
+    SQL on those window ids. When too few pass, the next, four times larger, batch is ranked,
+    until the match set is exhausted: the result is the same as filtering before ranking.
+    """
+    sql = queries("search")
+    k = max(LEXICAL_POOL, 8 * limit)
+    while True:
+        top = ctx.conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": k}).fetchall()
+        raw = dict(top)
+        admissible = ctx.conn.execute(
+            sql["lexical_admissible"],
+            {"ids": orjson.dumps(list(raw)).decode(), "visible": ctx.visible, **ctx.scope.params()},
+        ).fetchall()
+        rows = sorted((r + (raw[r[0]],) for r in admissible), key=lambda r: (r[-1], r[0]))
+        if len(top) < k or len({r[1] for r in rows}) > limit:
+            return rows
+        k *= 4
+
+
 def _lexical_search(ctx: Context, qterms: list[str], limit: int, taken: set[int]) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
     per identical content; evidence is computed only for what can be shown (plus one, for the
@@ -272,27 +325,17 @@ def _lexical_search(ctx: Context, qterms: list[str], limit: int, taken: set[int]
     if not qterms:
         return []
     df, total = _frequencies(ctx.conn, qterms)
-    present = sorted((t for t in qterms if df[t] > 0), key=lambda t: (df[t], t))
-    chosen, spent = [], 0
-    for term in present:  # least-common posting lists first, within the work budget
-        if chosen and spent + df[term] > POSTINGS_BUDGET:
+    rows: list[tuple] = []
+    seen_windows: set[int] = set()
+    for match in match_expressions(qterms, df):
+        for found in _admissible_windows(ctx, match, limit):
+            if found[0] not in seen_windows:
+                seen_windows.add(found[0])
+                rows.append(found)
+        if len({r[1] for r in rows}) > limit:
             break
-        chosen.append(term)
-        spent += df[term]
-    if not chosen:
-        return []
-    rows = ctx.conn.execute(
-        queries("search")["lexical_candidates"],
-        {
-            "match": " OR ".join(fts_phrase(t) for t in chosen),
-            "pool": max(LEXICAL_POOL, 8 * limit),
-            "visible": ctx.visible,
-            **{f"w_{name}": weight for name, weight in WEIGHTS.items()},
-            **ctx.scope.params(),
-        },
-    ).fetchall()
     ranked = []
-    for _, row, ordinal, start, end, first, last, content_hash, raw, created_at, session_row, digest in rows:
+    for _, row, ordinal, start, end, first, last, content_hash, created_at, session_row, digest, raw in rows:
         boost = 1.0 + (LINEAGE_BOOST if session_row in ctx.lineage else 0.0)
         boost += RECENCY_BOOST / (1.0 + max(0.0, age_days(created_at, ctx.now)) / RECENCY_DAYS)
         ranked.append((-raw * boost, row, ordinal, start, end, first, last, content_hash, -raw, digest))
@@ -338,10 +381,11 @@ def _lexical_search(ctx: Context, qterms: list[str], limit: int, taken: set[int]
 def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> tuple[list[Candidate], str]:
     """Messages with the cue, newest first. Without a query the newest ones are the answer; with
     one, each message is judged on its own text, scanning until a few more than `limit` match."""
-    rows = ctx.conn.execute(
-        queries("search")["relation_candidates"],
-        {"cue": cue, "threshold": CUE_THRESHOLD, "pool": RELATION_POOL, "visible": ctx.visible, **ctx.scope.params()},
-    ).fetchall()
+    name = "relation_candidates" if ctx.scope.project_row is not None else "relation_candidates_all"
+    params = {"cue": cue, "threshold": CUE_THRESHOLD, "pool": RELATION_POOL, "visible": ctx.visible}
+    if ctx.scope.project_row is not None:
+        params.update(ctx.scope.params())
+    rows = ctx.conn.execute(queries("search")[name], params)
     qterms = query_terms(query)[:MAX_QUERY_TERMS] if query else []
     df, total = _frequencies(ctx.conn, qterms) if qterms else ({}, 0)
     found: list[Candidate] = []
