@@ -98,3 +98,33 @@ def test_errors_have_messages_and_exit_codes_not_tracebacks(tmp_path):
     (tmp_path / "dir.db").mkdir()
     unusable = run_cwa(["--db", str(tmp_path / "dir.db"), "status"], env)
     assert unusable.returncode != 0 and b"Traceback" not in unusable.stderr
+
+
+def test_search_recall_supersede_and_rebuild_commands(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    assert run_cwa(["demo"], env).returncode == 0
+    project = ["--project", "demo:cwa-sample-project"]
+    found = run_cwa(["search", *project, "--json", "ERR_LOCK_TIMEOUT"], env)
+    assert found.returncode == 0, found.stderr
+    results = orjson.loads(found.stdout)["results"]
+    assert results[0]["matchType"] == "exact-error"
+    human = run_cwa(["search", *project, "--relation", "latest-correction"], env).stdout.decode()
+    assert "latest-correction: resolved" in human and "exponential backoff" in human
+
+    recalled = run_cwa(["recall", *project, results[0]["locator"]], env)
+    assert recalled.returncode == 0 and "ERR_LOCK_TIMEOUT" in recalled.stdout.decode()
+    foreign = run_cwa(["recall", "--project", "/elsewhere", results[0]["locator"], "--json"], env)
+    assert foreign.returncode == 1 and orjson.loads(foreign.stdout)["status"] == "locator-invalid"
+
+    rebuilt = run_cwa(["index", "rebuild", "--json"], env)
+    assert orjson.loads(rebuilt.stdout)["documents"] == 4
+    again = orjson.loads(run_cwa(["search", *project, "--json", "ERR_LOCK_TIMEOUT"], env).stdout)["results"]
+    assert [(r["documentId"], r["score"]) for r in again] == [(r["documentId"], r["score"]) for r in results]
+
+    turns = [r for r in orjson.loads(run_cwa(["search", *project, "--json", "--limit", "5", "retry"], env).stdout)["results"]
+             if r["kind"] == "turn"]
+    older, newer = sorted(turns, key=lambda r: r["createdAt"])[:2]
+    superseded = run_cwa(["supersede", older["documentId"], "--by", newer["documentId"]], env)
+    assert superseded.returncode == 0 and "superseded by" in superseded.stdout.decode()
+    gone = run_cwa(["recall", *project, older["locator"], "--json"], env)
+    assert orjson.loads(gone.stdout)["status"] == "superseded"
