@@ -167,5 +167,9 @@ FROM messages WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordina
 SELECT ordinal, message_key, role, start_byte, text_start, end_byte
 FROM messages WHERE document_row = ? ORDER BY ordinal;
 
+-- name: chunks_intersecting
+SELECT ordinal, start_byte, end_byte FROM document_chunks
+WHERE document_row = ?1 AND end_byte > ?2 AND start_byte < ?3 ORDER BY ordinal;
+
 -- name: chunk_toc
 SELECT ordinal, start_byte, end_byte FROM document_chunks WHERE document_row = ? ORDER BY ordinal;

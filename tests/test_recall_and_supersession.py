@@ -128,7 +128,9 @@ def test_recall_of_a_5_mib_tool_output_reads_only_intersecting_chunks(db_path, c
         recalled = archive.recall({"locator": lexical["locator"], "project": P, "neighbors": 1, "maxTokens": 2000})
     assert recalled["status"] == "resolved"
     assert "ERR_DISK_QUOTA_EXCEEDED" in recalled["text"]
-    assert recalled["chunksRead"] <= 3 < total_chunks  # the window and its neighbours
+    assert recalled["chunksRead"] <= 4 < total_chunks  # header, the window and its neighbours
+    assert all(c["end"] > recalled["range"]["start"] and c["start"] < recalled["range"]["end"]
+               for c in recalled["chunks"])
     assert recalled["tokens"] <= 2000 and estimate_tokens(recalled["header"] + recalled["text"]) <= 2000
     assert recalled["header"].startswith("[toolResult tool=bash]")
     assert set(recalled["continuation"]) == {"before", "after"}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import apsw
 import pytest
 
 from cwa.api import Archive

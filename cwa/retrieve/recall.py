@@ -89,12 +89,12 @@ def _recall_document(conn, request, now, max_tokens) -> dict[str, Any]:
         data, reads = read_bytes(conn, doc["row"], 0, doc["byteLength"])
         text = data.decode("utf-8")
         if estimate_tokens(text) <= max_tokens:
-            return _resolved(doc, messages, now, 0, doc["byteLength"], text, reads, "complete-source")
+            return _resolved(conn, doc, messages, now, 0, doc["byteLength"], text, reads, "complete-source")
     toc = [
         {"ordinal": o, "start": s, "end": e}
         for o, s, e in conn.execute(queries("search")["chunk_toc"], (doc["row"],))
     ]
-    result = _resolved(doc, messages, now, 0, 0, "", 0, "table-of-contents")
+    result = _resolved(conn, doc, messages, now, 0, 0, "", 0, "table-of-contents")
     result["tableOfContents"] = {
         "chunks": toc[:256],
         "chunkCount": len(toc),
@@ -135,7 +135,7 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
         data, reads = read_bytes(conn, doc["row"], 0, doc["byteLength"])
         text = data.decode("utf-8")
         if estimate_tokens(text) <= max_tokens:
-            return _resolved(doc, messages, now, 0, doc["byteLength"], text, reads, "complete-turn")
+            return _resolved(conn, doc, messages, now, 0, doc["byteLength"], text, reads, "complete-turn")
 
     header = ""
     if locator.unit == "message" and locator.message is not None and locator.message < len(messages):
@@ -158,12 +158,14 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
     hit = next(i for i, (o, _, _) in enumerate(spans) if o is None or o == locator.window)
     first = last = hit
     holder = conn.execute(sql["message_at"], (doc["row"], spans[hit][1])).fetchone()
+    header_reads = 0
     if holder and holder[3] < spans[hit][1] and unit == "window":
-        data, _ = read_bytes(conn, doc["row"], holder[3], holder[4])
+        data, header_reads = read_bytes(conn, doc["row"], holder[3], holder[4])
         header = data.decode("utf-8")
     budget = max_tokens - estimate_tokens(header)
     start, end = spans[hit][1], spans[hit][2]
     data, reads = read_bytes(conn, doc["row"], start, end)
+    reads += header_reads
     text = data.decode("utf-8")
     truncated = False
     if estimate_tokens(text) > budget:
@@ -189,7 +191,7 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
                     grew = True
             if not grew:
                 break
-    result = _resolved(doc, messages, now, start, end, text, reads, unit)
+    result = _resolved(conn, doc, messages, now, start, end, text, reads, unit)
     result["header"] = header
     result["truncated"] = truncated
     base = replace(locator, unit="range", window=None, message=None)
@@ -229,8 +231,12 @@ def _fit_around(text: str, budget: int, focus: int) -> tuple[int, int]:
     return bounds(low)
 
 
-def _resolved(doc, messages, now, start, end, text, reads, materialization) -> dict[str, Any]:
+def _resolved(conn, doc, messages, now, start, end, text, reads, materialization) -> dict[str, Any]:
     age = max(0.0, age_days(doc["createdAt"], now))
+    chunks = [
+        {"ordinal": o, "start": s, "end": e}
+        for o, s, e in conn.execute(queries("search")["chunks_intersecting"], (doc["row"], start, end))
+    ]
     return {
         "status": "resolved",
         "documentId": doc["documentId"],
@@ -245,6 +251,7 @@ def _resolved(doc, messages, now, start, end, text, reads, materialization) -> d
         "materialization": materialization,
         "text": text,
         "tokens": estimate_tokens(text),
+        "chunks": chunks,  # coordinates of the chunks holding the returned range
         "chunksRead": reads,
         "historical": True,
         "staleness": f"historical: archived {doc['createdAt'][:10]}, {age:.0f} days ago; may be out of date",

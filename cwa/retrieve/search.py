@@ -7,7 +7,6 @@ sources reorders near-equals; it never outweighs relevance (at most +15%).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +109,8 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     resolution = None
     qterms: list[str] = []
     anchors: list[Anchor] = []
+    if scope.empty and relation:
+        resolution = {"relation": relation, "status": "not-found"}
     if not scope.empty:
         if relation:
             found, status = _relation_search(ctx, RELATIONS[relation], query, limit)
