@@ -233,3 +233,23 @@ def test_relation_with_query_uses_single_messages(db_path):
         assert sibling["results"] == [] and sibling["resolution"]["status"] == "not-found"
         decision = archive.search({"project": P, "relation": "latest-decision"})
         assert decision["resolution"]["status"] == "not-found"
+
+
+def test_a_path_is_found_by_its_trailing_segments(db_path):
+    with Archive.open(db_path) as archive:
+        target = archive.admit(doc("s", ("toolResult", 'File "/home/dev/app/src/cache/lru.py", line 12, in get'),
+                                   kind="tool-result"))
+        archive.admit(doc("s", ("user", "the lru cache in src looks wrong")))
+        for query in ("src/cache/lru.py", "cache/lru.py", "lru.py", "/home/dev/app/src/cache/lru.py"):
+            top = search(archive, query)[0]
+            assert (top["matchType"], top["documentId"]) == ("exact-path", target["documentId"]), query
+        assert search(archive, "other/lru.py")[0]["matchType"] == "bm25"
+
+
+def test_a_dotted_name_is_found_by_its_last_parts(db_path):
+    with Archive.open(db_path) as archive:
+        target = archive.admit(doc("s", ("toolResult", "E   retry.policy.BackoffPolicy.next_delay() returned -1"),
+                                   kind="tool-result"))
+        for query in ("BackoffPolicy.next_delay", "BackoffPolicy", "next_delay", "retry.policy.BackoffPolicy.next_delay"):
+            top = search(archive, query)[0]
+            assert (top["matchType"], top["documentId"]) == ("exact-symbol", target["documentId"]), query

@@ -142,6 +142,36 @@ def query_anchors(query: str) -> list[Anchor]:
     return list(best.values())
 
 
+MAX_SUFFIXES = 4
+
+
+_SYMBOL_SEGMENT = re.compile(r"[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
+
+
+def name_parts(name: str, separator: str) -> list[tuple[str, int, int]]:
+    """Shorter spellings a person may search for, as (text, byte offset, byte length) in `name`.
+
+    Suffixes: the path `/home/me/app/src/retry.py` is also `app/src/retry.py`, `src/retry.py`
+    and `retry.py`; the dotted name `retry.RetryPolicy.run` is also `RetryPolicy.run` and `run`.
+    A dotted name's segments that are identifiers themselves (`RetryPolicy`) count too."""
+    found: dict[str, tuple[int, int]] = {}
+    position = len(name)
+    while len(found) < MAX_SUFFIXES:
+        position = name.rfind(separator, 0, position)
+        if position < 0:
+            break
+        suffix = name[position + 1 :]
+        if suffix:
+            found.setdefault(suffix, (len(name[: position + 1].encode()), len(suffix.encode())))
+    if separator == ".":
+        offset = 0
+        for segment in name.split("."):
+            if _SYMBOL_SEGMENT.fullmatch(segment):
+                found.setdefault(segment, (offset, len(segment.encode())))
+            offset += len(segment.encode()) + 1
+    return [(text, offset, length) for text, (offset, length) in found.items()]
+
+
 def document_anchors(target: IndexTarget) -> tuple[list[tuple[Anchor, int]], bool]:
     """Distinct (type, text) anchors of a document with occurrence counts, within the budget."""
     data = target.document.text
@@ -161,8 +191,15 @@ def document_anchors(target: IndexTarget) -> tuple[list[tuple[Anchor, int]], boo
     anchors = []
     for (anchor_type, raw), (start, end) in first.items():
         text = raw.decode("utf-8", errors="replace").strip()
-        if text:
-            anchors.append((Anchor(anchor_type, text, start, end), counts[(anchor_type, raw)]))
+        if not text:
+            continue
+        anchors.append((Anchor(anchor_type, text, start, end), counts[(anchor_type, raw)]))
+        separator = {"path": "/", "symbol": "."}.get(anchor_type)
+        if separator and separator in text:
+            for part, offset, length in name_parts(text, separator):
+                anchors.append(
+                    (Anchor(anchor_type, part, start + offset, start + offset + length), counts[(anchor_type, raw)])
+                )
     anchors.sort(key=lambda pair: (-pair[0].specificity, pair[0].start))
     kept = anchors[:MAX_ANCHORS_PER_DOCUMENT]
     merged: dict[tuple[str, str], tuple[Anchor, int]] = {}
