@@ -5,12 +5,16 @@ handler runs inside its own SAVEPOINT: a handler that gives up (or fails) rolls 
 own rows and records `skipped`, a handler that ran out of its work budget keeps what it wrote and
 records `partial`, and the canonical document commits either way. The built-in handlers are
 exact anchors, the lexical windows (FTS5) and structural cues; `cwa index rebuild` reruns them.
+
+A handler may also have `prepare(kind, document)`: pure work (tokenizing, extracting anchors)
+that admission runs before it takes the write lock, so other writers wait only for the inserts.
+Its result reaches `index` as `target.prepared[handler.name]`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
 
 import apsw
 
@@ -25,6 +29,7 @@ class IndexTarget:
     document_row: int
     kind: str
     document: SerializedDocument
+    prepared: dict[str, Any] = field(default_factory=dict)  # handler name → its prepare() result
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,27 @@ def default_handlers() -> tuple[IndexHandler, ...]:
     return (ExactHandler(), LexicalHandler(), StructuralHandler())
 
 
+class _PrepareFailed:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def prepare_handlers(
+    handlers: Sequence[IndexHandler], kind: str, document: SerializedDocument
+) -> dict[str, Any]:
+    """Run each handler's optional pure `prepare` step (no database, no lock)."""
+    prepared: dict[str, Any] = {}
+    for handler in handlers:
+        prepare = getattr(handler, "prepare", None)
+        if prepare is None:
+            continue
+        try:
+            prepared[handler.name] = prepare(kind, document)
+        except Exception as exc:  # recorded as `skipped` when the handler runs
+            prepared[handler.name] = _PrepareFailed(exc)
+    return prepared
+
+
 def run_handlers(
     conn: apsw.Connection,
     handlers: Sequence[IndexHandler],
@@ -61,6 +87,9 @@ def run_handlers(
         savepoint = f"handler_{len(outcomes)}"
         conn.execute(f"SAVEPOINT {savepoint}")
         try:
+            failed = target.prepared.get(handler.name)
+            if isinstance(failed, _PrepareFailed):
+                raise failed.error
             result = handler.index(conn, target)
             if result.outcome not in ("complete", "partial", "skipped"):
                 raise ValueError(f"handler {handler.name} returned outcome {result.outcome!r}")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import apsw
 
 from cwa.index import HandlerResult, IndexTarget
+from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 
 MAX_ANCHORS_PER_DOCUMENT = 2000
@@ -172,12 +173,12 @@ def name_parts(name: str, separator: str) -> list[tuple[str, int, int]]:
     return [(text, offset, length) for text, (offset, length) in found.items()]
 
 
-def document_anchors(target: IndexTarget) -> tuple[list[tuple[Anchor, int]], bool]:
+def document_anchors(document: SerializedDocument) -> tuple[list[tuple[Anchor, int]], bool]:
     """Distinct (type, text) anchors of a document with occurrence counts, within the budget."""
-    data = target.document.text
+    data = document.text
     first: dict[tuple[str, str], tuple[int, int]] = {}
     counts: dict[tuple[str, str], int] = {}
-    for message in target.document.messages:
+    for message in document.messages:
         region = data[message.text_start : message.end]
         for anchor_type, pattern in _PATTERNS:
             for match in pattern.finditer(region):
@@ -212,8 +213,12 @@ def document_anchors(target: IndexTarget) -> tuple[list[tuple[Anchor, int]], boo
 class ExactHandler:
     name = "exact"
 
+    def prepare(self, kind: str, document: SerializedDocument) -> tuple[list[tuple[Anchor, int]], bool]:
+        return document_anchors(document)
+
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
-        anchors, cut = document_anchors(target)
+        prepared = target.prepared.get(self.name)
+        anchors, cut = prepared if prepared is not None else document_anchors(target.document)
         conn.executemany(
             queries("index")["insert_anchor"],
             [

@@ -23,6 +23,7 @@ import blake3
 from cwa.index import HandlerResult, IndexTarget
 from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
 from cwa.index.terms import term_starts
+from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 
 WINDOW_TERMS = 200
@@ -51,15 +52,17 @@ def _column(role: str, cues: dict[str, float], kind: str) -> str:
     return {"user": "user", "assistant": "assistant"}.get(role, "body")
 
 
-def plan_windows(target: IndexTarget, budget: int = MAX_TERMS_PER_DOCUMENT) -> tuple[list[Window], bool]:
+def plan_windows(
+    kind: str, document: SerializedDocument, budget: int = MAX_TERMS_PER_DOCUMENT
+) -> tuple[list[Window], bool]:
     """The document's windows, and whether the term budget cut it short."""
-    views = message_views(target)
-    cue_scores = score_messages(target.kind, views)
+    views = message_views(document)
+    cue_scores = score_messages(kind, views)
     windows: list[Window] = []
     current: Window | None = None
     spent = 0
-    for ordinal, (message, view, cues) in enumerate(zip(target.document.messages, views, cue_scores)):
-        column = _column(message.role, cues, target.kind)
+    for ordinal, (message, view, cues) in enumerate(zip(document.messages, views, cue_scores)):
+        column = _column(message.role, cues, kind)
         found = term_starts(view.text)
         if spent + len(found) > budget:
             found = found[: max(0, budget - spent)]
@@ -98,9 +101,13 @@ def plan_windows(target: IndexTarget, budget: int = MAX_TERMS_PER_DOCUMENT) -> t
 class LexicalHandler:
     name = "lexical"
 
+    def prepare(self, kind: str, document: SerializedDocument) -> tuple[list[Window], bool]:
+        return plan_windows(kind, document)
+
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
         sql = queries("index")
-        windows, cut = plan_windows(target)
+        prepared = target.prepared.get(self.name)
+        windows, cut = prepared if prepared is not None else plan_windows(target.kind, target.document)
         data = target.document.text
         for ordinal, window in enumerate(windows):
             conn.execute(

@@ -13,6 +13,7 @@ from typing import Sequence
 import apsw
 
 from cwa.index import HandlerResult, IndexTarget
+from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 
 CUES = ("question", "request", "correction", "answer", "decision")
@@ -82,21 +83,24 @@ def score_messages(kind: str, messages: Sequence[MessageView]) -> list[dict[str,
     return scored
 
 
-def message_views(target: IndexTarget) -> list[MessageView]:
-    data = target.document.text
-    return [
-        MessageView(m.role, data[m.text_start : m.end].decode("utf-8"))
-        for m in target.document.messages
-    ]
+def message_views(document: SerializedDocument) -> list[MessageView]:
+    data = document.text
+    return [MessageView(m.role, data[m.text_start : m.end].decode("utf-8")) for m in document.messages]
 
 
 class StructuralHandler:
     name = "structural"
 
+    def prepare(self, kind: str, document: SerializedDocument) -> list[dict[str, float]]:
+        return score_messages(kind, message_views(document))
+
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
+        scored = target.prepared.get(self.name)
+        if scored is None:
+            scored = self.prepare(target.kind, target.document)
         rows = [
             (target.document_row, ordinal, cue, score)
-            for ordinal, cues in enumerate(score_messages(target.kind, message_views(target)))
+            for ordinal, cues in enumerate(scored)
             for cue, score in cues.items()
         ]
         conn.executemany(queries("index")["insert_cue"], rows)

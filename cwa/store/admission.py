@@ -17,7 +17,7 @@ import orjson
 
 from cwa import limits
 from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
-from cwa.index import IndexHandler, IndexTarget, run_handlers
+from cwa.index import IndexHandler, IndexTarget, prepare_handlers, run_handlers
 from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction
 from cwa.store.reads import find_document
@@ -57,6 +57,7 @@ def admit(
     pieces = [document.text[start:end] for start, end in spans]
     hashes = [blake3.blake3(piece).hexdigest() for piece in pieces]
     metadata = request.get("metadata")
+    prepared = prepare_handlers(handlers, request["kind"], document)  # pure work, before the lock
 
     with write_transaction(conn):
         existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
@@ -136,7 +137,7 @@ def admit(
             conn,
             handlers,
             generation_id,
-            IndexTarget(document_row, request["kind"], document),
+            IndexTarget(document_row, request["kind"], document, prepared),
         )
         conn.execute(sql["finish_generation"], (now, generation_id))
 
