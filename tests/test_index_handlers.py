@@ -73,3 +73,28 @@ def test_each_admission_gets_its_own_generation(archive):
     second = archive.admit(turn("b"))
     assert second["generation"] > first["generation"]
     assert first["indexOutcomes"] == {"exact": "complete", "lexical": "complete", "structural": "complete"}
+
+
+def test_prepare_runs_before_the_write_lock_is_taken(db_path):
+    import apsw
+
+    class LockProbe:
+        """Its prepare step writes through a second connection with no busy wait: that only
+        succeeds if admission does not hold the write lock yet."""
+
+        name = "probe"
+
+        def prepare(self, kind, document):
+            other = apsw.Connection(str(db_path))
+            other.set_busy_timeout(0)
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("ROLLBACK")
+            other.close()
+            return len(document.text)
+
+        def index(self, conn, target):
+            assert target.prepared[self.name] == len(target.document.text)
+            return HandlerResult("complete")
+
+    with Archive.open(db_path, handlers=[LockProbe()]) as archive:
+        assert archive.admit(turn("probe"))["indexOutcomes"] == {"probe": "complete"}
