@@ -311,7 +311,7 @@ def _print_results(response: dict[str, Any]) -> None:
 
 
 @main.command("search")
-@click.argument("query", required=False)
+@click.argument("words", nargs=-1)
 @click.option("--relation", type=click.Choice(RELATION_NAMES), help="Find the latest question, request, correction, answer or decision.")
 @click.option("--scope", type=click.Choice(["session", "project", "all"]), default="project", show_default=True)
 @click.option("--project", help="Project identity [default: the real path of the cwd].")
@@ -320,7 +320,7 @@ def _print_results(response: dict[str, Any]) -> None:
 @json_option
 @click.pass_context
 @handles_errors
-def search_command(ctx, query, relation, scope, project, session_id, limit, as_json) -> None:
+def search_command(ctx, words, relation, scope, project, session_id, limit, as_json) -> None:
     """Find archived messages by identifier, structure or keywords.
 
     Exact identifiers (paths, symbols, commits, error codes, quoted phrases) rank above the
@@ -332,6 +332,7 @@ def search_command(ctx, query, relation, scope, project, session_id, limit, as_j
       cwa search '"exponential backoff"'
       cwa search --relation latest-correction backoff
     """
+    query = " ".join(words) or None
     params: dict[str, Any] = {"scope": scope, "project": project or str(_project_dir())}
     for key, value in (("query", query), ("relation", relation), ("sessionId", session_id), ("limit", limit)):
         if value is not None:
@@ -350,7 +351,11 @@ def search_command(ctx, query, relation, scope, project, session_id, limit, as_j
 @click.pass_context
 @handles_errors
 def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None:
-    """Print the exact archived text behind a search locator or a document id."""
+    """Print the exact archived text behind a search locator or a document id.
+
+    Exits 0 when resolved, 1 for any other status (superseded, expired, missing,
+    locator-invalid, lease-expired), which is printed.
+    """
     params: dict[str, Any] = {"project": project or str(_project_dir())}
     params["locator" if target.startswith("cwa1.") else "documentId"] = target
     if neighbors is not None:

@@ -491,7 +491,12 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
     sql = queries("search")
     lease_id, expires = None, None
     if chosen and lease_seconds > 0:
-        lease_id, expires = grant_lease(conn, chosen[0][1]["projectRow"], [s["row"] for _, s, _ in chosen], ctx.now, lease_seconds)
+        try:
+            lease_id, expires = grant_lease(
+                conn, chosen[0][1]["projectRow"], [s["row"] for _, s, _ in chosen], ctx.now, lease_seconds
+            )
+        except (apsw.BusyError, apsw.ReadOnlyError):
+            pass  # results without protection beat no results: their locators carry no lease
     secret = archive_secret(conn)
     share = max(SNIPPET_MIN_TOKENS, min(SNIPPET_MAX_TOKENS, budget // max(1, len(chosen)))) if budget else SNIPPET_MIN_TOKENS
     results = []
