@@ -50,3 +50,23 @@ def estimate_tokens(text: str) -> int:
         else:
             total += len(piece.encode("utf-8"))
     return total
+
+
+def fit_around(text: str, budget: int, focus: int) -> tuple[int, int]:
+    """The widest [left, right) of `text` around character `focus` (a third before it, two
+    thirds after) whose estimate is within `budget`; binary search on the width."""
+    focus = min(max(0, focus), len(text))
+
+    def bounds(width: int) -> tuple[int, int]:
+        left = max(0, focus - width // 3)
+        return left, min(len(text), left + width)
+
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        left, right = bounds(middle)
+        if estimate_tokens(text[left:right]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return bounds(low)

@@ -184,3 +184,30 @@ def test_supersede_command_rules(db_path, clock):
         neighbour = archive.admit(turn("s", "the admin api also needs auth", "2026-11-04T00:00:00Z"))
         ids = {r["documentId"] for r in archive.search({"project": P, "query": "admin api", "limit": 10})["results"]}
         assert ids == {new["documentId"], neighbour["documentId"]}
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "漢字", "🚀", "x_y_z", "a1b2c3d4", "{", "\"", "\n", "--"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=st.lists(_WORDS, min_size=1, max_size=3000),
+    tool_name=st.sampled_from(["bash", "a very long tool name " * 8]),
+    max_tokens=st.integers(39, 400),
+    neighbors=st.integers(0, 3),
+)
+def test_recall_never_exceeds_max_tokens(tmp_path_factory, body, tool_name, max_tokens, neighbors):
+    db = tmp_path_factory.mktemp("recall") / "a.db"
+    text = " ".join(body) + " alpha"
+    with Archive.open(db, clock=Clock("2026-11-10T00:00:00.000Z")) as archive:
+        admitted = archive.admit({"project": P, "sessionId": "s", "kind": "tool-result", "createdAt": "2026-11-01T00:00:00Z",
+                                  "messages": [{"role": "toolResult", "toolName": tool_name, "text": text}]})
+        for hit in archive.search({"project": P, "query": "alpha", "limit": 3})["results"]:
+            result = archive.recall({"locator": hit["locator"], "project": P, "maxTokens": max_tokens, "neighbors": neighbors})
+            assert result["status"] == "resolved"
+            assert estimate_tokens(result["header"] + result["text"]) <= max_tokens
+        direct = archive.recall({"documentId": admitted["documentId"], "maxTokens": max_tokens})
+        assert estimate_tokens(direct["text"]) <= max_tokens

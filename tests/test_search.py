@@ -253,3 +253,19 @@ def test_a_dotted_name_is_found_by_its_last_parts(db_path):
         for query in ("BackoffPolicy.next_delay", "BackoffPolicy", "next_delay", "retry.policy.BackoffPolicy.next_delay"):
             top = search(archive, query)[0]
             assert (top["matchType"], top["documentId"]) == ("exact-symbol", target["documentId"]), query
+
+
+def test_snippets_stay_within_their_token_share(db_path):
+    from cwa.tokens import estimate_tokens
+
+    long_text = ("漢字 and 🚀 symbols around the keyword " * 40) + " needle_value " + ("tail words " * 200)
+    with Archive.open(db_path) as archive:
+        for n in range(3):
+            archive.admit(doc(f"s{n}", ("toolResult", long_text + str(n)), kind="tool-result"))
+        for budget, limit in ((40, 2), (160, 3), (0, 1)):
+            results = archive.search({"project": P, "query": "needle_value keyword", "limit": limit,
+                                      "hintBudgetTokens": budget})["results"]
+            share = max(16, min(80, budget // limit)) if budget else 16
+            assert results and all(estimate_tokens(r["snippet"]) <= share for r in results)
+            if share >= 24:  # room for the 12-token identifier and both ellipses
+                assert all("needle_value" in r["snippet"] for r in results if r["matchType"] == "exact-symbol")

@@ -27,7 +27,7 @@ from cwa.store.leases import lease_active
 from cwa.store.reads import find_document, read_bytes
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
-from cwa.tokens import estimate_tokens
+from cwa.tokens import estimate_tokens, fit_around
 from cwa.errors import InvalidRequest, NotFound
 
 COMPLETE_TURN_BYTES = 64 * 1024
@@ -162,6 +162,8 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
     if holder and holder[3] < spans[hit][1] and unit == "window":
         data, header_reads = read_bytes(conn, doc["row"], holder[3], holder[4])
         header = data.decode("utf-8")
+    if estimate_tokens(header) > max_tokens // 2:
+        header = ""  # the evidence itself matters more than its label
     budget = max_tokens - estimate_tokens(header)
     start, end = spans[hit][1], spans[hit][2]
     data, reads = read_bytes(conn, doc["row"], start, end)
@@ -171,7 +173,7 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
     if estimate_tokens(text) > budget:
         # Too long even alone: keep the part around the match itself.
         focus = len(data[: max(0, locator.start - start)].decode("utf-8", errors="ignore"))
-        left, right = _fit_around(text, budget, focus)
+        left, right = fit_around(text, budget, focus)
         start += len(text[:left].encode("utf-8"))
         end = start + len(text[left:right].encode("utf-8"))
         text, truncated = text[left:right], True
@@ -209,26 +211,6 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
                 continuation[side] = sign(replace(base, start=found[1], end=found[2]), secret)
     result["continuation"] = continuation
     return result
-
-
-def _fit_around(text: str, budget: int, focus: int) -> tuple[int, int]:
-    """The widest [left, right) around character `focus` (a third before it, two thirds after)
-    that fits in `budget` tokens; binary search on the width."""
-    focus = min(max(0, focus), len(text))
-
-    def bounds(width: int) -> tuple[int, int]:
-        left = max(0, focus - width // 3)
-        return left, min(len(text), left + width)
-
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        left, right = bounds(middle)
-        if estimate_tokens(text[left:right]) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return bounds(low)
 
 
 def _resolved(conn, doc, messages, now, start, end, text, reads, materialization) -> dict[str, Any]:

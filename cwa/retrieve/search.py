@@ -27,7 +27,7 @@ from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
 from cwa.store.reads import read_bytes
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
-from cwa.tokens import estimate_tokens
+from cwa.tokens import estimate_tokens, fit_around
 
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
 POSTINGS_BUDGET = 10_000  # windows: rarest terms are OR-ed until their postings add up to this
@@ -468,22 +468,17 @@ def _assemble(ctx: Context, tiers: list[list[Candidate]], limit: int) -> list[tu
 
 
 def _snippet(candidate: Candidate, ctx: Context, budget: int) -> str:
+    """Text around the match within `budget` tokens (a hard bound, ellipses included)."""
     text = candidate.text
     if not text:
         data, _ = read_bytes(ctx.conn, candidate.document_row, candidate.start, candidate.end)
         text = data.decode("utf-8")
+    text = text.strip()
     if len(text) <= budget * 8 and estimate_tokens(text) <= budget:
-        return text.strip()
-    center = min(candidate.center, len(text))
-    width = max(8, budget * 2)
-    while True:
-        left = max(0, center - width // 3)
-        right = min(len(text), left + width)
-        piece = text[left:right]
-        if estimate_tokens(piece) + 2 <= budget or width <= 8:
-            break
-        width = int(width * 0.8)
-    return ("…" if left > 0 else "") + piece.strip() + ("…" if right < len(text) else "")
+        return text
+    ellipsis = estimate_tokens("…")
+    left, right = fit_around(text, max(0, budget - 2 * ellipsis), candidate.center)
+    return ("…" if left > 0 else "") + text[left:right] + ("…" if right < len(text) else "")
 
 
 def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: int, lease_seconds: int) -> dict:
