@@ -23,6 +23,7 @@ from typing import Any
 import apsw
 
 from cwa.retrieve.locators import Locator, archive_secret, sign, verify
+from cwa.retrieve.summary import document_summary
 from cwa.store.leases import lease_active
 from cwa.store.reads import find_document, read_bytes
 from cwa.store.sqlfiles import queries
@@ -63,7 +64,7 @@ def _recall_locator(conn, request, now, max_tokens, neighbors) -> dict[str, Any]
     row = conn.execute(sql["document_by_version"], (locator.documentId, locator.version)).fetchone()
     if row is None:
         return _status("missing", documentId=locator.documentId, version=locator.version)
-    doc = _summary(conn, row[0])
+    doc = document_summary(conn, row[0])
     problem = _state_problem(conn, doc)
     if problem:
         return problem
@@ -78,7 +79,7 @@ def _recall_document(conn, request, now, max_tokens) -> dict[str, Any]:
         found = find_document(conn, request["documentId"], request.get("version"))
     except NotFound:
         return _status("missing", documentId=request["documentId"], version=request.get("version"))
-    doc = _summary(conn, found["row"])
+    doc = document_summary(conn, found["row"])
     if request.get("project") is not None and request["project"] != doc["project"]:
         return _status("missing", documentId=doc["documentId"], reason="other-project")
     problem = _state_problem(conn, doc)
@@ -104,12 +105,6 @@ def _recall_document(conn, request, now, max_tokens) -> dict[str, Any]:
         ],
     }
     return result
-
-
-def _summary(conn: apsw.Connection, row: int) -> dict[str, Any]:
-    fields = ("row", "documentId", "version", "kind", "createdAt", "state", "projectRow", "generation",
-              "project", "sessionId", "sessionRow", "textDigest", "byteLength")
-    return dict(zip(fields, conn.execute(queries("search")["document_summary"], (row,)).fetchone()))
 
 
 def _state_problem(conn: apsw.Connection, doc: dict[str, Any]) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, query_terms, terms, tok
 from cwa.retrieve import calibration
 from cwa.retrieve.locators import Locator, archive_secret, sign
 from cwa.retrieve.scope import Scope, resolve_scope
+from cwa.retrieve.summary import document_summary
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
 from cwa.store.reads import read_bytes
 from cwa.store.sqlfiles import queries
@@ -438,7 +439,6 @@ def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> t
 
 def _assemble(ctx: Context, tiers: list[list[Candidate]], limit: int) -> list[tuple[Candidate, dict, float]]:
     """Tiers in order, one result per document (and per identical content), margins per mode."""
-    sql = queries("search")
     chosen: list[tuple[Candidate, dict, float]] = []
     seen_rows: set[int] = set()
     seen_content: set[str] = set()
@@ -449,13 +449,7 @@ def _assemble(ctx: Context, tiers: list[list[Candidate]], limit: int) -> list[tu
                 break  # one more than shown: its score gives the last margin
             if candidate.document_row in seen_rows:
                 continue
-            summary = dict(
-                zip(
-                    ("row", "documentId", "version", "kind", "createdAt", "state", "projectRow",
-                     "generation", "project", "sessionId", "sessionRow", "textDigest", "byteLength"),
-                    ctx.conn.execute(sql["document_summary"], (candidate.document_row,)).fetchone(),
-                )
-            )
+            summary = document_summary(ctx.conn, candidate.document_row)
             if summary["textDigest"] in seen_content or (candidate.alias and candidate.alias in seen_content):
                 continue
             seen_rows.add(candidate.document_row)
