@@ -32,7 +32,8 @@ _REQUEST_START = re.compile(
     re.I,
 )
 _CORRECTION = re.compile(
-    r"^\s*(no\b|nope\b|wrong\b|actually\b|instead\b|not\s|don'?t\b|do not\b|stop\b|undo\b|revert\b|"
+    r"^\s*(no\b(?![\s,]+(problem|worries|thanks|rush|need|idea))|nope\b|wrong\b|actually\b|instead\b|"
+    r"not\s(?!sure\b)|don'?t\b|do not\b|stop\b|undo\b|revert\b|"
     r"that'?s (not|wrong)|that is (not|wrong)|wait\b)"
     r"|\b(instead of|i said|i meant|not what i|you misunderstood|that'?s incorrect)\b",
     re.I,
