@@ -471,10 +471,11 @@ def demo(ctx: click.Context, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("method", type=click.Choice(sorted(METHODS)))
+@click.argument("method", metavar="METHOD")
 @click.pass_context
 def call(ctx: click.Context, method: str) -> None:
-    """Run one serve method: JSON params on stdin, JSON result on stdout.
+    """Run one serve method (admit, get, status, search, recall, supersede, index-rebuild):
+    JSON params on stdin, JSON result on stdout.
 
     On failure the JSON error {"error": {"code", "message", "details"}} is printed on stdout and
     the exit status names the code (docs/contract.md).
@@ -484,6 +485,8 @@ def call(ctx: click.Context, method: str) -> None:
       echo '{"documentId": "doc-1a2b3c"}' | cwa call get
     """
     try:
+        if method not in METHODS:
+            raise InvalidRequest(f"unknown method {method!r}", reason="unknown-method", allowed=sorted(METHODS))
         params = parse_json_body(sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1), "params")
         with _open(ctx) as archive:
             result = archive.call(method, params)

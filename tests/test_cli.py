@@ -128,3 +128,11 @@ def test_search_recall_supersede_and_rebuild_commands(tmp_path):
     assert superseded.returncode == 0 and "superseded by" in superseded.stdout.decode()
     gone = run_cwa(["recall", *project, older["locator"], "--json"], env)
     assert orjson.loads(gone.stdout)["status"] == "superseded"
+
+
+def test_call_with_an_unknown_method_prints_a_json_error(tmp_path):
+    completed = run_cwa(["call", "explode"], hermetic_env(tmp_path, tmp_path / "a.db"), stdin=b"{}")
+    assert completed.returncode == EXIT_CODES["invalid-request"]
+    error = orjson.loads(completed.stdout)["error"]
+    assert error["code"] == "invalid-request" and error["details"]["reason"] == "unknown-method"
+    assert not (tmp_path / "a.db").exists()  # rejected before the archive was even opened
