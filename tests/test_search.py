@@ -269,3 +269,13 @@ def test_snippets_stay_within_their_token_share(db_path):
             assert results and all(estimate_tokens(r["snippet"]) <= share for r in results)
             if share >= 24:  # room for the 12-token identifier and both ellipses
                 assert all("needle_value" in r["snippet"] for r in results if r["matchType"] == "exact-symbol")
+
+
+def test_scope_filter_finds_a_weak_match_behind_many_stronger_ones_elsewhere(db_path):
+    with Archive.open(db_path) as archive:
+        for n in range(120):  # another project's much better matches fill the first ranked batches
+            archive.admit({**doc(f"b{n}", ("user", "gravity gravity gravity well orbit " * 3 + str(n))), "project": "/b"})
+        mine = archive.admit(doc("a", ("toolResult", "a long log line that mentions gravity once among many other words "
+                                                     + "filler " * 150), kind="tool-result"))
+        results = search(archive, "gravity")
+    assert [r["documentId"] for r in results] == [mine["documentId"]]
