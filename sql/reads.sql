@@ -5,12 +5,14 @@ SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session
        d.retention_class, d.created_at, d.admitted_at, d.byte_length, d.text_digest,
        d.identity_digest, d.source_key_count, d.first_source_key, d.last_source_key,
        d.subject_key, sup.document_id, sup.version, d.pinned, d.state, d.metadata,
-       d.index_generation, d.project_id
+       d.index_generation, d.project_id, rep.document_id, rep.version
 FROM documents AS d
 JOIN projects AS p ON p.id = d.project_id
 JOIN sessions AS s ON s.id = d.session_id
 LEFT JOIN sessions AS parent ON parent.id = s.parent_id
 LEFT JOIN documents AS sup ON sup.id = d.supersedes_row
+LEFT JOIN supersessions AS x ON x.superseded_row = d.id
+LEFT JOIN documents AS rep ON rep.id = x.replacement_row
 WHERE d.document_id = ?1 AND (?2 IS NULL OR d.version = ?2)
 ORDER BY d.version DESC
 LIMIT 1;

@@ -21,6 +21,8 @@ def test_subject_key_replacement_becomes_the_next_version(archive):
     new = archive.get({"documentId": first["documentId"]})
     assert old["state"] == "superseded" and new["state"] == "live" and new["version"] == 2
     assert new["supersedes"] == {"documentId": first["documentId"], "version": 1}
+    assert old["supersededBy"] == {"documentId": first["documentId"], "version": 2}
+    assert new["supersededBy"] is None
     live = archive.conn.execute("SELECT count(*) FROM live_documents WHERE subject_key = 'retry-policy'").fetchone()
     assert live == (1,)
 

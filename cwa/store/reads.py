@@ -42,6 +42,8 @@ _DOCUMENT_FIELDS = (
     "metadata",
     "generation",
     "projectRow",
+    "supersededByDocumentId",
+    "supersededByVersion",
 )
 
 
@@ -79,6 +81,11 @@ def _header(doc: dict[str, Any], conn: apsw.Connection) -> dict[str, Any]:
         "pinned": bool(doc["pinned"]),
         "subjectKey": doc["subjectKey"],
         "supersedes": supersedes,
+        "supersededBy": (
+            {"documentId": doc["supersededByDocumentId"], "version": doc["supersededByVersion"]}
+            if doc["supersededByDocumentId"] is not None
+            else None
+        ),
         "byteLength": doc["byteLength"],
         "textDigest": doc["textDigest"],
         "identityDigest": doc["identityDigest"],
