@@ -19,6 +19,8 @@ SELECT
   d.subject_key,
   sup.document_id       AS supersedes_document_id,
   sup.version           AS supersedes_version,
+  rep.document_id       AS superseded_by_document_id,
+  rep.version           AS superseded_by_version,
   d.source_key_count,
   d.first_source_key,
   d.last_source_key,
@@ -29,7 +31,9 @@ SELECT
 FROM documents AS d
 JOIN projects AS p ON p.id = d.project_id
 JOIN sessions AS s ON s.id = d.session_id
-LEFT JOIN documents AS sup ON sup.id = d.supersedes_row;
+LEFT JOIN documents AS sup ON sup.id = d.supersedes_row
+LEFT JOIN supersessions AS x ON x.superseded_row = d.id
+LEFT JOIN documents AS rep ON rep.id = x.replacement_row;
 
 CREATE VIEW live_documents AS
 SELECT * FROM document_overview WHERE state = 'live';
