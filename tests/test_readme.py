@@ -45,3 +45,14 @@ def test_demo_archives_the_sample_session_and_is_idempotent(tmp_path):
     assert kinds == ["decision", "tool-result", "turn", "turn"]
     roles = {r for (r,) in conn.execute("SELECT role FROM document_messages")}
     assert roles == {"user", "assistant", "toolResult", "custom"}
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {
+        ".".join(path.parent.relative_to(REPO).parts)
+        for path in (REPO / "cwa").rglob("__init__.py")
+    }
+    assert folders <= listed, f"add {sorted(folders - listed)} to [tool.setuptools] packages"
