@@ -18,7 +18,7 @@ import orjson
 from cwa import __version__, config
 from cwa.api import METHODS, Archive
 from cwa.contract import RELATION_NAMES, parse_json_body
-from cwa.errors import CwaError, InvalidRequest
+from cwa.errors import CwaError, Internal, InvalidRequest
 from cwa.limits import GET_MAX_RANGE_BYTES, MAX_REQUEST_BYTES
 from cwa.store.connection import default_archive_path
 
@@ -44,6 +44,10 @@ def handles_errors(command: Callable) -> Callable:
             return command(*args, **kwargs)
         except CwaError as error:
             _fail(error, bool(kwargs.get("as_json")))
+        except Exception as exc:  # a bug: say so in one line (CWA_DEBUG=1 shows the traceback)
+            if os.environ.get("CWA_DEBUG"):
+                raise
+            _fail(Internal(f"{type(exc).__name__}: {exc} (set CWA_DEBUG=1 for details)"), bool(kwargs.get("as_json")))
 
     return wrapper
 
@@ -504,7 +508,6 @@ def serve(ctx: click.Context) -> None:
     Each line {"id", "method", "params"} is answered by one line, {"id", "result"} or
     {"id", "error": {"code", "message", "details"}}. Methods: see docs/contract.md.
     """
-    from cwa.errors import Internal
     from cwa.serve import serve as serve_lines
 
     try:
