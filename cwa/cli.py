@@ -496,6 +496,10 @@ def call(ctx: click.Context, method: str) -> None:
             result = archive.call(method, params)
     except CwaError as error:
         _fail(error, as_json=True)
+    except Exception as exc:  # a bug still answers in the contract's shape
+        if os.environ.get("CWA_DEBUG"):
+            raise
+        _fail(Internal(f"{type(exc).__name__}: {exc}"), as_json=True)
     sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
 
 
