@@ -36,7 +36,7 @@ CREATE TABLE anchors (
   type           TEXT NOT NULL CHECK (type IN ('path', 'symbol', 'commit', 'error', 'quoted',
                      'url', 'value')),
   text           TEXT NOT NULL,        -- case-sensitive
-  folded         TEXT NOT NULL,        -- NFKC + case-folded
+  folded         TEXT,                 -- NFKC + case-folded; NULL when equal to text
   specificity    REAL NOT NULL,
   start_byte     INTEGER NOT NULL,     -- first occurrence in the document
   end_byte       INTEGER NOT NULL,
@@ -44,7 +44,7 @@ CREATE TABLE anchors (
   PRIMARY KEY (document_row, type, text)
 ) WITHOUT ROWID;
 CREATE INDEX anchors_text ON anchors (text);
-CREATE INDEX anchors_folded ON anchors (folded);
+CREATE INDEX anchors_folded ON anchors (folded) WHERE folded IS NOT NULL;
 
 -- Structural cues per message: question, request, correction, answer, decision.
 CREATE TABLE message_cues (

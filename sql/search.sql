@@ -16,11 +16,13 @@ WITH RECURSIVE chain (id, parent_id) AS (
 SELECT id FROM chain;
 
 -- name: exact_anchor_hits
--- Documents holding an anchor, case-sensitive (:folded = 0) or case-folded (:folded = 1).
+-- Documents holding an anchor, case-sensitive (:folded = 0) or case-folded (:folded = 1; then
+-- :anchor is folded too, and a row whose text is already folded stores no separate folded form).
 SELECT a.document_row, a.type, a.text, a.specificity, a.start_byte, a.end_byte, a.occurrences
 FROM anchors AS a
 JOIN documents AS d ON d.id = a.document_row
-WHERE ((:folded = 0 AND a.text = :anchor) OR (:folded = 1 AND a.folded = :anchor))
+WHERE (a.text = :anchor AND (:folded = 0 OR a.folded IS NULL)
+       OR :folded = 1 AND a.folded = :anchor)
   AND d.state = 'live'
   AND (:project IS NULL OR d.project_id = :project)
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))

@@ -222,7 +222,8 @@ class ExactHandler:
         conn.executemany(
             queries("index")["insert_anchor"],
             [
-                (target.document_row, a.type, a.text, a.folded, a.specificity, a.start, a.end, n)
+                (target.document_row, a.type, a.text, a.folded if a.folded != a.text else None,
+                 a.specificity, a.start, a.end, n)
                 for a, n in anchors
             ],
         )
