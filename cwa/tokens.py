@@ -34,28 +34,52 @@ def _word_cost(word: str) -> int:
     return max(-(-len(word) // 4), 1 + identifier_parts(word))
 
 
+def _piece_cost(piece: str) -> int:
+    first = piece[0]
+    if first == " ":
+        return 0 if len(piece) == 1 else -(-len(piece) // 4)
+    if first == "\n":
+        return 2
+    if first.isascii() and (first.isalnum() or first == "_"):
+        return _word_cost(piece)
+    if first.isascii():
+        return 2 if (first in _JSON_ESCAPED or ord(first) < 0x20) else 1
+    return len(piece.encode("utf-8"))
+
+
 def estimate_tokens(text: str) -> int:
-    total = 0
-    for match in _PIECE.finditer(text):
-        piece = match.group()
-        first = piece[0]
-        if first == " ":
-            total += 0 if len(piece) == 1 else -(-len(piece) // 4)
-        elif first == "\n":
-            total += 2
-        elif first.isascii() and (first.isalnum() or first == "_"):
-            total += _word_cost(piece)
-        elif first.isascii():
-            total += 2 if (first in _JSON_ESCAPED or ord(first) < 0x20) else 1
-        else:
-            total += len(piece.encode("utf-8"))
-    return total
+    return sum(_piece_cost(match.group()) for match in _PIECE.finditer(text))
 
 
 def fit_around(text: str, budget: int, focus: int) -> tuple[int, int]:
-    """The widest [left, right) of `text` around character `focus` (a third before it, two
-    thirds after) whose estimate is within `budget`; binary search on the width."""
-    focus = min(max(0, focus), len(text))
+    """The widest [left, right) of `text` around character `focus` whose estimate is within
+    `budget`, growing about two pieces after the focus for each one before it. Cuts fall between
+    the estimator's pieces, so the estimate of the slice is the sum of its pieces' costs."""
+    pieces = [(m.start(), m.end(), _piece_cost(m.group())) for m in _PIECE.finditer(text)]
+    if not pieces:
+        return 0, 0
+    focus = min(max(0, focus), len(text) - 1)
+    first = last = next((i for i, (start, end, _) in enumerate(pieces) if end > focus), len(pieces) - 1)
+    total = pieces[first][2]
+    if total > budget:  # one piece alone is too costly (a long opaque id): cut inside it
+        return _fit_by_width(text, budget, focus)
+    while True:
+        grew = False
+        for _ in range(2):
+            if last + 1 < len(pieces) and total + pieces[last + 1][2] <= budget:
+                last += 1
+                total += pieces[last][2]
+                grew = True
+        if first > 0 and total + pieces[first - 1][2] <= budget:
+            first -= 1
+            total += pieces[first][2]
+            grew = True
+        if not grew:
+            return pieces[first][0], pieces[last][1]
+
+
+def _fit_by_width(text: str, budget: int, focus: int) -> tuple[int, int]:
+    """Binary search on a character width around `focus` (a third before, two thirds after)."""
 
     def bounds(width: int) -> tuple[int, int]:
         left = max(0, focus - width // 3)

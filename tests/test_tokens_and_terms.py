@@ -49,3 +49,19 @@ def test_estimate_charges_opaque_identifiers_and_multibyte_text_by_byte():
     assert estimate_tokens("漢字") == 6
     assert estimate_tokens("hello world") == 4
     assert estimate_tokens('{"a": 1}') >= 7
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("aZ_9 .\n\"\\é漢🚀xyzAB")), max_size=400),
+    budget=st.integers(0, 60),
+    focus=st.integers(0, 400),
+)
+def test_fit_around_stays_within_budget_and_holds_the_focus_when_it_can(text, budget, focus):
+    from cwa.tokens import fit_around
+
+    left, right = fit_around(text, budget, focus)
+    assert 0 <= left <= right <= len(text)
+    assert estimate_tokens(text[left:right]) <= budget
+    if estimate_tokens(text) <= budget and text:
+        assert (left, right) == (0, len(text)) or estimate_tokens(text[left:right]) == estimate_tokens(text)

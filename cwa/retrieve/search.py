@@ -31,7 +31,7 @@ from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
 
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
-POSTINGS_BUDGET = 10_000  # windows: rarest terms are OR-ed until their postings add up to this
+POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 RELATION_POOL = 200  # newest cue messages considered
 RELATION_EXTRA_MATCHES = 5  # with a query: older matches examined for ambiguity
 SNIPPET_MIN_TOKENS = 16
