@@ -279,3 +279,23 @@ def test_scope_filter_finds_a_weak_match_behind_many_stronger_ones_elsewhere(db_
                                                      + "filler " * 150), kind="tool-result"))
         results = search(archive, "gravity")
     assert [r["documentId"] for r in results] == [mine["documentId"]]
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_QUERY_PIECES = st.sampled_from(['"', "'", "`", "NEAR", "AND", "OR", "NOT", "(", ")", "*", "^", ":", "-",
+                                 "hello", "src/a.py", "a1b2c3d4", "ERR_X_Y", "\\", "{", "漢", "🚀", " ",
+                                 "https://x.y/z?q=\"1\"", "~/", "#12", "v1.2.3", "30 s", "\u0000", "\n"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(_QUERY_PIECES, min_size=1, max_size=10))
+def test_any_query_text_is_answered_without_error(corpus, pieces):
+    archive, _ = corpus
+    query = "".join(pieces)
+    if not query:
+        return
+    response = archive.search({"project": P, "query": query, "limit": 5, "leaseSeconds": 0})
+    for result in response["results"]:
+        assert 0.0 <= result["score"] <= 1.0 and result["band"] in ("high", "moderate", "some", "low")
