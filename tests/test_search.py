@@ -226,6 +226,7 @@ def test_relation_with_query_uses_single_messages(db_path):
         latest = archive.search({"project": P, "relation": "latest-correction"})
         assert latest["resolution"] == {"relation": "latest-correction", "status": "resolved"}
         assert latest["results"][0]["snippet"].startswith("Actually, keep the feature flag off")
+        assert latest["results"][0]["resolution"] == "resolved"
         about = archive.search({"project": P, "relation": "latest-correction", "query": "staging database"})
         assert about["results"][0]["snippet"].startswith("No, use the staging database")
         # "migration runner" appears only in assistant siblings: it cannot satisfy a correction

@@ -127,6 +127,9 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     results = _assemble(ctx, tiers, limit)
     budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
     response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
+    if resolution:
+        for result in response["results"]:
+            result["resolution"] = resolution["status"]
     response.update(
         query=query,
         queryTerms=qterms,
