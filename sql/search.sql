@@ -26,6 +26,11 @@ WHERE (a.text = :anchor AND (:folded = 0 OR a.folded IS NULL)
   AND d.state = 'live'
   AND (:project IS NULL OR d.project_id = :project)
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
+  AND (:visible IS NULL OR NOT EXISTS (
+        SELECT 1 FROM messages AS m
+        WHERE m.document_row = a.document_row
+          AND m.start_byte <= a.start_byte AND a.start_byte < m.end_byte
+          AND m.message_key IN (SELECT value FROM json_each(:visible))))
 LIMIT 1000;
 
 -- name: lexical_top

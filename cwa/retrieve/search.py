@@ -155,9 +155,9 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
         for folded in (False, True):
             key = fold(anchor.text) if folded else anchor.text
             hits = ctx.conn.execute(
-                sql["exact_anchor_hits"], {"anchor": key, "folded": int(folded), **ctx.scope.params()}
+                sql["exact_anchor_hits"],
+                {"anchor": key, "folded": int(folded), "visible": ctx.visible, **ctx.scope.params()},
             ).fetchall()
-            hits = [h for h in hits if not _position_visible(ctx, h[0], h[4])]
             if hits:
                 break
         if not hits and anchor.type == "quoted":

@@ -23,7 +23,7 @@ from cwa.store.connection import write_transaction
 from cwa.store.reads import find_document
 from cwa.store.serialization import SerializedDocument, identity_digest, serialize_messages
 from cwa.store.sqlfiles import queries
-from cwa.store.supersession import check_supersession
+from cwa.store.supersession import check_supersession, link, retire
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 
 
@@ -79,7 +79,7 @@ def admit(
         chunk_ids = [conn.execute(sql["chunk_id"], (h,)).fetchone()[0] for h in hashes]
 
         if supersedes_row is not None:  # first, so the subject key is free for the replacement
-            conn.execute(sql["mark_superseded"], (now, supersedes_row))
+            retire(conn, supersedes_row, now)
         conn.execute(
             sql["insert_document"],
             {
@@ -107,7 +107,7 @@ def admit(
         )
         document_row = conn.last_insert_rowid()
         if supersedes_row is not None:
-            conn.execute(queries("search")["insert_supersession"], (supersedes_row, document_row, now))
+            link(conn, supersedes_row, document_row, now)
         conn.executemany(
             sql["insert_document_chunk"],
             [

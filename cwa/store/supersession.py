@@ -37,8 +37,14 @@ def check_supersession(
             raise Conflict("that supersession would make a cycle", field="by", reason="cycle")
 
 
-def record_supersession(conn: apsw.Connection, old_row: int, replacement_row: int, now: str) -> None:
+def retire(conn: apsw.Connection, old_row: int, now: str) -> None:
+    """Mark a document superseded. Admission does this before inserting the replacement, so the
+    replacement can take over the subject key (one live document per key)."""
     conn.execute(queries("admission")["mark_superseded"], (now, old_row))
+
+
+def link(conn: apsw.Connection, old_row: int, replacement_row: int, now: str) -> None:
+    """Record which document replaced which (recall answers `superseded` with it)."""
     conn.execute(queries("search")["insert_supersession"], (old_row, replacement_row, now))
 
 
@@ -49,7 +55,8 @@ def supersede(conn: apsw.Connection, request: dict[str, Any], now: str) -> dict[
         if new["state"] != "live":
             raise Conflict(f"the replacement is {new['state']}, not live", field="by", reason="not-live")
         check_supersession(conn, old, new["projectRow"], new["createdAt"], new["row"])
-        record_supersession(conn, old["row"], new["row"], now)
+        retire(conn, old["row"], now)
+        link(conn, old["row"], new["row"], now)
     return {
         "documentId": old["documentId"],
         "version": old["version"],
