@@ -30,6 +30,13 @@ CREATE VIRTUAL TABLE window_fts USING fts5 (
 );
 CREATE VIRTUAL TABLE window_vocab USING fts5vocab (window_fts, 'row');
 
+-- Running totals search needs on every query, kept by the handlers so no query counts rows.
+CREATE TABLE index_stats (
+  name   TEXT PRIMARY KEY,
+  value  INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO index_stats (name, value) VALUES ('windows', 0);
+
 -- Exact anchors: paths, symbols, commits, errors, quoted strings, URLs, specific values.
 CREATE TABLE anchors (
   document_row   INTEGER NOT NULL REFERENCES documents (id),

@@ -15,6 +15,12 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?);
 -- name: insert_cue
 INSERT INTO message_cues (document_row, ordinal, cue, score) VALUES (?, ?, ?, ?);
 
+-- name: add_windows
+UPDATE index_stats SET value = value + ? WHERE name = 'windows';
+
+-- name: reset_window_count
+UPDATE index_stats SET value = 0 WHERE name = 'windows';
+
 -- name: delete_window_fts
 DELETE FROM window_fts;
 

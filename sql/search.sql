@@ -73,7 +73,7 @@ LIMIT 500;
 SELECT count(*) FROM documents;
 
 -- name: window_count
-SELECT count(*) FROM windows;
+SELECT value FROM index_stats WHERE name = 'windows';
 
 -- name: term_frequency
 SELECT doc FROM window_vocab WHERE term = ?;

@@ -117,7 +117,11 @@ def test_evidence_recomputes_identically_after_rebuild(corpus):
     before = [[(r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
                for r in search(archive, q)] for q in queries]
     relations = archive.search({"project": P, "relation": "latest-question"})["results"]
+    count = "SELECT (SELECT value FROM index_stats WHERE name = 'windows'), (SELECT count(*) FROM windows)"
+    kept, counted = archive.conn.execute(count).fetchone()
+    assert kept == counted > 0
     archive.call("index-rebuild", {})
+    assert archive.conn.execute(count).fetchone() == (counted, counted)
     after = [[(r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
               for r in search(archive, q)] for q in queries]
     assert after == before

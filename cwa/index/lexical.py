@@ -127,6 +127,7 @@ class LexicalHandler:
                 sql["insert_window_fts"],
                 (conn.last_insert_rowid(), *(" ".join(window.columns[c]) for c in COLUMNS)),
             )
+        conn.execute(sql["add_windows"], (len(windows),))  # rolled back with the savepoint if skipped
         if cut:
             return HandlerResult("partial", f"term budget of {MAX_TERMS_PER_DOCUMENT} reached")
         return HandlerResult("complete")

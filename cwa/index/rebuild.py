@@ -40,7 +40,8 @@ def rebuild_indexes(
     admission = queries("admission")
     outcomes: dict[str, dict[str, int]] = {}
     with write_transaction(conn):
-        for name in ("delete_window_fts", "delete_windows", "delete_anchors", "delete_cues", "delete_outcomes"):
+        for name in ("delete_window_fts", "delete_windows", "reset_window_count", "delete_anchors",
+                     "delete_cues", "delete_outcomes"):
             conn.execute(sql[name])
         conn.execute(admission["insert_generation"], ("rebuild", now))
         generation = conn.last_insert_rowid()

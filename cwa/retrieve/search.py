@@ -77,6 +77,7 @@ class Context:
     visible_keys: frozenset[str]
     now: str
     lineage: set[int]
+    frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
 
 
 def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str) -> dict[str, Any]:
@@ -121,7 +122,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             anchors = query_anchors(query)
             exact = _exact_search(ctx, anchors, limit)
             tiers.append(exact)
-            qterms = _select_terms(conn, query)
+            qterms = _select_terms(ctx, query)
             if len(exact) < limit:
                 tiers.append(_lexical_search(ctx, qterms, limit, {c.document_row for c in exact}))
     results = _assemble(ctx, tiers, limit)
@@ -254,22 +255,23 @@ def _position_visible(ctx: Context, document_row: int, position: int) -> bool:
 # --- lexical -----------------------------------------------------------------------------------
 
 
-def _frequencies(conn: apsw.Connection, words: list[str]) -> tuple[dict[str, int], int]:
+def _frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
+    """Window frequency of each term (looked up once per search) and the number of windows."""
     sql = queries("search")
-    total = conn.execute(sql["window_count"]).fetchone()[0]
-    frequencies = {}
-    for word in words:  # one indexed lookup per term: fts5vocab does not push IN down
-        row = conn.execute(sql["term_frequency"], (word,)).fetchone()
-        frequencies[word] = row[0] if row else 0
-    return frequencies, total
+    for word in words:
+        if word not in ctx.frequencies:  # one indexed lookup: fts5vocab does not push IN down
+            row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()
+            ctx.frequencies[word] = row[0] if row else 0
+    total = ctx.conn.execute(sql["window_count"]).fetchone()[0]
+    return {w: ctx.frequencies[w] for w in words}, total
 
 
-def _select_terms(conn: apsw.Connection, query: str) -> list[str]:
+def _select_terms(ctx: Context, query: str) -> list[str]:
     """The query's distinct terms; past MAX_QUERY_TERMS, the most specific and rarest."""
     distinct = query_terms(query)
     if len(distinct) <= MAX_QUERY_TERMS:
         return distinct
-    df, _ = _frequencies(conn, distinct)
+    df, _ = _frequencies(ctx, distinct)
     ranked = sorted(distinct, key=lambda t: (-calibration.term_prior(t), df[t] == 0, df[t], t))
     keep = set(ranked[:MAX_QUERY_TERMS])
     return [t for t in distinct if t in keep]
@@ -329,7 +331,7 @@ def _lexical_search(ctx: Context, qterms: list[str], limit: int, taken: set[int]
     margin)."""
     if not qterms:
         return []
-    df, total = _frequencies(ctx.conn, qterms)
+    df, total = _frequencies(ctx, qterms)
     rows: list[tuple] = []
     seen_windows: set[int] = set()
     for match in match_expressions(qterms, df):
@@ -392,7 +394,7 @@ def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> t
         params.update(ctx.scope.params())
     rows = ctx.conn.execute(queries("search")[name], params)
     qterms = query_terms(query)[:MAX_QUERY_TERMS] if query else []
-    df, total = _frequencies(ctx.conn, qterms) if qterms else ({}, 0)
+    df, total = _frequencies(ctx, qterms) if qterms else ({}, 0)
     found: list[Candidate] = []
     for position, (row, ordinal, cue_score, _, _, role, start, text_start, end) in enumerate(rows):
         data, _ = read_bytes(ctx.conn, row, text_start, end)
