@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Iterator
 
@@ -103,10 +104,16 @@ def _is_empty(conn: apsw.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0
 
 
+@cache
+def _views_sql() -> tuple[str, str]:
+    """sql/views.sql and its digest, read once per process."""
+    text = (resource_dir("sql") / "views.sql").read_text(encoding="utf-8")
+    return text, blake3.blake3(text.encode("utf-8")).hexdigest()
+
+
 def _ensure_views(conn: apsw.Connection) -> None:
     """Recreate the inspection views when sql/views.sql differs from what the file holds."""
-    text = (resource_dir("sql") / "views.sql").read_text(encoding="utf-8")
-    digest = blake3.blake3(text.encode("utf-8")).hexdigest()
+    text, digest = _views_sql()
     query = "SELECT value FROM meta WHERE key = 'views_digest'"
     row = conn.execute(query).fetchone()
     if row and row[0] == digest:
