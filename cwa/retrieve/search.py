@@ -303,12 +303,13 @@ def match_expressions(qterms: list[str], df: dict[str, int]) -> list[str]:
 RANKING = "bm25({})".format(", ".join(str(WEIGHTS[c]) for c in ("title", "user", "assistant", "body")))
 
 
-def _admissible_windows(ctx: Context, match: str, limit: int) -> list[tuple]:
+def _admissible_windows(ctx: Context, match: str, limit: int, taken: set[int]) -> list[tuple]:
     """Top windows by BM25F that are live, in scope and not visible, best first.
 
     FTS5 ranks on its own (its fastest path); the scope, state and visibility filters then run in
-    SQL on those window ids. When too few pass, the next, four times larger, batch is ranked,
-    until the match set is exhausted: the result is the same as filtering before ranking.
+    SQL on those window ids. Until more than `limit` documents not already `taken` pass, the next,
+    four times larger batch is ranked, or the matches run out; the rows returned are the best
+    admissible ones, as filtering before ranking would give them.
     """
     sql = queries("search")
     k = max(LEXICAL_POOL, 8 * limit)
@@ -320,7 +321,7 @@ def _admissible_windows(ctx: Context, match: str, limit: int) -> list[tuple]:
             {"ids": orjson.dumps(list(raw)).decode(), "visible": ctx.visible, **ctx.scope.params()},
         ).fetchall()
         rows = sorted((r + (raw[r[0]],) for r in admissible), key=lambda r: (r[-1], r[0]))
-        if len(top) < k or len({r[1] for r in rows}) > limit:
+        if len(top) < k or len({r[1] for r in rows} - taken) > limit:
             return rows
         k *= 4
 
@@ -335,11 +336,11 @@ def _lexical_search(ctx: Context, qterms: list[str], limit: int, taken: set[int]
     rows: list[tuple] = []
     seen_windows: set[int] = set()
     for match in match_expressions(qterms, df):
-        for found in _admissible_windows(ctx, match, limit):
+        for found in _admissible_windows(ctx, match, limit, taken):
             if found[0] not in seen_windows:
                 seen_windows.add(found[0])
                 rows.append(found)
-        if len({r[1] for r in rows}) > limit:
+        if len({r[1] for r in rows} - taken) > limit:
             break
     ranked = []
     for _, row, ordinal, start, end, first, last, content_hash, created_at, session_row, digest, raw in rows:
