@@ -139,12 +139,12 @@ def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("admit", contract.ADMIT, _admit, "archive one document (idempotent)", writes=True),
+        Method("admit", contract.ADMIT, _admit, "archive one document (idempotent)"),
         Method("get", contract.GET, _get, "read a document, its manifest, or a byte range"),
         Method("status", contract.STATUS, _status, "counts and bytes of the archive"),
         Method("search", contract.SEARCH, _search, "exact, structural and BM25F search"),
         Method("recall", contract.RECALL, _recall, "exact bytes for a locator or document id"),
-        Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another", writes=True),
-        Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index", writes=True),
+        Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another"),
+        Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
     )
 }

@@ -8,7 +8,7 @@ and `cwa serve` all pass through here, so they reject the same payloads the same
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import orjson
@@ -394,4 +394,3 @@ class Method:
     schema: Obj
     handler: MethodHandler
     summary: str = ""
-    writes: bool = field(default=False)

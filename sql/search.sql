@@ -94,10 +94,6 @@ FROM messages WHERE document_row = ? AND start_byte <= ? ORDER BY ordinal DESC L
 SELECT ordinal, message_key, role, start_byte, text_start, end_byte
 FROM messages WHERE document_row = ? AND ordinal = ?;
 
--- name: window_keys
-SELECT message_key FROM messages
-WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal;
-
 -- name: relation_candidates
 -- Messages carrying a structural cue, newest first, in one project (and, with :sessions, one
 -- lineage). Driven by documents_project_created so LIMIT stops the scan early.
@@ -137,10 +133,6 @@ INSERT INTO lease_documents (lease_id, document_row) VALUES (?, ?);
 
 -- name: lease_expiry
 SELECT expires_at FROM leases WHERE id = ?;
-
--- name: window_by_ordinal
-SELECT id, ordinal, start_byte, end_byte, first_message, last_message
-FROM windows WHERE document_row = ? AND ordinal = ?;
 
 -- name: windows_around
 SELECT ordinal, start_byte, end_byte FROM windows
