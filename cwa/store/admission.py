@@ -9,7 +9,8 @@ the index handlers (each in its own savepoint, see cwa.index).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import apsw
 import blake3
@@ -22,6 +23,7 @@ from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction
 from cwa.store.reads import find_document
 from cwa.store.serialization import SerializedDocument, identity_digest, serialize_messages
+from cwa.store.sessions import ensure_project, ensure_session
 from cwa.store.sqlfiles import queries
 from cwa.store.supersession import check_supersession, link, retire
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
@@ -63,8 +65,8 @@ def admit(
         existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
         if existing:  # another process admitted it while we waited for the lock
             return _existing_response(conn, existing)
-        project_id = _project_row(conn, request["project"], now)
-        session_row = _session_row(
+        project_id = ensure_project(conn, request["project"], now)
+        session_row = ensure_session(
             conn, project_id, request["sessionId"], request.get("parentSessionId"), now
         )
         supersedes_row, document_id, version = _resolve_identity_and_supersession(
@@ -184,52 +186,6 @@ def _existing_response(conn: apsw.Connection, row: tuple) -> dict[str, Any]:
         "indexOutcomes": outcomes,
         "messageKeys": keys,
     }
-
-
-def _project_row(conn: apsw.Connection, identity: str, now: str) -> int:
-    sql = queries("admission")
-    row = conn.execute(sql["find_project"], (identity,)).fetchone()
-    if row:
-        return row[0]
-    conn.execute(sql["insert_project"], (identity, now))
-    return conn.last_insert_rowid()
-
-
-def _session_row(
-    conn: apsw.Connection, project_id: int, session_key: str, parent_key: str | None, now: str
-) -> int:
-    """The session's row, created if new; its parent is recorded once and never changed."""
-    sql = queries("admission")
-    parent_row = None
-    if parent_key is not None:
-        found = conn.execute(sql["find_session"], (project_id, parent_key)).fetchone()
-        if found:
-            parent_row = found[0]
-        else:  # the parent's own documents may arrive later
-            conn.execute(sql["insert_session"], (project_id, parent_key, None, now))
-            parent_row = conn.last_insert_rowid()
-    row = conn.execute(sql["find_session"], (project_id, session_key)).fetchone()
-    if row is None:
-        conn.execute(sql["insert_session"], (project_id, session_key, parent_row, now))
-        return conn.last_insert_rowid()
-    session_row, recorded_parent = row
-    if parent_row is None or recorded_parent == parent_row:
-        return session_row
-    if recorded_parent is not None:
-        raise Conflict(
-            f"session {session_key!r} already records a different parent session",
-            field="parentSessionId",
-            reason="lineage-mismatch",
-        )
-    ancestors = {r[0] for r in conn.execute(sql["session_ancestors"], (parent_row,))}
-    if session_row in ancestors:
-        raise Conflict(
-            f"recording {parent_key!r} as the parent of {session_key!r} would make a cycle",
-            field="parentSessionId",
-            reason="lineage-cycle",
-        )
-    conn.execute(sql["set_session_parent"], (parent_row, session_row))
-    return session_row
 
 
 def _resolve_identity_and_supersession(

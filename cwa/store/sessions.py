@@ -1,0 +1,57 @@
+"""Projects and sessions: rows created on first sight, lineage recorded once.
+
+A session's parent is set the first time it is named and never changed; a cycle is refused.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from cwa.errors import Conflict
+from cwa.store.sqlfiles import queries
+
+
+def ensure_project(conn: apsw.Connection, identity: str, now: str) -> int:
+    sql = queries("admission")
+    row = conn.execute(sql["find_project"], (identity,)).fetchone()
+    if row:
+        return row[0]
+    conn.execute(sql["insert_project"], (identity, now))
+    return conn.last_insert_rowid()
+
+
+def ensure_session(
+    conn: apsw.Connection, project_id: int, session_key: str, parent_key: str | None, now: str
+) -> int:
+    """The session's row, created if new; its parent is recorded once and never changed."""
+    sql = queries("admission")
+    parent_row = None
+    if parent_key is not None:
+        found = conn.execute(sql["find_session"], (project_id, parent_key)).fetchone()
+        if found:
+            parent_row = found[0]
+        else:  # the parent's own documents may arrive later
+            conn.execute(sql["insert_session"], (project_id, parent_key, None, now))
+            parent_row = conn.last_insert_rowid()
+    row = conn.execute(sql["find_session"], (project_id, session_key)).fetchone()
+    if row is None:
+        conn.execute(sql["insert_session"], (project_id, session_key, parent_row, now))
+        return conn.last_insert_rowid()
+    session_row, recorded_parent = row
+    if parent_row is None or recorded_parent == parent_row:
+        return session_row
+    if recorded_parent is not None:
+        raise Conflict(
+            f"session {session_key!r} already records a different parent session",
+            field="parentSessionId",
+            reason="lineage-mismatch",
+        )
+    ancestors = {r[0] for r in conn.execute(sql["session_ancestors"], (parent_row,))}
+    if session_row in ancestors:
+        raise Conflict(
+            f"recording {parent_key!r} as the parent of {session_key!r} would make a cycle",
+            field="parentSessionId",
+            reason="lineage-cycle",
+        )
+    conn.execute(sql["set_session_parent"], (parent_row, session_row))
+    return session_row
