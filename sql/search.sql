@@ -1,7 +1,8 @@
 -- Named queries used by search, recall and supersession (cwa/retrieve/, cwa/store/supersession.py).
 -- Scope parameters: :project (a project row id, or NULL for every project) and :sessions (a JSON
 -- array of session row ids, or NULL for every session). :visible is a JSON array of message keys
--- that are still in the live context (excluded).
+-- that are still in the live context (excluded). :superseded = 1 also admits superseded documents
+-- (preflight sees them only to name its reason; explicit search passes 0).
 
 -- name: project_id
 SELECT id FROM projects WHERE identity = ?;
@@ -23,7 +24,7 @@ FROM anchors AS a
 JOIN documents AS d ON d.id = a.document_row
 WHERE (a.text = :anchor AND (:folded = 0 OR a.folded IS NULL)
        OR :folded = 1 AND a.folded = :anchor)
-  AND d.state = 'live'
+  AND (d.state = 'live' OR :superseded = 1 AND d.state = 'superseded')
   AND (:project IS NULL OR d.project_id = :project)
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
   AND (:visible IS NULL OR NOT EXISTS (
@@ -47,7 +48,7 @@ SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_messag
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
 WHERE w.id IN (SELECT value FROM json_each(:ids))
-  AND d.state = 'live'
+  AND (d.state = 'live' OR :superseded = 1 AND d.state = 'superseded')
   AND (:project IS NULL OR d.project_id = :project)
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
   AND (:visible IS NULL OR NOT EXISTS (
@@ -63,7 +64,7 @@ FROM window_fts
 JOIN windows AS w ON w.id = window_fts.rowid
 JOIN documents AS d ON d.id = w.document_row
 WHERE window_fts MATCH :match
-  AND d.state = 'live'
+  AND (d.state = 'live' OR :superseded = 1 AND d.state = 'superseded')
   AND (:project IS NULL OR d.project_id = :project)
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
 LIMIT 500;

@@ -78,6 +78,35 @@ class Context:
     now: str
     lineage: set[int]
     frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
+    include_superseded: bool = False  # preflight looks at them only to name its reason
+
+    def filters(self) -> dict:
+        return {**self.scope.params(), "superseded": int(self.include_superseded)}
+
+
+def make_context(
+    conn: apsw.Connection, scope: Scope, visible: list[str], now: str, session_id: str | None
+) -> Context:
+    """What every candidate query needs: scope, visible keys (also as JSON for SQL), the lineage
+    of the asking session (preferred on near-ties)."""
+    lineage: set[int] = set(orjson.loads(scope.session_rows)) if scope.session_rows else set()
+    if not lineage and scope.project_row and session_id:
+        lineage = {r[0] for r in conn.execute(queries("search")["session_lineage"], (scope.project_row, session_id))}
+    return Context(conn, scope, orjson.dumps(visible).decode() if visible else None, frozenset(visible), now, lineage)
+
+
+def find_candidates(
+    ctx: Context, query: str, limit: int, ignored_terms: frozenset[str] = frozenset()
+) -> tuple[list[Anchor], list[str], list[list[Candidate]]]:
+    """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
+    while the exact tier has room). `ignored_terms` never count as lexical query terms."""
+    anchors = query_anchors(query)
+    exact = _exact_search(ctx, anchors, limit)
+    qterms = [t for t in _select_terms(ctx, query) if t not in ignored_terms]
+    tiers = [exact]
+    if len(exact) < limit:
+        tiers.append(_lexical_search(ctx, qterms, limit, {c.document_row for c in exact}))
+    return anchors, qterms, tiers
 
 
 def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str) -> dict[str, Any]:
@@ -100,12 +129,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         settings["maxReadScope"],
     )
     limit = request.get("limit") or settings["searchResults"]
-    lineage: set[int] = set(orjson.loads(scope.session_rows)) if scope.session_rows else set()
-    if not lineage and scope.project_row and request.get("sessionId"):
-        lineage = {r[0] for r in conn.execute(queries("search")["session_lineage"], (scope.project_row, request["sessionId"]))}
-    ctx = Context(
-        conn, scope, orjson.dumps(visible).decode() if visible else None, frozenset(visible), now, lineage
-    )
+    ctx = make_context(conn, scope, visible, now, request.get("sessionId"))
 
     tiers: list[list[Candidate]] = []
     resolution = None
@@ -119,12 +143,8 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             tiers.append(found)
             resolution = {"relation": relation, "status": status}
         else:
-            anchors = query_anchors(query)
-            exact = _exact_search(ctx, anchors, limit)
-            tiers.append(exact)
-            qterms = _select_terms(ctx, query)
-            if len(exact) < limit:
-                tiers.append(_lexical_search(ctx, qterms, limit, {c.document_row for c in exact}))
+            anchors, qterms, found = find_candidates(ctx, query, limit)
+            tiers.extend(found)
     results = _assemble(ctx, tiers, limit)
     budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
     response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
@@ -157,7 +177,7 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
             key = fold(anchor.text) if folded else anchor.text
             hits = ctx.conn.execute(
                 sql["exact_anchor_hits"],
-                {"anchor": key, "folded": int(folded), "visible": ctx.visible, **ctx.scope.params()},
+                {"anchor": key, "folded": int(folded), "visible": ctx.visible, **ctx.filters()},
             ).fetchall()
             if hits:
                 break
@@ -198,7 +218,7 @@ def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[tuple], bool]:
     if not phrase_terms:
         return [], False
     match = fts_phrase(" ".join(phrase_terms))
-    rows = ctx.conn.execute(queries("search")["phrase_windows"], {"match": match, **ctx.scope.params()}).fetchall()
+    rows = ctx.conn.execute(queries("search")["phrase_windows"], {"match": match, **ctx.filters()}).fetchall()
     for folded in (False, True):
         hits = []
         needle = fold(phrase) if folded else phrase
@@ -318,7 +338,7 @@ def _admissible_windows(ctx: Context, match: str, limit: int, taken: set[int]) -
         raw = dict(top)
         admissible = ctx.conn.execute(
             sql["lexical_admissible"],
-            {"ids": orjson.dumps(list(raw)).decode(), "visible": ctx.visible, **ctx.scope.params()},
+            {"ids": orjson.dumps(list(raw)).decode(), "visible": ctx.visible, **ctx.filters()},
         ).fetchall()
         rows = sorted((r + (raw[r[0]],) for r in admissible), key=lambda r: (r[-1], r[0]))
         if len(top) < k or len({r[1] for r in rows} - taken) > limit:
@@ -467,7 +487,7 @@ def _assemble(ctx: Context, tiers: list[list[Candidate]], limit: int) -> list[tu
     return chosen[:limit]
 
 
-def _snippet(candidate: Candidate, ctx: Context, budget: int) -> str:
+def snippet(candidate: Candidate, ctx: Context, budget: int) -> str:
     """Text around the match within `budget` tokens (a hard bound, ellipses included)."""
     text = candidate.text
     if not text:
@@ -525,7 +545,7 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
                 "matchType": candidate.match_type,
                 "margin": margin,
                 "band": calibration.band(candidate.score),
-                "snippet": _snippet(candidate, ctx, share),
+                "snippet": snippet(candidate, ctx, share),
                 "matchedTerms": candidate.matched,
                 "termCoverage": candidate.coverage,
                 "maxNormalizedIdf": candidate.max_idf,
