@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import apsw
 
-from cwa import contract
+from cwa import contract, limits
 from cwa.config import Settings, load_settings
 from cwa.contract import Method
 from cwa.errors import CwaError, InvalidRequest
@@ -130,6 +130,24 @@ def _supersede(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return supersede(archive.conn, request, archive.clock())
 
 
+def _preflight(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.retrieve.preflight import preflight
+
+    return preflight(archive.conn, request, archive.settings, archive.clock())
+
+
+def _why(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.retrieve.preflight import explain
+
+    return explain(archive.conn, request)
+
+
+def _maintain(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store.maintenance import maintain
+
+    return maintain(archive.conn, archive.clock(), request.get("limit", limits.DEFAULT_MAINTENANCE_STEPS))
+
+
 def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.index.rebuild import rebuild_indexes
 
@@ -146,5 +164,8 @@ METHODS: dict[str, Method] = {
         Method("recall", contract.RECALL, _recall, "exact bytes for a locator or document id"),
         Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another"),
         Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
+        Method("preflight", contract.PREFLIGHT, _preflight, "the frozen automatic hint for a user message"),
+        Method("why", contract.WHY, _why, "the last preflight decision for a message, explained"),
+        Method("maintain", contract.MAINTAIN, _maintain, "one bounded pass of ledger clean-up"),
     )
 }

@@ -364,6 +364,41 @@ SUPERSEDE = Obj(
 
 INDEX_REBUILD = Obj({})
 
+PREFLIGHT_POLICY = Obj(
+    {
+        "hintBudgetTokens": Field(Int(0, 4000)),
+        "activeHintBudgetTokens": Field(Int(0, 64_000)),
+        "hintSourceCooldownHours": Field(Int(0, 8760)),
+        "snippets": Field(Bool()),
+        "markers": Field(Bool()),
+    }
+)
+
+PREFLIGHT = Obj(
+    {
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS), required=True),
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS), required=True),
+        "parentSessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
+        "messageKey": Field(Str(1, limits.MAX_MESSAGE_KEY_CHARS), required=True),
+        "text": Field(Str(0, limits.MAX_DOCUMENT_BYTES, limit=True), required=True),
+        "activeMessageKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_ACTIVE_KEYS)),
+        "excludeVisibleSourceKeys": Field(
+            List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)
+        ),
+        "policy": Field(PREFLIGHT_POLICY),
+    }
+)
+
+WHY = Obj(
+    {
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS), required=True),
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS), required=True),
+        "messageKey": Field(Str(1, limits.MAX_MESSAGE_KEY_CHARS)),
+    }
+)
+
+MAINTAIN = Obj({"limit": Field(Int(1, limits.MAX_MAINTENANCE_STEPS))})
+
 
 def validate(schema: Obj, params: Any) -> dict[str, Any]:
     """Validate `params` against `schema`; return the normalized request."""

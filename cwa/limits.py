@@ -41,3 +41,11 @@ MIN_RECALL_TOKENS = 39
 MAX_RECALL_TOKENS = 200_000
 MAX_LEASE_SECONDS = 86_400
 MAX_LOCATOR_CHARS = 4096
+
+# Preflight
+MAX_ACTIVE_KEYS = 1000  # activeMessageKeys entries
+PREFLIGHT_QUERY_CHARS = 16_384  # of a longer message, only this prefix is read as the query
+
+# Maintenance
+DEFAULT_MAINTENANCE_STEPS = 500  # rows each task may touch in one pass
+MAX_MAINTENANCE_STEPS = 100_000

@@ -67,6 +67,7 @@ class Candidate:
     center: int = 0  # character offset of the match in `text`
     order: float = 0.0
     alias: str | None = None  # window content hash: identical windows are one result
+    anchors: list[str] = field(default_factory=list)  # exact: the query's anchors it holds, as typed
 
 
 @dataclass
@@ -205,6 +206,7 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
             )
     for row, candidate in best.items():
         candidate.coverage = round(len(anchors_found[row]) / max(1, len(anchors)), 4)
+        candidate.anchors = [a.text for a in anchors if a.text in anchors_found[row]]
         candidate.raw = round(len(anchors_found[row]) + candidate.score, 4)
     ranked = sorted(best.values(), key=lambda c: (-c.raw, c.document_row))
     for candidate in ranked[: limit + 1]:  # only what can be shown needs its text
@@ -275,7 +277,7 @@ def _position_visible(ctx: Context, document_row: int, position: int) -> bool:
 # --- lexical -----------------------------------------------------------------------------------
 
 
-def _frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
+def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
     """Window frequency of each term (looked up once per search) and the number of windows."""
     sql = queries("search")
     for word in words:
@@ -291,7 +293,7 @@ def _select_terms(ctx: Context, query: str) -> list[str]:
     distinct = query_terms(query)
     if len(distinct) <= MAX_QUERY_TERMS:
         return distinct
-    df, _ = _frequencies(ctx, distinct)
+    df, _ = frequencies(ctx, distinct)
     ranked = sorted(distinct, key=lambda t: (-calibration.term_prior(t), df[t] == 0, df[t], t))
     keep = set(ranked[:MAX_QUERY_TERMS])
     return [t for t in distinct if t in keep]
@@ -352,7 +354,7 @@ def _lexical_search(ctx: Context, qterms: list[str], limit: int, taken: set[int]
     margin)."""
     if not qterms:
         return []
-    df, total = _frequencies(ctx, qterms)
+    df, total = frequencies(ctx, qterms)
     rows: list[tuple] = []
     seen_windows: set[int] = set()
     for match in match_expressions(qterms, df):
@@ -415,7 +417,7 @@ def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> t
         params.update(ctx.scope.params())
     rows = ctx.conn.execute(queries("search")[name], params)
     qterms = query_terms(query)[:MAX_QUERY_TERMS] if query else []
-    df, total = _frequencies(ctx, qterms) if qterms else ({}, 0)
+    df, total = frequencies(ctx, qterms) if qterms else ({}, 0)
     found: list[Candidate] = []
     for position, (row, ordinal, cue_score, _, _, role, start, text_start, end) in enumerate(rows):
         data, _ = read_bytes(ctx.conn, row, text_start, end)

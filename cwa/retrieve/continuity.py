@@ -1,0 +1,227 @@
+"""The continuity policy: may automatic preflight show anything for this user message, and what?
+
+A pure function of the message, its candidates (in rank order: exact tier, then lexical) and their
+evidence. It returns one of three outcomes with a stable reason code:
+
+- `historical-snippet` (`explicit-history-strong-evidence`): the user points at history and one
+  candidate is strong and unambiguous — its score beats the next candidate of the same mode by
+  more than SNIPPET_MARGIN.
+- `continuity-marker` (`implicit-concept-continuity`): a conversation source shares a concept with
+  the message — a verbatim exact anchor of the message, or at least MARKER_MIN_TERMS matched terms
+  in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum normalized IDF ≥ MARKER_MIN_IDF.
+  A marker only says shared history exists, so it may survive ambiguity. Its variable text is
+  made of exact spans of the current message, nothing else.
+- `suppress`, with the reason that stopped it (see REASONS).
+
+Budget (`hint-budget`) is judged after rendering, by preflight, with the same reason table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cwa.index.exact import fold
+from cwa.index.terms import tokens
+from cwa.retrieve.intent import current_state_only, general_knowledge, historical_intent
+
+SNIPPET = "historical-snippet"
+MARKER = "continuity-marker"
+SUPPRESS = "suppress"
+OUTCOMES = (SNIPPET, MARKER, SUPPRESS)
+
+REASONS = (
+    "no-candidate",
+    "current-state-required",
+    "general-knowledge",
+    "source-ineligible",
+    "weak-evidence",
+    "ambiguous-snippet",
+    "explicit-history-strong-evidence",
+    "implicit-concept-continuity",
+    "recently-surfaced",
+    "hint-budget",
+    "superseded-source",
+    "already-visible",
+    "hints-disabled",
+    "preflight-error",
+)
+
+SNIPPET_MARGIN = 0.05
+STRONG_EXACT_SCORE = 0.75  # an error, path, URL, commit, quoted phrase or case-exact symbol
+STRONG_LEXICAL_SCORE = 0.5
+MARKER_MIN_TERMS = 2
+MARKER_MIN_COVERAGE = 0.60
+MARKER_MIN_IDF = 0.60
+SPAN_MIN_IDF = 0.45  # a matched word shown in a marker must itself be fairly specific
+MAX_MARKER_SPANS = 3
+MAX_SPAN_CHARS = 80
+# Everyday words that match but name no concept: never shown as a marker's span on their own.
+FILLER_WORDS = frozenset(
+    """able about actually again also always another any anything back bad because best better
+    both can cannot could did does doing done each even ever every get gets getting give go goes
+    going gone good got great had has have having hello help helps here hey hi how just keep kind
+    know last let like look looks lot make makes many may maybe might more most much must need
+    needs new next nice now ok okay old one ones other please pretty put quite really right same
+    say see seems should some something still stuff sure take tell than thank thanks thing things
+    think try trying two use used using very want wants way well work works would yeah yes""".split()
+)
+MARKER_KINDS = frozenset({"turn", "preamble", "checkpoint-root", "checkpoint-part"})
+NEVER_AUTOMATIC_KINDS = frozenset({"manual"})
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One candidate source as the policy sees it: numbers and shapes, never archived text."""
+
+    source: int  # document row; identifies the source, never rendered
+    mode: str  # exact | lexical
+    score: float  # calibrated, candidate-own (cwa/retrieve/calibration.py)
+    coverage: float
+    max_idf: float
+    kind: str
+    retention_class: str
+    age_days: float  # from the source's creation time
+    created_at: str = ""  # the source's creation time (a snippet shows its date)
+    terms: tuple[tuple[str, float], ...] = ()  # lexical: matched query terms and their normalized IDF
+    anchors: tuple[str, ...] = ()  # exact: matched anchors as written in the current message
+    tool_output: bool = False  # the evidence includes tool output (quoted as data if shown)
+    superseded: bool = False
+    visible: bool = False  # still in the provider context
+    recently_surfaced: bool = False  # revealed within the cooldown in this session's lineage
+
+
+@dataclass(frozen=True)
+class Policy:
+    age_limits: Mapping[str, int]  # retention class → automatic age limit in days (0: none)
+    snippets: bool = True
+    markers: bool = True
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: str
+    reason: str
+    chosen: Evidence | None = None
+    spans: tuple[str, ...] = ()  # a marker's variable text: exact spans of the message
+    supporting: tuple[int, ...] = ()  # sources a marker stands on (all enter the exposure ledger)
+    margin: float | None = None
+    historical: bool = False
+
+
+def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Decision:
+    historical = historical_intent(message)
+    if not historical:
+        if current_state_only(message):
+            return Decision(SUPPRESS, "current-state-required")
+        if general_knowledge(message):
+            return Decision(SUPPRESS, "general-knowledge")
+    if not candidates:
+        return Decision(SUPPRESS, "no-candidate", historical=historical)
+
+    fresh: list[Evidence] = []
+    first_block: str | None = None  # why the best-ranked blocked candidate was left out
+    for candidate in candidates:
+        blocked = _blocked(candidate, policy)
+        if blocked is None:
+            fresh.append(candidate)
+        elif first_block is None and not fresh:
+            first_block = blocked
+    if not fresh:
+        return Decision(SUPPRESS, first_block or "no-candidate", historical=historical)
+
+    top = fresh[0]
+    if historical and policy.snippets and _strong(top):
+        rivals = [
+            c.score
+            for c in candidates
+            if c is not top and c.mode == top.mode and not c.superseded and not c.visible
+        ]
+        margin = round(top.score - max(rivals, default=0.0), 4)
+        if margin > SNIPPET_MARGIN:
+            return Decision(SNIPPET, "explicit-history-strong-evidence", top, margin=margin, historical=True)
+        return Decision(SUPPRESS, "ambiguous-snippet", top, margin=margin, historical=True)
+
+    if policy.markers:
+        backed = [(c, _marker_spans(message, c)) for c in fresh if _marker_evidence(c)]
+        conversational = [(c, spans) for c, spans in backed if spans and _conversation_source(c)]
+        if conversational:
+            chosen, spans = conversational[0]
+            supporting = tuple(c.source for c, s in conversational if set(s) & set(spans))
+            return Decision(MARKER, "implicit-concept-continuity", chosen, spans, supporting, historical=historical)
+        if backed:  # the evidence is there, but only in sources a marker may not stand on
+            return Decision(SUPPRESS, "source-ineligible", backed[0][0], historical=historical)
+    return Decision(SUPPRESS, first_block or "weak-evidence", top, historical=historical)
+
+
+def auto_eligible(candidate: Evidence, age_limits: Mapping[str, int]) -> bool:
+    """Durable and manual archives never appear automatically; others within their class's age."""
+    if candidate.retention_class == "durable" or candidate.kind in NEVER_AUTOMATIC_KINDS:
+        return False
+    limit = age_limits.get(candidate.retention_class, 0)
+    return limit == 0 or candidate.age_days <= limit
+
+
+def _blocked(candidate: Evidence, policy: Policy) -> str | None:
+    if candidate.visible:
+        return "already-visible"
+    if candidate.superseded:
+        return "superseded-source"
+    if not auto_eligible(candidate, policy.age_limits):
+        return "source-ineligible"
+    if candidate.recently_surfaced:
+        return "recently-surfaced"
+    return None
+
+
+def _strong(candidate: Evidence) -> bool:
+    if candidate.mode == "exact":
+        return candidate.score >= STRONG_EXACT_SCORE
+    return (
+        candidate.score >= STRONG_LEXICAL_SCORE
+        and candidate.coverage >= MARKER_MIN_COVERAGE
+        and candidate.max_idf >= MARKER_MIN_IDF
+    )
+
+
+def _marker_evidence(candidate: Evidence) -> bool:
+    if candidate.mode == "exact":
+        return bool(candidate.anchors)
+    return (
+        len(candidate.terms) >= MARKER_MIN_TERMS
+        and candidate.coverage >= MARKER_MIN_COVERAGE
+        and candidate.max_idf >= MARKER_MIN_IDF
+    )
+
+
+def _conversation_source(candidate: Evidence) -> bool:
+    return candidate.retention_class == "conversation" and candidate.kind in MARKER_KINDS
+
+
+def _safe_span(span: str) -> bool:
+    """Rendered inside double quotes unchanged: no quote, backslash or control character."""
+    return (
+        0 < len(span) <= MAX_SPAN_CHARS
+        and span.strip() == span
+        and not any(c in '"\\' or ord(c) < 0x20 or c == "\x7f" for c in span)
+    )
+
+
+def _marker_spans(message: str, candidate: Evidence) -> tuple[str, ...]:
+    """The message's own words for the shared concept, in message order, at most MAX_MARKER_SPANS."""
+    if candidate.mode == "exact":
+        found = [(message.find(a), a) for a in dict.fromkeys(candidate.anchors) if _safe_span(a)]
+        chosen = [(at, a) for at, a in found if at >= 0][:MAX_MARKER_SPANS]
+        return tuple(a for _, a in sorted(chosen))
+    idf = dict(candidate.terms)
+    specific = {t for t, value in idf.items() if value >= SPAN_MIN_IDF}
+    surfaces: dict[str, tuple[float, int]] = {}  # span → (idf, first offset)
+    for token in tokens(message):
+        if token.term in specific:
+            span = message[token.start : token.end]
+            if fold(span) in FILLER_WORDS:
+                continue
+            if _safe_span(span) and fold(span) not in {fold(s) for s in surfaces}:
+                surfaces[span] = (idf[token.term], token.start)
+    best = sorted(surfaces.items(), key=lambda item: (-item[1][0], item[1][1]))[:MAX_MARKER_SPANS]
+    return tuple(span for span, _ in sorted(best, key=lambda item: item[1][1]))

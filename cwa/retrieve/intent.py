@@ -1,0 +1,108 @@
+"""What a user message asks for, judged from its wording alone.
+
+- historical intent: the user points at earlier conversation ("what did we decide", "last time",
+  "remind me", "as you said", quoting earlier words). A positive signal, never a prerequisite.
+- current state: the answer lives in the working tree or the running system now (what a file
+  contains, whether tests pass, the current branch); history must not stand in for it.
+- general knowledge: a textbook question with nothing of this project in it.
+
+Plain regular expressions: preflight runs on every message and must stay cheap and deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+
+_FLAGS = re.IGNORECASE | re.VERBOSE
+
+_HISTORICAL = re.compile(
+    r"""
+    \b(earlier|previously|last\s+time|the\s+other\s+day|a\s+while\s+(ago|back)|back\s+when
+       |yesterday|last\s+(week|month|session|sprint|year)|originally|at\s+first|in\s+the\s+past
+       |(days|weeks|months)\s+ago|before\s+(now|that))\b
+    | \bremind\s+me\b
+    | \b(do|did|can|could)\s+you\s+(still\s+)?(remember|recall)\b
+    | \bremember\s+(when|what|how|why|that|the|our|which|where)\b
+    | \b(i|we)\s+(can'?t|cannot|don'?t)\s+(remember|recall)\b
+    | \b(what|which|why|how|where|when|who)\b[^.?!]{0,40}?\b(did|had)\s+(we|you|i)\b
+    | \bdid\s+(we|you)\s+(ever|already)\b
+    | \b(we|you|i)\s+(had\s+|have\s+)?(discussed|talked\s+about|decided|agreed|mentioned|said|chose
+       |settled\s+on|went\s+with|tried|proposed|suggested|planned|concluded|used\s+to|told\s+me
+       |wrote|called\s+it|came\s+up\s+with|looked\s+at|figured\s+out|ruled\s+out|rejected)\b
+    | \b(we'?d|you'?d)\s+(decided|agreed|discussed|talked|said|chosen|planned|mentioned)\b
+    | \b(as|like)\s+(we|you|i)\s+(said|discussed|agreed|decided|mentioned|planned)\b
+    | \bwhat\s+was\s+(the|that|our)\s+(decision|plan|idea|reason|conclusion|name|approach|outcome)\b
+    | \bgo(ing)?\s+back\s+to\b
+    | \bthe\s+(decision|discussion|conversation|plan|idea|approach)\s+(we|you)\b
+    """,
+    _FLAGS,
+)
+
+# Quoting someone's earlier words: a quoted phrase of three or more words.
+_QUOTED_PHRASE = re.compile(r"[\"“”「]([^\"“”「」\n]{3,200})[\"“”」]")
+
+_CURRENT_STATE = re.compile(
+    r"""
+    \b(right\s+now|currently|at\s+the\s+moment|at\s+present|as\s+of\s+(now|today)|as\s+it\s+stands)\b
+    | \bnow\s*\?+\s*$
+    | \b(do|does|are|is)\s+(all\s+)?(the\s+|our\s+)?(unit\s+|integration\s+|e2e\s+)?(tests?|specs?|build
+       |ci|pipeline|lint|linter|checks?|type\s*checks?)\s+(still\s+)?(pass|passing|green|red|fail
+       |failing|broken|succeed|succeeding|clean|running)\b
+    | \b(current|which|what)\s+(git\s+)?branch\b
+    | \bbranch\s+(am\s+i|are\s+we)\s+on\b
+    | \bgit\s+(status|diff|log|branch)\b
+    | \bwhat('?s|\s+is)\s+(in|inside)\s+\S
+    | \bwhat\s+(does|do)\s+\S+(\s+\S+){0,3}\s+(contain|look\s+like|say|return|print|output|export|define)s?\b
+    | \b(contents?)\s+of\b
+    | \b(uncommitted|unstaged|staged|local)\s+changes\b
+    | \b(is|are)\s+\S+\s+(installed|running|up|down|deployed|available)\s*\?
+    | \bwhat\s+version\s+of\b
+    | \b(show|print|cat|open|read|list|display)\s+(me\s+)?(the\s+)?(current\s+|latest\s+)?(contents?
+       |file|files|directory|folder|diff|status|tree)\b
+    | \b(does|do|is|are)\s+\S+(\s+\S+){0,4}\s+still\b[^.!]*\?
+    | \bthe\s+current\s+(state|version|value|contents?|code|implementation|config|configuration
+       |setting|status|output)\b
+    """,
+    _FLAGS,
+)
+
+_GENERAL = re.compile(
+    r"""
+    ^\s*(what|who)('?s|\s+is|\s+are|\s+was|\s+were)\s+(a|an)\s
+    | ^\s*what\s+(is|are)\s+(?!the\b|this\b|that\b|these\b|those\b|our\b|my\b|your\b|it\b)\w+([\s-]\w+)?\s*\?*\s*$
+    | ^\s*(explain|define|describe)\s+(what|how|why|the\s+(difference|concept|idea)|a|an)\b
+    | \b(in\s+general|generally\s+speaking|in\s+theory)\b
+    | ^\s*how\s+(does|do)\s+(a\s+|an\s+)?[\w-]+(\s+[\w-]+){0,2}\s+work\s*\?*\s*$
+    | \bdifference\s+between\b
+    | \bwhat\s+does\s+\S+\s+stand\s+for\b
+    """,
+    _FLAGS,
+)
+
+# Words that tie a question to this project or conversation: then it is not general knowledge.
+_PROJECT_REFERENCE = re.compile(
+    r"\b(we|our|us|i|my|me|this|here|project|repo|repository|codebase|app|service)\b|[/`]", re.IGNORECASE
+)
+
+# Wording of historical intent that says nothing about the topic: left out of preflight's query.
+HISTORICAL_WORDS = """earlier previously last time ago remind remember recall discuss discussed
+talked talk decide decided agree agreed mention mentioned said say told chose choose settled
+before originally yesterday week back""".split()
+
+
+def historical_intent(message: str) -> bool:
+    if _HISTORICAL.search(message):
+        return True
+    return any(len(m.group(1).split()) >= 3 for m in _QUOTED_PHRASE.finditer(message))
+
+
+def current_state_only(message: str) -> bool:
+    """About the present state of files, tests, branch or system, and not about history."""
+    return not historical_intent(message) and bool(_CURRENT_STATE.search(message))
+
+
+def general_knowledge(message: str) -> bool:
+    """A textbook question with no reference to this project or conversation."""
+    if historical_intent(message) or _PROJECT_REFERENCE.search(message):
+        return False
+    return bool(_GENERAL.search(message.strip()))

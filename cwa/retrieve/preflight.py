@@ -1,0 +1,283 @@
+"""Automatic preflight: at most one small, labelled hint after a user message, or nothing.
+
+Runs once per (project, session, message key). The first call finds candidates (exact anchors and
+BM25F only: no embeddings, no reranker, no model), lets the continuity policy decide, renders the
+hint within both budgets, and freezes the result in the hint ledger; every later call for the key
+returns the same bytes. Revealed sources go into the exposure ledger and stay cooled down for
+`hintSourceCooldownHours` across the session's lineage. Search leases are never taken here and
+hints never carry locators.
+
+Budgets (estimator: cwa/tokens.py): one hint costs at most `hintBudgetTokens`; the frozen hints of
+all keys in `activeMessageKeys` (plus this one) cost at most `activeHintBudgetTokens`. A key that
+leaves the active set frees its share; a key never gets a second decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import apsw
+import blake3
+
+from cwa import limits
+from cwa.config import Settings
+from cwa.errors import CwaError, NotFound
+from cwa.index.terms import terms
+from cwa.retrieve import calibration, hint_text
+from cwa.retrieve.continuity import MARKER, SNIPPET, SUPPRESS, Decision, Evidence, Policy, decide
+from cwa.retrieve.intent import HISTORICAL_WORDS
+from cwa.retrieve.scope import resolve_scope
+from cwa.retrieve.search import Candidate, Context, find_candidates, frequencies, make_context
+from cwa.store import exposure_ledger, hint_ledger
+from cwa.store.connection import write_transaction
+from cwa.store.sessions import ensure_project, ensure_session
+from cwa.store.sqlfiles import queries
+from cwa.timestamps import age_days
+from cwa.tokens import estimate_tokens
+
+CANDIDATE_POOL = 3  # per tier: enough for the top candidate and its nearest rivals
+IGNORED_TERMS = frozenset(t for word in HISTORICAL_WORDS for t in terms(word))
+AGE_LIMIT_KEYS = {
+    "ephemeral": "ephemeralAutoRetrievalDays",
+    "conversation": "conversationAutoRetrievalDays",
+    "derived": "derivedAutoRetrievalDays",
+}
+
+
+def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str) -> dict[str, Any]:
+    project, session_key, key = request["project"], request["sessionId"], request["messageKey"]
+    overrides = request.get("policy", {})
+    active = [k for k in dict.fromkeys(request.get("activeMessageKeys", [])) if k != key]
+
+    session = hint_ledger.session_row(conn, project, session_key)
+    frozen = hint_ledger.find_hint(conn, session, key) if session is not None else None
+    if frozen is not None:
+        return _replay(conn, session, key, frozen, now)
+
+    policy = Policy(
+        {cls: settings[name] for cls, name in AGE_LIMIT_KEYS.items()},
+        snippets=overrides.get("snippets", True),
+        markers=overrides.get("markers", True),
+    )
+    budget = overrides.get("hintBudgetTokens", settings["hintBudgetTokens"])
+    active_budget = overrides.get("activeHintBudgetTokens", settings["activeHintBudgetTokens"])
+    cooldown = overrides.get("hintSourceCooldownHours", settings["hintSourceCooldownHours"])
+    enabled = policy.snippets or policy.markers
+
+    found: list[tuple[Evidence, Candidate]] = []
+    failed = False
+    if enabled and budget > 0 and active_budget > 0:
+        try:
+            found = _evidence(conn, request, settings, now)
+        except CwaError:
+            raise
+        except Exception:  # an empty decision is frozen: a later recovery may never add bytes
+            failed = True
+
+    with write_transaction(conn):
+        session = ensure_session(
+            conn, ensure_project(conn, project, now), session_key, request.get("parentSessionId"), now
+        )
+        frozen = hint_ledger.find_hint(conn, session, key)
+        if frozen is not None:  # another process decided first
+            return _replay(conn, session, key, frozen, now)
+        used = hint_ledger.active_tokens(conn, session, active)
+        cooled = set()
+        if cooldown:
+            lineage = exposure_ledger.lineage(conn, session)
+            cooled = exposure_ledger.recently_surfaced(conn, lineage, (e.source for e, _ in found), now)
+        evidence = [replace(e, recently_surfaced=e.source in cooled) for e, _ in found]
+
+        if failed:
+            decision = Decision(SUPPRESS, "preflight-error")
+        elif not enabled:
+            decision = Decision(SUPPRESS, "hints-disabled")
+        elif budget <= 0 or active_budget <= 0:
+            decision = Decision(SUPPRESS, "hint-budget")
+        else:
+            decision = decide(request["text"][: limits.PREFLIGHT_QUERY_CHARS], evidence, policy)
+        text, decision = _render(decision, {e.source: c for e, c in found}, min(budget, active_budget - used))
+
+        response = _response(conn, decision, text, evidence, used, budget, active_budget, now)
+        record = {
+            "queryHash": blake3.blake3(request["text"].encode("utf-8")).hexdigest(),
+            "generation": response["diagnostics"]["generation"],
+            "outcome": response["diagnostics"]["outcome"],
+            "reason": decision.reason,
+            "text": text,
+            "tokens": estimate_tokens(text),
+            "source": decision.chosen.source if text and decision.chosen else None,
+            "response": {k: v for k, v in response.items() if k != "modelVisibleText"},
+        }
+        hint_id = hint_ledger.record_hint(conn, session, key, record, now)
+        if text:
+            revealed = decision.supporting if decision.outcome == MARKER else (decision.chosen.source,)
+            exposure_ledger.record_exposures(conn, session, hint_id, revealed, now, cooldown)
+        hint_ledger.touch_active(conn, session, active, now)
+    return response
+
+
+def _replay(conn: apsw.Connection, session: int, key: str, frozen: hint_ledger.Frozen, now: str) -> dict[str, Any]:
+    """The frozen bytes again; the key's activity is noted at most once a day."""
+    if frozen.stale(now) and conn.get_autocommit():
+        try:
+            with write_transaction(conn):
+                hint_ledger.touch_active(conn, session, [key], now)
+        except (apsw.BusyError, apsw.ReadOnlyError):
+            pass  # bookkeeping never costs a replay
+    stored = frozen.response
+    return {"modelVisibleText": frozen.text, **stored, "diagnostics": {**stored["diagnostics"], "frozen": True}}
+
+
+def _evidence(
+    conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str
+) -> list[tuple[Evidence, Candidate]]:
+    """Candidates in rank order with the evidence the policy needs. Sources still in the provider
+    context are excluded in SQL; only when nothing else is found are they looked up again, so the
+    decision can say `already-visible` rather than `no-candidate`."""
+    scope = resolve_scope(conn, "project", request["project"], request["sessionId"], settings["maxReadScope"])
+    if scope.empty:
+        return []
+    own = [request["messageKey"]]  # the message itself, should the host have archived it already
+    visible = list(dict.fromkeys(request.get("excludeVisibleSourceKeys", []) + own))
+    query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
+    found = _candidates(make_context(conn, scope, visible, now, request["sessionId"]), query, False)
+    if not found and len(visible) > 1:
+        found = _candidates(make_context(conn, scope, own, now, request["sessionId"]), query, True)
+    return found
+
+
+def _candidates(ctx: Context, text: str, visible: bool) -> list[tuple[Evidence, Candidate]]:
+    ctx.include_superseded = True
+    _, _, tiers = find_candidates(ctx, text, CANDIDATE_POOL, IGNORED_TERMS)
+    ranked = [c for tier in tiers for c in tier]
+    df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
+    found = []
+    for candidate in ranked:
+        kind, retention_class, created_at, state, tool_output = ctx.conn.execute(
+            queries("hints")["source_facts"],
+            {"row": candidate.document_row, "start": candidate.start, "end": candidate.end},
+        ).fetchone()
+        lexical = candidate.mode == "lexical"
+        evidence = Evidence(
+            source=candidate.document_row,
+            mode=candidate.mode,
+            score=candidate.score,
+            coverage=candidate.coverage,
+            max_idf=candidate.max_idf,
+            kind=kind,
+            retention_class=retention_class,
+            age_days=round(age_days(created_at, ctx.now), 3),
+            created_at=created_at,
+            terms=tuple((t, calibration.normalized_idf(df[t], total)) for t in candidate.matched) if lexical else (),
+            anchors=tuple(candidate.anchors),
+            tool_output=bool(tool_output),
+            superseded=state == "superseded",
+            visible=visible,
+        )
+        found.append((evidence, candidate))
+    return found
+
+
+def _render(decision: Decision, candidates: dict[int, Candidate], allowance: int) -> tuple[str, Decision]:
+    """The hint's bytes within `allowance` tokens; a hint that cannot fit becomes `hint-budget`."""
+    if decision.outcome == SUPPRESS:
+        return "", decision
+    chosen = decision.chosen
+    if decision.outcome == SNIPPET:
+        candidate = candidates[chosen.source]
+        text = hint_text.render_snippet(candidate.text, candidate.center, chosen.created_at, chosen.tool_output, allowance)
+        if text:
+            return text, decision
+    else:
+        for count in range(len(decision.spans), 0, -1):  # fewer spans before giving up
+            text = hint_text.render_marker(decision.spans[:count])
+            if estimate_tokens(text) <= allowance:
+                return text, replace(decision, spans=decision.spans[:count])
+    return "", replace(decision, outcome=SUPPRESS, reason="hint-budget", spans=(), supporting=())
+
+
+def _response(
+    conn: apsw.Connection,
+    decision: Decision,
+    text: str,
+    evidence: list[Evidence],
+    used: int,
+    budget: int,
+    active_budget: int,
+    now: str,
+) -> dict[str, Any]:
+    """The hints and sanitized diagnostics: codes, numbers and ids, never archived text."""
+    chosen = decision.chosen
+    tokens = estimate_tokens(text)
+    hints = []
+    if text and chosen is not None:
+        document_id, version = conn.execute(queries("hints")["document_identity"], (chosen.source,)).fetchone()
+        hint: dict[str, Any] = {
+            "type": decision.outcome,
+            "tokens": tokens,
+            "source": {
+                "documentId": document_id,
+                "version": version,
+                "kind": chosen.kind,
+                "retentionClass": chosen.retention_class,
+                "createdAt": chosen.created_at,
+                "toolOutput": chosen.tool_output,
+            },
+        }
+        if decision.outcome == MARKER:
+            hint["spans"] = list(decision.spans)
+        hints.append(hint)
+    metrics: dict[str, Any] = {
+        "candidates": len(evidence),
+        "historicalIntent": decision.historical,
+        "tokens": tokens,
+        "hintBudgetTokens": budget,
+        "activeTokens": used + tokens,
+        "activeHintBudgetTokens": active_budget,
+    }
+    if chosen is not None:
+        metrics.update(
+            mode=chosen.mode,
+            score=chosen.score,
+            margin=decision.margin,
+            coverage=chosen.coverage,
+            maxNormalizedIdf=chosen.max_idf,
+            matchedTerms=len(chosen.terms) or len(chosen.anchors),
+            ageClass=chosen.retention_class,
+            ageDays=round(chosen.age_days, 1),
+        )
+    return {
+        "modelVisibleText": text,
+        "hints": hints,
+        "diagnostics": {
+            "outcome": decision.outcome,
+            "reason": decision.reason,
+            "metrics": metrics,
+            "generation": conn.execute(queries("search")["latest_generation"]).fetchone()[0],
+            "decidedAt": now,
+            "frozen": False,
+        },
+    }
+
+
+def explain(conn: apsw.Connection, request: dict[str, Any]) -> dict[str, Any]:
+    """The stored decision for a message key (or the session's latest): outcome, reason and
+    sanitized metrics. Never the hint's text, never archived text."""
+    session = hint_ledger.session_row(conn, request["project"], request["sessionId"])
+    found = hint_ledger.explain(conn, session, request.get("messageKey")) if session is not None else None
+    if found is None:
+        what = f"message {request['messageKey']!r}" if request.get("messageKey") else "this session"
+        raise NotFound(f"no preflight decision is recorded for {what}", reason="no-decision")
+    key, stored = found
+    diagnostics = stored["diagnostics"]
+    return {
+        "messageKey": key,
+        "outcome": diagnostics["outcome"],
+        "reason": diagnostics["reason"],
+        "decidedAt": diagnostics["decidedAt"],
+        "generation": diagnostics["generation"],
+        "metrics": diagnostics["metrics"],
+        "hints": [{k: v for k, v in hint.items() if k != "spans"} for hint in stored["hints"]],
+    }
