@@ -401,6 +401,133 @@ def supersede_command(ctx, document_id, replacement, as_json) -> None:
     )
 
 
+def _print_decision(decision: dict[str, Any]) -> None:
+    metrics = decision["metrics"]
+    click.echo(f"message {decision['messageKey']}: {decision['outcome']} ({decision['reason']})")
+    click.echo(f"  decided {decision['decidedAt']} at index generation {decision['generation']}")
+    shown = ", ".join(f"{k} {v}" for k, v in metrics.items() if v is not None)
+    click.echo(f"  {shown}")
+    for hint in decision["hints"]:
+        source = hint["source"]
+        click.echo(
+            f"  hint {hint['type']}, {hint['tokens']} tokens, from {source['documentId']} v{source['version']} "
+            f"({source['kind']}, {source['createdAt'][:10]})"
+        )
+
+
+@main.command("preflight")
+@click.argument("text", required=False)
+@click.option("--session", "session_id", required=True, help="The session the message belongs to.")
+@click.option("--message-key", required=True, help="Stable key of the user message.")
+@click.option("--project", help="Project identity [default: the real path of the cwd].")
+@click.option("--active", "active", multiple=True, help="A user-message key still in the context (repeatable).")
+@click.option("--visible", "visible", multiple=True, help="A message key still visible to the model (repeatable).")
+@click.option("--explain", is_flag=True, help="Also show (or, without TEXT, only show) the decision.")
+@json_option
+@click.pass_context
+@handles_errors
+def preflight_command(ctx, text, session_id, message_key, project, active, visible, explain, as_json) -> None:
+    """Decide the automatic hint for one user message, once; later calls replay it.
+
+    Prints exactly the bytes to insert after the message (nothing when there is no hint). TEXT
+    "-" reads the message from stdin. With --explain and no TEXT, shows the recorded decision.
+
+    \b
+    Examples:
+      cwa preflight --session s1 --message-key m7 "could tablets help here?"
+      cwa preflight --session s1 --message-key m7 --explain
+    """
+    identity = {"project": project or str(_project_dir()), "sessionId": session_id, "messageKey": message_key}
+    with _open(ctx) as archive:
+        if text is None:
+            if not explain:
+                raise InvalidRequest("give the message TEXT, or --explain to show a recorded decision", field="text", reason="missing")
+            decision = archive.call("why", identity)
+            click.echo(_dump(decision)) if as_json else _print_decision(decision)
+            return
+        if text == "-":
+            text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        params = {**identity, "text": text, "activeMessageKeys": list(active), "excludeVisibleSourceKeys": list(visible)}
+        response = archive.call("preflight", params)
+        decision = archive.call("why", identity) if explain else None
+    if as_json:
+        click.echo(_dump({**response, "explain": decision} if explain else response))
+        return
+    if response["modelVisibleText"]:
+        click.echo(response["modelVisibleText"].removeprefix("\n\n"))
+    if decision is not None:
+        _print_decision(decision)
+
+
+@main.command("why")
+@click.option("--session", "session_id", required=True, help="The session of the message.")
+@click.option("--message-key", help="The user message [default: the session's latest decision].")
+@click.option("--project", help="Project identity [default: the real path of the cwd].")
+@json_option
+@click.pass_context
+@handles_errors
+def why_command(ctx, session_id, message_key, project, as_json) -> None:
+    """Why preflight did (or did not) add a hint: outcome, reason code and metrics, never text."""
+    params = {"project": project or str(_project_dir()), "sessionId": session_id}
+    if message_key:
+        params["messageKey"] = message_key
+    with _open(ctx) as archive:
+        decision = archive.call("why", params)
+    click.echo(_dump(decision)) if as_json else _print_decision(decision)
+
+
+@main.command("maintain")
+@click.option("--limit", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Rows each task may touch in this pass.")
+@json_option
+@click.pass_context
+@handles_errors
+def maintain_command(ctx, limit, as_json) -> None:
+    """One bounded maintenance pass (cooled-down exposures, idle hint records). Run it again
+    while it says more work is left."""
+    with _open(ctx) as archive:
+        result = archive.call("maintain", {"limit": limit})
+    if as_json:
+        click.echo(_dump(result))
+        return
+    click.echo(
+        f"exposures tombstoned {result['exposuresTombstoned']}, deleted {result['exposuresDeleted']}; "
+        f"hint records reclaimed {result['hintRecordsReclaimed']}"
+        + ("; more work left: run again" if result["more"] else "")
+    )
+
+
+@main.group("eval")
+def eval_group() -> None:
+    """Quality gates over fixtures shipped with cwa."""
+
+
+@eval_group.command("hints")
+@click.option("--fixture", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Case file [default: the shipped eval/retrieval/hint_cases.json].")
+@json_option
+@handles_errors
+def eval_hints(fixture, as_json) -> None:
+    """Run the automatic-hint cases and check the gates (exit 1 when one fails).
+
+    Each case gets its own temporary archive; the metrics are recomputed from what preflight
+    returned: marker and snippet recall, false positives, leaked candidate-only terms, stale
+    reveals, budget violations and unsafe tool hints.
+    """
+    from cwa.evaluation.hints import evaluate, load_fixture
+
+    report = evaluate(load_fixture(fixture))
+    if as_json:
+        click.echo(_dump(report))
+    else:
+        for name, value in report["metrics"].items():
+            click.echo(f"{name:28} {value}")
+        for gate in report["gates"]:
+            click.echo(f"{'pass' if gate['passed'] else 'FAIL'}  {gate['metric']} {gate['rule']}")
+        for miss in report["failures"]:
+            click.echo(f"  case {miss['case']}: expected {miss['expected']}, got {miss['outcome']} ({miss['reason']})")
+    if not report["passed"]:
+        sys.exit(1)
+
+
 @main.group("index")
 def index_group() -> None:
     """Derived indexes (exact anchors, BM25F windows, structural cues)."""

@@ -66,13 +66,18 @@ SELECT id FROM hint_exposures WHERE tombstoned_at < ? LIMIT ?;
 DELETE FROM hint_exposures WHERE id = ?;
 
 -- name: source_facts
--- What the continuity policy needs to know about a candidate source, and whether the evidence
--- range [:start, :end) overlaps tool output.
+-- What the continuity policy needs to know about a candidate source: whether the evidence range
+-- [:start, :end) overlaps tool output, and whether it overlaps a message still visible to the
+-- model (:visible, a JSON array of message keys, or NULL).
 SELECT d.kind, d.retention_class, d.created_at, d.state,
        d.kind = 'tool-result' OR EXISTS (
          SELECT 1 FROM messages AS m
          WHERE m.document_row = d.id AND m.role IN ('toolResult', 'bashExecution')
-           AND m.start_byte < :end AND m.end_byte > :start) AS tool_output
+           AND m.start_byte < :end AND m.end_byte > :start) AS tool_output,
+       :visible IS NOT NULL AND EXISTS (
+         SELECT 1 FROM messages AS m
+         WHERE m.document_row = d.id AND m.start_byte < :end AND m.end_byte > :start
+           AND m.message_key IN (SELECT value FROM json_each(:visible))) AS visible
 FROM documents AS d WHERE d.id = :row;
 
 -- name: document_identity

@@ -19,6 +19,7 @@ from typing import Any
 
 import apsw
 import blake3
+import orjson
 
 from cwa import limits
 from cwa.config import Settings
@@ -28,7 +29,7 @@ from cwa.retrieve import calibration, hint_text
 from cwa.retrieve.continuity import MARKER, SNIPPET, SUPPRESS, Decision, Evidence, Policy, decide
 from cwa.retrieve.intent import HISTORICAL_WORDS
 from cwa.retrieve.scope import resolve_scope
-from cwa.retrieve.search import Candidate, Context, find_candidates, frequencies, make_context
+from cwa.retrieve.search import Candidate, find_candidates, frequencies, make_context
 from cwa.store import exposure_ledger, hint_ledger
 from cwa.store.connection import write_transaction
 from cwa.store.sessions import ensure_project, ensure_session
@@ -37,6 +38,7 @@ from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens
 
 CANDIDATE_POOL = 3  # per tier: enough for the top candidate and its nearest rivals
+VISIBLE_EXTRA = 3  # more per tier when some sources may be visible (flagged, not excluded)
 IGNORED_TERMS = frozenset(t for word in HISTORICAL_WORDS for t in terms(word))
 AGE_LIMIT_KEYS = {
     "ephemeral": "ephemeralAutoRetrievalDays",
@@ -133,31 +135,26 @@ def _replay(conn: apsw.Connection, session: int, key: str, frozen: hint_ledger.F
 def _evidence(
     conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str
 ) -> list[tuple[Evidence, Candidate]]:
-    """Candidates in rank order with the evidence the policy needs. Sources still in the provider
-    context are excluded in SQL; only when nothing else is found are they looked up again, so the
-    decision can say `already-visible` rather than `no-candidate`."""
+    """Candidates in rank order with the evidence the policy needs. Sources still visible to the
+    model are found too and flagged (not left out), so a visible best match blocks with
+    `already-visible` instead of letting a weaker copy of the same concept through."""
     scope = resolve_scope(conn, "project", request["project"], request["sessionId"], settings["maxReadScope"])
     if scope.empty:
         return []
     own = [request["messageKey"]]  # the message itself, should the host have archived it already
-    visible = list(dict.fromkeys(request.get("excludeVisibleSourceKeys", []) + own))
-    query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
-    found = _candidates(make_context(conn, scope, visible, now, request["sessionId"]), query, False)
-    if not found and len(visible) > 1:
-        found = _candidates(make_context(conn, scope, own, now, request["sessionId"]), query, True)
-    return found
-
-
-def _candidates(ctx: Context, text: str, visible: bool) -> list[tuple[Evidence, Candidate]]:
+    ctx = make_context(conn, scope, own, now, request["sessionId"])
     ctx.include_superseded = True
-    _, _, tiers = find_candidates(ctx, text, CANDIDATE_POOL, IGNORED_TERMS)
+    visible = request.get("excludeVisibleSourceKeys", [])
+    pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
+    _, _, tiers = find_candidates(ctx, request["text"][: limits.PREFLIGHT_QUERY_CHARS], pool, IGNORED_TERMS)
     ranked = [c for tier in tiers for c in tier]
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
+    visible_json = orjson.dumps(visible).decode() if visible else None
     found = []
     for candidate in ranked:
-        kind, retention_class, created_at, state, tool_output = ctx.conn.execute(
+        kind, retention_class, created_at, state, tool_output, is_visible = conn.execute(
             queries("hints")["source_facts"],
-            {"row": candidate.document_row, "start": candidate.start, "end": candidate.end},
+            {"row": candidate.document_row, "start": candidate.start, "end": candidate.end, "visible": visible_json},
         ).fetchone()
         lexical = candidate.mode == "lexical"
         evidence = Evidence(
@@ -168,13 +165,13 @@ def _candidates(ctx: Context, text: str, visible: bool) -> list[tuple[Evidence, 
             max_idf=candidate.max_idf,
             kind=kind,
             retention_class=retention_class,
-            age_days=round(age_days(created_at, ctx.now), 3),
+            age_days=round(age_days(created_at, now), 3),
             created_at=created_at,
             terms=tuple((t, calibration.normalized_idf(df[t], total)) for t in candidate.matched) if lexical else (),
             anchors=tuple(candidate.anchors),
             tool_output=bool(tool_output),
             superseded=state == "superseded",
-            visible=visible,
+            visible=bool(is_visible),
         )
         found.append((evidence, candidate))
     return found

@@ -1,0 +1,1 @@
+"""Automatic-hint evaluation: fixture cases, the runner, and its gates (shipped as cwa.evaluation)."""
