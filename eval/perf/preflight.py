@@ -1,0 +1,103 @@
+"""Preflight latency at a given number of windows.
+
+    python eval/perf/preflight.py --windows 10000 [--windows 100000] [--json]
+
+Builds the synthetic archive of eval/perf/search.py, then times in the same process:
+- preflight's first decision for new message keys (the work done once per user message): short
+  implicit follow-ups, explicit historical questions, messages with exact anchors, current-state
+  and no-match messages, each with 20 active and 20 visible keys;
+- the replay of those same keys (what every later call costs);
+- explicit search for the same texts, as the baseline the ratio is taken against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cwa.api import Archive  # noqa: E402
+from search import PROJECT, build, percentile  # noqa: E402
+from sessions import ERRORS, MODULES, WORDS, word  # noqa: E402
+
+
+def messages(seed: int = 5) -> list[str]:
+    rng = random.Random(seed)
+    shapes = [
+        lambda: f"could {word(rng)} {word(rng)} help here?",
+        lambda: f"what did we decide about the {word(rng)} {word(rng)}?",
+        lambda: f"remind me why we changed {word(rng)} {word(rng)} {word(rng)}",
+        lambda: f"src/{rng.choice(MODULES)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py keeps failing",
+        lambda: f"{rng.choice(ERRORS)} again in the {word(rng)} worker",
+        lambda: "do the tests pass right now?",
+        lambda: "thanks, looks good",
+        lambda: " ".join(word(rng) for _ in range(rng.randint(8, 20))),
+    ]
+    return [rng.choice(shapes)() for _ in range(400)]
+
+
+def run(windows: int) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        with Archive.open(Path(folder) / "archive.db") as archive:
+            started = time.perf_counter()
+            documents = build(archive, windows)
+            build_seconds = time.perf_counter() - started
+            window_count = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+            texts = messages()
+            decide, replay, search = [], [], []
+            outcomes: dict[str, int] = {}
+            for number, text in enumerate(texts):
+                params = {
+                    "project": PROJECT,
+                    "sessionId": "bench-live",
+                    "messageKey": f"bench-{number}",
+                    "text": text,
+                    "activeMessageKeys": [f"bench-{k}" for k in range(max(0, number - 20), number)],
+                    "excludeVisibleSourceKeys": [f"visible-{k}" for k in range(20)],
+                }
+                start = time.perf_counter()
+                result = archive.call("preflight", params)
+                decide.append((time.perf_counter() - start) * 1000)
+                outcome = result["diagnostics"]["outcome"]
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+                start = time.perf_counter()
+                archive.call("preflight", params)
+                replay.append((time.perf_counter() - start) * 1000)
+                start = time.perf_counter()
+                archive.search({"project": PROJECT, "query": text, "limit": 3, "leaseSeconds": 0})
+                search.append((time.perf_counter() - start) * 1000)
+    summary: dict = {"windows": window_count, "documents": documents, "build_seconds": round(build_seconds, 1),
+                     "outcomes": outcomes}
+    for name, values in (("preflight_decide", decide), ("preflight_replay", replay), ("search_baseline", search)):
+        summary[name] = {"p50_ms": round(percentile(values, 0.5), 3), "p95_ms": round(percentile(values, 0.95), 3),
+                         "n": len(values)}
+    summary["decide_vs_search_p50"] = round(summary["preflight_decide"]["p50_ms"] / summary["search_baseline"]["p50_ms"], 2)
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--windows", type=int, action="append", help="repeatable; default 10000")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    for windows in args.windows or [10_000]:
+        result = run(windows)
+        if args.json:
+            print(orjson.dumps(result).decode())
+            continue
+        print(f"{result['windows']} windows in {result['documents']} documents (built in {result['build_seconds']} s)")
+        for name in ("preflight_decide", "preflight_replay", "search_baseline"):
+            print(f"  {name:<18} p50 {result[name]['p50_ms']:8.3f} ms   p95 {result[name]['p95_ms']:8.3f} ms   n={result[name]['n']}")
+        print(f"  decide / search p50: {result['decide_vs_search_p50']}x   outcomes: {result['outcomes']}")
+
+
+if __name__ == "__main__":
+    main()
