@@ -14,7 +14,7 @@ leaves the active set frees its share; a key never gets a second decision.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import apsw
@@ -47,29 +47,41 @@ AGE_LIMIT_KEYS = {
 }
 
 
+@dataclass(frozen=True)
+class Budgets:
+    """The request's budgets and cooldown: its `policy` overrides, else the settings."""
+
+    budget: int
+    active_budget: int
+    cooldown_hours: int
+
+    @classmethod
+    def of(cls, overrides: dict[str, Any], settings: Settings) -> Budgets:
+        return cls(
+            overrides.get("hintBudgetTokens", settings["hintBudgetTokens"]),
+            overrides.get("activeHintBudgetTokens", settings["activeHintBudgetTokens"]),
+            overrides.get("hintSourceCooldownHours", settings["hintSourceCooldownHours"]),
+        )
+
+
 def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str) -> dict[str, Any]:
     project, session_key, key = request["project"], request["sessionId"], request["messageKey"]
-    overrides = request.get("policy", {})
-    active = [k for k in dict.fromkeys(request.get("activeMessageKeys", [])) if k != key]
-
     session = hint_ledger.session_row(conn, project, session_key)
     frozen = hint_ledger.find_hint(conn, session, key) if session is not None else None
     if frozen is not None:
         return _replay(conn, session, key, frozen, now)
 
+    overrides = request.get("policy", {})
     policy = Policy(
         {cls: settings[name] for cls, name in AGE_LIMIT_KEYS.items()},
         snippets=overrides.get("snippets", True),
         markers=overrides.get("markers", True),
     )
-    budget = overrides.get("hintBudgetTokens", settings["hintBudgetTokens"])
-    active_budget = overrides.get("activeHintBudgetTokens", settings["activeHintBudgetTokens"])
-    cooldown = overrides.get("hintSourceCooldownHours", settings["hintSourceCooldownHours"])
+    bounds = Budgets.of(overrides, settings)
     enabled = policy.snippets or policy.markers
-
     found: list[tuple[Evidence, Candidate]] = []
     failed = False
-    if enabled and budget > 0 and active_budget > 0:
+    if enabled and bounds.budget > 0 and bounds.active_budget > 0:
         try:
             found = _evidence(conn, request, settings, now)
         except CwaError:
@@ -77,6 +89,7 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
         except Exception:  # an empty decision is frozen: a later recovery may never add bytes
             failed = True
 
+    active = [k for k in dict.fromkeys(request.get("activeMessageKeys", [])) if k != key]
     with write_transaction(conn):
         session = ensure_session(
             conn, ensure_project(conn, project, now), session_key, request.get("parentSessionId"), now
@@ -86,7 +99,7 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
             return _replay(conn, session, key, frozen, now)
         used = hint_ledger.active_tokens(conn, session, active)
         cooled = set()
-        if cooldown:
+        if bounds.cooldown_hours:
             lineage = exposure_ledger.lineage(conn, session)
             cooled = exposure_ledger.recently_surfaced(conn, lineage, (e.source for e, _ in found), now)
         evidence = [replace(e, recently_surfaced=e.source in cooled) for e, _ in found]
@@ -95,29 +108,44 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
             decision = Decision(SUPPRESS, "preflight-error")
         elif not enabled:
             decision = Decision(SUPPRESS, "hints-disabled")
-        elif budget <= 0 or active_budget <= 0:
+        elif bounds.budget <= 0 or bounds.active_budget <= 0:
             decision = Decision(SUPPRESS, "hint-budget")
         else:
             decision = decide(request["text"][: limits.PREFLIGHT_QUERY_CHARS], evidence, policy)
-        text, decision = _render(decision, {e.source: c for e, c in found}, min(budget, active_budget - used))
-
-        response = _response(conn, decision, text, evidence, used, budget, active_budget, now)
-        record = {
-            "queryHash": blake3.blake3(request["text"].encode("utf-8")).hexdigest(),
-            "generation": response["diagnostics"]["generation"],
-            "outcome": response["diagnostics"]["outcome"],
-            "reason": decision.reason,
-            "text": text,
-            "tokens": estimate_tokens(text),
-            "source": decision.chosen.source if text and decision.chosen else None,
-            "response": {k: v for k, v in response.items() if k != "modelVisibleText"},
-        }
-        hint_id = hint_ledger.record_hint(conn, session, key, record, now)
-        if text:
-            revealed = decision.supporting if decision.outcome == MARKER else (decision.chosen.source,)
-            exposure_ledger.record_exposures(conn, session, hint_id, revealed, now, cooldown)
+        allowance = min(bounds.budget, bounds.active_budget - used)
+        text, decision = _render(decision, {e.source: c for e, c in found}, allowance)
+        response = _response(conn, decision, text, evidence, used, bounds, now)
+        _record(conn, session, key, request["text"], decision, response, bounds, now)
         hint_ledger.touch_active(conn, session, active, now)
     return response
+
+
+def _record(
+    conn: apsw.Connection,
+    session: int,
+    key: str,
+    message: str,
+    decision: Decision,
+    response: dict[str, Any],
+    bounds: Budgets,
+    now: str,
+) -> None:
+    """Freeze the decision in the hint ledger; put what it revealed in the exposure ledger."""
+    text = response["modelVisibleText"]
+    record = {
+        "queryHash": blake3.blake3(message.encode("utf-8")).hexdigest(),
+        "generation": response["diagnostics"]["generation"],
+        "outcome": decision.outcome,
+        "reason": decision.reason,
+        "text": text,
+        "tokens": estimate_tokens(text),
+        "source": decision.chosen.source if text and decision.chosen else None,
+        "response": {k: v for k, v in response.items() if k != "modelVisibleText"},
+    }
+    hint_id = hint_ledger.record_hint(conn, session, key, record, now)
+    if text:
+        revealed = decision.supporting if decision.outcome == MARKER else (decision.chosen.source,)
+        exposure_ledger.record_exposures(conn, session, hint_id, revealed, now, bounds.cooldown_hours)
 
 
 def _replay(conn: apsw.Connection, session: int, key: str, frozen: hint_ledger.Frozen, now: str) -> dict[str, Any]:
@@ -201,8 +229,7 @@ def _response(
     text: str,
     evidence: list[Evidence],
     used: int,
-    budget: int,
-    active_budget: int,
+    bounds: Budgets,
     now: str,
 ) -> dict[str, Any]:
     """The hints and sanitized diagnostics: codes, numbers and ids, never archived text."""
@@ -230,9 +257,9 @@ def _response(
         "candidates": len(evidence),
         "historicalIntent": decision.historical,
         "tokens": tokens,
-        "hintBudgetTokens": budget,
+        "hintBudgetTokens": bounds.budget,
         "activeTokens": used + tokens,
-        "activeHintBudgetTokens": active_budget,
+        "activeHintBudgetTokens": bounds.active_budget,
     }
     if chosen is not None:
         metrics.update(
