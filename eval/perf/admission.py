@@ -22,21 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cwa.api import Archive  # noqa: E402
+from bench import percentile, timed  # noqa: E402
 from sessions import synthetic_sessions  # noqa: E402
 
 def synthetic_documents(count: int) -> list[dict]:
     return list(synthetic_sessions(count))
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def timed(action) -> float:
-    start = time.perf_counter()
-    action()
-    return (time.perf_counter() - start) * 1000
 
 
 def run(count: int) -> dict:

@@ -12,20 +12,19 @@ Builds the synthetic archive of eval/perf/search.py, then times in the same proc
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cwa.api import Archive  # noqa: E402
-from search import PROJECT, build, percentile  # noqa: E402
+from bench import for_each_size, latency  # noqa: E402
+from search import PROJECT, build  # noqa: E402
 from sessions import ERRORS, MODULES, WORDS, word  # noqa: E402
 
 
@@ -77,27 +76,17 @@ def run(windows: int) -> dict:
     summary: dict = {"windows": window_count, "documents": documents, "build_seconds": round(build_seconds, 1),
                      "outcomes": outcomes}
     for name, values in (("preflight_decide", decide), ("preflight_replay", replay), ("search_baseline", search)):
-        summary[name] = {"p50_ms": round(percentile(values, 0.5), 3), "p95_ms": round(percentile(values, 0.95), 3),
-                         "n": len(values)}
+        summary[name] = latency(values)
     summary["decide_vs_search_p50"] = round(summary["preflight_decide"]["p50_ms"] / summary["search_baseline"]["p50_ms"], 2)
     return summary
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows", type=int, action="append", help="repeatable; default 10000")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    for windows in args.windows or [10_000]:
-        result = run(windows)
-        if args.json:
-            print(orjson.dumps(result).decode())
-            continue
-        print(f"{result['windows']} windows in {result['documents']} documents (built in {result['build_seconds']} s)")
-        for name in ("preflight_decide", "preflight_replay", "search_baseline"):
-            print(f"  {name:<18} p50 {result[name]['p50_ms']:8.3f} ms   p95 {result[name]['p95_ms']:8.3f} ms   n={result[name]['n']}")
-        print(f"  decide / search p50: {result['decide_vs_search_p50']}x   outcomes: {result['outcomes']}")
+def show(result: dict) -> None:
+    print(f"{result['windows']} windows in {result['documents']} documents (built in {result['build_seconds']} s)")
+    for name in ("preflight_decide", "preflight_replay", "search_baseline"):
+        print(f"  {name:<18} p50 {result[name]['p50_ms']:8.3f} ms   p95 {result[name]['p95_ms']:8.3f} ms   n={result[name]['n']}")
+    print(f"  decide / search p50: {result['decide_vs_search_p50']}x   outcomes: {result['outcomes']}")
 
 
 if __name__ == "__main__":
-    main()
+    for_each_size(__doc__, run, show)

@@ -12,7 +12,6 @@ requested number of windows, then times, in the same process:
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import tempfile
@@ -20,20 +19,15 @@ import time
 from pathlib import Path
 
 import apsw
-import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cwa.api import Archive  # noqa: E402
+from bench import for_each_size, latency, timed  # noqa: E402
 from sessions import ERRORS, MODULES, WORDS, synthetic_sessions, word  # noqa: E402
 
 PROJECT = "/bench/project"
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def build(archive: Archive, windows: int) -> int:
@@ -55,12 +49,6 @@ def queries(seed: int = 11) -> dict[str, list[str]]:
         "exact": [rng.choice((f"src/{rng.choice(MODULES)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py",
                               rng.choice(ERRORS))) for _ in range(100)],
     }
-
-
-def timed(action) -> float:
-    start = time.perf_counter()
-    action()
-    return (time.perf_counter() - start) * 1000
 
 
 def run(windows: int) -> dict:
@@ -107,28 +95,18 @@ def run(windows: int) -> dict:
     summary = {"windows": window_count, "documents": documents, "build_seconds": round(build_seconds, 1),
                "archive_bytes": file_bytes}
     for kind, values in list(timings.items()) + [("bare_fts5_lexical", bare_ms)]:
-        summary[kind] = {"p50_ms": round(percentile(values, 0.5), 3), "p95_ms": round(percentile(values, 0.95), 3),
-                         "n": len(values)}
+        summary[kind] = latency(values)
     summary["lexical_vs_bare_p50"] = round(summary["lexical"]["p50_ms"] / summary["bare_fts5_lexical"]["p50_ms"], 1)
     return summary
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows", type=int, action="append", help="repeatable; default 10000")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    for windows in args.windows or [10_000]:
-        result = run(windows)
-        if args.json:
-            print(orjson.dumps(result).decode())
-            continue
-        print(f"{result['windows']} windows in {result['documents']} documents "
-              f"(built in {result['build_seconds']} s, {result['archive_bytes'] / 2**20:.1f} MiB)")
-        for kind in ("exact", "lexical", "relation", "recall", "bare_fts5_lexical"):
-            print(f"  {kind:<18} p50 {result[kind]['p50_ms']:8.3f} ms   p95 {result[kind]['p95_ms']:8.3f} ms   n={result[kind]['n']}")
-        print(f"  lexical / bare FTS5 p50: {result['lexical_vs_bare_p50']}x")
+def show(result: dict) -> None:
+    print(f"{result['windows']} windows in {result['documents']} documents "
+          f"(built in {result['build_seconds']} s, {result['archive_bytes'] / 2**20:.1f} MiB)")
+    for kind in ("exact", "lexical", "relation", "recall", "bare_fts5_lexical"):
+        print(f"  {kind:<18} p50 {result[kind]['p50_ms']:8.3f} ms   p95 {result[kind]['p95_ms']:8.3f} ms   n={result[kind]['n']}")
+    print(f"  lexical / bare FTS5 p50: {result['lexical_vs_bare_p50']}x")
 
 
 if __name__ == "__main__":
-    main()
+    for_each_size(__doc__, run, show)

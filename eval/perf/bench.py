@@ -1,0 +1,36 @@
+"""Small helpers shared by the benchmarks in eval/perf/."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import orjson
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def timed(action: Callable[[], object]) -> float:
+    """Milliseconds one call of `action` takes."""
+    start = time.perf_counter()
+    action()
+    return (time.perf_counter() - start) * 1000
+
+
+def latency(values: list[float]) -> dict:
+    return {"p50_ms": round(percentile(values, 0.5), 3), "p95_ms": round(percentile(values, 0.95), 3), "n": len(values)}
+
+
+def for_each_size(doc: str, run: Callable[[int], dict], show: Callable[[dict], None]) -> None:
+    """`--windows N` (repeatable, default 10,000): run and print (or `--json`) each size."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--windows", type=int, action="append", help="repeatable; default 10000")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    for windows in args.windows or [10_000]:
+        result = run(windows)
+        print(orjson.dumps(result).decode()) if args.json else show(result)
