@@ -52,15 +52,19 @@ def render_snippet(text: str, center: int, created_at: str, tool_output: bool, b
     """A labelled, JSON-quoted excerpt of `text` around character `center` whose whole rendering
     costs at most `budget` tokens, or None when less than MIN_EXCERPT_TOKENS of excerpt would fit."""
     label = _label(created_at, tool_output)
-    allowance = min(SNIPPET_TARGET_TOKENS, budget - estimate_tokens(label + '""'))
+    room = budget - estimate_tokens(label)  # for the JSON string, quotes and escapes included
     stripped = text.strip()
     center = max(0, center - (len(text) - len(text.lstrip())))
-    while allowance >= MIN_EXCERPT_TOKENS:
+    allowance = min(SNIPPET_TARGET_TOKENS, room - 2)
+    for _ in range(8):
+        if allowance < MIN_EXCERPT_TOKENS:
+            return None
         left, right = fit_around(stripped, allowance - 2 * estimate_tokens(ELLIPSIS), center)
         excerpt = (ELLIPSIS if left > 0 else "") + stripped[left:right].strip() + (ELLIPSIS if right < len(stripped) else "")
-        rendered = label + orjson.dumps(excerpt).decode()
-        over = estimate_tokens(rendered) - budget
-        if over <= 0:
-            return rendered
-        allowance -= over  # JSON escapes cost more than the raw characters: shrink and retry
+        quoted = orjson.dumps(excerpt).decode()
+        cost = estimate_tokens(quoted)
+        if cost <= room:
+            return label + quoted
+        # JSON escapes cost more than the raw characters: shrink in proportion and try again
+        allowance = min(allowance - 1, allowance * room // cost)
     return None

@@ -34,6 +34,15 @@ _HISTORICAL = re.compile(
     | \bwhat\s+was\s+(the|that|our)\s+(decision|plan|idea|reason|conclusion|name|approach|outcome)\b
     | \bgo(ing)?\s+back\s+to\b
     | \bthe\s+(decision|discussion|conversation|plan|idea|approach)\s+(we|you)\b
+    | \b(our|the)\s+(earlier|previous|last|prior|old|original)\s+(discussion|conversation|chat|session
+       |decision|plan|idea|approach|attempt|fix|design|version)\b
+    | \b(previous|prior)\s+(session|conversation|discussion|chat)s?\b
+    | \bwe\s+(were|had\s+been)\s+(talking|discussing|working|looking)\b
+    | \byou\s+were\s+saying\b
+    | \bwhat\s+were\s+(we|you)\b
+    | \bhave\s+(we|you)\s+(ever\s+|already\s+)?(discussed|talked|decided|tried|used|seen|considered)\b
+    | \b(was|were)\s+(decided|agreed|discussed|chosen|settled|mentioned|proposed)\b
+    | \bfrom\s+(before|last\s+time|earlier)\b
     """,
     _FLAGS,
 )
@@ -53,9 +62,15 @@ _CURRENT_STATE = re.compile(
     | \bgit\s+(status|diff|log|branch)\b
     | \bwhat('?s|\s+is)\s+(in|inside)\s+\S
     | \bwhat\s+(does|do)\s+\S+(\s+\S+){0,3}\s+(contain|look\s+like|say|return|print|output|export|define)s?\b
+    | \bwhat\s+does\s+\S+(\s+\S+){0,3}\s+do\b
     | \b(contents?)\s+of\b
     | \b(uncommitted|unstaged|staged|local)\s+changes\b
-    | \b(is|are)\s+\S+\s+(installed|running|up|down|deployed|available)\s*\?
+    | \b(is|are)\s+(the\s+)?\S+\s+(still\s+)?(installed|running|up|down|deployed|available|enabled
+       |configured|live)\b
+    | \b(does|do)\s+(it|this|that|the\s+\S+)\s+(still\s+)?(compile|build|work|run|pass)\s*\?*\s*$
+    | \b(latest|current|head)\s+commit\b
+    | \bwhere\s+(is|are)\s+\S+\s+(defined|declared|implemented|used|called|configured|set)\b
+    | \bhow\s+many\s+\S+\s+(are|is)\s+there\b
     | \bwhat\s+version\s+of\b
     | \b(show|print|cat|open|read|list|display)\s+(me\s+)?(the\s+)?(current\s+|latest\s+)?(contents?
        |file|files|directory|folder|diff|status|tree)\b
@@ -69,7 +84,8 @@ _CURRENT_STATE = re.compile(
 _GENERAL = re.compile(
     r"""
     ^\s*(what|who)('?s|\s+is|\s+are|\s+was|\s+were)\s+(a|an)\s
-    | ^\s*what\s+(is|are)\s+(?!the\b|this\b|that\b|these\b|those\b|our\b|my\b|your\b|it\b)\w+([\s-]\w+)?\s*\?*\s*$
+    | ^\s*what\s+(is|are)\s+(?!the\b|this\b|that\b|these\b|those\b|our\b|my\b|your\b|it\b)
+      (?-i:[a-z]+([\s-][a-z]+)?)\s*\?*\s*$
     | ^\s*(explain|define|describe)\s+(what|how|why|the\s+(difference|concept|idea)|a|an)\b
     | \b(in\s+general|generally\s+speaking|in\s+theory)\b
     | ^\s*how\s+(does|do)\s+(a\s+|an\s+)?[\w-]+(\s+[\w-]+){0,2}\s+work\s*\?*\s*$
@@ -81,7 +97,7 @@ _GENERAL = re.compile(
 
 # Words that tie a question to this project or conversation: then it is not general knowledge.
 _PROJECT_REFERENCE = re.compile(
-    r"\b(we|our|us|i|my|me|this|here|project|repo|repository|codebase|app|service)\b|[/`]", re.IGNORECASE
+    r"\b(we|our|us|my|this|here|project|repo|repository|codebase|app|service)\b|[/`]", re.IGNORECASE
 )
 
 # Wording of historical intent that says nothing about the topic: left out of preflight's query.

@@ -1,0 +1,171 @@
+"""The continuity policy and message intent as pure functions: thresholds, reason codes, spans."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from cwa.retrieve.continuity import REASONS, Evidence, Policy, decide
+from cwa.retrieve.hint_text import marker_spans, render_marker, render_snippet
+from cwa.retrieve.intent import current_state_only, general_knowledge, historical_intent
+from cwa.tokens import estimate_tokens
+
+POLICY = Policy({"ephemeral": 7, "conversation": 30, "derived": 30})
+
+
+def lexical(source=1, score=0.7, coverage=1.0, max_idf=0.9, terms=(("tablet", 0.9), ("help", 0.7)), **extra):
+    return Evidence(source, "lexical", score, coverage, max_idf, extra.pop("kind", "turn"),
+                    extra.pop("retention_class", "conversation"), extra.pop("age_days", 3.0), terms=terms, **extra)
+
+
+def exact(source=1, score=0.9, anchors=("src/app.py",), **extra):
+    return Evidence(source, "exact", score, 1.0, 1.0, extra.pop("kind", "turn"),
+                    extra.pop("retention_class", "conversation"), extra.pop("age_days", 3.0), anchors=anchors, **extra)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "What did we decide about the tablets?",
+        "why did we pick SQLite over Postgres",
+        "remind me what the retry budget was",
+        "How did we fix the flaky login test last time?",
+        "you said \"use the blue theme everywhere\", right?",
+        "as we discussed, tablets for checkout",
+        "what was decided about the awning?",
+        "let's go back to our previous discussion about tablets",
+        "Earlier you suggested a price for the oat latte",
+    ],
+)
+def test_historical_wording(message):
+    assert historical_intent(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["could tablets help here?", "add tablets to checkout", "tablets for the pastry counter", "What is a mutex?"],
+)
+def test_no_historical_wording(message):
+    assert not historical_intent(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "what does src/cart/totals.py contain now?",
+        "Do the tests pass right now?",
+        "are the integration tests still failing?",
+        "what branch am I on?",
+        "show me the current diff",
+        "is the server running?",
+        "where is parseConfig defined?",
+        "what does parseConfig do?",
+        "Is computeTotal still returning cents?",
+        "what version of node is installed?",
+    ],
+)
+def test_current_state_questions(message):
+    assert current_state_only(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["could tablets help here?", "Now could tablets help?", "what do we do about tablets?",
+     "What did the tests print last time?"],
+)
+def test_not_current_state(message):
+    assert not current_state_only(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["What is a mutex?", "Explain how TCP handshakes work", "what is idempotency?", "How does a B-tree work?",
+     "what's the difference between a process and a thread?"],
+)
+def test_general_knowledge(message):
+    assert general_knowledge(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["what is the plan?", "What is E1043?", "how does our retry logic work?", "what is parse_config in src/app.py?",
+     "could tablets help here?"],
+)
+def test_not_general_knowledge(message):
+    assert not general_knowledge(message)
+
+
+def test_snippet_needs_intent_strength_and_a_margin_over_005():
+    message = "what did we decide about tablets?"
+    top = lexical(score=0.80)
+    assert decide(message, [top, lexical(source=2, score=0.74)], POLICY).outcome == "historical-snippet"
+    tied = decide(message, [top, lexical(source=2, score=0.75)], POLICY)
+    assert (tied.outcome, tied.reason) == ("suppress", "ambiguous-snippet")
+    # a rival of the other mode does not make it ambiguous
+    assert decide(message, [top, exact(source=3, score=0.8)][::-1][1:], POLICY).outcome == "historical-snippet"
+    weak = decide(message, [lexical(score=0.45, terms=(("tablet", 0.9),), coverage=1.0)], POLICY)
+    assert weak.reason == "weak-evidence"
+
+
+def test_marker_thresholds():
+    message = "could tablets help here?"
+    assert decide(message, [lexical(coverage=0.6, max_idf=0.6, terms=(("tablet", 0.6), ("help", 0.5)))], POLICY).outcome == "continuity-marker"
+    for weaker in (
+        lexical(coverage=0.59),
+        lexical(max_idf=0.59, terms=(("tablet", 0.59), ("help", 0.5))),
+        lexical(terms=(("tablet", 0.9),)),
+    ):
+        assert decide(message, [weaker], POLICY).reason == "weak-evidence"
+    # an ambiguous pair still supports a marker, and both sources stand behind it
+    pair = decide(message, [lexical(source=1), lexical(source=2)], POLICY)
+    assert pair.outcome == "continuity-marker" and pair.supporting == (1, 2)
+
+
+def test_marker_spans_are_the_messages_own_specific_words():
+    message = "Could TABLETS help here, with tablets?"
+    decision = decide(message, [lexical(terms=(("could", 0.9), ("tablet", 0.9), ("help", 0.8), ("here", 0.2)))], POLICY)
+    assert decision.spans == ("TABLETS",)
+    assert marker_spans(render_marker(decision.spans)) == ["TABLETS"]
+    anchored = decide('the "inventory_sync.py" job', [exact(anchors=("inventory_sync.py", 'evil"quote'))], POLICY)
+    assert anchored.spans == ("inventory_sync.py",)
+
+
+@pytest.mark.parametrize(
+    ("evidence", "reason"),
+    [
+        (lexical(visible=True), "already-visible"),
+        (lexical(superseded=True), "superseded-source"),
+        (lexical(age_days=31), "source-ineligible"),
+        (lexical(kind="tool-result", retention_class="ephemeral", age_days=8), "source-ineligible"),
+        (lexical(kind="tool-result", retention_class="ephemeral", age_days=2), "source-ineligible"),  # no marker from tools
+        (lexical(retention_class="durable"), "source-ineligible"),
+        (lexical(kind="manual", retention_class="conversation"), "source-ineligible"),
+        (lexical(recently_surfaced=True), "recently-surfaced"),
+    ],
+)
+def test_blocked_sources_name_their_reason(evidence, reason):
+    decision = decide("could tablets help here?", [evidence], POLICY)
+    assert (decision.outcome, decision.reason) == ("suppress", reason)
+    assert reason in REASONS
+
+
+def test_a_blocked_best_match_lets_a_strong_runner_up_through():
+    decision = decide("what did we decide about tablets?", [lexical(source=1, superseded=True), lexical(source=2)], POLICY)
+    assert decision.outcome == "historical-snippet" and decision.chosen.source == 2
+
+
+def test_message_classes_come_first():
+    assert decide("Do the tests pass right now?", [exact()], POLICY).reason == "current-state-required"
+    assert decide("What is a mutex?", [lexical()], POLICY).reason == "general-knowledge"
+    assert decide("hello", [], POLICY).reason == "no-candidate"
+    assert decide("what did we decide about tablets?", [lexical()], replace(POLICY, snippets=False)).outcome == "continuity-marker"
+
+
+def test_snippet_rendering_is_bounded_and_json_quoted():
+    text = 'line one "quoted" \\ back\n' * 200 + "漢字🚀" * 50
+    for budget in (100, 160, 400):
+        rendered = render_snippet(text, len(text) // 2, "2026-11-02T10:00:00.000Z", True, budget)
+        assert rendered is not None and estimate_tokens(rendered) <= budget
+        assert "2026-11-02" in rendered and "tool output" in rendered
+    assert render_snippet(text, 0, "2026-11-02T10:00:00.000Z", False, 40) is None
