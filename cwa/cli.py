@@ -578,6 +578,12 @@ def _print_demo(report: dict[str, Any]) -> None:
     click.echo(f"\n$ cwa recall <locator of the first hit>   ({recall['status']}, "
                f"{recall['materialization']}, bytes {recall['range']['start']}..{recall['range']['end']})")
     click.echo(recall["header"] + recall["text"])
+    click.echo("\nThe next day, preflight decides once per user message whether to add a hint:")
+    for item in report["preflight"]:
+        diagnostics = item["diagnostics"]
+        click.echo(f"\n> {item['text']}\n  [{diagnostics['outcome']}: {diagnostics['reason']}]")
+        for line in item["modelVisibleText"].strip("\n").splitlines():
+            click.echo(f"  {line}")
     click.echo(
         "\nLook inside with SQL:\n"
         f"  sqlite3 {report['archive']} \"select document_id, kind, created_at, byte_length "

@@ -111,6 +111,15 @@ SAMPLE_DOCUMENTS: tuple[dict[str, Any], ...] = (
 
 DEMO_QUERIES = ("ERR_LOCK_TIMEOUT", "why does the retry loop never give up")
 
+# The next day, a new session starts; preflight sees each of its user messages once. The clock is
+# fixed so the sample stays within the automatic age limits whenever the demo runs.
+DEMO_NEXT_DAY = "2026-11-03T09:00:00.000Z"
+DEMO_MESSAGES = (
+    ("demo-next-u1", "a fixed sleep instead of backoff for uploads?"),
+    ("demo-next-u2", "remind me what went into commit a1b2c3d4e5"),
+    ("demo-next-u3", "what does src/retry.py contain now?"),
+)
+
 
 def run_demo(archive: Archive) -> dict[str, Any]:
     """Admit the sample session, then search it and recall a hit; return all of it."""
@@ -126,6 +135,7 @@ def run_demo(archive: Archive) -> dict[str, Any]:
     ]
     correction = archive.search({"project": DEMO_PROJECT, "relation": "latest-correction"})
     top = searches[0]["results"][0]
+    hints = _next_day_hints(archive)
     return {
         "archive": str(archive.path),
         "project": DEMO_PROJECT,
@@ -135,4 +145,31 @@ def run_demo(archive: Archive) -> dict[str, Any]:
         "searches": searches,
         "correction": correction,
         "recall": archive.recall({"project": DEMO_PROJECT, "locator": top["locator"], "maxTokens": 300}),
+        "preflight": hints,
     }
+
+
+def _next_day_hints(archive: Archive) -> list[dict[str, Any]]:
+    """Preflight for the next day's messages (frozen: a second demo run replays the same bytes)."""
+    clock = archive.clock
+    archive.clock = lambda: DEMO_NEXT_DAY
+    try:
+        return [
+            {
+                "text": text,
+                **archive.call(
+                    "preflight",
+                    {
+                        "project": DEMO_PROJECT,
+                        "sessionId": "demo-session-2",
+                        "parentSessionId": DEMO_SESSION,
+                        "messageKey": key,
+                        "text": text,
+                        "activeMessageKeys": [k for k, _ in DEMO_MESSAGES],
+                    },
+                ),
+            }
+            for key, text in DEMO_MESSAGES
+        ]
+    finally:
+        archive.clock = clock

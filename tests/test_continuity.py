@@ -117,6 +117,9 @@ def test_marker_thresholds():
         lexical(terms=(("tablet", 0.9),)),
     ):
         assert decide(message, [weaker], POLICY).reason == "weak-evidence"
+    # an exact anchor backs a marker, a bare value ("30 s") does not
+    assert decide("backoff of 30 s?", [exact(anchors=("30 s",), score=0.6)], POLICY).reason == "weak-evidence"
+    assert decide("src/app.py again", [exact()], POLICY).outcome == "continuity-marker"
     # an ambiguous pair still supports a marker, and both sources stand behind it
     pair = decide(message, [lexical(source=1), lexical(source=2)], POLICY)
     assert pair.outcome == "continuity-marker" and pair.supporting == (1, 2)

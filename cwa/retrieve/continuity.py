@@ -50,6 +50,7 @@ REASONS = (
 SNIPPET_MARGIN = 0.05
 STRONG_EXACT_SCORE = 0.75  # an error, path, URL, commit, quoted phrase or case-exact symbol
 STRONG_LEXICAL_SCORE = 0.5
+MARKER_MIN_EXACT_SCORE = 0.65  # a value ("30 s", "8080") alone is too incidental to mark a concept
 MARKER_MIN_TERMS = 2
 MARKER_MIN_COVERAGE = 0.60
 MARKER_MIN_IDF = 0.60
@@ -186,7 +187,7 @@ def _strong(candidate: Evidence) -> bool:
 
 def _marker_evidence(candidate: Evidence) -> bool:
     if candidate.mode == "exact":
-        return bool(candidate.anchors)
+        return bool(candidate.anchors) and candidate.score >= MARKER_MIN_EXACT_SCORE
     return (
         len(candidate.terms) >= MARKER_MIN_TERMS
         and candidate.coverage >= MARKER_MIN_COVERAGE
