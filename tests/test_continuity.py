@@ -117,6 +117,10 @@ def test_marker_thresholds():
         lexical(terms=(("tablet", 0.9),)),
     ):
         assert decide(message, [weaker], POLICY).reason == "weak-evidence"
+    # one content term the earlier conversation returned to counts as two matched terms
+    recurring = lexical(terms=(("tablet", 0.9),), occurrences=2)
+    assert decide(message, [recurring], POLICY).outcome == "continuity-marker"
+    assert decide(message, [replace(recurring, occurrences=1)], POLICY).reason == "weak-evidence"
     # an exact anchor backs a marker, a bare value ("30 s") does not
     assert decide("backoff of 30 s?", [exact(anchors=("30 s",), score=0.6)], POLICY).reason == "weak-evidence"
     assert decide("src/app.py again", [exact()], POLICY).outcome == "continuity-marker"

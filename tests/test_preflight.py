@@ -83,6 +83,19 @@ def test_tablets_marker_shows_only_the_users_words(shop):
     assert "locator" not in orjson.dumps(response).decode()
 
 
+def test_tablets_marker_when_the_earlier_discussion_returned_to_tablets(shop):
+    remember(shop, "What about the shop's checkout?", "We talked about using tablets for the shop's checkout; tablets cost less than new registers.")
+    response = ask(shop, "m1", "could tablets help here?")
+    assert marker_spans(response["modelVisibleText"]) == ["tablets"]
+    assert "registers" not in response["modelVisibleText"]
+
+
+def test_filler_words_alone_never_mark_a_concept(shop):
+    remember(shop, "Could you help me with the deploy here?", "Sure, I can help here: the deploy script needs the new key.")
+    response = ask(shop, "m1", "could you help here?")
+    assert response["modelVisibleText"] == "" and response["diagnostics"]["reason"] == "weak-evidence"
+
+
 def test_explicit_history_gets_one_dated_json_quoted_snippet(shop):
     remember(shop, "Which database for the orders service?", "For the orders database we went with Postgres because of row-level locking.", days_ago=11)
     response = ask(shop, "m1", "Remind me why we chose Postgres for the orders database")
@@ -236,7 +249,7 @@ def test_a_revealed_source_cools_down_across_rotation_lineage_and_reclaim(shop, 
     assert ask(shop, "o1", "could tablets help here?", session="other")["modelVisibleText"]
     # after the cooldown the source may be shown again, and maintenance tombstones the exposure
     clock.advance(23)
-    assert ask(shop, "m3", "tablets could help at the pastry counter")["modelVisibleText"]
+    assert ask(shop, "m3", "tablets for the checkout too?")["modelVisibleText"]
     assert shop.call("maintain", {})["exposuresTombstoned"] >= 1
 
 

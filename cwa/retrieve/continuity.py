@@ -9,6 +9,10 @@ evidence. It returns one of three outcomes with a stable reason code:
 - `continuity-marker` (`implicit-concept-continuity`): a conversation source shares a concept with
   the message — a verbatim exact anchor of the message, or at least MARKER_MIN_TERMS matched terms
   in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum normalized IDF ≥ MARKER_MIN_IDF.
+  Coverage and IDF are taken over the message's content terms (everyday filler such as "could",
+  "help", "here" neither counts against coverage nor names a concept); the matched terms may be
+  distinct query terms or repeated occurrences of a content term, so a concept the earlier
+  conversation returned to ("tablets … tablets") counts as well as two shared words.
   A marker only says shared history exists, so it may survive ambiguity. Its variable text is
   made of exact spans of the current message, nothing else.
 - `suppress`, with the reason that stopped it (see REASONS).
@@ -22,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cwa.index.exact import fold
-from cwa.index.terms import tokens
+from cwa.index.terms import terms, tokens
 from cwa.retrieve.intent import current_state_only, general_knowledge, historical_intent
 
 SNIPPET = "historical-snippet"
@@ -67,6 +71,7 @@ FILLER_WORDS = frozenset(
     say see seems should some something still stuff sure take tell than thank thanks thing things
     think try trying two use used using very want wants way well work works would yeah yes""".split()
 )
+FILLER_TERMS = frozenset(t for word in FILLER_WORDS for t in terms(word))
 MARKER_KINDS = frozenset({"turn", "preamble", "checkpoint-root", "checkpoint-part"})
 NEVER_AUTOMATIC_KINDS = frozenset({"manual"})
 
@@ -78,13 +83,14 @@ class Evidence:
     source: int  # document row; identifies the source, never rendered
     mode: str  # exact | lexical
     score: float  # calibrated, candidate-own (cwa/retrieve/calibration.py)
-    coverage: float
-    max_idf: float
+    coverage: float  # lexical: share of the message's content terms the window holds
+    max_idf: float  # lexical: highest normalized IDF among matched content terms
     kind: str
     retention_class: str
     age_days: float  # from the source's creation time
     created_at: str = ""  # the source's creation time (a snippet shows its date)
     terms: tuple[tuple[str, float], ...] = ()  # lexical: matched query terms and their normalized IDF
+    occurrences: int = 0  # lexical: occurrences of matched content terms in the window
     anchors: tuple[str, ...] = ()  # exact: matched anchors as written in the current message
     tool_output: bool = False  # the evidence includes tool output (quoted as data if shown)
     superseded: bool = False
@@ -189,7 +195,7 @@ def _marker_evidence(candidate: Evidence) -> bool:
     if candidate.mode == "exact":
         return bool(candidate.anchors) and candidate.score >= MARKER_MIN_EXACT_SCORE
     return (
-        len(candidate.terms) >= MARKER_MIN_TERMS
+        max(len(candidate.terms), candidate.occurrences) >= MARKER_MIN_TERMS
         and candidate.coverage >= MARKER_MIN_COVERAGE
         and candidate.max_idf >= MARKER_MIN_IDF
     )
@@ -215,7 +221,7 @@ def _marker_spans(message: str, candidate: Evidence) -> tuple[str, ...]:
         chosen = [(at, a) for at, a in found if at >= 0][:MAX_MARKER_SPANS]
         return tuple(a for _, a in sorted(chosen))
     idf = dict(candidate.terms)
-    specific = {t for t, value in idf.items() if value >= SPAN_MIN_IDF}
+    specific = {t for t, value in idf.items() if value >= SPAN_MIN_IDF and t not in FILLER_TERMS}
     surfaces: dict[str, tuple[float, int]] = {}  # span → (idf, first offset)
     for token in tokens(message):
         if token.term in specific:

@@ -24,9 +24,9 @@ import orjson
 from cwa import limits
 from cwa.config import Settings
 from cwa.errors import CwaError, NotFound
-from cwa.index.terms import terms
+from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text
-from cwa.retrieve.continuity import MARKER, SNIPPET, SUPPRESS, Decision, Evidence, Policy, decide
+from cwa.retrieve.continuity import FILLER_TERMS, MARKER, SNIPPET, SUPPRESS, Decision, Evidence, Policy, decide
 from cwa.retrieve.intent import HISTORICAL_WORDS
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import Candidate, find_candidates, frequencies, make_context
@@ -174,9 +174,11 @@ def _evidence(
     ctx.include_superseded = True
     visible = request.get("excludeVisibleSourceKeys", [])
     pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
-    _, _, tiers = find_candidates(ctx, request["text"][: limits.PREFLIGHT_QUERY_CHARS], pool, IGNORED_TERMS)
+    _, qterms, tiers = find_candidates(ctx, request["text"][: limits.PREFLIGHT_QUERY_CHARS], pool, IGNORED_TERMS)
     ranked = [c for tier in tiers for c in tier]
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
+    idf = {t: calibration.normalized_idf(df[t], total) for t in df}
+    content = [t for t in qterms if t not in FILLER_TERMS]
     visible_json = orjson.dumps(visible).decode() if visible else None
     found = []
     for candidate in ranked:
@@ -184,25 +186,37 @@ def _evidence(
             queries("hints")["source_facts"],
             {"row": candidate.document_row, "start": candidate.start, "end": candidate.end, "visible": visible_json},
         ).fetchone()
-        lexical = candidate.mode == "lexical"
-        evidence = Evidence(
-            source=candidate.document_row,
-            mode=candidate.mode,
-            score=candidate.score,
-            coverage=candidate.coverage,
-            max_idf=candidate.max_idf,
-            kind=kind,
-            retention_class=retention_class,
-            age_days=round(age_days(created_at, now), 3),
-            created_at=created_at,
-            terms=tuple((t, calibration.normalized_idf(df[t], total)) for t in candidate.matched) if lexical else (),
-            anchors=tuple(candidate.anchors),
-            tool_output=bool(tool_output),
-            superseded=state == "superseded",
-            visible=bool(is_visible),
-        )
+        facts = {
+            "source": candidate.document_row,
+            "mode": candidate.mode,
+            "score": candidate.score,
+            "kind": kind,
+            "retention_class": retention_class,
+            "age_days": round(age_days(created_at, now), 3),
+            "created_at": created_at,
+            "tool_output": bool(tool_output),
+            "superseded": state == "superseded",
+            "visible": bool(is_visible),
+        }
+        if candidate.mode == "lexical":
+            evidence = Evidence(**facts, **_lexical_evidence(candidate, content, idf))
+        else:
+            evidence = Evidence(**facts, coverage=candidate.coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
         found.append((evidence, candidate))
     return found
+
+
+def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, float]) -> dict[str, Any]:
+    """Coverage, IDF and occurrences over the message's content terms (filler words match but
+    say nothing about a concept)."""
+    matched = [t for t in candidate.matched if t not in FILLER_TERMS]
+    held = set(matched)
+    return {
+        "coverage": round(len(matched) / len(content), 4) if content else 0.0,
+        "max_idf": max((idf[t] for t in matched), default=0.0),
+        "terms": tuple((t, idf[t]) for t in candidate.matched),
+        "occurrences": sum(1 for token in tokens(candidate.text) if token.term in held),
+    }
 
 
 def _render(decision: Decision, candidates: dict[int, Candidate], allowance: int) -> tuple[str, Decision]:
