@@ -19,8 +19,8 @@ def lexical(source=1, score=0.7, coverage=1.0, max_idf=0.9, terms=(("tablet", 0.
                     extra.pop("retention_class", "conversation"), extra.pop("age_days", 3.0), terms=terms, **extra)
 
 
-def exact(source=1, score=0.9, anchors=("src/app.py",), **extra):
-    return Evidence(source, "exact", score, 1.0, 1.0, extra.pop("kind", "turn"),
+def exact(source=1, score=0.9, anchors=("src/app.py",), coverage=1.0, **extra):
+    return Evidence(source, "exact", score, coverage, 1.0, extra.pop("kind", "turn"),
                     extra.pop("retention_class", "conversation"), extra.pop("age_days", 3.0), anchors=anchors, **extra)
 
 
@@ -104,6 +104,10 @@ def test_snippet_needs_intent_strength_and_a_margin_over_005():
     assert (tied.outcome, tied.reason) == ("suppress", "ambiguous-snippet")
     # a rival of the other mode does not make it ambiguous
     assert decide(message, [top, exact(source=3, score=0.8)][::-1][1:], POLICY).outcome == "historical-snippet"
+    # one anchor in two sources: the one holding more of the message's words wins when clearly so
+    anchor = "what did we fix about TypeError last time?"
+    assert decide(anchor, [exact(coverage=1.0), exact(source=2, coverage=0.5)], POLICY).outcome == "historical-snippet"
+    assert decide(anchor, [exact(coverage=1.0), exact(source=2, coverage=0.95)], POLICY).reason == "ambiguous-snippet"
     weak = decide(message, [lexical(score=0.45, terms=(("tablet", 0.9),), coverage=1.0)], POLICY)
     assert weak.reason == "weak-evidence"
 

@@ -5,7 +5,8 @@ evidence. It returns one of three outcomes with a stable reason code:
 
 - `historical-snippet` (`explicit-history-strong-evidence`): the user points at history and one
   candidate is strong and unambiguous — its score beats the next candidate of the same mode by
-  more than SNIPPET_MARGIN.
+  more than SNIPPET_MARGIN (for exact anchors, weighed by how much of the message's content the
+  evidence around the anchor holds; see `_support`).
 - `continuity-marker` (`implicit-concept-continuity`): a conversation source shares a concept with
   the message — a verbatim exact anchor of the message, or at least MARKER_MIN_TERMS matched terms
   in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum normalized IDF ≥ MARKER_MIN_IDF.
@@ -83,7 +84,7 @@ class Evidence:
     source: int  # document row; identifies the source, never rendered
     mode: str  # exact | lexical
     score: float  # calibrated, candidate-own (cwa/retrieve/calibration.py)
-    coverage: float  # lexical: share of the message's content terms the window holds
+    coverage: float  # share of the message's content terms the window (exact: the message) holds
     max_idf: float  # lexical: highest normalized IDF among matched content terms
     kind: str
     retention_class: str
@@ -140,11 +141,11 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
     top = fresh[0]
     if historical and policy.snippets and _strong(top):
         rivals = [
-            c.score
+            _support(c)
             for c in candidates
             if c is not top and c.mode == top.mode and not c.superseded and not c.visible
         ]
-        margin = round(top.score - max(rivals, default=0.0), 4)
+        margin = round(_support(top) - max(rivals, default=0.0), 4)
         if margin > SNIPPET_MARGIN:
             return Decision(SNIPPET, "explicit-history-strong-evidence", top, margin=margin, historical=True)
         return Decision(SUPPRESS, "ambiguous-snippet", top, margin=margin, historical=True)
@@ -189,6 +190,15 @@ def _strong(candidate: Evidence) -> bool:
         and candidate.coverage >= MARKER_MIN_COVERAGE
         and candidate.max_idf >= MARKER_MIN_IDF
     )
+
+
+def _support(candidate: Evidence) -> float:
+    """How well a candidate answers the whole message, for the snippet margin. Lexical: its score.
+    Exact: the anchor's score, weighed by how much of the rest of the message the evidence holds,
+    so one anchor found in two sources is told apart by the words around it."""
+    if candidate.mode == "exact":
+        return round(candidate.score * (0.5 + 0.5 * candidate.coverage), 4)
+    return candidate.score
 
 
 def _marker_evidence(candidate: Evidence) -> bool:

@@ -201,9 +201,13 @@ def _evidence(
         if candidate.mode == "lexical":
             evidence = Evidence(**facts, **_lexical_evidence(candidate, content, idf))
         else:
-            evidence = Evidence(**facts, coverage=candidate.coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
+            held = {token.term for token in tokens(candidate.text)}
+            coverage = round(sum(t in held for t in content) / len(content), 4) if content else 0.0
+            evidence = Evidence(**facts, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
         found.append((evidence, candidate))
-    return found
+    # Among exact hits, more of the message's anchors first, then more of its words around them.
+    exact = sorted((f for f in found if f[0].mode == "exact"), key=lambda f: (-len(f[0].anchors), -f[0].coverage))
+    return exact + [f for f in found if f[0].mode != "exact"]
 
 
 def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, float]) -> dict[str, Any]:
