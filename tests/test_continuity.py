@@ -104,6 +104,8 @@ def test_snippet_needs_intent_strength_and_a_margin_over_005():
     assert (tied.outcome, tied.reason) == ("suppress", "ambiguous-snippet")
     # a rival of the other mode does not make it ambiguous
     assert decide(message, [top, exact(source=3, score=0.8)][::-1][1:], POLICY).outcome == "historical-snippet"
+    # a weak exact hit ranked first does not hide a strong lexical one
+    assert decide(message, [exact(source=5, score=0.6, anchors=("30 s",)), top], POLICY).chosen.source == 1
     # one anchor in two sources: the one holding more of the message's words wins when clearly so
     anchor = "what did we fix about TypeError last time?"
     assert decide(anchor, [exact(coverage=1.0), exact(source=2, coverage=0.5)], POLICY).outcome == "historical-snippet"

@@ -93,7 +93,7 @@ def test_tablets_marker_when_the_earlier_discussion_returned_to_tablets(shop):
 def test_filler_words_alone_never_mark_a_concept(shop):
     remember(shop, "Could you help me with the deploy here?", "Sure, I can help here: the deploy script needs the new key.")
     response = ask(shop, "m1", "could you help here?")
-    assert response["modelVisibleText"] == "" and response["diagnostics"]["reason"] == "weak-evidence"
+    assert response["modelVisibleText"] == "" and response["diagnostics"]["reason"] == "no-candidate"
 
 
 def test_explicit_history_gets_one_dated_json_quoted_snippet(shop):

@@ -139,7 +139,9 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
         return Decision(SUPPRESS, first_block or "no-candidate", historical=historical)
 
     top = fresh[0]
-    if historical and policy.snippets and _strong(top):
+    strong = [c for c in fresh if _strong(c)]
+    if historical and policy.snippets and strong:
+        top = strong[0]  # the best-ranked strong candidate: a weak anchor ahead of it does not hide it
         rivals = [
             _support(c)
             for c in candidates

@@ -26,7 +26,7 @@ from cwa.config import Settings
 from cwa.errors import CwaError, NotFound
 from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text
-from cwa.retrieve.continuity import FILLER_TERMS, MARKER, SNIPPET, SUPPRESS, Decision, Evidence, Policy, decide
+from cwa.retrieve.continuity import FILLER_TERMS, MARKER, MARKER_MIN_IDF, SNIPPET, SUPPRESS, Decision, Evidence, Policy, decide
 from cwa.retrieve.intent import HISTORICAL_WORDS
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import Candidate, find_candidates, frequencies, make_context
@@ -174,7 +174,8 @@ def _evidence(
     ctx.include_superseded = True
     visible = request.get("excludeVisibleSourceKeys", [])
     pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
-    _, qterms, tiers = find_candidates(ctx, request["text"][: limits.PREFLIGHT_QUERY_CHARS], pool, IGNORED_TERMS)
+    query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
+    _, qterms, tiers = find_candidates(ctx, query, pool, IGNORED_TERMS, _specific)
     ranked = [c for tier in tiers for c in tier]
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     idf = {t: calibration.normalized_idf(df[t], total) for t in df}
@@ -208,6 +209,12 @@ def _evidence(
     # Among exact hits, more of the message's anchors first, then more of its words around them.
     exact = sorted((f for f in found if f[0].mode == "exact"), key=lambda f: (-len(f[0].anchors), -f[0].coverage))
     return exact + [f for f in found if f[0].mode != "exact"]
+
+
+def _specific(term: str, normalized_idf: float) -> bool:
+    """Lexical evidence can only back a hint through a content term at least this specific, so
+    windows holding none of them are never fetched: preflight stays cheap on common words."""
+    return term not in FILLER_TERMS and normalized_idf >= MARKER_MIN_IDF
 
 
 def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, float]) -> dict[str, Any]:

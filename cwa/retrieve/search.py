@@ -8,6 +8,7 @@ sources reorders near-equals; it never outweighs relevance (at most +15%).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import apsw
@@ -97,16 +98,22 @@ def make_context(
 
 
 def find_candidates(
-    ctx: Context, query: str, limit: int, ignored_terms: frozenset[str] = frozenset()
+    ctx: Context,
+    query: str,
+    limit: int,
+    ignored_terms: frozenset[str] = frozenset(),
+    matchable: Callable[[str, float], bool] | None = None,
 ) -> tuple[list[Anchor], list[str], list[list[Candidate]]]:
     """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
-    while the exact tier has room). `ignored_terms` never count as lexical query terms."""
+    while the exact tier has room). `ignored_terms` never count as lexical query terms;
+    `matchable(term, normalized_idf)`, when given, picks the terms a window must hold one of to be
+    fetched at all (the others still count in each window's matched terms and coverage)."""
     anchors = query_anchors(query)
     exact = _exact_search(ctx, anchors, limit)
     qterms = [t for t in _select_terms(ctx, query) if t not in ignored_terms]
     tiers = [exact]
     if len(exact) < limit:
-        tiers.append(_lexical_search(ctx, qterms, limit, {c.document_row for c in exact}))
+        tiers.append(_lexical_search(ctx, qterms, limit, {c.document_row for c in exact}, matchable))
     return anchors, qterms, tiers
 
 
@@ -348,16 +355,25 @@ def _admissible_windows(ctx: Context, match: str, limit: int, taken: set[int]) -
         k *= 4
 
 
-def _lexical_search(ctx: Context, qterms: list[str], limit: int, taken: set[int]) -> list[Candidate]:
+def _lexical_search(
+    ctx: Context,
+    qterms: list[str],
+    limit: int,
+    taken: set[int],
+    matchable: Callable[[str, float], bool] | None = None,
+) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
     per identical content; evidence is computed only for what can be shown (plus one, for the
     margin)."""
     if not qterms:
         return []
     df, total = frequencies(ctx, qterms)
+    wanted = qterms
+    if matchable is not None:
+        wanted = [t for t in qterms if matchable(t, calibration.normalized_idf(df[t], total))]
     rows: list[tuple] = []
     seen_windows: set[int] = set()
-    for match in match_expressions(qterms, df):
+    for match in match_expressions(wanted, df):
         for found in _admissible_windows(ctx, match, limit, taken):
             if found[0] not in seen_windows:
                 seen_windows.add(found[0])
