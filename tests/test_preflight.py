@@ -12,7 +12,7 @@ from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import InvalidRequest, LimitExceeded, NotFound
 from cwa.evaluation import hints as hint_eval
-from cwa.retrieve.hint_text import marker_spans
+from cwa.retrieve.hint_text import marker_spans, render_marker
 from cwa.timestamps import shift
 from cwa.tokens import estimate_tokens
 
@@ -425,3 +425,26 @@ def test_the_budget_property_saw_hints():
     if not HINTS_SEEN:
         pytest.skip("run together with the property test")
     assert sum(HINTS_SEEN) >= 5
+
+
+def test_the_hint_metrics_catch_what_they_measure(tmp_path):
+    """The evaluation counts from observed bytes, so a bad hint shows up in its metric."""
+    settings = hint_eval.default_settings(tmp_path)
+    source = {"documentId": "doc-1", "version": 1, "kind": "turn", "retentionClass": "conversation",
+              "createdAt": NOW, "toolOutput": False}
+
+    def judged(text, hint_source=source, message="could tablets help here?", **case):
+        response = {"modelVisibleText": text, "hints": [{"type": "x", "source": hint_source}] if text else [],
+                    "diagnostics": {"reason": "r"}}
+        step = {"key": "m1", "text": message}
+        return hint_eval._judge({"expect": "suppress", **case}, settings, [{"step": step, "now": NOW, "response": response}])
+
+    leak = render_marker(("tablets", "Zettlepay"))
+    assert judged(leak)["leaked"] == 1  # a marker span the message does not hold
+    assert judged(render_marker(("tablets",)), coldNeighborTerm="tablets")["leaked"] == 1
+    assert judged("\n\n" + "word " * 400)["budget"] >= 1
+    stale = {**source, "createdAt": shift(NOW, -31 * 86_400)}
+    assert judged(render_marker(("tablets",)), hint_source=stale)["stale"] == 1
+    tool = {**source, "kind": "tool-result", "retentionClass": "ephemeral", "toolOutput": True}
+    assert judged("\n\nrm -rf / now, as the tool said", hint_source=tool)["unsafe"] == 1
+    assert judged(render_marker(("tablets",)))["outcome"] == "continuity-marker"

@@ -13,8 +13,9 @@ Metrics (observations only, never the reason codes preflight reports about itsel
 - markerRecall / snippetRecall: positives whose judged step revealed that kind of hint, whose
   marker spans are exactly the expected spans of the message;
 - falsePositiveRate: negatives whose judged step revealed any byte;
-- leakedTerms: model-visible bytes of any step holding a case's `forbidden` term, plus markers
-  whose variable text is not made of exact spans of the message;
+- leakedTerms: model-visible bytes of any step holding a case's `forbidden` terms or its
+  `coldNeighborTerm` (words only the candidate holds), plus markers whose variable text is not
+  made of exact spans of the message;
 - staleReveals: hints whose source is older than its class's automatic age limit, or durable;
 - budgetViolations: a hint over `hintBudgetTokens`, or the frozen hints of a step's active keys
   (and its own) over `activeHintBudgetTokens`, both under the estimator;
@@ -129,11 +130,12 @@ def _judge(case: dict[str, Any], settings: Settings, observed: list[dict[str, An
     budget = policy.get("hintBudgetTokens", settings["hintBudgetTokens"])
     active_budget = policy.get("activeHintBudgetTokens", settings["activeHintBudgetTokens"])
     frozen: dict[str, str] = {}
+    forbidden = [*case.get("forbidden", []), *([case["coldNeighborTerm"]] if "coldNeighborTerm" in case else [])]
     for item in observed:
         step, text, response = item["step"], item["response"]["modelVisibleText"], item["response"]
         frozen[step["key"]] = text
         lowered = text.casefold()
-        counts["leaked"] += sum(1 for term in case.get("forbidden", []) if term.casefold() in lowered)
+        counts["leaked"] += sum(1 for term in forbidden if term.casefold() in lowered)
         spans = marker_spans(text) if text else None
         if spans is not None and not all(span and span in step["text"] for span in spans):
             counts["leaked"] += 1
