@@ -176,7 +176,7 @@ def _evidence(
     pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
     query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
     _, qterms, tiers = find_candidates(ctx, query, pool, IGNORED_TERMS, _specific)
-    ranked = [c for tier in tiers for c in tier]
+    ranked = [c for tier in tiers for c in tier[: pool + 1]]  # the top and its nearest rivals
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     idf = {t: calibration.normalized_idf(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
