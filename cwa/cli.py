@@ -44,6 +44,9 @@ def handles_errors(command: Callable) -> Callable:
             return command(*args, **kwargs)
         except CwaError as error:
             _fail(error, bool(kwargs.get("as_json")))
+        except BrokenPipeError:  # the reader went away (`cwa … | head`): not an error of ours
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except Exception as exc:  # a bug: say so in one line (CWA_DEBUG=1 shows the traceback)
             if os.environ.get("CWA_DEBUG"):
                 raise

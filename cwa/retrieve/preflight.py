@@ -181,34 +181,41 @@ def _evidence(
     idf = {t: calibration.normalized_idf(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
     visible_json = orjson.dumps(visible).decode() if visible else None
-    found = []
-    for candidate in ranked:
-        kind, retention_class, created_at, state, tool_output, is_visible = conn.execute(
-            queries("hints")["source_facts"],
-            {"row": candidate.document_row, "start": candidate.start, "end": candidate.end, "visible": visible_json},
-        ).fetchone()
-        facts = {
-            "source": candidate.document_row,
-            "mode": candidate.mode,
-            "score": candidate.score,
-            "kind": kind,
-            "retention_class": retention_class,
-            "age_days": round(age_days(created_at, now), 3),
-            "created_at": created_at,
-            "tool_output": bool(tool_output),
-            "superseded": state == "superseded",
-            "visible": bool(is_visible),
-        }
-        if candidate.mode == "lexical":
-            evidence = Evidence(**facts, **_lexical_evidence(candidate, content, idf))
-        else:
-            held = {token.term for token in tokens(candidate.text)}
-            coverage = round(sum(t in held for t in content) / len(content), 4) if content else 0.0
-            evidence = Evidence(**facts, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
-        found.append((evidence, candidate))
+    found = [(_source_evidence(conn, c, content, idf, visible_json, now), c) for c in ranked]
     # Among exact hits, more of the message's anchors first, then more of its words around them.
     exact = sorted((f for f in found if f[0].mode == "exact"), key=lambda f: (-len(f[0].anchors), -f[0].coverage))
     return exact + [f for f in found if f[0].mode != "exact"]
+
+
+def _source_evidence(
+    conn: apsw.Connection,
+    candidate: Candidate,
+    content: list[str],
+    idf: dict[str, float],
+    visible: str | None,
+    now: str,
+) -> Evidence:
+    kind, retention_class, created_at, state, tool_output, is_visible = conn.execute(
+        queries("hints")["source_facts"],
+        {"row": candidate.document_row, "start": candidate.start, "end": candidate.end, "visible": visible},
+    ).fetchone()
+    facts = {
+        "source": candidate.document_row,
+        "mode": candidate.mode,
+        "score": candidate.score,
+        "kind": kind,
+        "retention_class": retention_class,
+        "age_days": round(age_days(created_at, now), 3),
+        "created_at": created_at,
+        "tool_output": bool(tool_output),
+        "superseded": state == "superseded",
+        "visible": bool(is_visible),
+    }
+    if candidate.mode == "lexical":
+        return Evidence(**facts, **_lexical_evidence(candidate, content, idf))
+    held = {token.term for token in tokens(candidate.text)}
+    coverage = round(sum(t in held for t in content) / len(content), 4) if content else 0.0
+    return Evidence(**facts, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
 
 
 def _specific(term: str, normalized_idf: float) -> bool:
