@@ -115,7 +115,7 @@ DEMO_QUERIES = ("ERR_LOCK_TIMEOUT", "why does the retry loop never give up")
 # fixed so the sample stays within the automatic age limits whenever the demo runs.
 DEMO_NEXT_DAY = "2026-11-03T09:00:00.000Z"
 DEMO_MESSAGES = (
-    ("demo-next-u1", "a fixed sleep instead of backoff for uploads?"),
+    ("demo-next-u1", "acquire_lock keeps failing in the upload worker too"),
     ("demo-next-u2", "remind me what went into commit a1b2c3d4e5"),
     ("demo-next-u3", "what does src/retry.py contain now?"),
 )
