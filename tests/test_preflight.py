@@ -365,6 +365,26 @@ def test_fixture_changes_need_a_new_fingerprint(tmp_path):
     assert hint_eval.load_fixture()["fingerprint"] == hint_eval.fingerprint(hint_eval.load_fixture())
 
 
+def test_eval_hints_runs_another_case_file(tmp_path):
+    cases = {
+        "now": NOW,
+        "cases": [
+            {"name": "marker", "expect": "continuity-marker", "spans": ["tablets"], "forbidden": ["Zettlepay"],
+             "corpus": [{"createdAt": shift(NOW, -86_400), "messages": [["user", "Checkout?"], ["assistant", TABLETS]]}],
+             "steps": [{"key": "a", "text": "could tablets help here?"}]},
+            {"name": "general", "expect": "suppress", "corpus": [], "steps": [{"key": "a", "text": "What is a mutex?"}]},
+        ],
+    }
+    path = tmp_path / "cases.json"
+    path.write_bytes(orjson.dumps(cases))
+    out = run_cwa(["eval", "hints", "--fixture", str(path), "--json"], hermetic_env(tmp_path))
+    report = orjson.loads(out.stdout)
+    assert out.returncode == 0 and report["metrics"]["markerRecall"] == 1.0 and report["metrics"]["negatives"] == 1
+    path.write_bytes(b"[1, 2]")
+    bad = run_cwa(["eval", "hints", "--fixture", str(path)], hermetic_env(tmp_path))
+    assert bad.returncode == 2 and b"invalid-request" in bad.stderr
+
+
 def test_eval_hints_command(tmp_path):
     out = run_cwa(["eval", "hints", "--json"], hermetic_env(tmp_path))
     report = orjson.loads(out.stdout)
