@@ -110,7 +110,7 @@ def test_snippet_needs_intent_strength_and_a_margin_over_005():
     anchor = "what did we fix about TypeError last time?"
     assert decide(anchor, [exact(coverage=1.0), exact(source=2, coverage=0.5)], POLICY).outcome == "historical-snippet"
     assert decide(anchor, [exact(coverage=1.0), exact(source=2, coverage=0.95)], POLICY).reason == "ambiguous-snippet"
-    weak = decide(message, [lexical(score=0.45, terms=(("tablet", 0.9),), coverage=1.0)], POLICY)
+    weak = decide(message, [lexical(score=0.45, terms=(("tablet", 0.7),), coverage=1.0, max_idf=0.7)], POLICY)
     assert weak.reason == "weak-evidence"
 
 
@@ -120,13 +120,16 @@ def test_marker_thresholds():
     for weaker in (
         lexical(coverage=0.59),
         lexical(max_idf=0.59, terms=(("tablet", 0.59), ("help", 0.5))),
-        lexical(terms=(("tablet", 0.9),)),
+        lexical(terms=(("tablet", 0.79),), max_idf=0.79),
     ):
         assert decide(message, [weaker], POLICY).reason == "weak-evidence"
     # one content term the earlier conversation returned to counts as two matched terms
     recurring = lexical(terms=(("tablet", 0.9),), occurrences=2)
     assert decide(message, [recurring], POLICY).outcome == "continuity-marker"
-    assert decide(message, [replace(recurring, occurrences=1)], POLICY).reason == "weak-evidence"
+    # matched once, the message's only content word must be rare
+    assert decide(message, [replace(recurring, occurrences=1)], POLICY).outcome == "continuity-marker"
+    common = replace(recurring, occurrences=1, terms=(("tablet", 0.7),), max_idf=0.7)
+    assert decide(message, [common], POLICY).reason == "weak-evidence"
     # an exact anchor backs a marker, a bare value ("30 s") does not
     assert decide("backoff of 30 s?", [exact(anchors=("30 s",), score=0.6)], POLICY).reason == "weak-evidence"
     assert decide("src/app.py again", [exact()], POLICY).outcome == "continuity-marker"

@@ -13,7 +13,9 @@ evidence. It returns one of three outcomes with a stable reason code:
   Coverage and IDF are taken over the message's content terms (everyday filler such as "could",
   "help", "here" neither counts against coverage nor names a concept); the matched terms may be
   distinct query terms or repeated occurrences of a content term, so a concept the earlier
-  conversation returned to ("tablets … tablets") counts as well as two shared words.
+  conversation returned to ("tablets … tablets") counts as well as two shared words; a message
+  whose only content word is rare in the archive (normalized IDF ≥ SOLE_TERM_MIN_IDF) needs it
+  matched once.
   A marker only says shared history exists, so it may survive ambiguity. Its variable text is
   made of exact spans of the current message, nothing else.
 - `suppress`, with the reason that stopped it (see REASONS).
@@ -59,6 +61,7 @@ MARKER_MIN_EXACT_SCORE = 0.65  # a value ("30 s", "8080") alone is too incidenta
 MARKER_MIN_TERMS = 2
 MARKER_MIN_COVERAGE = 0.60
 MARKER_MIN_IDF = 0.60
+SOLE_TERM_MIN_IDF = 0.80  # a message's only content word, matched once, must be this rare
 SPAN_MIN_IDF = 0.45  # a matched word shown in a marker must itself be fairly specific
 MAX_MARKER_SPANS = 3
 MAX_SPAN_CHARS = 80
@@ -206,11 +209,14 @@ def _support(candidate: Evidence) -> float:
 def _marker_evidence(candidate: Evidence) -> bool:
     if candidate.mode == "exact":
         return bool(candidate.anchors) and candidate.score >= MARKER_MIN_EXACT_SCORE
-    return (
-        max(len(candidate.terms), candidate.occurrences) >= MARKER_MIN_TERMS
-        and candidate.coverage >= MARKER_MIN_COVERAGE
-        and candidate.max_idf >= MARKER_MIN_IDF
-    )
+    if candidate.coverage < MARKER_MIN_COVERAGE or candidate.max_idf < MARKER_MIN_IDF:
+        return False
+    if max(len(candidate.terms), candidate.occurrences) >= MARKER_MIN_TERMS:
+        return True
+    # The message's one content word ("could tablets help here?"), matched once: enough only
+    # when that word is rare in the archive, so a single common word never marks a concept.
+    content = [t for t, _ in candidate.terms if t not in FILLER_TERMS]
+    return len(content) == 1 and candidate.coverage == 1.0 and candidate.max_idf >= SOLE_TERM_MIN_IDF
 
 
 def _conversation_source(candidate: Evidence) -> bool:

@@ -202,7 +202,6 @@ def _source_evidence(
     facts = {
         "source": candidate.document_row,
         "mode": candidate.mode,
-        "score": candidate.score,
         "kind": kind,
         "retention_class": retention_class,
         "age_days": round(age_days(created_at, now), 3),
@@ -215,7 +214,7 @@ def _source_evidence(
         return Evidence(**facts, **_lexical_evidence(candidate, content, idf))
     held = {token.term for token in tokens(candidate.text)}
     coverage = round(sum(t in held for t in content) / len(content), 4) if content else 0.0
-    return Evidence(**facts, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
+    return Evidence(**facts, score=candidate.score, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
 
 
 def _specific(term: str, normalized_idf: float) -> bool:
@@ -225,11 +224,12 @@ def _specific(term: str, normalized_idf: float) -> bool:
 
 
 def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, float]) -> dict[str, Any]:
-    """Coverage, IDF and occurrences over the message's content terms (filler words match but
-    say nothing about a concept)."""
+    """Score, coverage, IDF and occurrences over the message's content terms (filler words match
+    but say nothing about a concept); the score is search's calibrated formula on those terms."""
     matched = [t for t in candidate.matched if t not in FILLER_TERMS]
     held = set(matched)
     return {
+        "score": calibration.lexical_score(content, matched),
         "coverage": round(len(matched) / len(content), 4) if content else 0.0,
         "max_idf": max((idf[t] for t in matched), default=0.0),
         "terms": tuple((t, idf[t]) for t in candidate.matched),
