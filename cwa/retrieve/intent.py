@@ -43,6 +43,10 @@ _HISTORICAL = re.compile(
     | \bhave\s+(we|you)\s+(ever\s+|already\s+)?(discussed|talked|decided|tried|used|seen|considered)\b
     | \b(was|were)\s+(decided|agreed|discussed|chosen|settled|mentioned|proposed)\b
     | \bfrom\s+(before|last\s+time|earlier)\b
+    | \b(didn'?t|did\s+not|haven'?t|have)\s+(we|you|i)\s+(already\s+|ever\s+)?(talk|discuss|decide|agree
+       |mention|say|try|use|settle|pick|choose|look)
+    | \bas\s+(mentioned|discussed|agreed|decided|noted|planned)\b
+    | \b(we|you)\s+(saw|hit|ran\s+into|ended\s+up|fixed|found|changed|built|added|removed|picked)\b
     """,
     _FLAGS,
 )
@@ -103,7 +107,7 @@ _PROJECT_REFERENCE = re.compile(
 # Wording of historical intent that says nothing about the topic: left out of preflight's query.
 HISTORICAL_WORDS = """earlier previously last time ago remind remember recall discuss discussed
 talked talk decide decided agree agreed mention mentioned said say told chose choose settled
-before originally yesterday week back""".split()
+before originally yesterday week back saw didn haven already suggested suggest""".split()
 
 
 def historical_intent(message: str) -> bool:
