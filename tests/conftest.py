@@ -66,8 +66,11 @@ def run_cwa(args: list[str], env: dict[str, str], stdin: bytes = b"", cwd: Path 
 
 def row_counts(db: Path) -> dict[str, int]:
     import apsw
+    import sqlite_vec
 
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())  # window_vectors is a vec0 table
     try:
         tables = [
             r[0]

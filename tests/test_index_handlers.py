@@ -72,7 +72,7 @@ def test_each_admission_gets_its_own_generation(archive):
     first = archive.admit(turn("a"))
     second = archive.admit(turn("b"))
     assert second["generation"] > first["generation"]
-    assert first["indexOutcomes"] == {"exact": "complete", "lexical": "complete", "structural": "complete"}
+    assert first["indexOutcomes"] == {"exact": "complete", "lexical": "complete", "structural": "complete", "semantic": "complete"}
 
 
 def test_prepare_runs_before_the_write_lock_is_taken(db_path):

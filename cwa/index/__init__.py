@@ -48,9 +48,10 @@ def default_handlers() -> tuple[IndexHandler, ...]:
     """The handlers every admission and rebuild runs, in order."""
     from cwa.index.exact import ExactHandler
     from cwa.index.lexical import LexicalHandler
+    from cwa.index.semantic import SemanticQueueHandler
     from cwa.index.structure import StructuralHandler
 
-    return (ExactHandler(), LexicalHandler(), StructuralHandler())
+    return (ExactHandler(), LexicalHandler(), StructuralHandler(), SemanticQueueHandler())
 
 
 class _PrepareFailed:

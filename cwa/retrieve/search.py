@@ -26,7 +26,7 @@ from cwa.retrieve.locators import Locator, archive_secret, sign
 from cwa.retrieve.scope import Scope, resolve_scope
 from cwa.retrieve.summary import document_summary
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
-from cwa.store.reads import read_bytes
+from cwa.store.reads import read_bytes, window_text
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
@@ -260,20 +260,6 @@ def _attach_message_text(ctx: Context, candidate: Candidate) -> None:
     candidate.center = len(data[: max(0, candidate.start - text_start)].decode("utf-8", errors="ignore"))
 
 
-def _window_text(ctx: Context, document_row: int, start: int, end: int, first: int, last: int) -> str:
-    """The message text inside a window, without the serialized header lines: exactly what the
-    lexical index saw."""
-    data, _ = read_bytes(ctx.conn, document_row, start, end)
-    pieces = []
-    for _, _, _, m_start, text_start, m_end in ctx.conn.execute(
-        queries("search")["messages_between"], (document_row, first, last)
-    ):
-        lo, hi = max(start, text_start), min(end, m_end)
-        if hi > lo:
-            pieces.append(data[lo - start : hi - start].decode("utf-8"))
-    return "\n\n".join(pieces)
-
-
 def _position_visible(ctx: Context, document_row: int, position: int) -> bool:
     if not ctx.visible_keys:
         return False
@@ -393,7 +379,7 @@ def _lexical_search(
             continue
         seen_rows.add(row)
         seen_content.update((content_hash, digest))
-        text = _window_text(ctx, row, start, end, first, last)
+        text = window_text(ctx.conn, row, start, end, first, last)
         window_tokens = list(tokens(text))
         present_terms = {t.term for t in window_tokens}
         matched = [t for t in qterms if t in present_terms]

@@ -205,3 +205,15 @@ def get_document(
         },
     )
     return result
+
+
+def window_text(conn: apsw.Connection, document_row: int, start: int, end: int, first: int, last: int) -> str:
+    """The message text inside a window without the serialized header lines: exactly what the
+    lexical index saw (and what the semantic index embeds)."""
+    data, _ = read_bytes(conn, document_row, start, end)
+    pieces = []
+    for _, _, _, _, text_start, m_end in conn.execute(queries("search")["messages_between"], (document_row, first, last)):
+        lo, hi = max(start, text_start), min(end, m_end)
+        if hi > lo:
+            pieces.append(data[lo - start : hi - start].decode("utf-8"))
+    return "\n\n".join(pieces)

