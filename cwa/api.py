@@ -17,7 +17,7 @@ import apsw
 from cwa import contract, limits
 from cwa.config import Settings, load_settings
 from cwa.contract import Method
-from cwa.errors import CwaError, InvalidRequest
+from cwa.errors import CwaError, InvalidRequest, ModelMissing
 from cwa.index import IndexHandler, default_handlers
 from cwa.store.admission import admit
 from cwa.store.connection import default_archive_path, open_connection, storage_error
@@ -130,6 +130,26 @@ def _supersede(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return supersede(archive.conn, request, archive.clock())
 
 
+def _index_embed(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.index.semantic import drain
+    from cwa.models import ModelUnavailable, embedder
+
+    try:
+        model = embedder()
+    except ModelUnavailable as exc:
+        raise ModelMissing(str(exc), reason="model-unavailable") from exc
+    return drain(archive.conn, model, archive.clock(), request.get("limit"), archive.progress)
+
+
+def _models_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.index.semantic import pending, stored_fingerprint
+    from cwa.models import status
+
+    found = status()
+    found["archive"] = {"fingerprint": stored_fingerprint(archive.conn), "pendingWindows": pending(archive.conn)}
+    return found
+
+
 def _preflight(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.preflight import preflight
 
@@ -164,6 +184,8 @@ METHODS: dict[str, Method] = {
         Method("recall", contract.RECALL, _recall, "exact bytes for a locator or document id"),
         Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another"),
         Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
+        Method("index-embed", contract.INDEX_EMBED, _index_embed, "embed queued windows for semantic search"),
+        Method("models-status", contract.MODELS_STATUS, _models_status, "installed local models and their fingerprints"),
         Method("preflight", contract.PREFLIGHT, _preflight, "the frozen automatic hint for a user message"),
         Method("why", contract.WHY, _why, "the last preflight decision for a message, explained"),
         Method("maintain", contract.MAINTAIN, _maintain, "one bounded pass of ledger clean-up"),

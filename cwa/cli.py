@@ -562,6 +562,62 @@ def index_rebuild(ctx, as_json) -> None:
         click.echo(f"rebuilt {result['documents']} document(s) in generation {result['generation']}; {outcomes}")
 
 
+@index_group.command("embed")
+@click.option("--limit", type=click.IntRange(1, 10_000_000), help="Embed at most this many windows [default: all queued].")
+@json_option
+@click.pass_context
+@handles_errors
+def index_embed(ctx, limit, as_json) -> None:
+    """Embed the queued windows for semantic search (local model; progress bar)."""
+    params = {"limit": limit} if limit else {}
+    with _open(ctx) as archive:
+        if as_json:
+            result = archive.call("index-embed", params)
+        else:
+            with click.progressbar(length=1, label="embedding", file=sys.stderr, show_pos=True) as bar:
+                def progress(done: int, total: int) -> None:
+                    bar.length = total
+                    bar.update(done - bar.pos)
+                archive.progress = progress
+                result = archive.call("index-embed", params)
+    if as_json:
+        click.echo(_dump(result))
+    else:
+        click.echo(f"embedded {result['embedded']} window(s); {result['pending']} pending; model {result['fingerprint']}"
+                   + (" (new model: every window was queued again)" if result["modelChanged"] else ""))
+
+
+@main.group("models")
+def models_group() -> None:
+    """Local models (embedding, reranker): installed from packages, never downloaded at run time."""
+
+
+@models_group.command("status")
+@json_option
+@click.pass_context
+@handles_errors
+def models_status(ctx, as_json) -> None:
+    """What is installed, where, its fingerprint, and what the archive's vectors came from."""
+    with _open(ctx) as archive:
+        result = archive.call("models-status", {})
+    if as_json:
+        click.echo(_dump(result))
+        return
+    embedding = result["embedding"]
+    if embedding["installed"]:
+        click.echo(f"embedding  {embedding['model']} ({embedding['dimensions']} dims, {embedding['pooling']}, "
+                   f"truncate {embedding['maxTokens']})")
+        click.echo(f"  weights   {embedding['weights']} ({embedding['weightsPackage']}, {embedding['weightsBytes']} bytes)")
+        click.echo(f"  tokenizer {embedding['tokenizer']} ({embedding['tokenizerPackage']})")
+        click.echo(f"  fingerprint {embedding['fingerprint']}")
+    else:
+        click.echo(f"embedding  not installed: {embedding['reason']}")
+    click.echo(f"reranker   {'installed' if result['reranker']['installed'] else 'not installed: ' + result['reranker']['reason']}")
+    archive_part = result["archive"]
+    click.echo(f"archive    vectors from {archive_part['fingerprint'] or 'no model yet'}; "
+               f"{archive_part['pendingWindows']} window content(s) queued")
+
+
 def _print_demo(report: dict[str, Any]) -> None:
     click.echo(f"Archived a sample coding session into {report['archive']}")
     click.echo(f"project {report['project']}\n")

@@ -319,6 +319,8 @@ RELATION_NAMES = (
     "latest-decision",
 )
 
+SEMANTIC_POLICIES = ("auto", "always", "never")
+
 SEARCH = Obj(
     {
         "query": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True)),
@@ -332,6 +334,7 @@ SEARCH = Obj(
         ),
         "hintBudgetTokens": Field(Int(0, 4000)),
         "leaseSeconds": Field(Int(0, limits.MAX_LEASE_SECONDS)),
+        "semanticPolicy": Field(Enum(SEMANTIC_POLICIES)),
     }
 )
 
@@ -363,6 +366,10 @@ SUPERSEDE = Obj(
 )
 
 INDEX_REBUILD = Obj({})
+
+INDEX_EMBED = Obj({"limit": Field(Int(1, 10_000_000))})
+
+MODELS_STATUS = Obj({})
 
 PREFLIGHT_POLICY = Obj(
     {

@@ -67,6 +67,13 @@ class StorageUnavailable(CwaError):
     exit_code = 8
 
 
+class ModelMissing(CwaError):
+    """A step that needs a local model was asked for explicitly, and the model is not installed."""
+
+    code = "model-unavailable"
+    exit_code = 9
+
+
 class Internal(CwaError):
     code = "internal"
     exit_code = 70
@@ -78,6 +85,7 @@ ERROR_TYPES: tuple[type[CwaError], ...] = (
     Conflict,
     LimitExceeded,
     StorageBusy,
+    ModelMissing,
     ArchiveIncompatible,
     StorageUnavailable,
     Internal,

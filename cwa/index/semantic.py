@@ -44,18 +44,19 @@ def stored_fingerprint(conn: apsw.Connection) -> str | None:
 
 def adopt(conn: apsw.Connection, fingerprint: str, now: str) -> bool:
     """Make `fingerprint` the archive's: vectors of another model are dropped and every window
-    queued again. Returns True when that happened."""
+    queued again. Returns True when vectors of another model were dropped."""
     sql = queries("semantic")
     if stored_fingerprint(conn) == fingerprint:
         return False
     with write_transaction(conn):
-        if stored_fingerprint(conn) == fingerprint:  # another process adopted it first
+        previous = stored_fingerprint(conn)
+        if previous == fingerprint:  # another process adopted it first
             return False
         conn.execute(sql["clear_vectors"])
         conn.execute(sql["clear_embeddings"])
         conn.execute(sql["enqueue_all"], {"now": now})
         conn.execute(sql["set_fingerprint"], (fingerprint,))
-    return True
+    return previous is not None
 
 
 def drain(

@@ -9,6 +9,8 @@ candidate's score is the same whatever else is found.
 - lexical:    coverage × (1 − e^(−evidence)), where coverage is the share of query terms the
               window matched and evidence sums a prior of each matched term's own specificity
               (longer terms, numbers and whole identifiers say more than short common words).
+- semantic:   (cosine similarity − 0.2) / 0.6, clamped to [0, 1]: for all-MiniLM-L6-v2, unrelated
+              texts sit below 0.2, related ones around 0.5, paraphrases at 0.8 and above.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ def lexical_score(query_terms: list[str], matched: list[str]) -> float:
     coverage = len(matched) / len(query_terms)
     evidence = sum(term_prior(t) for t in matched)
     return round(coverage * (1 - math.exp(-evidence)), 4)
+
+
+SEMANTIC_FLOOR = 0.2
+SEMANTIC_SPAN = 0.6
+
+
+def semantic_score(similarity: float) -> float:
+    return round(min(1.0, max(0.0, (similarity - SEMANTIC_FLOOR) / SEMANTIC_SPAN)), 4)
 
 
 def exact_score(specificity: float, folded: bool) -> float:

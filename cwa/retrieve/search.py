@@ -22,6 +22,7 @@ from cwa.index.lexical import WEIGHTS
 from cwa.index.structure import CUE_THRESHOLD
 from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, query_terms, terms, tokens
 from cwa.retrieve import calibration
+from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.locators import Locator, archive_secret, sign
 from cwa.retrieve.scope import Scope, resolve_scope
 from cwa.retrieve.summary import document_summary
@@ -48,27 +49,6 @@ RELATIONS = {
     "latest-answer": "answer",
     "latest-decision": "decision",
 }
-
-
-@dataclass
-class Candidate:
-    mode: str  # exact | structural | lexical
-    document_row: int
-    match_type: str
-    score: float
-    raw: float
-    start: int  # byte range of the evidence in the document
-    end: int
-    window: int | None = None
-    message: int | None = None
-    matched: list[str] = field(default_factory=list)
-    coverage: float = 0.0
-    max_idf: float = 0.0
-    text: str = ""  # the evidence text the snippet is cut from
-    center: int = 0  # character offset of the match in `text`
-    order: float = 0.0
-    alias: str | None = None  # window content hash: identical windows are one result
-    anchors: list[str] = field(default_factory=list)  # exact: the query's anchors it holds, as typed
 
 
 @dataclass
@@ -140,6 +120,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     ctx = make_context(conn, scope, visible, now, request.get("sessionId"))
 
     tiers: list[list[Candidate]] = []
+    semantic: dict[str, Any] | None = None
     resolution = None
     qterms: list[str] = []
     anchors: list[Anchor] = []
@@ -153,6 +134,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         else:
             anchors, qterms, found = find_candidates(ctx, query, limit)
             tiers.extend(found)
+            semantic = _semantic_rescue(ctx, request, settings, query, qterms, tiers, limit)
     results = _assemble(ctx, tiers, limit)
     budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
     response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
@@ -166,8 +148,53 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         scope=scope.effective,
         requestedScope=scope.requested,
         resolution=resolution,
+        semantic=semantic,
     )
     return response
+
+
+# --- semantic rescue and fusion ------------------------------------------------------------------
+
+RESCUE_SCORE = 0.55  # below this top lexical score (or coverage 0.5), `auto` asks the embeddings too
+RESCUE_COVERAGE = 0.5
+
+
+def _semantic_rescue(
+    ctx: Context,
+    request: dict[str, Any],
+    settings: Settings,
+    query: str,
+    qterms: list[str],
+    tiers: list[list[Candidate]],
+    limit: int,
+) -> dict[str, Any] | None:
+    """Fuse semantic candidates into the lexical tier when the policy says so (in place).
+    `auto`: only when no exact anchor matched and the lexical evidence is weak."""
+    policy = request.get("semanticPolicy", "auto") if settings["semanticRetrieval"] else "never"
+    if policy == "never":
+        return None
+    exact = tiers[0]
+    lexical = tiers[1] if len(tiers) > 1 else []
+    weak = not lexical or lexical[0].score < RESCUE_SCORE or lexical[0].coverage < RESCUE_COVERAGE
+    wanted = policy == "always" or (not exact and weak)
+    from cwa.index.semantic import pending
+    from cwa.retrieve.fusion import fuse
+    from cwa.retrieve.semantic import semantic_candidates
+
+    report = {"policy": policy, "used": False, "pendingWindows": pending(ctx.conn)}
+    if not wanted or len(exact) >= limit:
+        return report
+    found = semantic_candidates(ctx, query, qterms, limit, {c.document_row for c in exact})
+    if found is None:
+        report["unavailable"] = True
+        return report
+    report["used"] = True
+    fused = fuse(lexical, found)
+    if len(tiers) > 1:
+        tiers[1] = fused
+    else:
+        tiers.append(fused)
+    return report
 
 
 # --- exact -------------------------------------------------------------------------------------
@@ -553,6 +580,7 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
                 "matchedTerms": candidate.matched,
                 "termCoverage": candidate.coverage,
                 "maxNormalizedIdf": candidate.max_idf,
+                "modes": candidate.modes or [candidate.mode],
                 "historical": True,
                 "superseded": summary["state"] == "superseded",
                 "createdAt": summary["createdAt"],

@@ -1,0 +1,27 @@
+"""One search candidate: a piece of evidence in one document, with what the policies need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Candidate:
+    mode: str  # exact | structural | lexical | semantic
+    document_row: int
+    match_type: str
+    score: float
+    raw: float
+    start: int  # byte range of the evidence in the document
+    end: int
+    window: int | None = None
+    message: int | None = None
+    matched: list[str] = field(default_factory=list)
+    coverage: float = 0.0
+    max_idf: float = 0.0
+    text: str = ""  # the evidence text the snippet is cut from
+    center: int = 0  # character offset of the match in `text`
+    order: float = 0.0
+    alias: str | None = None  # window content hash: identical windows are one result
+    anchors: list[str] = field(default_factory=list)  # exact: the query's anchors it holds, as typed
+    modes: list[str] = field(default_factory=list)  # lexical tier: the modes that found it (fusion)

@@ -1,0 +1,90 @@
+"""Semantic candidates: windows whose embedding is nearest the query's, in scope, in SQL.
+
+Phase 1 asks sqlite-vec for the nearest embedded contents across the archive; phase 2 joins them
+to their windows and keeps, in SQL, those that are live, in scope and not visible. Until more than
+`limit` new documents pass, the next, four times larger batch is asked for (or the vectors run
+out), so scope never becomes a filter on a global top-k in Python. Anything that keeps the model
+from answering (not installed, failing, vectors of another model) yields None: search then stays
+lexical.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from cwa.index import semantic as semantic_index
+from cwa.index.terms import tokens
+from cwa.models import ModelUnavailable, embedder
+from cwa.retrieve import calibration
+from cwa.retrieve.candidate import Candidate
+from cwa.store.reads import window_text
+from cwa.store.sqlfiles import queries
+
+SEMANTIC_POOL = 40  # nearest contents asked for first (at least 8 × limit)
+MAX_K = 4096  # sqlite-vec's largest k
+
+
+def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: set[int]) -> list[Candidate] | None:
+    """Candidates by cosine similarity, best first, one per document; None when unavailable."""
+    try:
+        model = embedder()
+    except ModelUnavailable:
+        return None
+    conn = ctx.conn
+    if semantic_index.stored_fingerprint(conn) != model.fingerprint:
+        return None  # vectors of another model (or none yet): never mixed
+    try:
+        vector = model.embed([query])[0].tobytes()
+    except Exception:  # a failing model degrades to the lexical result
+        return None
+    rows = _admissible(ctx, vector, limit, taken)
+    found: list[Candidate] = []
+    seen_rows, seen_content = set(taken), set()
+    present_terms = set(qterms)
+    for _, row, ordinal, start, end, first, last, content_hash, _, _, digest, similarity in rows:
+        if row in seen_rows or content_hash in seen_content or digest in seen_content:
+            continue
+        seen_rows.add(row)
+        seen_content.update((content_hash, digest))
+        text = window_text(conn, row, start, end, first, last)
+        window_tokens = [t for t in tokens(text) if t.term in present_terms]
+        found.append(
+            Candidate(
+                mode="semantic",
+                document_row=row,
+                match_type="semantic",
+                score=calibration.semantic_score(similarity),
+                raw=round(similarity, 4),
+                start=start,
+                end=end,
+                window=ordinal,
+                matched=sorted({t.term for t in window_tokens}, key=qterms.index),
+                coverage=round(len({t.term for t in window_tokens}) / len(qterms), 4) if qterms else 0.0,
+                text=text,
+                center=window_tokens[0].start if window_tokens else 0,
+                alias=content_hash,
+            )
+        )
+        if len(found) > limit:
+            break
+    return found
+
+
+def _admissible(ctx, vector: bytes, limit: int, taken: set[int]) -> list[tuple]:
+    """Windows of the nearest contents that pass scope, state and visibility, nearest first."""
+    sql = queries("semantic")
+    available = ctx.conn.execute(sql["embedded_count"]).fetchone()[0]
+    available = min(available, MAX_K)
+    k = min(max(SEMANTIC_POOL, 8 * limit), available)
+    while k > 0:
+        nearest = ctx.conn.execute(sql["nearest"], {"vector": vector, "k": k}).fetchall()
+        similarity = {row: 1.0 - distance for row, distance in nearest}
+        admissible = ctx.conn.execute(
+            sql["semantic_admissible"],
+            {"ids": orjson.dumps(list(similarity)).decode(), "visible": ctx.visible, **ctx.scope.params()},
+        ).fetchall()
+        rows = sorted((r[:-1] + (similarity[r[-1]],) for r in admissible), key=lambda r: (-r[-1], r[0]))
+        if k >= available or len({r[1] for r in rows} - taken) > limit:
+            return rows
+        k = min(k * 4, available)
+    return []

@@ -1,0 +1,144 @@
+"""The local embedding model, the semantic index and hybrid fusion, with the real model."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from cwa.api import Archive
+from cwa.config import load_settings
+from cwa.errors import InvalidRequest
+from cwa.models import embedder, status
+from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.fusion import fuse
+
+from conftest import hermetic_env, run_cwa
+
+PROJECT = "/work/sem"
+CORPUS = [
+    ("The deployment failed because the server ran out of disk space.", "Cleared old logs; deploy works again."),
+    ("Add a dark mode toggle to the settings page.", "Added the toggle and stored the choice."),
+    ("Rename the customers table column.", "Wrote the migration for the rename."),
+    ("The login form rejects valid passwords with ERR_AUTH_417.", "Fixed the hash comparison in auth.py."),
+    ("Translate the onboarding emails into German.", "Added German templates for all five emails."),
+]
+
+
+def settings_for(tmp_path, semantic: bool = True):
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    if not semantic:
+        env["CWA_SEMANTIC_RETRIEVAL"] = "false"
+    return load_settings(None, env=env)
+
+
+@pytest.fixture
+def archive(tmp_path):
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        for user, assistant in CORPUS:
+            opened.admit({"project": PROJECT, "sessionId": "s1", "kind": "turn",
+                          "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}]})
+        yield opened
+
+
+def search(archive, query, **extra):
+    return archive.search({"project": PROJECT, "query": query, "limit": 3, "leaseSeconds": 0, **extra})
+
+
+def test_quickstart_similarities_match_the_reference_model():
+    vectors = embedder().embed(["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."])
+    similarity = vectors @ vectors.T
+    assert abs(similarity[0, 1] - 0.6660) < 0.01
+    assert abs(similarity[0, 2] - 0.1046) < 0.01
+    assert abs(similarity[1, 2] - 0.1411) < 0.01
+    assert vectors.shape == (3, 384)
+
+
+def test_models_status_names_files_and_fingerprint():
+    found = status()["embedding"]
+    assert found["installed"] and found["dimensions"] == 384 and found["fingerprint"].startswith("minilm-l6-v2:")
+
+
+def test_admission_queues_and_embed_drains(archive):
+    assert archive.call("models-status", {})["archive"]["pendingWindows"] == len(CORPUS)
+    before = search(archive, "why did the release break? storage was full")
+    assert before["semantic"]["used"] is False and before["semantic"]["pendingWindows"] == len(CORPUS)
+    result = archive.call("index-embed", {})
+    assert result["embedded"] == len(CORPUS) and result["pending"] == 0 and result["modelChanged"] is False
+    # an identical window shares its vector: nothing new to embed
+    archive.admit({"project": PROJECT, "sessionId": "s2", "kind": "turn",
+                   "messages": [{"role": "user", "text": CORPUS[1][0]}, {"role": "assistant", "text": CORPUS[1][1]}]})
+    assert archive.call("models-status", {})["archive"]["pendingWindows"] == 0
+
+
+def test_semantic_rescue_finds_a_paraphrase_with_no_shared_word(archive):
+    archive.call("index-embed", {})
+    response = search(archive, "why did the release break? storage was full")
+    assert response["semantic"]["used"] is True
+    top = response["results"][0]
+    assert "disk space" in top["snippet"] and "semantic" in top["modes"]
+    assert top["matchType"] == "semantic"
+
+
+def test_an_exact_hit_stays_first_whatever_the_embeddings_say(archive):
+    archive.call("index-embed", {})
+    response = search(archive, "ERR_AUTH_417 storage full release broke", semanticPolicy="always")
+    assert response["results"][0]["matchType"] == "exact-error"
+    assert "ERR_AUTH_417" in response["results"][0]["snippet"]
+
+
+def test_semantic_off_is_byte_identical_to_the_lexical_path(archive, tmp_path):
+    archive.call("index-embed", {})
+    lexical = search(archive, "why did the release break? storage was full", semanticPolicy="never")
+    with Archive.open(archive.path, settings=settings_for(tmp_path, semantic=False)) as off:
+        disabled = search(off, "why did the release break? storage was full", semanticPolicy="always")
+    strip = lambda r: orjson.dumps([{k: v for k, v in x.items() if k != "locator"} for x in r["results"]])  # noqa: E731
+    assert strip(disabled) == strip(lexical)
+    assert disabled["semantic"] is None and lexical["semantic"] is None
+
+
+def test_semantic_candidates_respect_scope(archive):
+    archive.admit({"project": "/other", "sessionId": "x", "kind": "turn",
+                   "messages": [{"role": "user", "text": "Our release broke because storage was full."}]})
+    archive.call("index-embed", {})
+    response = search(archive, "why did the release break? storage was full", semanticPolicy="always")
+    assert all(r["source"]["project"] == PROJECT for r in response["results"])
+
+
+def test_vectors_of_another_model_are_never_mixed(archive):
+    archive.call("index-embed", {})
+    archive.conn.execute("UPDATE meta SET value = 'other-model:0' WHERE key = 'embedding_fingerprint'")
+    response = search(archive, "why did the release break? storage was full")
+    assert response["semantic"]["used"] is False and response["semantic"]["unavailable"] is True
+    result = archive.call("index-embed", {})
+    assert result["modelChanged"] is True and result["embedded"] == len(CORPUS)
+    assert search(archive, "why did the release break? storage was full")["semantic"]["used"] is True
+
+
+def test_bad_semantic_policy_is_refused(archive):
+    with pytest.raises(InvalidRequest):
+        search(archive, "x", semanticPolicy="sometimes")
+
+
+def test_cli_embed_and_models_status(tmp_path):
+    db = tmp_path / "archive.db"
+    env = hermetic_env(tmp_path, db)
+    assert run_cwa(["demo"], env).returncode == 0
+    out = run_cwa(["index", "embed", "--json"], env)
+    assert out.returncode == 0 and orjson.loads(out.stdout)["pending"] == 0
+    shown = run_cwa(["models", "status"], env).stdout.decode()
+    assert "all-MiniLM-L6-v2" in shown and "0 window content(s) queued" in shown
+
+
+def candidate(row: int, mode: str, score: float) -> Candidate:
+    return Candidate(mode=mode, document_row=row, match_type=mode, score=score, raw=score, start=0, end=1)
+
+
+def test_fusion_keeps_each_modes_order_and_credits_both_modes():
+    lexical = [candidate(1, "lexical", 0.5), candidate(2, "lexical", 0.6), candidate(3, "lexical", 0.4)]
+    assert [c.document_row for c in fuse(lexical)] == [1, 2, 3]  # one mode: its own order stands
+    semantic = [candidate(3, "semantic", 0.45), candidate(4, "semantic", 0.9)]
+    fused = fuse(lexical, semantic)
+    assert fused[0].document_row == 3  # found by both modes: rank credit from each
+    assert fused[0].modes == ["lexical", "semantic"]
+    assert fused[0].score == 0.45  # presented score: the candidate's own, never the fused order
+    assert [c.document_row for c in fused].index(1) < [c.document_row for c in fused].index(2)
