@@ -504,6 +504,30 @@ def eval_group() -> None:
     """Quality gates over fixtures shipped with cwa."""
 
 
+@eval_group.command("locomo")
+@click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True, help="locomo10.json (read in place, never copied).")
+@click.option("--modes", default="lexical,auto,hybrid", show_default=True, help="Comma-separated: lexical, auto, hybrid.")
+@json_option
+@handles_errors
+def eval_locomo(data, modes, as_json) -> None:
+    """Turn-level retrieval on LoCoMo through the public search: R@1/5/10, hit@k, nDCG@10 and
+    session recall, overall and per category, for each mode (a temporary archive; embedding
+    shows a progress bar)."""
+    from cwa.evaluation.locomo import MODES, print_report, run
+
+    chosen = [m.strip() for m in modes.split(",") if m.strip()]
+    unknown = sorted(set(chosen) - set(MODES))
+    if unknown or not chosen:
+        raise InvalidRequest(f"unknown mode(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(MODES)}",
+                             field="modes", reason="unknown-mode")
+    with click.progressbar(length=1, label="embedding", file=sys.stderr, show_pos=True) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.length = total
+            bar.update(done - bar.pos)
+        report = run(data, chosen, None if as_json else progress)
+    click.echo(_dump(report)) if as_json else print_report(report)
+
+
 @eval_group.command("hints")
 @click.option("--fixture", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Case file [default: the shipped eval/retrieval/hint_cases.json].")
 @json_option

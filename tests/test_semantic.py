@@ -142,3 +142,40 @@ def test_fusion_keeps_each_modes_order_and_credits_both_modes():
     assert fused[0].modes == ["lexical", "semantic"]
     assert fused[0].score == 0.45  # presented score: the candidate's own, never the fused order
     assert [c.document_row for c in fused].index(1) < [c.document_row for c in fused].index(2)
+
+
+def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
+    conversation = {
+        "sample_id": "conv-t",
+        "conversation": {
+            "speaker_a": "Ana", "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a grey cat named Pixel last week."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Congrats! I started learning the violin."},
+            ],
+            "session_2_date_time": "10:00 am on 9 June, 2023",
+            "session_2": [
+                {"speaker": "Ana", "dia_id": "D2:1", "text": "We hiked up the volcano on Saturday."},
+                {"speaker": "Ben", "dia_id": "D2:2", "text": "My violin teacher moved to Lisbon."},
+            ],
+        },
+        "qa": [
+            {"question": "What is the name of Ana's cat?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+            {"question": "Where did Ben's violin teacher move?", "answer": "Lisbon", "evidence": ["D2:2", "D:x"], "category": 1},
+            {"question": "No evidence here", "answer": "-", "evidence": [], "category": 2},
+        ],
+    }
+    data = tmp_path / "locomo.json"
+    data.write_bytes(orjson.dumps([conversation]))
+    out = run_cwa(["eval", "locomo", "--data", str(data), "--json"], hermetic_env(tmp_path))
+    assert out.returncode == 0, out.stderr
+    report = orjson.loads(out.stdout)
+    assert set(report["modes"]) == {"lexical", "auto", "hybrid"}
+    assert report["droppedEvidenceIds"] == 1 and report["turns"] == 4
+    for mode in report["modes"].values():
+        assert mode["questions"] == 2
+        assert set(mode["overall"]) >= {"R@1", "R@5", "R@10", "hit@5", "hit@10", "nDCG@10"}
+        assert mode["overall"]["R@5"] == 1.0  # four turns: every evidence turn is in the top 5
+    bad = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "psychic"], hermetic_env(tmp_path))
+    assert bad.returncode == 2

@@ -1,0 +1,184 @@
+"""LoCoMo turn-level retrieval through cwa's public search, lexical and hybrid.
+
+    cwa eval locomo --data ../shared/data/locomo/locomo10.json [--modes lexical,hybrid] [--json]
+    python eval/locomo.py --data …                            (the same, from a checkout)
+
+Each dialog turn is admitted as one document (message key = its normalized `dia_id`, created at
+its session's real date), one project per conversation, one session per LoCoMo session: a search
+result then maps to exactly one dialog turn, which is the unit the evidence names. Every question
+with evidence searches only its own conversation through `Archive.search` (scope project, limit
+10). Modes: `lexical` (semanticPolicy never), `auto` (explicit search's default: embeddings only
+when no exact anchor matched and the lexical evidence is weak), `hybrid` (semanticPolicy always:
+BM25F and embeddings fused for every question). A reranker mode joins when one is installed (none
+ships today).
+
+Metrics, averaged over questions: R@k = share of a question's evidence turns in the top k turns;
+hit@k = some evidence turn in the top k; nDCG@10 with binary gains; session R@k = share of the
+evidence sessions among the sessions of the top k turns. The data is read from its path, never
+copied into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cwa.api import Archive
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo10.json"
+MODES = {"lexical": "never", "auto": "auto", "hybrid": "always"}
+KS = (1, 5, 10)
+
+
+def session_time(text: str) -> str:
+    """'1:56 pm on 8 May, 2023' → ISO-8601."""
+    moment = datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    return moment.strftime("%Y-%m-%dT%H:%M:00Z")
+
+
+def normal_id(dia_id: str) -> str | None:
+    match = re.fullmatch(r"\s*D(\d+)\s*:\s*(\d+)\s*", dia_id)
+    return f"D{int(match.group(1))}:{int(match.group(2))}" if match else None
+
+
+def evidence_ids(raw: list[str]) -> tuple[set[str], int]:
+    """Normalized evidence turn ids, and how many pieces could not be read as one."""
+    found, dropped = set(), 0
+    for item in raw:
+        for part in re.split(r"[;,]|\s(?=D)", item):
+            if not part.strip():
+                continue
+            normal = normal_id(part)
+            if normal:
+                found.add(normal)
+            else:
+                dropped += 1
+    return found, dropped
+
+
+def ingest(archive: Archive, conversations: list[dict[str, Any]]) -> int:
+    turns = 0
+    for conversation in conversations:
+        project = f"locomo:{conversation['sample_id']}"
+        dialog = conversation["conversation"]
+        for key, value in dialog.items():
+            if not re.fullmatch(r"session_\d+", key) or not isinstance(value, list):
+                continue
+            created = session_time(dialog[f"{key}_date_time"])
+            for turn in value:
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shares a photo: {turn['blip_caption']}]"
+                archive.admit({
+                    "project": project, "sessionId": key, "kind": "turn", "createdAt": created,
+                    "messages": [{"key": normal_id(turn["dia_id"]) or turn["dia_id"], "role": "custom", "text": text}],
+                })
+                turns += 1
+    return turns
+
+
+def _session(turn_id: str) -> str:
+    return turn_id.split(":")[0]
+
+
+def score_question(wanted: set[str], ranked: list[str]) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for k in KS:
+        found[f"R@{k}"] = len(wanted & set(ranked[:k])) / len(wanted)
+    for k in (5, 10):
+        found[f"hit@{k}"] = float(bool(wanted & set(ranked[:k])))
+        sessions = {_session(t) for t in wanted}
+        found[f"sessionR@{k}"] = len(sessions & {_session(t) for t in ranked[:k]}) / len(sessions)
+    dcg = sum(1 / math.log2(i + 2) for i, t in enumerate(ranked[:10]) if t in wanted)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(wanted), 10)))
+    found["nDCG@10"] = dcg / ideal
+    return found
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]} if rows else {}
+
+
+def run(data_path: Path, modes: list[str], progress=None) -> dict[str, Any]:
+    conversations = orjson.loads(data_path.read_bytes())
+    report: dict[str, Any] = {"modes": {}}
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "locomo.db") as archive:
+        started = time.perf_counter()
+        report["turns"] = ingest(archive, conversations)
+        report["admitSeconds"] = round(time.perf_counter() - started, 1)
+        if any(MODES[m] != "never" for m in modes):
+            started = time.perf_counter()
+            archive.progress = progress
+            embedded = archive.call("index-embed", {})["embedded"]
+            seconds = time.perf_counter() - started
+            report["embedding"] = {"windows": embedded, "seconds": round(seconds, 1),
+                                   "windowsPerSecond": round(embedded / seconds, 1) if seconds else None}
+        dropped = 0
+        for mode in modes:
+            rows, by_category, latencies = [], {}, []
+            for conversation in conversations:
+                project = f"locomo:{conversation['sample_id']}"
+                for qa in conversation["qa"]:
+                    wanted, bad = evidence_ids(qa.get("evidence", []))
+                    if mode == modes[0]:
+                        dropped += bad
+                    if not wanted:
+                        continue
+                    begin = time.perf_counter()
+                    results = archive.search({"project": project, "query": qa["question"], "limit": 10,
+                                              "leaseSeconds": 0, "semanticPolicy": MODES[mode]})["results"]
+                    latencies.append((time.perf_counter() - begin) * 1000)
+                    row = score_question(wanted, [r["source"]["messageKey"] for r in results])
+                    rows.append(row)
+                    by_category.setdefault(str(qa["category"]), []).append(row)
+            latencies.sort()
+            report["modes"][mode] = {
+                "overall": _mean(rows),
+                "byCategory": {c: _mean(v) for c, v in sorted(by_category.items())},
+                "questions": len(rows),
+                "searchP50Ms": round(latencies[len(latencies) // 2], 2),
+                "searchP95Ms": round(latencies[int(len(latencies) * 0.95)], 2),
+            }
+        report["droppedEvidenceIds"] = dropped
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--modes", default="lexical,auto,hybrid")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.data.exists():
+        sys.exit(f"LoCoMo data not found at {args.data}; pass --data PATH")
+    report = run(args.data, [m for m in args.modes.split(",") if m])
+    if args.json:
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
+    print_report(report)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    print(f"{report['turns']} turns admitted in {report['admitSeconds']} s; "
+          f"{report['droppedEvidenceIds']} evidence id(s) dropped")
+    if "embedding" in report:
+        e = report["embedding"]
+        print(f"embedded {e['windows']} windows in {e['seconds']} s ({e['windowsPerSecond']}/s)")
+    for mode, found in report["modes"].items():
+        overall = "  ".join(f"{k} {v:.3f}" for k, v in found["overall"].items())
+        print(f"{mode:8} {overall}  (n={found['questions']}, search p50 {found['searchP50Ms']} ms)")
+        for category, values in found["byCategory"].items():
+            print(f"  category {category}: R@5 {values['R@5']:.3f}  R@10 {values['R@10']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
