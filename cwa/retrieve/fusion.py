@@ -28,7 +28,8 @@ def rank_share(best_rank: int) -> float:
 def _confidence(candidate: Candidate) -> float:
     """How much a mode's rank is worth: a lexical rank in full; a semantic rank in proportion to
     its calibrated similarity, since the nearest vector is always somewhere, relevant or not
-    (measured on LoCoMo: unweighted, fusion lost 3.4 points of R@5 against BM25F alone)."""
+    (on LoCoMo, counting every semantic rank in full made hybrid search worse than BM25F alone;
+    docs/operations.md)."""
     return candidate.score if candidate.mode == "semantic" else 1.0
 
 
