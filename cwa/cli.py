@@ -6,11 +6,13 @@ with the error code's exit status (docs/contract.md) and a one-line message, nev
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 import orjson
@@ -66,6 +68,17 @@ def _project_dir() -> Path:
 def _open(ctx: click.Context) -> Archive:
     settings = config.load_settings(_project_dir())
     return Archive.open(ctx.obj["db"], settings=settings)
+
+
+@contextlib.contextmanager
+def _progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr, fed by a `progress(done, total)` callback."""
+    with click.progressbar(length=1, label=label, file=sys.stderr, show_pos=True) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.length = total
+            bar.update(done - bar.pos)
+
+        yield progress
 
 
 def _size(count: int) -> str:
@@ -520,10 +533,7 @@ def eval_locomo(data, modes, as_json) -> None:
     if unknown or not chosen:
         raise InvalidRequest(f"unknown mode(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(MODES)}",
                              field="modes", reason="unknown-mode")
-    with click.progressbar(length=1, label="embedding", file=sys.stderr, show_pos=True) as bar:
-        def progress(done: int, total: int) -> None:
-            bar.length = total
-            bar.update(done - bar.pos)
+    with _progress_bar("embedding") as progress:
         report = run(data, chosen, None if as_json else progress)
     click.echo(_dump(report)) if as_json else print_report(report)
 
@@ -557,7 +567,7 @@ def eval_hints(fixture, as_json) -> None:
 
 @main.group("index")
 def index_group() -> None:
-    """Derived indexes (exact anchors, BM25F windows, structural cues)."""
+    """Derived indexes (exact anchors, BM25F windows, structural cues, embeddings)."""
 
 
 @index_group.command("rebuild")
@@ -570,10 +580,7 @@ def index_rebuild(ctx, as_json) -> None:
         if as_json:
             result = archive.call("index-rebuild", {})
         else:
-            with click.progressbar(length=1, label="indexing", file=sys.stderr, show_pos=True) as bar:
-                def progress(done: int, total: int) -> None:
-                    bar.length = total
-                    bar.update(1)
+            with _progress_bar("indexing") as progress:
                 archive.progress = progress
                 result = archive.call("index-rebuild", {})
     if as_json:
@@ -598,10 +605,7 @@ def index_embed(ctx, limit, as_json) -> None:
         if as_json:
             result = archive.call("index-embed", params)
         else:
-            with click.progressbar(length=1, label="embedding", file=sys.stderr, show_pos=True) as bar:
-                def progress(done: int, total: int) -> None:
-                    bar.length = total
-                    bar.update(done - bar.pos)
+            with _progress_bar("embedding") as progress:
                 archive.progress = progress
                 result = archive.call("index-embed", params)
     if as_json:

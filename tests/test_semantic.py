@@ -70,6 +70,16 @@ def test_admission_queues_and_embed_drains(archive):
     assert archive.call("models-status", {})["archive"]["pendingWindows"] == 0
 
 
+def test_rebuild_keeps_vectors_and_search_results(archive):
+    archive.call("index-embed", {})
+    before = search(archive, "why did the release break? storage was full")
+    archive.call("index-rebuild", {})
+    assert archive.call("models-status", {})["archive"]["pendingWindows"] == 0  # content-keyed: nothing to redo
+    after = search(archive, "why did the release break? storage was full")
+    strip = lambda r: [(x["documentId"], x["score"], x["modes"]) for x in r["results"]]  # noqa: E731
+    assert strip(after) == strip(before)
+
+
 def test_semantic_rescue_finds_a_paraphrase_with_no_shared_word(archive):
     archive.call("index-embed", {})
     response = search(archive, "why did the release break? storage was full")
