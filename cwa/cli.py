@@ -724,13 +724,15 @@ def call(ctx: click.Context, method: str) -> None:
 
 
 @main.command()
+@click.option("--background/--no-background", default=True, show_default=True, help="Embed queued windows while serving.")
 @click.pass_context
-def serve(ctx: click.Context) -> None:
+def serve(ctx: click.Context, background: bool) -> None:
     """Serve methods as JSON lines on stdin/stdout until end of input.
 
     \b
     Each line {"id", "method", "params"} is answered by one line, {"id", "result"} or
     {"id", "error": {"code", "message", "details"}}. Methods: see docs/contract.md.
+    Meanwhile, queued windows are embedded in small background batches (--no-background: not).
     """
     from cwa.serve import serve as serve_lines
 
@@ -743,6 +745,11 @@ def serve(ctx: click.Context) -> None:
             raise opening_error  # the archive cannot be opened: every request says why
 
         sys.exit(serve_lines(call_unavailable, sys.stdin.buffer, sys.stdout.buffer))
+    worker = None
+    if background and archive.settings["semanticRetrieval"]:
+        from cwa.index.semantic import BackgroundEmbedder
+
+        worker = BackgroundEmbedder(str(archive.path), archive.clock).start()
     try:
         sys.exit(serve_lines(archive.call, sys.stdin.buffer, sys.stdout.buffer))
     except KeyboardInterrupt:
@@ -750,6 +757,8 @@ def serve(ctx: click.Context) -> None:
     except BrokenPipeError:
         sys.exit(Internal.exit_code)
     finally:
+        if worker is not None:
+            worker.close()
         archive.close()
 
 

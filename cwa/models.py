@@ -73,7 +73,7 @@ def locate() -> ModelFiles:
 class Embedder:
     """Sentence embeddings, one loaded model per process (see `embedder()`)."""
 
-    def __init__(self, files: ModelFiles) -> None:
+    def __init__(self, files: ModelFiles, threads: int = 0) -> None:
         try:
             import numpy
             import onnxruntime
@@ -85,6 +85,9 @@ class Embedder:
         self._np = numpy
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
+        if threads:  # a background worker keeps to one core, leaving the other to requests
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(
             str(files.weights), options, providers=["CPUExecutionProvider"]
         )

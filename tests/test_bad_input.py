@@ -201,7 +201,7 @@ def test_cwa_serve_answers_each_bad_line_and_keeps_serving(prepared_db, tmp_path
             )
     lines.append(b'{"id": "last", "method": "status", "params": {}}')
     completed = subprocess.run(
-        [sys.executable, "-m", "cwa", "serve"],
+        [sys.executable, "-m", "cwa", "serve", "--no-background"],  # only the requests may write
         input=b"\n".join(lines) + b"\n",
         capture_output=True,
         env=hermetic_env(tmp_path, prepared_db),

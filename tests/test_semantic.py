@@ -189,3 +189,31 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
         assert mode["overall"]["R@5"] == 1.0  # four turns: every evidence turn is in the top 5
     bad = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "psychic"], hermetic_env(tmp_path))
     assert bad.returncode == 2
+
+
+def test_serve_embeds_queued_windows_in_the_background(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "archive.db"
+    env = hermetic_env(tmp_path, db)
+    with Archive.open(db) as archive:
+        for user, assistant in CORPUS:
+            archive.admit({"project": PROJECT, "sessionId": "s1", "kind": "turn",
+                           "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}]})
+    child = subprocess.Popen([sys.executable, "-m", "cwa", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        request = orjson.dumps({"id": 1, "method": "models-status", "params": {}}) + b"\n"
+        pending = None
+        for _ in range(60):
+            child.stdin.write(request)
+            child.stdin.flush()
+            pending = orjson.loads(child.stdout.readline())["result"]["archive"]["pendingWindows"]
+            if pending == 0:
+                break
+            time.sleep(0.5)
+        assert pending == 0
+    finally:
+        child.stdin.close()
+        assert child.wait(timeout=30) == 0

@@ -91,3 +91,56 @@ def drain(
         if progress:
             progress(done, total)
     return {"embedded": done, "pending": pending(conn), "fingerprint": model.fingerprint, "modelChanged": adopted}
+
+
+BACKGROUND_BATCH = 8  # window contents per background step: well under a second of work
+BACKGROUND_IDLE_SECONDS = 2.0
+
+
+class BackgroundEmbedder:
+    """Drains the queue from a daemon thread of `cwa serve`, with its own connection and its own
+    single-threaded model, in small batches, pausing between them, so requests never wait on it."""
+
+    def __init__(self, path: str, clock: Callable[[], str]) -> None:
+        import threading
+
+        self.path = path
+        self.clock = clock
+        self.stop = threading.Event()
+        self.embedded = 0
+        self.thread = threading.Thread(target=self._run, name="cwa-embed", daemon=True)
+
+    def start(self) -> BackgroundEmbedder:
+        self.thread.start()
+        return self
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.stop.set()
+        self.thread.join(timeout)
+
+    def _run(self) -> None:
+        from cwa.models import Embedder, ModelUnavailable, locate
+        from cwa.store.connection import open_connection
+
+        try:
+            conn = open_connection(self.path)
+        except Exception:  # the archive is unusable; requests will say why
+            return
+        model = None
+        try:
+            while not self.stop.wait(BACKGROUND_IDLE_SECONDS):
+                if not pending(conn):
+                    continue
+                if model is None:
+                    try:
+                        model = Embedder(locate(), threads=1)
+                    except (ModelUnavailable, Exception):  # no model: nothing to do, ever
+                        return
+                while not self.stop.is_set() and pending(conn):
+                    try:
+                        self.embedded += drain(conn, model, self.clock(), BACKGROUND_BATCH)["embedded"]
+                    except apsw.BusyError:
+                        break  # a writer holds the lock: try again after the next pause
+                    self.stop.wait(0.05)
+        finally:
+            conn.close()
