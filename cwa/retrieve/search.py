@@ -24,6 +24,7 @@ from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, query_terms, terms, tok
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.locators import Locator, archive_secret, sign
+from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import Scope, resolve_scope
 from cwa.retrieve.summary import document_summary
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
@@ -32,6 +33,7 @@ from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
 
+NEAR_DUPLICATE_SLACK = 3  # extra candidates read, so collapsing near copies still fills a page
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 RELATION_POOL = 200  # newest cue messages considered
@@ -135,6 +137,8 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             anchors, qterms, found = find_candidates(ctx, query, limit)
             tiers.extend(found)
             semantic = _semantic_rescue(ctx, request, settings, query, qterms, tiers, limit)
+            if len(tiers) > 1:
+                tiers[1] = collapse(tiers[1])
     results = _assemble(ctx, tiers, limit)
     budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
     response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
@@ -377,7 +381,7 @@ def _lexical_search(
 ) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
     per identical content; evidence is computed only for what can be shown (plus one, for the
-    margin)."""
+    margin, and a few more in case near copies are collapsed)."""
     if not qterms:
         return []
     df, total = frequencies(ctx, qterms)
@@ -429,7 +433,7 @@ def _lexical_search(
                 alias=content_hash,
             )
         )
-        if len(candidates) > limit:
+        if len(candidates) > limit + NEAR_DUPLICATE_SLACK:
             break
     return candidates
 

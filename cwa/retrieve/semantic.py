@@ -17,6 +17,7 @@ from cwa.index.terms import tokens
 from cwa.models import ModelUnavailable, embedder
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.search import NEAR_DUPLICATE_SLACK
 from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
 
@@ -65,7 +66,7 @@ def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: s
                 alias=content_hash,
             )
         )
-        if len(found) > limit:
+        if len(found) > limit + NEAR_DUPLICATE_SLACK:
             break
     return found
 
