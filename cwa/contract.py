@@ -335,6 +335,7 @@ SEARCH = Obj(
         "hintBudgetTokens": Field(Int(0, 4000)),
         "leaseSeconds": Field(Int(0, limits.MAX_LEASE_SECONDS)),
         "semanticPolicy": Field(Enum(SEMANTIC_POLICIES)),
+        "expansion": Field(Bool()),
     }
 )
 

@@ -94,7 +94,7 @@ def test_fixed_evidence_for_common_word_and_distinctive_terms(corpus):
     total = conn.execute("SELECT count(*) FROM windows").fetchone()[0]
     df = dict(conn.execute("SELECT term, doc FROM window_vocab").fetchall())
 
-    common = search(archive, "tests")
+    common = search(archive, "tests", expansion=False)  # weak on its own: expansion would widen it
     assert [r["matchType"] for r in common] == ["bm25", "bm25"]
     assert {r["documentId"] for r in common} == {ids[1], ids[4]}
     for r in common:
@@ -109,6 +109,19 @@ def test_fixed_evidence_for_common_word_and_distinctive_terms(corpus):
     assert top["matchedTerms"] == ["evict", "polici"] and top["termCoverage"] == 1.0
     assert top["maxNormalizedIdf"] == max(normalized_idf(df[t], total) for t in ("evict", "polici"))
     assert top["score"] == round(1 - math.exp(-(0.6 + 0.8)), 4)  # priors of a 5- and a 6-letter stem
+
+
+def test_weak_evidence_is_expanded_and_keeps_its_own_scores(corpus):
+    archive, ids = corpus
+    weak = archive.search({"project": P, "query": "tests", "limit": 10})
+    assert weak["expandedTerms"] and len(weak["expandedTerms"]) <= 8
+    assert "test" not in weak["expandedTerms"]
+    for result in weak["results"]:  # scores and matched terms stay those of the query itself
+        assert set(result["matchedTerms"]) <= {"test"}
+        assert result["score"] in (0.0, round(1 - math.exp(-0.6), 4))
+    assert {ids[1], ids[4]} <= {r["documentId"] for r in weak["results"][:2]}
+    assert archive.search({"project": P, "query": "ERR_LOCK_TIMEOUT"})["expandedTerms"] == []  # exact hit
+    assert archive.search({"project": P, "query": "tests", "expansion": False})["expandedTerms"] == []
 
 
 def test_evidence_recomputes_identically_after_rebuild(corpus):

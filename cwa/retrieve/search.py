@@ -123,6 +123,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
 
     tiers: list[list[Candidate]] = []
     semantic: dict[str, Any] | None = None
+    expanded: list[str] = []
     resolution = None
     qterms: list[str] = []
     anchors: list[Anchor] = []
@@ -136,6 +137,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         else:
             anchors, qterms, found = find_candidates(ctx, query, limit)
             tiers.extend(found)
+            expanded = _expand(ctx, request, qterms, tiers, limit)
             semantic = _semantic_rescue(ctx, request, settings, query, qterms, tiers, limit)
             if len(tiers) > 1:
                 tiers[1] = collapse(tiers[1])
@@ -153,8 +155,39 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         requestedScope=scope.requested,
         resolution=resolution,
         semantic=semantic,
+        expandedTerms=expanded,
     )
     return response
+
+
+def _weak(tiers: list[list[Candidate]]) -> bool:
+    """No exact anchor matched and the best lexical evidence is weak (or there is none)."""
+    lexical = tiers[1] if len(tiers) > 1 else []
+    return not tiers[0] and (not lexical or lexical[0].score < RESCUE_SCORE or lexical[0].coverage < RESCUE_COVERAGE)
+
+
+def _expand(ctx: Context, request: dict[str, Any], qterms: list[str], tiers: list[list[Candidate]], limit: int) -> list[str]:
+    """Bo1 expansion on weak evidence: the expanded query's windows are fused into the lexical tier
+    (in place); their scores and coverage stay those of the original query terms."""
+    from cwa.retrieve import expansion
+    from cwa.retrieve.fusion import fuse
+
+    if request.get("expansion") is False or len(tiers) < 2 or not tiers[1] or not _weak(tiers):
+        return []
+    feedback = [c.text for c in tiers[1][: expansion.FEEDBACK_WINDOWS]]
+    counts = expansion.candidate_terms(feedback, qterms)
+    df, total = frequencies(ctx, sorted(counts))
+    added = expansion.bo1(counts, df, total)
+    if not added:
+        return []
+    wider = _lexical_search(ctx, qterms + added, limit, set())
+    for candidate in wider:
+        original = [t for t in candidate.matched if t in qterms]
+        candidate.matched = original
+        candidate.score = calibration.lexical_score(qterms, original)
+        candidate.coverage = round(len(original) / len(qterms), 4) if qterms else 0.0
+    tiers[1] = fuse(tiers[1], wider)
+    return added
 
 
 # --- semantic rescue and fusion ------------------------------------------------------------------
@@ -179,8 +212,7 @@ def _semantic_rescue(
         return None
     exact = tiers[0]
     lexical = tiers[1] if len(tiers) > 1 else []
-    weak = not lexical or lexical[0].score < RESCUE_SCORE or lexical[0].coverage < RESCUE_COVERAGE
-    wanted = policy == "always" or (not exact and weak)
+    wanted = policy == "always" or _weak(tiers)
     from cwa.index.semantic import pending
     from cwa.retrieve.fusion import fuse
     from cwa.retrieve.semantic import semantic_candidates
