@@ -145,7 +145,10 @@ def _models_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.index.semantic import pending, stored_fingerprint
     from cwa.models import status
 
+    from cwa.models import reranker_status
+
     found = status()
+    found["reranker"] = reranker_status(archive.settings["rerankerPath"])
     found["archive"] = {"fingerprint": stored_fingerprint(archive.conn), "pendingWindows": pending(archive.conn)}
     return found
 

@@ -62,6 +62,12 @@ def _absolute_paths(value: Any) -> list[str]:
     return list(value)
 
 
+def _optional_absolute_path(value: Any) -> str:
+    if not isinstance(value, str) or (value and not os.path.isabs(os.path.expanduser(value))):
+        raise ValueError("must be an absolute path, or empty")
+    return value
+
+
 @dataclass(frozen=True)
 class Setting:
     key: str
@@ -93,6 +99,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hintSourceCooldownHours", 24, _int_range(0, 8_760), "hours before a revealed source may be hinted again"),
     Setting("semanticRetrieval", True, _boolean, "use local embeddings in explicit search and gather"),
     Setting("rerankerEnabled", True, _boolean, "rerank with a cross-encoder once one is installed"),
+    Setting("rerankerCandidates", 40, _int_range(1, 200), "how many fused candidates the reranker scores"),
+    Setting(
+        "rerankerPath",
+        "",
+        _optional_absolute_path,
+        "folder with a cross-encoder's model.onnx and tokenizer.json (default: the models folder)",
+        user_global_only=True,
+    ),
     Setting("searchResults", 3, _int_range(1, 100), "default number of search results"),
     Setting(
         "maxReadScope",

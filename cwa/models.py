@@ -134,12 +134,80 @@ def embedder() -> Embedder:
         return _LOADED["default"]
 
 
+# --- cross-encoder reranker -----------------------------------------------------------------------
+
+RERANK_MAX_TOKENS = 256
+
+
+def reranker_dir(configured: str = "") -> Path:
+    """Where a cross-encoder lives: the `rerankerPath` setting, else the models folder beside the
+    default archive (`$XDG_DATA_HOME/cwa/models/reranker`), where `cwa models install-reranker`
+    would put one."""
+    import os
+
+    if configured:
+        return Path(configured).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home).expanduser() / "cwa" / "models" / "reranker"
+
+
+class Reranker:
+    """A BERT-style cross-encoder (ONNX; inputs input_ids, attention_mask, token_type_ids with 0
+    for the query and 1 for the passage; output logits [batch, 1]): higher is more relevant."""
+
+    def __init__(self, folder: Path) -> None:
+        model, tokenizer = folder / "model.onnx", folder / "tokenizer.json"
+        if not model.is_file() or not tokenizer.is_file():
+            raise ModelUnavailable(f"no cross-encoder in {folder}")
+        import numpy
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        self._np = numpy
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        self._names = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        self._tokenizer.enable_truncation(max_length=RERANK_MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.fingerprint = "reranker:" + hashlib.sha256(model.read_bytes()).hexdigest()[:16]
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        np = self._np
+        encoded = self._tokenizer.encode_batch([(query, passage) for passage in passages])
+        feeds = {
+            "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+        }
+        logits = self._session.run(None, {k: v for k, v in feeds.items() if k in self._names})[0]
+        return [float(x) for x in np.asarray(logits).reshape(len(passages), -1)[:, 0]]
+
+
+_RERANKERS: dict[str, Reranker] = {}
+
+
+def reranker(folder: Path) -> Reranker:
+    """The cross-encoder in `folder`, loaded once per process; ModelUnavailable when absent."""
+    key = str(folder)
+    with _LOAD_LOCK:
+        if key not in _RERANKERS:
+            try:
+                _RERANKERS[key] = Reranker(folder)
+            except ModelUnavailable:
+                raise
+            except Exception as exc:
+                raise ModelUnavailable(f"the reranker failed to load: {type(exc).__name__}: {exc}") from exc
+        return _RERANKERS[key]
+
+
 def status() -> dict[str, Any]:
     """What is installed, where, and its fingerprint (loads nothing)."""
     try:
         files = locate()
     except ModelUnavailable as exc:
-        return {"embedding": {"installed": False, "reason": str(exc), "model": MODEL_NAME}}
+        return {"embedding": {"installed": False, "reason": str(exc), "model": MODEL_NAME}, "reranker": reranker_status()}
     return {
         "embedding": {
             "installed": True,
@@ -154,5 +222,14 @@ def status() -> dict[str, Any]:
             "pooling": POOLING,
             "fingerprint": files.fingerprint,
         },
-        "reranker": {"installed": False, "reason": "no cross-encoder is installed"},
+        "reranker": reranker_status(),
     }
+
+
+def reranker_status(configured: str = "") -> dict[str, Any]:
+    folder = reranker_dir(configured)
+    installed = (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file()
+    found: dict[str, Any] = {"installed": installed, "folder": str(folder)}
+    if not installed:
+        found["reason"] = f"no model.onnx and tokenizer.json in {folder}"
+    return found

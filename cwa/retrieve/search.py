@@ -124,6 +124,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     tiers: list[list[Candidate]] = []
     semantic: dict[str, Any] | None = None
     expanded: list[str] = []
+    reranked = False
     resolution = None
     qterms: list[str] = []
     anchors: list[Anchor] = []
@@ -141,6 +142,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             semantic = _semantic_rescue(ctx, request, settings, query, qterms, tiers, limit)
             if len(tiers) > 1:
                 tiers[1] = collapse(tiers[1])
+                reranked = _rerank(settings, query, tiers)
     results = _assemble(ctx, tiers, limit)
     budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
     response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
@@ -156,8 +158,38 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         resolution=resolution,
         semantic=semantic,
         expandedTerms=expanded,
+        reranked=reranked,
     )
     return response
+
+
+RERANK_PASSAGE_TOKENS = 256
+
+
+def _rerank(settings: Settings, query: str, tiers: list[list[Candidate]]) -> bool:
+    """Reorder the top of the lexical/semantic tier by a cross-encoder, when one is installed and
+    `rerankerEnabled` (in place; stable; `score` untouched). Any failure keeps the fused order."""
+    from cwa.models import ModelUnavailable, reranker, reranker_dir
+
+    if not settings["rerankerEnabled"] or not tiers[1]:
+        return False
+    try:
+        model = reranker(reranker_dir(settings["rerankerPath"]))
+        top = tiers[1][: settings["rerankerCandidates"]]
+        passages = []
+        for candidate in top:
+            left, right = fit_around(candidate.text, RERANK_PASSAGE_TOKENS, candidate.center)
+            passages.append(candidate.text[left:right])
+        scores = model.score(query, passages)
+    except ModelUnavailable:
+        return False
+    except Exception:  # a failing model degrades silently to the fused order
+        return False
+    order = sorted(range(len(top)), key=lambda i: -scores[i])  # stable: ties keep the fused order
+    for candidate in top:
+        candidate.reranked = True
+    tiers[1] = [top[i] for i in order] + tiers[1][len(top):]
+    return True
 
 
 def _weak(tiers: list[list[Candidate]]) -> bool:
@@ -617,6 +649,7 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
                 "termCoverage": candidate.coverage,
                 "maxNormalizedIdf": candidate.max_idf,
                 "modes": candidate.modes or [candidate.mode],
+                "reranked": candidate.reranked,
                 "historical": True,
                 "superseded": summary["state"] == "superseded",
                 "createdAt": summary["createdAt"],
