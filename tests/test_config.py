@@ -25,6 +25,8 @@ EXPECTED_DEFAULTS = {
     "hintSourceCooldownHours": 24,
     "semanticRetrieval": True,
     "rerankerEnabled": True,
+    "rerankerCandidates": 40,
+    "rerankerPath": "",
     "searchResults": 3,
     "maxReadScope": "project",
     "trustedProjects": [],
