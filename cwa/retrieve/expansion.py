@@ -18,15 +18,18 @@ from cwa.retrieve.continuity import FILLER_TERMS
 MAX_TERMS = 8
 FEEDBACK_WINDOWS = 3
 MIN_DOCUMENT_FREQUENCY = 2  # a term found only in the feedback window itself finds nothing new
+CONSIDERED = 40  # the feedback's most frequent terms whose archive frequency is looked up
 
 
 def candidate_terms(texts: list[str], qterms: list[str]) -> Counter:
-    """Occurrences of each term of the feedback texts that could extend the query."""
+    """Occurrences of the feedback texts' terms that could extend the query (the CONSIDERED most
+    frequent: each costs one index lookup)."""
     asked = set(qterms)
-    return Counter(
+    counts = Counter(
         t for text in texts for t in terms(text)
         if t not in asked and t not in FILLER_TERMS and len(t) >= 3 and not any(c.isdigit() for c in t)
     )
+    return Counter(dict(counts.most_common(CONSIDERED)))
 
 
 def bo1(counts: Counter, df: dict[str, int], total: int) -> list[str]:
