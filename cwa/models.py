@@ -12,6 +12,7 @@ names everything that changes the vectors; vectors of another fingerprint are ne
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -51,8 +52,9 @@ class ModelFiles:
         return "minilm-l6-v2:" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=1)
 def locate() -> ModelFiles:
-    """Where the installed packages keep the weights and the tokenizer."""
+    """Where the installed packages keep the weights and the tokenizer (looked up once)."""
     spec = importlib.util.find_spec(WEIGHTS_MODULE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailable(f"the embedding weights package {WEIGHTS_PACKAGE} is not installed")

@@ -249,9 +249,10 @@ def _semantic_rescue(
     from cwa.retrieve.fusion import fuse
     from cwa.retrieve.semantic import semantic_candidates
 
-    report = {"policy": policy, "used": False, "pendingWindows": pending(ctx.conn)}
+    report: dict[str, Any] = {"policy": policy, "used": False, "pendingWindows": None}
     if not wanted or len(exact) >= limit:
         return report
+    report["pendingWindows"] = pending(ctx.conn)  # counted only when the embeddings are asked
     found = semantic_candidates(ctx, query, qterms, limit, {c.document_row for c in exact})
     if found is None:
         report["unavailable"] = True

@@ -14,7 +14,7 @@ import orjson
 
 from cwa.index import semantic as semantic_index
 from cwa.index.terms import tokens
-from cwa.models import ModelUnavailable, embedder
+from cwa.models import ModelUnavailable, embedder, locate
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.search import NEAR_DUPLICATE_SLACK
@@ -27,13 +27,14 @@ MAX_K = 4096  # sqlite-vec's largest k
 
 def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: set[int]) -> list[Candidate] | None:
     """Candidates by cosine similarity, best first, one per document; None when unavailable."""
+    conn = ctx.conn
+    stored = semantic_index.stored_fingerprint(conn)
     try:
+        if stored is None or locate().fingerprint != stored:
+            return None  # nothing embedded yet, or vectors of another model: never mixed
         model = embedder()
     except ModelUnavailable:
         return None
-    conn = ctx.conn
-    if semantic_index.stored_fingerprint(conn) != model.fingerprint:
-        return None  # vectors of another model (or none yet): never mixed
     try:
         vector = model.embed([query])[0].tobytes()
     except Exception:  # a failing model degrades to the lexical result
