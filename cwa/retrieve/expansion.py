@@ -18,7 +18,9 @@ from cwa.retrieve.continuity import FILLER_TERMS
 MAX_TERMS = 8
 FEEDBACK_WINDOWS = 3
 MIN_DOCUMENT_FREQUENCY = 2  # a term found only in the feedback window itself finds nothing new
-CONSIDERED = 40  # the feedback's most frequent terms whose archive frequency is looked up
+CONSIDERED = 12  # the feedback's most frequent terms whose archive frequency is looked up (each
+# lookup walks the term's postings, so common words are costly: only terms of 5+ letters qualify)
+MIN_LENGTH = 5
 
 
 def candidate_terms(texts: list[str], qterms: list[str]) -> Counter:
@@ -27,7 +29,7 @@ def candidate_terms(texts: list[str], qterms: list[str]) -> Counter:
     asked = set(qterms)
     counts = Counter(
         t for text in texts for t in terms(text)
-        if t not in asked and t not in FILLER_TERMS and len(t) >= 3 and not any(c.isdigit() for c in t)
+        if t not in asked and t not in FILLER_TERMS and len(t) >= MIN_LENGTH and not any(c.isdigit() for c in t)
     )
     return Counter(dict(counts.most_common(CONSIDERED)))
 
