@@ -183,7 +183,7 @@ METHODS: dict[str, Method] = {
         Method("admit", contract.ADMIT, _admit, "archive one document (idempotent)"),
         Method("get", contract.GET, _get, "read a document, its manifest, or a byte range"),
         Method("status", contract.STATUS, _status, "counts and bytes of the archive"),
-        Method("search", contract.SEARCH, _search, "exact, structural and BM25F search"),
+        Method("search", contract.SEARCH, _search, "exact, structural, BM25F and semantic search"),
         Method("recall", contract.RECALL, _recall, "exact bytes for a locator or document id"),
         Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another"),
         Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
