@@ -6,7 +6,7 @@ SELECT s.id FROM sessions AS s JOIN projects AS p ON p.id = s.project_id
 WHERE p.identity = ? AND s.session_key = ?;
 
 -- name: find_hint
-SELECT id, model_visible_text, response, last_active_at FROM hint_records
+SELECT model_visible_text, response, last_active_at FROM hint_records
 WHERE session_id = ? AND message_key = ?;
 
 -- name: insert_hint
@@ -29,9 +29,6 @@ WHERE session_id = :session AND message_key IN (SELECT value FROM json_each(:key
 
 -- name: latest_hint
 SELECT message_key, response FROM hint_records WHERE session_id = ? ORDER BY id DESC LIMIT 1;
-
--- name: hint_for_key
-SELECT message_key, response FROM hint_records WHERE session_id = ? AND message_key = ?;
 
 -- name: idle_hints
 SELECT id FROM hint_records WHERE last_active_at < ? ORDER BY last_active_at LIMIT ?;

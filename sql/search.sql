@@ -41,8 +41,9 @@ WHERE window_fts MATCH :match AND rank MATCH :ranking
 ORDER BY rank
 LIMIT :k;
 
--- name: lexical_admissible
--- Phase 2: which of those windows are live, in scope and not visible (:ids is a JSON array).
+-- name: admissible_windows
+-- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible
+-- (:ids is a JSON array of window ids).
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
        w.last_message, w.content_hash, d.created_at, d.session_id, d.text_digest
 FROM windows AS w

@@ -29,9 +29,6 @@ WHERE content_hash = ? LIMIT 1;
 -- name: insert_embedding
 INSERT OR IGNORE INTO window_embeddings (content_hash, embedded_at) VALUES (?, ?);
 
--- name: embedding_id
-SELECT id FROM window_embeddings WHERE content_hash = ?;
-
 -- name: insert_vector
 INSERT INTO window_vectors (rowid, embedding) VALUES (?, ?);
 
@@ -55,20 +52,9 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 -- Phase 1: the nearest embedded contents to a query vector, across the archive.
 SELECT rowid, distance FROM window_vectors WHERE embedding MATCH :vector AND k = :k;
 
--- name: semantic_admissible
--- Phase 2: the windows holding those contents that are live, in scope and not visible (:ids is a
--- JSON array of window_embeddings ids).
-SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
-       w.last_message, w.content_hash, d.created_at, d.session_id, d.text_digest, e.id
-FROM window_embeddings AS e
+-- name: windows_of_contents
+-- The windows holding the nearest contents (:ids is a JSON array of window_embeddings ids); the
+-- scope, state and visibility filter is search.sql's `admissible_windows`, shared with BM25F.
+SELECT e.id, w.id FROM window_embeddings AS e
 JOIN windows AS w ON w.content_hash = e.content_hash
-JOIN documents AS d ON d.id = w.document_row
-WHERE e.id IN (SELECT value FROM json_each(:ids))
-  AND d.state = 'live'
-  AND (:project IS NULL OR d.project_id = :project)
-  AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))
-  AND (:visible IS NULL OR NOT EXISTS (
-        SELECT 1 FROM messages AS m
-        WHERE m.document_row = w.document_row
-          AND m.ordinal BETWEEN w.first_message AND w.last_message
-          AND m.message_key IN (SELECT value FROM json_each(:visible))));
+WHERE e.id IN (SELECT value FROM json_each(:ids));

@@ -428,7 +428,7 @@ def _admissible_windows(ctx: Context, match: str, limit: int, taken: set[int]) -
         top = ctx.conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": k}).fetchall()
         raw = dict(top)
         admissible = ctx.conn.execute(
-            sql["lexical_admissible"],
+            sql["admissible_windows"],
             {"ids": orjson.dumps(list(raw)).decode(), "visible": ctx.visible, **ctx.filters()},
         ).fetchall()
         rows = sorted((r + (raw[r[0]],) for r in admissible), key=lambda r: (r[-1], r[0]))

@@ -81,11 +81,13 @@ def _admissible(ctx, vector: bytes, limit: int, taken: set[int]) -> list[tuple]:
     while k > 0:
         nearest = ctx.conn.execute(sql["nearest"], {"vector": vector, "k": k}).fetchall()
         similarity = {row: 1.0 - distance for row, distance in nearest}
+        holders = ctx.conn.execute(sql["windows_of_contents"], {"ids": orjson.dumps(list(similarity)).decode()})
+        closeness = {window: similarity[content] for content, window in holders}
         admissible = ctx.conn.execute(
-            sql["semantic_admissible"],
-            {"ids": orjson.dumps(list(similarity)).decode(), "visible": ctx.visible, **ctx.scope.params()},
+            queries("search")["admissible_windows"],
+            {"ids": orjson.dumps(list(closeness)).decode(), "visible": ctx.visible, **ctx.filters()},
         ).fetchall()
-        rows = sorted((r[:-1] + (similarity[r[-1]],) for r in admissible), key=lambda r: (-r[-1], r[0]))
+        rows = sorted((r + (closeness[r[0]],) for r in admissible), key=lambda r: (-r[-1], r[0]))
         if k >= available or len({r[1] for r in rows} - taken) > limit:
             return rows
         k = min(k * 4, available)

@@ -41,7 +41,7 @@ def find_hint(conn: apsw.Connection, session: int, message_key: str) -> Frozen |
     row = conn.execute(queries("hints")["find_hint"], (session, message_key)).fetchone()
     if row is None:
         return None
-    return Frozen(row[1], orjson.loads(row[2]), row[3])
+    return Frozen(row[0], orjson.loads(row[1]), row[2])
 
 
 def record_hint(conn: apsw.Connection, session: int, message_key: str, record: dict[str, Any], now: str) -> int:
@@ -84,12 +84,10 @@ def touch_active(conn: apsw.Connection, session: int, keys: list[str], now: str)
 
 def explain(conn: apsw.Connection, session: int, message_key: str | None) -> tuple[str, dict[str, Any]] | None:
     """(message key, stored response) of one key, or of the session's latest decision."""
-    sql = queries("hints")
-    row = (
-        conn.execute(sql["hint_for_key"], (session, message_key)).fetchone()
-        if message_key is not None
-        else conn.execute(sql["latest_hint"], (session,)).fetchone()
-    )
+    if message_key is not None:
+        frozen = find_hint(conn, session, message_key)
+        return (message_key, frozen.response) if frozen else None
+    row = conn.execute(queries("hints")["latest_hint"], (session,)).fetchone()
     return (row[0], orjson.loads(row[1])) if row else None
 
 
