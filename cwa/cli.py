@@ -519,7 +519,7 @@ def eval_group() -> None:
 
 @eval_group.command("locomo")
 @click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True, help="locomo10.json (read in place, never copied).")
-@click.option("--modes", default="lexical,auto,hybrid", show_default=True, help="Comma-separated: lexical, auto, hybrid.")
+@click.option("--modes", default="lexical,auto,hybrid", show_default=True, help="Comma-separated: plain, lexical, auto, hybrid.")
 @json_option
 @handles_errors
 def eval_locomo(data, modes, as_json) -> None:

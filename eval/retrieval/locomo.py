@@ -7,7 +7,8 @@ Each dialog turn is admitted as one document (message key = its normalized `dia_
 its session's real date), one project per conversation, one session per LoCoMo session: a search
 result then maps to exactly one dialog turn, which is the unit the evidence names. Every question
 with evidence searches only its own conversation through `Archive.search` (scope project, limit
-10). Modes: `lexical` (semanticPolicy never), `auto` (explicit search's default: embeddings only
+10). Modes: `plain` (exact + BM25F only: no embeddings, no expansion), `lexical` (semanticPolicy
+never, expansion on weak evidence), `auto` (explicit search's default: embeddings only
 when no exact anchor matched and the lexical evidence is weak), `hybrid` (semanticPolicy always:
 BM25F and embeddings fused for every question). A reranker mode joins when one is installed (none
 ships today).
@@ -35,7 +36,12 @@ import orjson
 from cwa.api import Archive
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo10.json"
-MODES = {"lexical": "never", "auto": "auto", "hybrid": "always"}
+MODES = {  # mode → search parameters
+    "plain": {"semanticPolicy": "never", "expansion": False},
+    "lexical": {"semanticPolicy": "never"},
+    "auto": {"semanticPolicy": "auto"},
+    "hybrid": {"semanticPolicy": "always"},
+}
 KS = (1, 5, 10)
 
 
@@ -115,7 +121,7 @@ def run(data_path: Path, modes: list[str], progress=None) -> dict[str, Any]:
         started = time.perf_counter()
         report["turns"] = ingest(archive, conversations)
         report["admitSeconds"] = round(time.perf_counter() - started, 1)
-        if any(MODES[m] != "never" for m in modes):
+        if any(MODES[m]["semanticPolicy"] != "never" for m in modes):
             started = time.perf_counter()
             archive.progress = progress
             embedded = archive.call("index-embed", {})["embedded"]
@@ -135,7 +141,7 @@ def run(data_path: Path, modes: list[str], progress=None) -> dict[str, Any]:
                         continue
                     begin = time.perf_counter()
                     results = archive.search({"project": project, "query": qa["question"], "limit": 10,
-                                              "leaseSeconds": 0, "semanticPolicy": MODES[mode]})["results"]
+                                              "leaseSeconds": 0, **MODES[mode]})["results"]
                     latencies.append((time.perf_counter() - begin) * 1000)
                     row = score_question(wanted, [r["source"]["messageKey"] for r in results])
                     rows.append(row)
