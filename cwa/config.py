@@ -39,6 +39,14 @@ def _int_range(low: int, high: int) -> Callable[[Any], Any]:
     return check
 
 
+def _fraction(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("must be a number")
+    if not 0 <= value <= 1:
+        raise ValueError("must be between 0 and 1")
+    return float(value)
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError("must be true or false")
@@ -106,6 +114,12 @@ SETTINGS: tuple[Setting, ...] = (
         _optional_absolute_path,
         "folder with a cross-encoder's model.onnx and tokenizer.json (default: the models folder)",
         user_global_only=True,
+    ),
+    Setting(
+        "neighborCredit",
+        0.0,
+        _fraction,
+        "share of a search hit's rank credit its session neighbours gain (0 = off; try 0.5 for dialogue)",
     ),
     Setting("searchResults", 3, _int_range(1, 100), "default number of search results"),
     Setting(

@@ -90,10 +90,12 @@ class Str(Spec):
 class Int(Spec):
     minimum: int | None = None
     maximum: int | None = None
+    kinds: tuple[type, ...] = (int,)
+    expected: str = "an integer"
 
     def check(self, value: Any, path: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _wrong_type(path, "an integer", value)
+        if isinstance(value, bool) or not isinstance(value, self.kinds):
+            raise _wrong_type(path, self.expected, value)
         if (self.minimum is not None and value < self.minimum) or (
             self.maximum is not None and value > self.maximum
         ):
@@ -105,6 +107,11 @@ class Int(Spec):
                 maximum=self.maximum,
             )
         return value
+
+
+def Fraction() -> Int:
+    """A number (integer or not) between 0 and 1."""
+    return Int(0, 1, kinds=(int, float), expected="a number")
 
 
 @dataclass(frozen=True)
@@ -336,6 +343,7 @@ SEARCH = Obj(
         "leaseSeconds": Field(Int(0, limits.MAX_LEASE_SECONDS)),
         "semanticPolicy": Field(Enum(SEMANTIC_POLICIES)),
         "expansion": Field(Bool()),
+        "neighborCredit": Field(Fraction()),
     }
 )
 

@@ -27,6 +27,7 @@ EXPECTED_DEFAULTS = {
     "rerankerEnabled": True,
     "rerankerCandidates": 40,
     "rerankerPath": "",
+    "neighborCredit": 0.0,
     "searchResults": 3,
     "maxReadScope": "project",
     "trustedProjects": [],

@@ -34,7 +34,9 @@ def _confidence(candidate: Candidate) -> float:
 
 
 def fuse(*ranked_modes: list[Candidate]) -> list[Candidate]:
-    """One list, best first, one candidate per document; each input is one mode's own order."""
+    """One list, best first, one candidate per document; each input is one mode's own order.
+    Each candidate's `order` becomes its fused key (higher first), which the importance prior
+    scales."""
     credit: dict[int, float] = {}
     best_rank: dict[int, int] = {}
     chosen: dict[int, Candidate] = {}
@@ -59,4 +61,4 @@ def fuse(*ranked_modes: list[Candidate]) -> list[Candidate]:
         for row, key in zip(alone, sorted((order[r] for r in alone), reverse=True)):
             order[row] = key
     ranked = sorted(chosen, key=lambda row: (-order[row], row))
-    return [replace(chosen[row], modes=sorted(set(modes[row]))) for row in ranked]
+    return [replace(chosen[row], modes=sorted(set(modes[row])), order=order[row]) for row in ranked]

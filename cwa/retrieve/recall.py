@@ -24,6 +24,7 @@ import apsw
 
 from cwa.retrieve.locators import Locator, archive_secret, sign, verify
 from cwa.retrieve.summary import document_summary
+from cwa.store import recall_feedback
 from cwa.store.leases import lease_active
 from cwa.store.reads import find_document, read_bytes
 from cwa.store.sqlfiles import queries
@@ -71,7 +72,9 @@ def _recall_locator(conn, request, now, max_tokens, neighbors) -> dict[str, Any]
     if locator.lease is not None and not lease_active(conn, locator.lease, now):
         return _status("lease-expired", documentId=doc["documentId"], version=doc["version"],
                        reason="search again, or recall by documentId")
-    return _materialize(conn, doc, locator, now, max_tokens, neighbors, secret)
+    result = _materialize(conn, doc, locator, now, max_tokens, neighbors, secret)
+    recall_feedback.record(conn, doc["row"], now, locator.lease)  # the importance prior counts it
+    return result
 
 
 def _recall_document(conn, request, now, max_tokens) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from cwa.index.exact import Anchor, fold, query_anchors
 from cwa.index.lexical import WEIGHTS
 from cwa.index.structure import CUE_THRESHOLD
 from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, query_terms, terms, tokens
-from cwa.retrieve import calibration
+from cwa.retrieve import calibration, importance, neighbors
+from cwa.retrieve.fusion import fuse
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.locators import Locator, archive_secret, sign
 from cwa.retrieve.near_duplicates import collapse
@@ -141,6 +142,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             expanded = _expand(ctx, request, qterms, tiers, limit)
             semantic = _semantic_rescue(ctx, request, settings, query, qterms, tiers, limit)
             if len(tiers) > 1:
+                tiers[1] = _order_tier(ctx, request, settings, tiers, qterms, limit)
                 tiers[1] = collapse(tiers[1])
                 reranked = _rerank(settings, query, tiers)
     results = _assemble(ctx, tiers, limit)
@@ -161,6 +163,25 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         reranked=reranked,
     )
     return response
+
+
+def _order_tier(
+    ctx: Context,
+    request: dict[str, Any],
+    settings: Settings,
+    tiers: list[list[Candidate]],
+    qterms: list[str],
+    limit: int,
+) -> list[Candidate]:
+    """The lexical/semantic tier's final order before near copies collapse: fused keys (one mode
+    alone keeps its order), × the importance prior, then conversation-neighbour credit."""
+    tier = tiers[1]
+    if not any(c.modes for c in tier):  # not fused yet: one mode's order, with fused keys
+        tier = fuse(tier)
+    tier = importance.reorder(ctx.conn, tier)
+    taken = {c.document_row for c in tiers[0]}
+    share = request.get("neighborCredit", settings["neighborCredit"])
+    return neighbors.reorder(ctx, tier, qterms, limit, taken, share)
 
 
 RERANK_PASSAGE_TOKENS = 256
@@ -202,7 +223,6 @@ def _expand(ctx: Context, request: dict[str, Any], qterms: list[str], tiers: lis
     """Bo1 expansion on weak evidence: the expanded query's windows are fused into the lexical tier
     (in place); their scores and coverage stay those of the original query terms."""
     from cwa.retrieve import expansion
-    from cwa.retrieve.fusion import fuse
 
     if request.get("expansion") is False or len(tiers) < 2 or not tiers[1] or not _weak(tiers):
         return []
@@ -246,7 +266,6 @@ def _semantic_rescue(
     lexical = tiers[1] if len(tiers) > 1 else []
     wanted = policy == "always" or _weak(tiers)
     from cwa.index.semantic import pending
-    from cwa.retrieve.fusion import fuse
     from cwa.retrieve.semantic import semantic_candidates
 
     report: dict[str, Any] = {"policy": policy, "used": False, "pendingWindows": None}

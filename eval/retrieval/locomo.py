@@ -41,6 +41,7 @@ MODES = {  # mode → search parameters
     "lexical": {"semanticPolicy": "never"},
     "auto": {"semanticPolicy": "auto"},
     "hybrid": {"semanticPolicy": "always"},
+    "neighbors": {"semanticPolicy": "always", "neighborCredit": 0.5},
 }
 KS = (1, 5, 10)
 

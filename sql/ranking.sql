@@ -1,0 +1,37 @@
+-- Ordering signals of the lexical/semantic tier that are not about the query: the importance
+-- prior and conversation neighbours (cwa/retrieve/importance.py, cwa/retrieve/neighbors.py).
+
+-- name: importance_signals
+-- Query-independent signals of the given documents (:rows is a JSON array of document rows).
+SELECT d.id, d.pinned, d.kind, d.version, d.source_key_count,
+       EXISTS (SELECT 1 FROM message_cues AS c WHERE c.document_row = d.id AND c.cue = 'decision')
+         AS has_decision,
+       (SELECT count(DISTINCT coalesce(f.lease_id, 'row:' || f.id)) FROM recall_feedback AS f
+        WHERE f.document_row = d.id) AS recalls  -- continuations under one lease count once
+FROM documents AS d
+WHERE d.id IN (SELECT value FROM json_each(:rows));
+
+-- name: record_recall
+INSERT INTO recall_feedback (document_row, recalled_at, lease_id) VALUES (?, ?, ?);
+
+-- name: session_neighbors
+-- For each given document, the live documents just before and just after it in its session
+-- (creation order, then row): their row and the window nearest the shared boundary.
+WITH given AS (SELECT value AS row FROM json_each(:rows)),
+near AS (
+  SELECT g.row AS found,
+         (SELECT p.id FROM documents AS p
+          WHERE p.session_id = d.session_id AND p.state = 'live'
+            AND (p.created_at < d.created_at OR p.created_at = d.created_at AND p.id < d.id)
+          ORDER BY p.created_at DESC, p.id DESC LIMIT 1) AS before_row,
+         (SELECT n.id FROM documents AS n
+          WHERE n.session_id = d.session_id AND n.state = 'live'
+            AND (n.created_at > d.created_at OR n.created_at = d.created_at AND n.id > d.id)
+          ORDER BY n.created_at, n.id LIMIT 1) AS after_row
+  FROM given AS g JOIN documents AS d ON d.id = g.row
+)
+SELECT found, before_row,
+       (SELECT w.id FROM windows AS w WHERE w.document_row = before_row ORDER BY w.ordinal DESC LIMIT 1),
+       after_row,
+       (SELECT w.id FROM windows AS w WHERE w.document_row = after_row ORDER BY w.ordinal LIMIT 1)
+FROM near;

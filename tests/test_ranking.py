@@ -1,0 +1,167 @@
+"""Ordering inside the lexical/semantic tier: the importance prior and conversation neighbours."""
+
+from __future__ import annotations
+
+import pytest
+
+from cwa.api import Archive
+from cwa.errors import InvalidRequest
+from cwa.retrieve.importance import CAP, prior
+
+P = "/work/ranked"
+AT = "2026-11-01T10:00:00Z"
+
+
+def turn(session: str, text: str, kind: str = "turn", at: str = AT, **extra) -> dict:
+    return {"project": P, "sessionId": session, "kind": kind, "createdAt": at,
+            "messages": [{"role": "user" if kind == "turn" else "assistant", "text": text}], **extra}
+
+
+def search(archive, query, **extra):
+    return archive.search({"project": P, "query": query, "limit": 10, "semanticPolicy": "never",
+                           "expansion": False, **extra})
+
+
+def ids_of(response):
+    return [r["documentId"] for r in response["results"]]
+
+
+@pytest.fixture
+def archive(db_path):
+    with Archive.open(db_path, clock=lambda: "2026-11-03T00:00:00.000Z") as opened:
+        yield opened
+
+
+# --- the prior itself ---------------------------------------------------------------------------
+
+
+def test_prior_is_one_without_signals_and_never_above_the_cap():
+    assert prior(False, False, 1, 1, 0) == 1.0
+    assert 1.0 < prior(True, False, 1, 1, 0) < CAP
+    assert 1.0 < prior(False, True, 1, 1, 0) < CAP
+    assert prior(False, False, 3, 1, 0) > prior(False, False, 2, 1, 0) > 1.0  # supersession depth
+    assert prior(False, False, 1, 8, 0) > prior(False, False, 1, 2, 0) > 1.0  # source breadth
+    assert prior(False, False, 1, 1, 8) > prior(False, False, 1, 1, 1) > 1.0  # recalls
+    assert prior(True, True, 50, 10_000, 10_000) == CAP == 1.15
+
+
+# --- the prior in search ------------------------------------------------------------------------
+
+
+def test_a_decision_wins_a_near_tie(archive):
+    texts = ["Seen again: flaky upload retry on staging, after the nightly build.",
+             "We keep the flaky upload retry on staging until the Friday review of all the open pipeline work."]
+
+    def admit(project, second_kind):
+        first = archive.admit({**turn("s1", texts[0]), "project": project})["documentId"]
+        second = archive.admit({**turn("s1", texts[1], kind=second_kind), "project": project})["documentId"]
+        found = archive.search({"project": project, "query": "flaky upload retry staging", "limit": 10,
+                                "semanticPolicy": "never", "expansion": False})["results"]
+        assert found[0]["score"] == found[1]["score"]  # the same evidence: a near tie
+        return [r["documentId"] for r in found[:2]], first, second
+
+    order, first, second = admit("/work/plain", "turn")
+    assert order == [first, second]  # as plain turns, the shorter one leads on BM25F
+    order, first, second = admit("/work/decided", "decision")
+    assert order == [second, first]
+
+
+def test_recalls_of_a_result_lift_it_in_a_near_tie(archive):
+    first = archive.admit(turn("s1", "Deploy notes: the canary gate compares error budgets hourly."))["documentId"]
+    second = archive.admit(turn("s1", "Reminder that each canary gate reads two error budgets."))["documentId"]
+    assert ids_of(search(archive, "canary gate error budgets"))[:2] == [first, second]
+    for _ in range(3):  # three searches, each recalling the second result under its own lease
+        result = next(r for r in search(archive, "canary gate error budgets")["results"] if r["documentId"] == second)
+        assert archive.recall({"locator": result["locator"]})["status"] == "resolved"
+    assert ids_of(search(archive, "canary gate error budgets"))[:2] == [second, first]
+    recalls = archive.conn.execute(
+        "SELECT count(*) FROM recall_feedback AS f JOIN documents AS d ON d.id = f.document_row "
+        "WHERE d.document_id = ?", (second,)).fetchone()[0]
+    assert recalls == 3
+
+
+def test_the_prior_never_overrules_a_clear_relevance_gap(archive):
+    strong = archive.admit(turn("s1", "Postgres vacuum freeze age alarms fired on the replica."))["documentId"]
+    weak = archive.admit(turn("s2", "An alarm fired somewhere.", kind="decision"))["documentId"]
+    conn = archive.conn
+    row = conn.execute("SELECT id FROM documents WHERE document_id = ?", (weak,)).fetchone()[0]
+    conn.execute("UPDATE documents SET pinned = 1 WHERE id = ?", (row,))  # pins arrive with [lifecycle]
+    for _ in range(20):
+        conn.execute("INSERT INTO recall_feedback (document_row, recalled_at) VALUES (?, ?)", (row, AT))
+    response = search(archive, "postgres vacuum freeze alarms replica")
+    assert ids_of(response)[:2] == [strong, weak]
+    assert response["results"][0]["score"] > response["results"][1]["score"]
+
+
+def test_a_strong_exact_hit_stays_first_whatever_the_prior(archive):
+    exact = archive.admit(turn("s1", "The failure code was ERR_QUOTA_EXCEEDED on upload."))["documentId"]
+    boosted = archive.admit(turn("s1", "Upload quota exceeded errors need a decision.", kind="decision"))["documentId"]
+    results = search(archive, "ERR_QUOTA_EXCEEDED upload quota")["results"]
+    assert results[0]["documentId"] == exact and results[0]["matchType"].startswith("exact-")
+    assert boosted in [r["documentId"] for r in results]
+
+
+# --- conversation neighbours -------------------------------------------------------------------
+
+
+@pytest.fixture
+def dialogue(archive):
+    """Two sessions; in s1 the answer to a question comes in the next turn, in other words."""
+    admitted = [
+        archive.admit(turn("s1", "Morning! How was the weekend?", at="2026-11-01T09:00:00Z")),
+        archive.admit(turn("s1", "Who will you invite to the gaming party in June?", at="2026-11-01T09:01:00Z")),
+        archive.admit(turn("s1", "Definitely my old teammates from the tournaments.", at="2026-11-01T09:02:00Z")),
+        archive.admit(turn("s2", "Bought new tyres for the bike today.", at="2026-11-01T09:03:00Z")),
+    ]
+    return archive, [a["documentId"] for a in admitted]
+
+
+def test_neighbours_are_off_by_default(dialogue):
+    archive, ids = dialogue
+    response = search(archive, "gaming party invite")
+    assert ids_of(response) == [ids[1]]
+    assert all(r["modes"] != ["neighbor"] for r in response["results"])
+
+
+def test_the_next_turn_joins_as_a_neighbour_without_changing_scores(dialogue):
+    archive, ids = dialogue
+    plain = search(archive, "gaming party invite")["results"]
+    response = search(archive, "gaming party invite", neighborCredit=0.5)
+    found = {r["documentId"]: r for r in response["results"]}
+    assert response["results"][0]["documentId"] == ids[1]  # the hit itself stays first
+    assert response["results"][0]["score"] == plain[0]["score"]
+    assert {ids[0], ids[2]} <= set(found)  # both neighbours in its session
+    for neighbour in (ids[0], ids[2]):
+        assert found[neighbour]["modes"] == ["neighbor"] and found[neighbour]["matchType"] == "neighbor"
+        assert found[neighbour]["score"] == 0.0 and found[neighbour]["matchedTerms"] == []
+    assert ids[3] not in found  # another session is never a neighbour
+    recalled = archive.recall({"locator": found[ids[2]]["locator"]})
+    assert "old teammates" in recalled["text"]
+
+
+def test_neighbours_respect_visibility_and_scope(dialogue):
+    archive, ids = dialogue
+    key = archive.conn.execute(
+        "SELECT m.message_key FROM messages AS m JOIN documents AS d ON d.id = m.document_row "
+        "WHERE d.document_id = ?", (ids[2],)).fetchone()[0]
+    hidden = search(archive, "gaming party invite", neighborCredit=0.5, excludeVisibleSourceKeys=[key])
+    assert ids[2] not in ids_of(hidden) and ids[0] in ids_of(hidden)
+    other = archive.search({"project": "/work/elsewhere", "query": "gaming party invite", "neighborCredit": 0.5})
+    assert other["results"] == []
+
+
+def test_a_superseded_neighbour_is_skipped_for_its_successor(dialogue):
+    archive, ids = dialogue
+    successor = archive.admit(turn("s1", "Actually: my cousins and the old teammates.", at="2026-11-01T09:02:00Z",
+                                   supersedes={"documentId": ids[2], "version": 1}))
+    found = search(archive, "gaming party invite", neighborCredit=0.5)["results"]
+    versions = {(r["documentId"], r["version"]) for r in found}
+    assert (ids[2], 1) not in versions
+    assert (successor["documentId"], successor["version"]) in versions
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "half", True])
+def test_neighbor_credit_is_validated(archive, bad):
+    with pytest.raises(InvalidRequest) as raised:
+        archive.search({"project": P, "query": "x", "neighborCredit": bad})
+    assert raised.value.details["field"] == "neighborCredit"
