@@ -132,10 +132,11 @@ def _supersede(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 def _index_embed(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.index.semantic import drain
+    from cwa.model_variants import active
     from cwa.models import ModelUnavailable, embedder
 
     try:
-        model = embedder()
+        model = embedder(active(archive.path))
     except ModelUnavailable as exc:
         raise ModelMissing(str(exc), reason="model-unavailable") from exc
     return drain(archive.conn, model, archive.clock(), request.get("limit"), archive.progress)
@@ -143,14 +144,23 @@ def _index_embed(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 def _models_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.index.semantic import pending, stored_fingerprint
-    from cwa.models import status
-
-    from cwa.models import reranker_status
+    from cwa.model_variants import variant_status
+    from cwa.models import reranker_status, status
 
     found = status()
     found["reranker"] = reranker_status(archive.settings["rerankerPath"])
-    found["archive"] = {"fingerprint": stored_fingerprint(archive.conn), "pendingWindows": pending(archive.conn)}
+    found["archive"] = {
+        "fingerprint": stored_fingerprint(archive.conn),
+        "pendingWindows": pending(archive.conn),
+        **variant_status(archive.path),
+    }
     return found
+
+
+def _models_optimize(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.model_variants import optimize
+
+    return optimize(archive.conn, archive.path, archive.clock(), archive.progress)
 
 
 def _preflight(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -189,6 +199,8 @@ METHODS: dict[str, Method] = {
         Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
         Method("index-embed", contract.INDEX_EMBED, _index_embed, "embed queued windows for semantic search"),
         Method("models-status", contract.MODELS_STATUS, _models_status, "installed local models and their fingerprints"),
+        Method("models-optimize", contract.MODELS_OPTIMIZE, _models_optimize,
+               "build and benchmark the faster embedding variant; used only if it wins"),
         Method("preflight", contract.PREFLIGHT, _preflight, "the frozen automatic hint for a user message"),
         Method("why", contract.WHY, _why, "the last preflight decision for a message, explained"),
         Method("maintain", contract.MAINTAIN, _maintain, "one bounded pass of ledger clean-up"),

@@ -380,6 +380,8 @@ INDEX_EMBED = Obj({"limit": Field(Int(1, 10_000_000))})
 
 MODELS_STATUS = Obj({})
 
+MODELS_OPTIMIZE = Obj({})
+
 PREFLIGHT_POLICY = Obj(
     {
         "hintBudgetTokens": Field(Int(0, 4000)),

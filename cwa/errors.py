@@ -74,6 +74,13 @@ class ModelMissing(CwaError):
     exit_code = 9
 
 
+class DownloadFailed(CwaError):
+    """`cwa models install*` could not fetch or verify a model (offline, HTTP error, wrong bytes)."""
+
+    code = "download-failed"
+    exit_code = 10
+
+
 class Internal(CwaError):
     code = "internal"
     exit_code = 70

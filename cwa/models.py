@@ -42,19 +42,41 @@ class ModelFiles:
     tokenizer: Path
     weights_version: str
     tokenizer_version: str
+    variant: str = "int8"  # int8 (the package), int8-dynamic-per-channel (optimized), fp32-hub
 
     @property
     def fingerprint(self) -> str:
         """Model, revision, dimensions, pooling and variant: what the vectors depend on."""
         parts = [MODEL_NAME, f"{WEIGHTS_PACKAGE}=={self.weights_version}",
                  f"{TOKENIZER_PACKAGE}=={self.tokenizer_version}", str(DIMENSIONS), POOLING,
-                 f"truncate{MAX_TOKENS}", "variant=int8"]
+                 f"truncate{MAX_TOKENS}", f"variant={self.variant}"]
         return "minilm-l6-v2:" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def models_folder() -> Path:
+    """Where `cwa models install*` put models: `$XDG_DATA_HOME/cwa/models`."""
+    import os
+
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home).expanduser() / "cwa" / "models"
 
 
 @functools.lru_cache(maxsize=1)
 def locate() -> ModelFiles:
-    """Where the installed packages keep the weights and the tokenizer (looked up once)."""
+    """Where the installed packages keep the weights and the tokenizer (looked up once); without
+    the packages, the copy `cwa models install` fetched, if any."""
+    try:
+        return _packaged()
+    except ModelUnavailable:
+        fetched = models_folder() / "embedding"
+        source = fetched / "SOURCE"
+        if (fetched / "model.onnx").is_file() and (fetched / "tokenizer.json").is_file() and source.is_file():
+            revision = source.read_text(encoding="utf-8").strip().rpartition("@")[2][:12]
+            return ModelFiles(fetched / "model.onnx", fetched / "tokenizer.json", revision, revision, "fp32-hub")
+        raise
+
+
+def _packaged() -> ModelFiles:
     spec = importlib.util.find_spec(WEIGHTS_MODULE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailable(f"the embedding weights package {WEIGHTS_PACKAGE} is not installed")
@@ -123,17 +145,19 @@ _LOADED: dict[str, Embedder] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def embedder() -> Embedder:
-    """The process's embedder, loaded on first use; ModelUnavailable when it cannot be."""
+def embedder(files: ModelFiles | None = None) -> Embedder:
+    """The process's embedder for `files` (default: the installed model), loaded on first use;
+    ModelUnavailable when it cannot be."""
     with _LOAD_LOCK:
-        if "default" not in _LOADED:
-            try:
-                _LOADED["default"] = Embedder(locate())
-            except ModelUnavailable:
-                raise
-            except Exception as exc:  # a corrupt file, an onnxruntime error: no semantic step
-                raise ModelUnavailable(f"the embedding model failed to load: {type(exc).__name__}: {exc}") from exc
-        return _LOADED["default"]
+        try:
+            files = files or locate()
+            if str(files.weights) not in _LOADED:
+                _LOADED[str(files.weights)] = Embedder(files)
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # a corrupt file, an onnxruntime error: no semantic step
+            raise ModelUnavailable(f"the embedding model failed to load: {type(exc).__name__}: {exc}") from exc
+        return _LOADED[str(files.weights)]
 
 
 # --- cross-encoder reranker -----------------------------------------------------------------------
@@ -145,12 +169,9 @@ def reranker_dir(configured: str = "") -> Path:
     """Where a cross-encoder lives: the `rerankerPath` setting, else the models folder beside the
     default archive (`$XDG_DATA_HOME/cwa/models/reranker`), where `cwa models install-reranker`
     would put one."""
-    import os
-
     if configured:
         return Path(configured).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home).expanduser() / "cwa" / "models" / "reranker"
+    return models_folder() / "reranker"
 
 
 class Reranker:

@@ -58,3 +58,13 @@ SELECT rowid, distance FROM window_vectors WHERE embedding MATCH :vector AND k =
 SELECT e.id, w.id FROM window_embeddings AS e
 JOIN windows AS w ON w.content_hash = e.content_hash
 WHERE e.id IN (SELECT value FROM json_each(:ids));
+
+-- name: sample_windows
+-- Live windows to benchmark an embedding variant on: one per distinct content, in a stable
+-- order unrelated to time (by content hash).
+SELECT min(w.document_row), w.start_byte, w.end_byte, w.first_message, w.last_message
+FROM windows AS w
+JOIN documents AS d ON d.id = w.document_row AND d.state = 'live'
+GROUP BY w.content_hash
+ORDER BY w.content_hash
+LIMIT ?;

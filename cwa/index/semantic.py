@@ -119,7 +119,8 @@ class BackgroundEmbedder:
         self.thread.join(timeout)
 
     def _run(self) -> None:
-        from cwa.models import Embedder, ModelUnavailable, locate
+        from cwa.model_variants import active
+        from cwa.models import Embedder, ModelUnavailable
         from cwa.store.connection import open_connection
 
         try:
@@ -133,7 +134,7 @@ class BackgroundEmbedder:
                     continue
                 if model is None:
                     try:
-                        model = Embedder(locate(), threads=1)
+                        model = Embedder(active(self.path), threads=1)
                     except (ModelUnavailable, Exception):  # no model: nothing to do, ever
                         return
                 while not self.stop.is_set() and pending(conn):

@@ -14,7 +14,8 @@ import orjson
 
 from cwa.index import semantic as semantic_index
 from cwa.index.terms import tokens
-from cwa.models import ModelUnavailable, embedder, locate
+from cwa.model_variants import active
+from cwa.models import ModelUnavailable, embedder
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.search import NEAR_DUPLICATE_SLACK
@@ -30,9 +31,10 @@ def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: s
     conn = ctx.conn
     stored = semantic_index.stored_fingerprint(conn)
     try:
-        if stored is None or locate().fingerprint != stored:
+        files = active(conn.filename)
+        if stored is None or files.fingerprint != stored:
             return None  # nothing embedded yet, or vectors of another model: never mixed
-        model = embedder()
+        model = embedder(files)
     except ModelUnavailable:
         return None
     try:

@@ -1,0 +1,139 @@
+"""`cwa models optimize` (a measured, opt-in faster variant) and `cwa models install*` (the only
+code that downloads; here offline, against a closed port and a local HTTP server)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import threading
+
+import orjson
+import pytest
+
+from cwa import model_variants
+from cwa.api import Archive
+from cwa.errors import Conflict
+from cwa.models import locate
+from tests.conftest import hermetic_env, run_cwa
+from tests.test_rerank import build_cross_encoder
+
+P = "/work/variants"
+TOPICS = ["retry policy", "cache eviction", "lock timeout", "upload quota", "schema migration",
+          "flaky test", "disk usage", "release notes", "token budget", "vector index"]
+
+
+def admit_windows(archive, count: int) -> None:
+    for i in range(count):
+        topic = TOPICS[i % len(TOPICS)]
+        archive.admit({"project": P, "sessionId": f"s{i % 3}", "kind": "turn", "messages": [
+            {"role": "user", "text": f"Note {i}: what did we learn about the {topic} in module m{i}?"},
+            {"role": "assistant", "text": f"In module m{i} the {topic} needed change number {i * 7}; we "
+                                          f"measured it twice, wrote test case t{i} and left a comment for later."},
+        ]})
+
+
+def test_too_few_windows_is_a_typed_refusal_that_writes_nothing(db_path):
+    with Archive.open(db_path) as archive:
+        admit_windows(archive, 5)
+        with pytest.raises(Conflict) as raised:
+            archive.call("models-optimize", {})
+        assert raised.value.details["reason"] == "too-few-windows"
+    assert not (db_path.parent / "models" / model_variants.MANIFEST).exists()
+
+
+@pytest.mark.parametrize("verdict", ["accepted", "rejected"])
+def test_optimize_measures_and_only_a_winner_is_used(db_path, monkeypatch, verdict):
+    # The real speed decides in use; here the threshold is set so that each verdict is exercised.
+    monkeypatch.setattr(model_variants, "MIN_SPEEDUP", 0.0 if verdict == "accepted" else 1000.0)
+    with Archive.open(db_path) as archive:
+        admit_windows(archive, 60)
+        archive.call("index-embed", {})
+        report = archive.call("models-optimize", {})
+        built = db_path.parent / "models" / report["file"]
+        assert built.is_file() and hashlib.sha256(built.read_bytes()).hexdigest() == report["sha256"]
+        assert report["windows"] == 60 and report["meanCosine"] >= 0.98
+        for side in ("original", "optimized"):
+            assert report["measured"][side]["msPerWindow"] > 0
+            assert 0.9 <= report["measured"][side]["knownItemR@10"] <= 1.0
+        assert report["accepted"] is (verdict == "accepted")
+        used = model_variants.active(db_path)
+        status = archive.call("models-status", {})["archive"]
+        assert status["optimized"]["accepted"] is (verdict == "accepted")
+        if verdict == "rejected":
+            assert used == locate() and report["fingerprint"] == locate().fingerprint
+            assert archive.call("index-embed", {})["modelChanged"] is False
+            return
+        assert used.variant == model_variants.VARIANT and used.weights == built
+        assert report["fingerprint"] == used.fingerprint != locate().fingerprint
+        assert status["model"]["fingerprint"] == used.fingerprint
+        # the vectors of the packaged model are not mixed in: search stays lexical until re-embedded
+        before = archive.search({"project": P, "query": "what changed in the eviction of cached entries",
+                                 "semanticPolicy": "always"})
+        assert before["semantic"]["used"] is False
+        embedded = archive.call("index-embed", {})
+        assert embedded["modelChanged"] is True and embedded["fingerprint"] == used.fingerprint
+        after = archive.search({"project": P, "query": "what changed in the eviction of cached entries",
+                                "semanticPolicy": "always"})
+        assert after["semantic"]["used"] is True
+
+
+def test_a_variant_built_for_another_model_is_ignored(db_path):
+    folder = db_path.parent / "models"
+    folder.mkdir(parents=True)
+    (folder / "v.onnx").write_bytes(b"not used")
+    (folder / model_variants.MANIFEST).write_bytes(orjson.dumps(
+        {"accepted": True, "source": "minilm-l6-v2:0000000000000000", "file": "v.onnx"}))
+    assert model_variants.active(db_path) == locate()
+
+
+# --- install: the only code that downloads ------------------------------------------------------
+
+
+class _Repo(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+
+@pytest.fixture
+def hub(tmp_path):
+    """A local stand-in for the model hub serving a tiny random cross-encoder under the pinned
+    paths: it downloads fine but is not the pinned model."""
+    from cwa.model_install import RERANKER
+
+    root = tmp_path / "hub"
+    folder = root / RERANKER.repo / "resolve" / RERANKER.revision
+    (folder / "onnx").mkdir(parents=True)
+    build_cross_encoder(folder, "garden")
+    (folder / "model.onnx").rename(folder / "onnx" / "model.onnx")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Repo, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_install_offline_fails_clearly_and_leaves_nothing(tmp_path):
+    env = {**hermetic_env(tmp_path), "HF_ENDPOINT": "http://127.0.0.1:9", "XDG_DATA_HOME": str(tmp_path / "data")}
+    for command in ("install", "install-reranker"):
+        out = run_cwa(["models", command, "--json"], env)
+        assert out.returncode == 10, out.stderr
+        error = orjson.loads(out.stdout)["error"]
+        assert error["code"] == "download-failed" and error["details"]["reason"] == "unreachable"
+        assert b"Traceback" not in out.stderr
+        human = run_cwa(["models", command], env)
+        assert human.returncode == 10 and b"network" in human.stderr
+    models = tmp_path / "data" / "cwa" / "models"
+    assert not models.exists() or not any(models.iterdir())
+
+
+def test_install_refuses_a_model_that_fails_its_identity_check(tmp_path, hub):
+    env = {**hermetic_env(tmp_path), "HF_ENDPOINT": hub, "XDG_DATA_HOME": str(tmp_path / "data")}
+    out = run_cwa(["models", "install-reranker", "--json"], env)
+    assert out.returncode == 10
+    error = orjson.loads(out.stdout)["error"]
+    assert error["code"] == "download-failed" and error["details"]["reason"] == "identity-check"
+    models = tmp_path / "data" / "cwa" / "models"
+    assert not (models / "reranker").exists() and not any(models.iterdir())  # staging removed too
+    missing = run_cwa(["models", "install", "--json"], env)  # the hub has no embedding model: 404
+    assert missing.returncode == 10 and orjson.loads(missing.stdout)["error"]["details"]["reason"] == "http-error"
