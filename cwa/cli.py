@@ -529,10 +529,13 @@ def eval_group() -> None:
 
 @eval_group.command("locomo")
 @click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True, help="locomo10.json (read in place, never copied).")
-@click.option("--modes", default="lexical,auto,hybrid", show_default=True, help="Comma-separated: plain, lexical, auto, hybrid.")
+@click.option("--modes", default="lexical,auto,hybrid,neighbors,rerank", show_default=True,
+              help="Comma-separated: plain, lexical, auto, hybrid, neighbors, rerank (skipped without a reranker).")
+@click.option("--embedding", type=click.Choice(["installed", "optimized"]), default="installed", show_default=True,
+              help="optimized: run `models optimize` on the temporary archive first (used if accepted).")
 @json_option
 @handles_errors
-def eval_locomo(data, modes, as_json) -> None:
+def eval_locomo(data, modes, embedding, as_json) -> None:
     """Turn-level retrieval on LoCoMo through the public search: R@1/5/10, hit@k, nDCG@10 and
     session recall, overall and per category, for each mode (a temporary archive; embedding
     shows a progress bar)."""
@@ -544,7 +547,7 @@ def eval_locomo(data, modes, as_json) -> None:
         raise InvalidRequest(f"unknown mode(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(MODES)}",
                              field="modes", reason="unknown-mode")
     with _progress_bar("embedding") as progress:
-        report = run(data, chosen, None if as_json else progress)
+        report = run(data, chosen, None if as_json else progress, embedding)
     click.echo(_dump(report)) if as_json else print_report(report)
 
 

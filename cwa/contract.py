@@ -344,6 +344,7 @@ SEARCH = Obj(
         "semanticPolicy": Field(Enum(SEMANTIC_POLICIES)),
         "expansion": Field(Bool()),
         "neighborCredit": Field(Fraction()),
+        "rerank": Field(Bool()),
     }
 )
 

@@ -114,3 +114,29 @@ def test_reranker_degrades_silently(tmp_path, damage):
     assert found["reranked"] is False
     assert found["results"][0]["snippet"].startswith("garden plans for spring")
     archive.close()
+
+
+def test_locomo_runner_has_a_rerank_mode_when_a_reranker_is_installed(tmp_path):
+    import orjson
+
+    from conftest import hermetic_env, run_cwa
+
+    folder = tmp_path / "reranker"
+    folder.mkdir()
+    build_cross_encoder(folder, "violin")
+    env = hermetic_env(tmp_path)
+    config = tmp_path / "home" / ".config" / "cwa" / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"rerankerPath": str(folder)}))
+    turns = [{"speaker": "Ana", "dia_id": f"D1:{i}", "text": text} for i, text in enumerate(
+        ["I adopted a cat.", "Ben plays music.", "The violin lessons start soon.", "Music is fun, lessons too."], 1)]
+    data = tmp_path / "locomo.json"
+    data.write_bytes(orjson.dumps([{
+        "sample_id": "c", "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns},
+        "qa": [{"question": "When do Ben's music lessons start?", "evidence": ["D1:3"], "category": 1}]}]))
+    out = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "hybrid,rerank", "--json"], env)
+    assert out.returncode == 0, out.stderr
+    report = orjson.loads(out.stdout)
+    assert set(report["modes"]) == {"hybrid", "rerank"} and "skipped" not in report
+    assert report["modes"]["hybrid"]["overall"]["R@1"] == 0.0  # BM25F prefers the music-and-lessons turn
+    assert report["modes"]["rerank"]["overall"]["R@1"] == 1.0  # the model favours the violin turn

@@ -181,7 +181,8 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
     out = run_cwa(["eval", "locomo", "--data", str(data), "--json"], hermetic_env(tmp_path))
     assert out.returncode == 0, out.stderr
     report = orjson.loads(out.stdout)
-    assert set(report["modes"]) == {"lexical", "auto", "hybrid"}
+    assert set(report["modes"]) == {"lexical", "auto", "hybrid", "neighbors"}  # no reranker installed
+    assert "rerank" in report["skipped"]
     assert report["droppedEvidenceIds"] == 1 and report["turns"] == 4
     for mode in report["modes"].values():
         assert mode["questions"] == 2

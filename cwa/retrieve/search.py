@@ -144,7 +144,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             if len(tiers) > 1:
                 tiers[1] = _order_tier(ctx, request, settings, tiers, qterms, limit)
                 tiers[1] = collapse(tiers[1])
-                reranked = _rerank(settings, query, tiers)
+                reranked = _rerank(settings, request.get("rerank", True), query, tiers)
     results = _assemble(ctx, tiers, limit)
     budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
     response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
@@ -187,12 +187,12 @@ def _order_tier(
 RERANK_PASSAGE_TOKENS = 256
 
 
-def _rerank(settings: Settings, query: str, tiers: list[list[Candidate]]) -> bool:
+def _rerank(settings: Settings, wanted: bool, query: str, tiers: list[list[Candidate]]) -> bool:
     """Reorder the top of the lexical/semantic tier by a cross-encoder, when one is installed and
     `rerankerEnabled` (in place; stable; `score` untouched). Any failure keeps the fused order."""
     from cwa.models import ModelUnavailable, reranker, reranker_dir
 
-    if not settings["rerankerEnabled"] or not tiers[1]:
+    if not wanted or not settings["rerankerEnabled"] or not tiers[1]:
         return False
     try:
         model = reranker(reranker_dir(settings["rerankerPath"]))

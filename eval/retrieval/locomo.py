@@ -10,8 +10,10 @@ with evidence searches only its own conversation through `Archive.search` (scope
 10). Modes: `plain` (exact + BM25F only: no embeddings, no expansion), `lexical` (semanticPolicy
 never, expansion on weak evidence), `auto` (explicit search's default: embeddings only
 when no exact anchor matched and the lexical evidence is weak), `hybrid` (semanticPolicy always:
-BM25F and embeddings fused for every question). A reranker mode joins when one is installed (none
-ships today).
+BM25F and embeddings fused for every question), `neighbors` (hybrid with conversation-neighbour
+credit 0.5), `rerank` (hybrid, then the cross-encoder; reported as skipped when none is installed,
+as none ships). `--embedding optimized` first runs `models-optimize` on the temporary archive and
+embeds with the variant if it is accepted.
 
 Metrics, averaged over questions: R@k = share of a question's evidence turns in the top k turns;
 hit@k = some evidence turn in the top k; nDCG@10 with binary gains; session R@k = share of the
@@ -34,15 +36,18 @@ from typing import Any
 import orjson
 
 from cwa.api import Archive
+from cwa.models import reranker_status
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo10.json"
 MODES = {  # mode → search parameters
-    "plain": {"semanticPolicy": "never", "expansion": False},
-    "lexical": {"semanticPolicy": "never"},
-    "auto": {"semanticPolicy": "auto"},
-    "hybrid": {"semanticPolicy": "always"},
-    "neighbors": {"semanticPolicy": "always", "neighborCredit": 0.5},
+    "plain": {"semanticPolicy": "never", "expansion": False, "rerank": False},
+    "lexical": {"semanticPolicy": "never", "rerank": False},
+    "auto": {"semanticPolicy": "auto", "rerank": False},
+    "hybrid": {"semanticPolicy": "always", "rerank": False},
+    "neighbors": {"semanticPolicy": "always", "neighborCredit": 0.5, "rerank": False},
+    "rerank": {"semanticPolicy": "always", "rerank": True},  # only with a reranker installed
 }
+DEFAULT_MODES = ("lexical", "auto", "hybrid", "neighbors", "rerank")
 KS = (1, 5, 10)
 
 
@@ -115,13 +120,19 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]} if rows else {}
 
 
-def run(data_path: Path, modes: list[str], progress=None) -> dict[str, Any]:
+def run(data_path: Path, modes: list[str], progress=None, embedding: str = "installed") -> dict[str, Any]:
     conversations = orjson.loads(data_path.read_bytes())
     report: dict[str, Any] = {"modes": {}}
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "locomo.db") as archive:
         started = time.perf_counter()
         report["turns"] = ingest(archive, conversations)
         report["admitSeconds"] = round(time.perf_counter() - started, 1)
+        if "rerank" in modes and not reranker_status(archive.settings["rerankerPath"])["installed"]:
+            modes = [m for m in modes if m != "rerank"]
+            report["skipped"] = {"rerank": "no cross-encoder installed (cwa models install-reranker)"}
+        if embedding == "optimized":
+            verdict = archive.call("models-optimize", {})
+            report["optimize"] = {k: verdict[k] for k in ("accepted", "speedup", "meanCosine", "windows", "fingerprint")}
         if any(MODES[m]["semanticPolicy"] != "never" for m in modes):
             started = time.perf_counter()
             archive.progress = progress
@@ -162,12 +173,13 @@ def run(data_path: Path, modes: list[str], progress=None) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--modes", default="lexical,auto,hybrid")
+    parser.add_argument("--modes", default=",".join(DEFAULT_MODES))
+    parser.add_argument("--embedding", choices=("installed", "optimized"), default="installed")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not args.data.exists():
         sys.exit(f"LoCoMo data not found at {args.data}; pass --data PATH")
-    report = run(args.data, [m for m in args.modes.split(",") if m])
+    report = run(args.data, [m for m in args.modes.split(",") if m], embedding=args.embedding)
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
@@ -177,6 +189,12 @@ def main(argv: list[str] | None = None) -> None:
 def print_report(report: dict[str, Any]) -> None:
     print(f"{report['turns']} turns admitted in {report['admitSeconds']} s; "
           f"{report['droppedEvidenceIds']} evidence id(s) dropped")
+    for mode, reason in report.get("skipped", {}).items():
+        print(f"{mode}: skipped, {reason}")
+    if "optimize" in report:
+        o = report["optimize"]
+        print(f"optimized variant {'accepted' if o['accepted'] else 'rejected'}: {o['speedup']}x, "
+              f"mean cosine {o['meanCosine']} over {o['windows']} windows")
     if "embedding" in report:
         e = report["embedding"]
         print(f"embedded {e['windows']} windows in {e['seconds']} s ({e['windowsPerSecond']}/s)")
