@@ -25,12 +25,18 @@ def latency(values: list[float]) -> dict:
     return {"p50_ms": round(percentile(values, 0.5), 3), "p95_ms": round(percentile(values, 0.95), 3), "n": len(values)}
 
 
-def for_each_size(doc: str, run: Callable[[int], dict], show: Callable[[dict], None]) -> None:
-    """`--windows N` (repeatable, default 10,000): run and print (or `--json`) each size."""
+def for_each_size(
+    doc: str, run: Callable[..., dict], show: Callable[[dict], None], extra: Callable | None = None
+) -> None:
+    """`--windows N` (repeatable, default 10,000): run and print (or `--json`) each size.
+    `extra(parser)` may add options; they are passed to `run` as keyword arguments."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--windows", type=int, action="append", help="repeatable; default 10000")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    for windows in args.windows or [10_000]:
-        result = run(windows)
-        print(orjson.dumps(result).decode()) if args.json else show(result)
+    if extra:
+        extra(parser)
+    args = vars(parser.parse_args())
+    sizes, as_json = args.pop("windows"), args.pop("json")
+    for windows in sizes or [10_000]:
+        result = run(windows, **args)
+        print(orjson.dumps(result).decode()) if as_json else show(result)

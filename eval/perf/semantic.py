@@ -1,11 +1,17 @@
 """Embedding throughput and hybrid search latency at a given number of windows.
 
-    python eval/perf/semantic.py --windows 10000 [--windows 100000] [--json]
+    python eval/perf/semantic.py --windows 10000 [--windows 100000] [--embed-sample N] [--json]
 
 Builds the synthetic archive of eval/perf/search.py, embeds every window (`index-embed`, batches
 of 64, the model loaded once), then times in the same process the same 200 lexical queries with
 `semanticPolicy: never` (the lexical baseline) and `always` (query embedding, sqlite-vec nearest
 neighbours, SQL scope filter, fusion).
+
+`--embed-sample N` embeds only N windows with the model (the throughput figure comes from them)
+and gives every other window a seeded random unit vector, written through the same tables. The
+search cost does not depend on what the stored vectors say (sqlite-vec scans them all), so this
+measures latency at 100K windows without 90 minutes of embedding; the result says how many
+vectors were synthetic.
 """
 
 from __future__ import annotations
@@ -24,32 +30,58 @@ from search import PROJECT, build, queries  # noqa: E402
 from cwa.api import Archive  # noqa: E402
 
 
-def run(windows: int) -> dict:
+def run(windows: int, embed_sample: int | None = None) -> dict:
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "archive.db") as archive:
         build(archive, windows)
         window_count = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
         started = time.perf_counter()
-        embedded = archive.call("index-embed", {})["embedded"]
+        embedded = archive.call("index-embed", {"limit": embed_sample} if embed_sample else {})["embedded"]
         embed_seconds = time.perf_counter() - started
+        synthetic = fill_synthetic(archive) if embed_sample else 0
         timings: dict[str, list[float]] = {"never": [], "always": []}
         for query in queries()["lexical"]:
             for policy in ("never", "always"):
                 timings[policy].append(timed(lambda q=query, p=policy: archive.search(
                     {"project": PROJECT, "query": q, "limit": 5, "leaseSeconds": 0, "semanticPolicy": p})))
-    result = {"windows": window_count, "embedded": embedded, "embed_seconds": round(embed_seconds, 1),
+    result = {"windows": window_count, "embedded": embedded, "synthetic_vectors": synthetic,
+              "embed_seconds": round(embed_seconds, 1),
               "windows_per_second": round(embedded / embed_seconds, 1),
               "lexical": latency(timings["never"]), "hybrid": latency(timings["always"])}
     result["hybrid_vs_lexical_p50"] = round(result["hybrid"]["p50_ms"] / result["lexical"]["p50_ms"], 2)
     return result
 
 
+def fill_synthetic(archive) -> int:
+    """Seeded random unit vectors for every window content still queued (see the module doc)."""
+    import numpy
+
+    from cwa.store.connection import write_transaction
+    from cwa.store.sqlfiles import queries as sql_files
+
+    sql = sql_files("semantic")
+    hashes = [r[0] for r in archive.conn.execute("SELECT content_hash FROM embedding_queue")]
+    vectors = numpy.random.default_rng(7).standard_normal((len(hashes), 384)).astype(numpy.float32)
+    vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
+    with write_transaction(archive.conn):
+        for content_hash, vector in zip(hashes, vectors):
+            archive.conn.execute(sql["insert_embedding"], (content_hash, "synthetic"))
+            archive.conn.execute(sql["insert_vector"], (archive.conn.last_insert_rowid(), vector.tobytes()))
+            archive.conn.execute(sql["dequeue"], (content_hash,))
+    return len(hashes)
+
+
 def show(result: dict) -> None:
     print(f"{result['windows']} windows: embedded {result['embedded']} contents in {result['embed_seconds']} s "
-          f"({result['windows_per_second']}/s)")
+          f"({result['windows_per_second']}/s)"
+          + (f"; {result['synthetic_vectors']} synthetic vectors" if result["synthetic_vectors"] else ""))
     for name in ("lexical", "hybrid"):
         print(f"  {name:<8} p50 {result[name]['p50_ms']:8.3f} ms   p95 {result[name]['p95_ms']:8.3f} ms   n={result[name]['n']}")
     print(f"  hybrid / lexical p50: {result['hybrid_vs_lexical_p50']}x")
 
 
+def options(parser) -> None:
+    parser.add_argument("--embed-sample", type=int, help="embed only N windows; the rest get synthetic vectors")
+
+
 if __name__ == "__main__":
-    for_each_size(__doc__, run, show)
+    for_each_size(__doc__, run, show, options)
