@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import apsw
+import orjson
 
 from cwa import contract, limits
 from cwa.config import Settings, load_settings
@@ -99,7 +100,12 @@ class Archive:
 
 
 def _admit(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    return admit(archive.conn, request, handlers=archive.handlers, now=archive.clock())
+    from cwa.store.disk_guard import check_free_space
+    from cwa.store.retention import plan_of
+
+    check_free_space(archive.path, archive.settings["diskCriticalMebibytes"])
+    return admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(),
+                 retention_plan=plan_of(archive.settings))
 
 
 def _get(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +115,67 @@ def _get(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    return archive_status(archive.conn, archive.path, request.get("project"))
+    found = archive_status(archive.conn, archive.path, request.get("project"))
+    if request.get("archive"):
+        from cwa.store.status import lifecycle_status
+
+        found["archive"] = lifecycle_status(archive.conn, archive.clock())
+    return found
+
+
+def _pin(archive: Archive, request: dict[str, Any], pinned: bool) -> dict[str, Any]:
+    from cwa.store.protection import set_pin
+    from cwa.store.retention import plan_of
+
+    return set_pin(archive.conn, request["documentId"], request.get("version"), pinned, plan_of(archive.settings))
+
+
+def _protect(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store.protection import DEFAULT_PROTECTION_SECONDS, protect
+
+    return protect(archive.conn, request["clientId"], request["documents"],
+                   request.get("ttlSeconds", DEFAULT_PROTECTION_SECONDS), archive.clock())
+
+
+def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store.protection import release
+
+    return release(archive.conn, request["clientId"])
+
+
+def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store.checkpoint import archive_checkpoint, trusted_catalog
+
+    result = archive_checkpoint(archive.admit, request["project"], request["sessionId"], request["text"],
+                                request.get("createdAt"))
+    summary = request.get("previousSummary")
+    if summary is not None:  # an earlier compaction's summary is a source too, unless cwa made it
+        covered = trusted_catalog(archive.conn, summary)
+        result["previousSummary"] = {"archived": not covered, "documentId": None if covered else archive.admit({
+            "project": request["project"], "sessionId": request["sessionId"], "kind": "summary",
+            "messages": [{"role": "compactionSummary", "text": summary}]})["documentId"]}
+    return result
+
+
+def _catalog(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store.checkpoint import render_catalog
+    from cwa.store.sqlfiles import queries
+
+    entries = []
+    for document_id, metadata in archive.conn.execute(
+        queries("reads")["session_checkpoints"], (request["project"], request["sessionId"])
+    ):
+        entry = orjson.loads(metadata).get("catalogEntry") if metadata else None
+        if entry:
+            entries.append({"rootId": document_id, **entry})
+    text = render_catalog(archive.conn, entries)
+    return {"text": text, "entries": entries}
+
+
+def _redact(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store.redaction import redact
+
+    return redact(archive.conn, request["project"], request.get("sessionId"), request.get("confirm"), archive.clock())
 
 
 def _search(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -178,7 +244,10 @@ def _why(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 def _maintain(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.maintenance import maintain
 
-    return maintain(archive.conn, archive.clock(), request.get("limit", limits.DEFAULT_MAINTENANCE_STEPS))
+    from cwa.store.retention import plan_of
+
+    return maintain(archive.conn, archive.clock(), request.get("limit", limits.DEFAULT_MAINTENANCE_STEPS),
+                    plan_of(archive.settings), request.get("vacuum", False))
 
 
 def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -203,6 +272,14 @@ METHODS: dict[str, Method] = {
                "build and benchmark the faster embedding variant; used only if it wins"),
         Method("preflight", contract.PREFLIGHT, _preflight, "the frozen automatic hint for a user message"),
         Method("why", contract.WHY, _why, "the last preflight decision for a message, explained"),
-        Method("maintain", contract.MAINTAIN, _maintain, "one bounded pass of ledger clean-up"),
+        Method("maintain", contract.MAINTAIN, _maintain,
+               "one bounded pass: retention, purge, clean-ups, space (vacuum on request)"),
+        Method("pin", contract.PIN, lambda a, r: _pin(a, r, True), "keep a document version from expiring"),
+        Method("unpin", contract.PIN, lambda a, r: _pin(a, r, False), "let a pinned version expire again"),
+        Method("protect", contract.PROTECT, _protect, "declare the versions a client's live context needs"),
+        Method("release", contract.RELEASE, _release, "drop one client's context protection"),
+        Method("checkpoint", contract.CHECKPOINT, _checkpoint, "archive an oversized input exactly; preview + catalog entry"),
+        Method("catalog", contract.CATALOG, _catalog, "the session's checkpoint catalog, signed, within 1,000 tokens"),
+        Method("redact", contract.REDACT, _redact, "tombstone a session's or project's documents (confirm token)"),
     )
 }

@@ -158,14 +158,38 @@ def _print_status(status: dict[str, Any]) -> None:
 
 @main.command()
 @click.option("--project", help="Count only this project's documents.")
+@click.option("--archive", "lifecycle", is_flag=True,
+              help="Also: documents per retention class and state, where the bytes are, expiries, pins, leases.")
 @json_option
 @click.pass_context
 @handles_errors
-def status(ctx: click.Context, project: str | None, as_json: bool) -> None:
+def status(ctx: click.Context, project: str | None, lifecycle: bool, as_json: bool) -> None:
     """Path, schema version, counts and bytes of the archive."""
+    params: dict[str, Any] = {"project": project} if project else {}
+    if lifecycle:
+        params["archive"] = True
     with _open(ctx) as archive:
-        result = archive.status({"project": project} if project else {})
-    click.echo(_dump(result)) if as_json else _print_status(result)
+        result = archive.status(params)
+    if as_json:
+        click.echo(_dump(result))
+        return
+    _print_status(result)
+    if lifecycle:
+        _print_lifecycle(result["archive"])
+
+
+def _print_lifecycle(found: dict[str, Any]) -> None:
+    for retention_class, states in sorted(found["byClass"].items()):
+        shown = ", ".join(f"{state} {v['documents']} ({_size(v['bytes'])})" for state, v in sorted(states.items()))
+        click.echo(f"  {retention_class:<12} {shown}")
+    size = found["bytes"]
+    click.echo(f"  bytes      logical {_size(size['logical'])}, chunks {_size(size['chunks'])}, index "
+               f"{_size(size['index'])}, vectors {_size(size['vectors'])}, other {_size(size['other'])}, "
+               f"free {_size(size['free'])} (auto_vacuum {found['autoVacuum']})")
+    click.echo(f"  expiry     {found['dueExpirations']} due now, next {found['nextExpiry'] or 'none'}; "
+               f"{found['purgePending']} awaiting purge")
+    click.echo(f"  protection {found['pinned']} pinned, {found['activeLeases']} active lease(s) over "
+               f"{found['leasedDocuments']} document(s), {found['contextProtections']} context protection(s)")
 
 
 def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
@@ -293,7 +317,10 @@ def _write_text(archive: Archive, params: dict[str, Any]) -> None:
     if "range" in params:
         sys.stdout.buffer.write(archive.get(params)["text"].encode("utf-8"))
         return
-    first = archive.get({**params, "range": {"start": 0, "end": 0}})
+    first = archive.get(params)
+    if first.get("complete"):  # small enough to have come whole (a checkpoint root: its original)
+        sys.stdout.buffer.write(first["text"].encode("utf-8"))
+        return
     fixed = {"documentId": first["documentId"], "version": first["version"]}
     start, end = 0, first["byteLength"]
     while start < end:
@@ -427,6 +454,92 @@ def supersede_command(ctx, document_id, replacement, as_json) -> None:
     )
 
 
+def _pin_command(method: str, summary: str) -> None:
+    """Register `cwa pin` or `cwa unpin` (the same shape, one method each)."""
+
+    @main.command(method, help=summary)
+    @click.argument("document_id")
+    @click.option("--version", type=click.IntRange(1), help="Which version [default: the latest].")
+    @json_option
+    @click.pass_context
+    @handles_errors
+    def command(ctx, document_id, version, as_json) -> None:
+        params: dict[str, Any] = {"documentId": document_id}
+        if version is not None:
+            params["version"] = version
+        with _open(ctx) as archive:
+            result = archive.call(method, params)
+        click.echo(_dump(result)) if as_json else click.echo(
+            f"{result['documentId']} v{result['version']} "
+            + ("pinned: it never expires" if result["pinned"] else "unpinned: its retention class applies again"))
+
+
+_pin_command("pin", "Keep a document version from expiring until it is unpinned (redaction still removes it).")
+_pin_command("unpin", "Let a pinned version expire again, on its retention class's schedule.")
+
+
+@main.command("checkpoint")
+@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="The oversized input to archive (UTF-8).")
+@click.option("--session", "session_id", required=True, help="The session it belongs to.")
+@click.option("--project", help="The project [default: the working directory].")
+@click.option("--created-at", help="When it was written (ISO-8601) [default: now].")
+@json_option
+@click.pass_context
+@handles_errors
+def checkpoint_command(ctx, source, session_id, project, created_at, as_json) -> None:
+    """Archive a large input exactly, in parts, and print the preview that may stand in for it
+    in a prompt (head and tail within 800 tokens) and its catalog entry. Idempotent: running it
+    again archives nothing new and prints the same ids. `cwa get ROOT_ID --text` returns the text."""
+    try:
+        text = source.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest(f"{source} is not UTF-8 text", field="file", reason="not-utf8") from exc
+    params: dict[str, Any] = {"project": project or str(_project_dir()), "sessionId": session_id, "text": text}
+    if created_at:
+        params["createdAt"] = created_at
+    with _open(ctx) as archive:
+        result = archive.call("checkpoint", params)
+    if as_json:
+        click.echo(_dump(result))
+        return
+    entry = result["catalogEntry"]
+    click.echo(f"{'archived' if result['created'] else 'already archived'}: {result['rootId']} "
+               f"({entry['bytes']} bytes in {len(result['partIds'])} part(s), blake3 {entry['blake3'][:16]})")
+    click.echo(f"preview ({result['previewTokens']} tokens):\n{result['preview']}")
+
+
+@main.command("redact")
+@click.option("--project", help="The project [default: the working directory].")
+@click.option("--session", "session_id", help="Only this session of the project [default: the whole project].")
+@click.option("--confirm", help="The token printed by a first run without it.")
+@json_option
+@click.pass_context
+@handles_errors
+def redact_command(ctx, project, session_id, confirm, as_json) -> None:
+    """Remove a session's (or a whole project's) documents: run once to see how many and get a
+    confirm token, then again with --confirm TOKEN. They leave search, preflight and recall at
+    once, pins and leases notwithstanding; `cwa maintain` then purges their bytes. Pi's own
+    session files are never touched."""
+    params: dict[str, Any] = {"project": project or str(_project_dir())}
+    if session_id:
+        params["sessionId"] = session_id
+    if confirm:
+        params["confirm"] = confirm
+    with _open(ctx) as archive:
+        result = archive.call("redact", params)
+    if as_json:
+        click.echo(_dump(result))
+        return
+    where = f"session {session_id} of {params['project']}" if session_id else f"project {params['project']}"
+    if confirm:
+        click.echo(f"redacted {result['redacted']} document(s) of {where}; run `cwa maintain` to purge their bytes")
+    else:
+        flags = f" --session {session_id}" if session_id else ""
+        click.echo(f"{result['documents']} document(s) in {where} would be redacted.\n"
+                   f"To go ahead: cwa redact --project {params['project']}{flags} --confirm {result['confirm']}")
+
+
 def _print_decision(decision: dict[str, Any]) -> None:
     metrics = decision["metrics"]
     click.echo(f"message {decision['messageKey']}: {decision['outcome']} ({decision['reason']})")
@@ -504,22 +617,29 @@ def why_command(ctx, session_id, message_key, project, as_json) -> None:
 
 @main.command("maintain")
 @click.option("--limit", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Rows each task may touch in this pass.")
+@click.option("--vacuum", is_flag=True, help="Finish with a full VACUUM (rewrites the file; also enables incremental auto-vacuum on an old archive).")
 @json_option
 @click.pass_context
 @handles_errors
-def maintain_command(ctx, limit, as_json) -> None:
-    """One bounded maintenance pass (cooled-down exposures, idle hint records). Run it again
-    while it says more work is left."""
+def maintain_command(ctx, limit, vacuum, as_json) -> None:
+    """One bounded maintenance pass: due expiries, purge of expired and redacted bytes, expired
+    leases and protections, preflight ledgers, then free pages back to the file system. Run it
+    again while it says more work is left."""
     with _open(ctx) as archive:
-        result = archive.call("maintain", {"limit": limit})
+        result = archive.call("maintain", {"limit": limit, "vacuum": vacuum})
     if as_json:
         click.echo(_dump(result))
         return
+    space = result["space"]
     click.echo(
+        f"expired {result['expired']} (postponed {result['expiryPostponed']}), purged {result['purged']}; "
+        f"leases deleted {result['leasesDeleted']}, protections {result['protectionsDeleted']}; "
         f"exposures tombstoned {result['exposuresTombstoned']}, deleted {result['exposuresDeleted']}; "
         f"hint records reclaimed {result['hintRecordsReclaimed']}"
-        + ("; more work left: run again" if result["more"] else "")
     )
+    click.echo(f"file {_size(space['fileBytesBefore'])} -> {_size(space['fileBytesAfter'])}"
+               + (f" ({space['action']})" if space["action"] else "")
+               + ("; more work left: run again" if result["more"] else ""))
 
 
 @main.group("eval")
@@ -796,14 +916,17 @@ def call(ctx: click.Context, method: str) -> None:
 
 @main.command()
 @click.option("--background/--no-background", default=True, show_default=True, help="Embed queued windows while serving.")
+@click.option("--maintenance-interval", type=click.FloatRange(0), default=600, show_default=True,
+              help="Seconds between bounded maintenance passes while serving (0: none).")
 @click.pass_context
-def serve(ctx: click.Context, background: bool) -> None:
+def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> None:
     """Serve methods as JSON lines on stdin/stdout until end of input.
 
     \b
     Each line {"id", "method", "params"} is answered by one line, {"id", "result"} or
     {"id", "error": {"code", "message", "details"}}. Methods: see docs/contract.md.
-    Meanwhile, queued windows are embedded in small background batches (--no-background: not).
+    Meanwhile, queued windows are embedded in small background batches (--no-background: not),
+    and every --maintenance-interval seconds one bounded maintenance pass runs (as `cwa maintain`).
     """
     from cwa.serve import serve as serve_lines
 
@@ -821,6 +944,13 @@ def serve(ctx: click.Context, background: bool) -> None:
         from cwa.index.semantic import BackgroundEmbedder
 
         worker = BackgroundEmbedder(str(archive.path), archive.clock).start()
+    upkeep = None
+    if maintenance_interval > 0:
+        from cwa.store.maintenance import PeriodicMaintenance
+        from cwa.store.retention import plan_of
+
+        upkeep = PeriodicMaintenance(str(archive.path), archive.clock, plan_of(archive.settings),
+                                     maintenance_interval).start()
     try:
         sys.exit(serve_lines(archive.call, sys.stdin.buffer, sys.stdout.buffer))
     except KeyboardInterrupt:
@@ -828,8 +958,9 @@ def serve(ctx: click.Context, background: bool) -> None:
     except BrokenPipeError:
         sys.exit(Internal.exit_code)
     finally:
-        if worker is not None:
-            worker.close()
+        for background_thread in (worker, upkeep):
+            if background_thread is not None:
+                background_thread.close()
         archive.close()
 
 

@@ -95,6 +95,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ephemeralAutoRetrievalDays", 7, DAYS, "age limit for automatic hints from tool payloads (0 = no limit)"),
     Setting("conversationAutoRetrievalDays", 30, DAYS, "age limit for automatic hints from conversation (0 = no limit)"),
     Setting("derivedAutoRetrievalDays", 30, DAYS, "age limit for automatic hints from derived evidence (0 = no limit)"),
+    Setting(
+        "diskCriticalMebibytes",
+        2048,
+        _int_range(0, 1 << 30),
+        "admission fails with disk-low when the archive's file system has less free space (0 = off)",
+    ),
     Setting("maxInlineUserTokens", 16_000, _int_range(256, 10_000_000), "larger user input is archived as a checkpoint"),
     Setting("hintBudgetTokens", 160, _int_range(0, 4_000), "token budget of one automatic hint"),
     Setting(

@@ -316,7 +316,7 @@ GET = Obj(
     }
 )
 
-STATUS = Obj({"project": Field(Str(1, limits.MAX_PROJECT_CHARS))})
+STATUS = Obj({"project": Field(Str(1, limits.MAX_PROJECT_CHARS)), "archive": Field(Bool())})
 
 RELATION_NAMES = (
     "latest-question",
@@ -383,6 +383,43 @@ MODELS_STATUS = Obj({})
 
 MODELS_OPTIMIZE = Obj({})
 
+PIN = OPTIONAL_REF
+
+CHECKPOINT = Obj(
+    {
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS), required=True),
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS), required=True),
+        "text": Field(Str(1, limits.MAX_REQUEST_BYTES, limit=True), required=True),
+        "createdAt": Field(Timestamp()),
+        "previousSummary": Field(Str(1, limits.MAX_DOCUMENT_BYTES, limit=True)),
+    }
+)
+
+CATALOG = Obj(
+    {
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS), required=True),
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS), required=True),
+    }
+)
+
+PROTECT = Obj(
+    {
+        "clientId": Field(Str(1, limits.MAX_CLIENT_ID_CHARS), required=True),
+        "documents": Field(List(OPTIONAL_REF, 0, limits.MAX_PROTECTED_VERSIONS), required=True),
+        "ttlSeconds": Field(Int(1, limits.MAX_PROTECTION_SECONDS)),
+    }
+)
+
+RELEASE = Obj({"clientId": Field(Str(1, limits.MAX_CLIENT_ID_CHARS), required=True)})
+
+REDACT = Obj(
+    {
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS), required=True),
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
+        "confirm": Field(Str(1, 64)),
+    }
+)
+
 PREFLIGHT_POLICY = Obj(
     {
         "hintBudgetTokens": Field(Int(0, 4000)),
@@ -416,7 +453,7 @@ WHY = Obj(
     }
 )
 
-MAINTAIN = Obj({"limit": Field(Int(1, limits.MAX_MAINTENANCE_STEPS))})
+MAINTAIN = Obj({"limit": Field(Int(1, limits.MAX_MAINTENANCE_STEPS)), "vacuum": Field(Bool())})
 
 
 def validate(schema: Obj, params: Any) -> dict[str, Any]:

@@ -81,6 +81,14 @@ class DownloadFailed(CwaError):
     exit_code = 10
 
 
+class DiskLow(CwaError):
+    """Free space on the archive's file system is below `diskCriticalMebibytes`: writes are refused
+    before anything is written; reads keep working."""
+
+    code = "disk-low"
+    exit_code = 11
+
+
 class Internal(CwaError):
     code = "internal"
     exit_code = 70

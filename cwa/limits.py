@@ -49,3 +49,6 @@ PREFLIGHT_QUERY_CHARS = 16_384  # of a longer message, only this prefix is read 
 # Maintenance
 DEFAULT_MAINTENANCE_STEPS = 500  # rows each task may touch in one pass
 MAX_MAINTENANCE_STEPS = 100_000
+MAX_PROTECTED_VERSIONS = 1000  # document versions in one `protect` request
+MAX_CLIENT_ID_CHARS = 256
+MAX_PROTECTION_SECONDS = 7 * 86_400

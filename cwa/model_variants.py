@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import tempfile
 import time
@@ -174,7 +175,13 @@ def _build(weights: Path, target: Path, step) -> None:
         onnxruntime.InferenceSession(str(weights), options, providers=["CPUExecutionProvider"])
         step()
         quantized = Path(work) / target.name
-        quantize_dynamic(str(folded), str(quantized), weight_type=QuantType.QInt8, per_channel=True)
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # quantize_dynamic logs advice meant for image models
+        try:
+            quantize_dynamic(str(folded), str(quantized), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            root.setLevel(level)
         os.replace(quantized, target)
         step()
 

@@ -46,3 +46,19 @@ LIMIT ?;
 SELECT handler, outcome, detail FROM index_outcomes
 WHERE generation_id = ? AND document_row = ?
 ORDER BY handler;
+
+-- name: part_text_range
+-- Where a checkpoint part's text lies in its document (its one message), for reassembly.
+SELECT d.id, m.text_start, m.end_byte
+FROM documents AS d JOIN messages AS m ON m.document_row = d.id AND m.ordinal = 0
+WHERE d.document_id = ? AND d.version = ? AND d.kind = 'checkpoint-part'
+  AND d.state IN ('live', 'superseded');
+
+-- name: session_checkpoints
+-- A session's checkpoint roots, newest first, with their metadata (for the catalog).
+SELECT d.document_id, d.metadata
+FROM documents AS d
+JOIN sessions AS s ON s.id = d.session_id
+JOIN projects AS p ON p.id = d.project_id
+WHERE p.identity = ? AND s.session_key = ? AND d.kind = 'checkpoint-root' AND d.state = 'live'
+ORDER BY d.created_at DESC, d.id DESC;

@@ -34,3 +34,26 @@ SELECT max(id) FROM index_generations;
 
 -- name: meta_value
 SELECT value FROM meta WHERE key = ?;
+
+-- name: documents_by_class_and_state
+-- Logical documents and bytes per retention class and state (`cwa status --archive`).
+SELECT retention_class, state, count(*), coalesce(sum(byte_length), 0)
+FROM documents GROUP BY retention_class, state ORDER BY retention_class, state;
+
+-- name: table_bytes
+-- Bytes of pages per table or index (dbstat), for the index and vector shares of the file.
+SELECT name, sum(pgsize) FROM dbstat GROUP BY name;
+
+-- name: lifecycle_counts
+SELECT
+  (SELECT count(*) FROM documents WHERE pinned = 1),
+  (SELECT count(*) FROM leases WHERE expires_at > :now),
+  (SELECT count(DISTINCT document_row) FROM lease_documents AS ld JOIN leases AS l ON l.id = ld.lease_id
+     WHERE l.expires_at > :now),
+  (SELECT count(*) FROM context_protections WHERE expires_at > :now),
+  (SELECT count(*) FROM expiry_schedule WHERE due_at <= :now),
+  (SELECT min(due_at) FROM expiry_schedule WHERE due_at > :now),
+  (SELECT count(*) FROM purge_queue);
+
+-- name: live_logical_bytes
+SELECT coalesce(sum(byte_length), 0) FROM documents WHERE state IN ('live', 'superseded');

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import hermetic_env, run_cwa
+from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
 from cwa.config import SETTINGS, env_name, load_settings
 
@@ -28,6 +28,7 @@ EXPECTED_DEFAULTS = {
     "rerankerCandidates": 40,
     "rerankerPath": "",
     "neighborCredit": 0.0,
+    "diskCriticalMebibytes": 2048,
     "searchResults": 3,
     "maxReadScope": "project",
     "trustedProjects": [],
@@ -36,7 +37,7 @@ EXPECTED_DEFAULTS = {
 
 @pytest.fixture
 def home(tmp_path) -> dict:
-    env = hermetic_env(tmp_path)
+    env = {k: v for k, v in hermetic_env(tmp_path).items() if k not in DISK_GUARD_OFF}  # exact defaults
     return {
         "env": env,
         "user": Path(env["XDG_CONFIG_HOME"]) / "cwa" / "config.json",

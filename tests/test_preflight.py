@@ -16,7 +16,7 @@ from cwa.retrieve.hint_text import marker_spans, render_marker
 from cwa.timestamps import shift
 from cwa.tokens import estimate_tokens
 
-from conftest import hermetic_env, run_cwa
+from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/shop"
@@ -44,7 +44,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def shop(tmp_path, clock):
-    defaults = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    defaults = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF})
     with Archive.open(tmp_path / "archive.db", settings=defaults, clock=clock) as archive:
         yield archive
 
@@ -254,7 +254,8 @@ def test_a_revealed_source_cools_down_across_rotation_lineage_and_reclaim(shop, 
 
 
 def test_exposure_outlives_a_reclaimed_hint_record(tmp_path, clock):
-    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "CWA_CONVERSATION_AUTO_RETRIEVAL_DAYS": "90"}
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "CWA_CONVERSATION_AUTO_RETRIEVAL_DAYS": "90",
+           **DISK_GUARD_OFF}
     shop = Archive.open(tmp_path / "archive.db", settings=load_settings(None, env=env), clock=clock)
     remember(shop, "The checkout line gets long on Saturdays.", TABLETS)
     policy = {"hintSourceCooldownHours": 8760}
@@ -399,7 +400,7 @@ VOCABULARY = ["tablets", "checkout", "espresso", "grinder", "sourdough", "locker
 words = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=60).map(" ".join)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     corpus=st.lists(st.tuples(words, words, st.integers(0, 40)), min_size=1, max_size=6),
     data=st.data(),

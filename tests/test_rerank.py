@@ -10,6 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from conftest import DISK_GUARD_OFF
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.models import locate
@@ -51,7 +52,7 @@ def open_archive(tmp_path, folder, **env):
     config = tmp_path / "cfg" / "cwa" / "config.json"  # rerankerPath is honoured from here only
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(json.dumps({"rerankerPath": str(folder)}))
-    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **env})
+    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF, **env})
     archive = Archive.open(tmp_path / "a.db", settings=settings)
     texts = [
         ("garden plans for spring: tomatoes and basil", "We planned the garden beds for spring."),

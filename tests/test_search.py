@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from conftest import DISK_GUARD_OFF
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import InvalidRequest, LimitExceeded
@@ -226,7 +227,7 @@ def test_scope_session_lineage_project_and_all(db_path, tmp_path):
         assert project == {parent["documentId"], child["documentId"], other["documentId"]}
         capped = archive.search({"project": P, "query": "kubernetes ingress", "scope": "all", "limit": 10})
         assert capped["scope"] == "project" and capped["requestedScope"] == "all"  # maxReadScope default
-    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF}
     (tmp_path / "cfg" / "cwa").mkdir(parents=True)
     (tmp_path / "cfg" / "cwa" / "config.json").write_text('{"maxReadScope": "all"}')
     with Archive.open(db_path, settings=load_settings(None, env=env)) as archive:

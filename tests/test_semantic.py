@@ -12,7 +12,7 @@ from cwa.models import embedder, status
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.fusion import fuse
 
-from conftest import hermetic_env, run_cwa
+from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
 PROJECT = "/work/sem"
 CORPUS = [
@@ -25,7 +25,7 @@ CORPUS = [
 
 
 def settings_for(tmp_path, semantic: bool = True):
-    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF}
     if not semantic:
         env["CWA_SEMANTIC_RETRIEVAL"] = "false"
     return load_settings(None, env=env)

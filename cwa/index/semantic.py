@@ -19,6 +19,7 @@ from cwa.models import Embedder
 from cwa.store.connection import write_transaction
 from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
+from cwa.store.workers import DaemonWorker
 
 DRAIN_BATCH = 64  # window contents embedded per transaction
 
@@ -97,51 +98,33 @@ BACKGROUND_BATCH = 8  # window contents per background step: well under a second
 BACKGROUND_IDLE_SECONDS = 2.0
 
 
-class BackgroundEmbedder:
+class BackgroundEmbedder(DaemonWorker):
     """Drains the queue from a daemon thread of `cwa serve`, with its own connection and its own
     single-threaded model, in small batches, pausing between them, so requests never wait on it."""
 
+    name = "cwa-embed"
+
     def __init__(self, path: str, clock: Callable[[], str]) -> None:
-        import threading
-
-        self.path = path
+        super().__init__(path, BACKGROUND_IDLE_SECONDS)
         self.clock = clock
-        self.stop = threading.Event()
         self.embedded = 0
-        self.thread = threading.Thread(target=self._run, name="cwa-embed", daemon=True)
+        self.model = None
 
-    def start(self) -> BackgroundEmbedder:
-        self.thread.start()
-        return self
-
-    def close(self, timeout: float = 5.0) -> None:
-        self.stop.set()
-        self.thread.join(timeout)
-
-    def _run(self) -> None:
+    def step(self, conn: apsw.Connection) -> bool:
         from cwa.model_variants import active
-        from cwa.models import Embedder, ModelUnavailable
-        from cwa.store.connection import open_connection
+        from cwa.models import Embedder
 
-        try:
-            conn = open_connection(self.path)
-        except Exception:  # the archive is unusable; requests will say why
-            return
-        model = None
-        try:
-            while not self.stop.wait(BACKGROUND_IDLE_SECONDS):
-                if not pending(conn):
-                    continue
-                if model is None:
-                    try:
-                        model = Embedder(active(self.path), threads=1)
-                    except (ModelUnavailable, Exception):  # no model: nothing to do, ever
-                        return
-                while not self.stop.is_set() and pending(conn):
-                    try:
-                        self.embedded += drain(conn, model, self.clock(), BACKGROUND_BATCH)["embedded"]
-                    except apsw.BusyError:
-                        break  # a writer holds the lock: try again after the next pause
-                    self.stop.wait(0.05)
-        finally:
-            conn.close()
+        if not pending(conn):
+            return True
+        if self.model is None:
+            try:
+                self.model = Embedder(active(self.path), threads=1)
+            except Exception:  # no model (or a broken one): nothing to do, ever
+                return False
+        while not self.stop.is_set() and pending(conn):
+            try:
+                self.embedded += drain(conn, self.model, self.clock(), BACKGROUND_BATCH)["embedded"]
+            except apsw.BusyError:
+                break  # a writer holds the lock: try again after the next pause
+            self.stop.wait(0.05)
+        return True

@@ -52,6 +52,7 @@ REASONS = (
     "already-visible",
     "hints-disabled",
     "preflight-error",
+    "source-redacted",  # a frozen hint whose source was redacted replays as nothing
 )
 
 SNIPPET_MARGIN = 0.05

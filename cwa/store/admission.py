@@ -19,6 +19,7 @@ import orjson
 from cwa import limits
 from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
 from cwa.index import IndexHandler, IndexTarget, prepare_handlers, run_handlers
+from cwa.store import retention
 from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction
 from cwa.store.reads import find_document
@@ -35,8 +36,11 @@ def admit(
     *,
     handlers: Sequence[IndexHandler],
     now: str,
+    retention_plan: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Admit one validated request; see docs/contract.md for the response."""
+    """Admit one validated request; see docs/contract.md for the response. With a retention plan
+    (days per class, cwa/store/retention.py) the new document's expiry is scheduled in the same
+    transaction."""
     sql = queries("admission")
     request = dict(request)
     created_explicit = "createdAt" in request
@@ -135,6 +139,8 @@ def admit(
                 for ordinal, m in enumerate(document.messages)
             ],
         )
+        if retention_plan is not None:
+            retention.schedule(conn, document_row, request["retentionClass"], retention_plan)
         outcomes = run_handlers(
             conn,
             handlers,

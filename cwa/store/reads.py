@@ -14,7 +14,7 @@ import apsw
 import orjson
 
 from cwa import limits
-from cwa.errors import InvalidRequest, LimitExceeded, NotFound
+from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
 from cwa.store.sqlfiles import queries
 
 _DOCUMENT_FIELDS = (
@@ -176,13 +176,27 @@ def read_range(
     }
 
 
+GONE_STATES = ("expired", "tombstoned")
+
+
 def get_document(
     conn: apsw.Connection, document_id: str, version: int | None, byte_range: dict | None
 ) -> dict[str, Any]:
     doc = find_document(conn, document_id, version)
+    if doc["state"] in GONE_STATES:  # expired or redacted: the header stays, the bytes do not
+        if byte_range is not None:
+            raise Conflict(f"{document_id} v{doc['version']} is {doc['state']}: its text is no longer readable",
+                           documentId=document_id, version=doc["version"], reason=doc["state"])
+        return {**_header(doc, conn), "complete": False, "available": False}
     if byte_range is not None:
         return read_range(conn, doc, byte_range["start"], byte_range["end"])
     result = _header(doc, conn)
+    if doc["kind"] == "checkpoint-root":
+        from cwa.store.checkpoint import read_checkpoint  # the original text, from its parts
+
+        original = read_checkpoint(conn, doc["metadata"])
+        if original is not None and len(original.encode("utf-8")) <= limits.GET_MAX_RESULT_BYTES:
+            return {**result, "complete": True, "text": original, "checkpoint": True}
     if doc["byteLength"] <= limits.GET_INLINE_SOURCE_BYTES:
         data, _ = read_bytes(conn, doc["row"], 0, doc["byteLength"])
         result.update(

@@ -45,3 +45,46 @@ def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> di
             "wal": wal.stat().st_size if wal.exists() else 0,
         },
     }
+
+
+# Where each table's pages count in `cwa status --archive`: canonical text, derived indexes,
+# vectors. Everything else (ledgers, schedule, small tables) is "other".
+_CHUNK_TABLES = ("chunks", "document_chunks", "sqlite_autoindex_chunks_1", "document_chunks_chunk")
+_VECTOR_PREFIXES = ("window_vectors", "window_embeddings", "embedding_queue")
+_INDEX_PREFIXES = ("window_fts", "windows", "anchors", "message_cues", "index_")
+
+
+def lifecycle_status(conn: apsw.Connection, now: str) -> dict[str, Any]:
+    """Documents per class and state, where the bytes are, and what protects or awaits expiry."""
+    sql = queries("status")
+    classes: dict[str, dict[str, dict[str, int]]] = {}
+    for retention_class, state, count, size in conn.execute(sql["documents_by_class_and_state"]):
+        classes.setdefault(retention_class, {})[state] = {"documents": count, "bytes": size}
+    shares = {"chunks": 0, "index": 0, "vectors": 0, "other": 0}
+    for name, size in conn.execute(sql["table_bytes"]):
+        if name in _CHUNK_TABLES:
+            shares["chunks"] += size
+        elif name.startswith(_VECTOR_PREFIXES):
+            shares["vectors"] += size
+        elif name.startswith(_INDEX_PREFIXES) or name.startswith("sqlite_autoindex_window"):
+            shares["index"] += size
+        else:
+            shares["other"] += size
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
+    pins, leases, leased, protections, due, next_due, purging = conn.execute(
+        sql["lifecycle_counts"], {"now": now}
+    ).fetchone()
+    logical = conn.execute(sql["live_logical_bytes"]).fetchone()[0]
+    return {
+        "byClass": classes,
+        "bytes": {"logical": logical, **shares, "free": free},
+        "autoVacuum": {0: "none", 1: "full", 2: "incremental"}[conn.execute("PRAGMA auto_vacuum").fetchone()[0]],
+        "dueExpirations": due,
+        "nextExpiry": next_due,
+        "pinned": pins,
+        "activeLeases": leases,
+        "leasedDocuments": leased,
+        "contextProtections": protections,
+        "purgePending": purging,
+    }

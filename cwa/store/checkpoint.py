@@ -1,0 +1,179 @@
+"""The oversized-input archive checkpoint: huge text archived exactly, the prompt keeps a preview.
+
+`archive_checkpoint` cuts the text into UTF-8-safe parts of at most PART_BYTES, admits each as a
+`checkpoint-part` document (content-addressed: a part's identity is its bytes and its place), and
+only when every part is written admits the `checkpoint-root` — a bounded manifest naming the parts
+in its metadata. Until the root exists nothing is usable; a failed or empty part write raises
+before it, so no success is ever returned for a partial archive. A retry admits nothing new and
+returns the same ids (every admission is idempotent). `get` of the root id returns the original
+text, reassembled from the parts (`read_checkpoint`).
+
+Beside the ids, the caller gets what may go into the live prompt instead of the text:
+- `preview`: deterministic head (70%) and tail (30%) within PREVIEW_TOKENS (cwa/tokens.py), with
+  an elision marker naming the root id and the bytes left out;
+- `catalogEntry`: root id, topic (the first words of the head), salient terms (from the head and
+  tail only), byte count and blake3 hash — never the middle of the text.
+`compaction_catalog` renders a session's entries within CATALOG_TOKENS, signed with the archive's
+secret, so a later compaction summary that is such a catalog is recognised as covered; any other
+previous summary is archived as its own `summary` source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections import Counter
+from typing import Any, Callable
+
+import apsw
+import blake3
+import orjson
+
+from cwa.errors import Internal
+from cwa.index.terms import terms
+from cwa.retrieve.locators import archive_secret
+from cwa.store.reads import read_bytes
+from cwa.store.sqlfiles import queries
+from cwa.tokens import estimate_tokens, fit_around
+
+PART_BYTES = 1 << 20
+PREVIEW_TOKENS = 800
+HEAD_SHARE = 0.7
+CATALOG_TOKENS = 1000
+TOPIC_WORDS = 12
+SALIENT_TERMS = 10
+CATALOG_HEADER = "[cwa checkpoint catalog"
+
+
+def split_parts(text: str, part_bytes: int = PART_BYTES) -> list[str]:
+    """Consecutive pieces of at most `part_bytes` UTF-8 bytes, never cutting a character."""
+    data = text.encode("utf-8")
+    parts, start = [], 0
+    while start < len(data):
+        end = min(len(data), start + part_bytes)
+        while end < len(data) and (data[end] & 0xC0) == 0x80:  # inside a character: back off
+            end -= 1
+        parts.append(data[start:end].decode("utf-8"))
+        start = end
+    return parts
+
+
+def archive_checkpoint(
+    admit: Callable[[dict[str, Any]], dict[str, Any]],
+    project: str,
+    session_id: str,
+    text: str,
+    created_at: str | None = None,
+) -> dict[str, Any]:
+    """Archive `text` exactly; see the module doc. `admit` is the archive's admission call."""
+    digest = blake3.blake3(text.encode("utf-8")).hexdigest()
+    size = len(text.encode("utf-8"))
+    base = {"project": project, "sessionId": session_id, **({"createdAt": created_at} if created_at else {})}
+    parts = split_parts(text)
+    written = []
+    for ordinal, part in enumerate(parts):
+        result = admit({**base, "kind": "checkpoint-part", "messages": [
+            {"key": f"checkpoint:{digest[:24]}:{ordinal}", "role": "user", "text": part}]})
+        if not result or not result.get("documentId"):
+            raise Internal(f"part {ordinal} of checkpoint {digest[:12]} was not written; no root was made",
+                           reason="part-not-written", part=ordinal)
+        written.append({"documentId": result["documentId"], "version": result["version"],
+                        "bytes": len(part.encode("utf-8")), "created": result["created"]})
+    head, tail, elided = _head_and_tail(text, size)
+    manifest = {"digest": digest, "bytes": size, "parts": [[p["documentId"], p["version"], p["bytes"]] for p in written]}
+    entry = catalog_entry(text, head, tail, size, digest)
+    root = admit({**base, "kind": "checkpoint-root", "metadata": {"checkpoint": manifest, "catalogEntry": entry},
+                  "messages": [
+        {"key": f"checkpoint:{digest[:24]}", "role": "user",
+         "text": f"[archived input: {size} bytes in {len(parts)} part(s), blake3 {digest}]\n{head}\n…\n{tail}"}]})
+    if not root or not root.get("documentId"):
+        raise Internal(f"the root of checkpoint {digest[:12]} was not written", reason="root-not-written")
+    root_id = root["documentId"]
+    marker = _marker(root_id, elided, size)
+    preview = head + ("\n" + marker + "\n" + tail if elided else "")
+    return {
+        "rootId": root_id,
+        "partIds": [p["documentId"] for p in written],
+        "preview": preview,
+        "previewTokens": estimate_tokens(preview),
+        "catalogEntry": {"rootId": root_id, **entry},
+        "created": root["created"] or any(p["created"] for p in written),
+    }
+
+
+def _marker(root_id: str, elided: int, size: int) -> str:
+    return f"[… {elided} bytes not shown: the full input is archived as {root_id} ({size} bytes) …]"
+
+
+def _head_and_tail(text: str, size: int) -> tuple[str, str, int]:
+    """Head and tail within the preview budget (marker included); the bytes left between them."""
+    if len(text) <= PREVIEW_TOKENS * 8 and estimate_tokens(text) <= PREVIEW_TOKENS:  # (≤ 4 chars a token)
+        return text, "", 0
+    # Room for the marker at its costliest (a long opaque id, the largest byte counts) + 2 newlines.
+    budget = PREVIEW_TOKENS - estimate_tokens("\n" + _marker("doc-" + "f" * 40, size, size) + "\n")
+    head_budget = int(budget * HEAD_SHARE)
+    window = text[: head_budget * 16]
+    _, head_end = fit_around(window, head_budget, 0)
+    tail_window = text[max(head_end, len(text) - (budget - head_budget) * 16):]
+    tail_start, _ = fit_around(tail_window, budget - head_budget, len(tail_window) - 1)
+    tail_from = len(text) - len(tail_window) + tail_start
+    head, tail = text[:head_end], text[tail_from:]
+    elided = len(text[head_end:tail_from].encode("utf-8"))
+    return head, tail, elided
+
+
+_WORD = re.compile(r"\S+")
+
+
+def catalog_entry(text: str, head: str, tail: str, size: int, digest: str) -> dict[str, Any]:
+    """Topic, salient terms, bytes and hash (the root id is added once known); built from the
+    head and tail only."""
+    topic = " ".join(_WORD.findall(head)[:TOPIC_WORDS])
+    counts = Counter(t for t in terms(head + "\n" + tail) if len(t) >= 4 and not t.isdigit())
+    salient = [t for t, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:SALIENT_TERMS]]
+    return {"topic": topic, "salientTerms": salient, "bytes": size, "blake3": digest}
+
+
+def read_checkpoint(conn: apsw.Connection, metadata: str | None) -> str | None:
+    """The original text of a checkpoint root, from its parts' message text (None: not a root)."""
+    manifest = (orjson.loads(metadata) if metadata else {}).get("checkpoint")
+    if not manifest:
+        return None
+    sql = queries("reads")
+    pieces = []
+    for document_id, version, size in manifest["parts"]:
+        row = conn.execute(sql["part_text_range"], (document_id, version)).fetchone()
+        if row is None:
+            return None
+        document_row, start, end = row
+        data, _ = read_bytes(conn, document_row, start, end)
+        if len(data) != size:
+            return None
+        pieces.append(data.decode("utf-8"))
+    text = "".join(pieces)
+    return text if blake3.blake3(text.encode("utf-8")).hexdigest() == manifest["digest"] else None
+
+
+def render_catalog(conn: apsw.Connection, entries: list[dict[str, Any]]) -> str:
+    """A signed catalog of checkpoint entries, newest first, within CATALOG_TOKENS."""
+    lines: list[str] = []
+    for entry in entries:
+        line = (f"- {entry['rootId']}: {entry['topic']!r}; terms {', '.join(entry['salientTerms'])}; "
+                f"{entry['bytes']} bytes; blake3 {entry['blake3'][:16]}")
+        if estimate_tokens("\n".join([*lines, line])) + 60 > CATALOG_TOKENS:
+            break
+        lines.append(line)
+    body = "\n".join(lines)
+    signature = hmac.new(archive_secret(conn), body.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
+    return f"{CATALOG_HEADER} {signature}]\n{body}"
+
+
+def trusted_catalog(conn: apsw.Connection, summary: str) -> bool:
+    """Whether `summary` holds a catalog this archive rendered, unaltered."""
+    match = re.search(re.escape(CATALOG_HEADER) + r" ([0-9a-f]{16})\]\n((?:- .*(?:\n|$))*)", summary)
+    if not match:
+        return False
+    body = match.group(2).rstrip("\n")
+    expected = hmac.new(archive_secret(conn), body.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
+    return hmac.compare_digest(match.group(1), expected)

@@ -1,0 +1,53 @@
+"""The purge: bytes and derived rows of documents already out of every mode (expired, redacted).
+
+Run by maintenance in bounded batches. Per document: its windows (and their BM25F rows), anchors,
+structural cues, recall feedback and hint exposures; its chunk ranges, then every chunk no other
+document shares; embeddings whose window content no longer exists anywhere. The `documents` row
+and its message coordinates stay (no text): enough to answer recall with `expired` (or `missing`
+for a redacted one), and to keep ids stable. A redacted document also loses its metadata.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from cwa.store.sqlfiles import queries
+
+
+def purge(conn: apsw.Connection, limit: int) -> int:
+    """Purge at most `limit` queued documents (inside the caller's transaction)."""
+    sql = queries("lifecycle")
+    queued = conn.execute(sql["next_purges"], {"limit": limit}).fetchall()
+    for row, reason in queued:
+        windows = conn.execute(sql["windows_of"], (row,)).fetchall()
+        for window_id, _ in windows:
+            conn.execute(sql["delete_window_fts_row"], (window_id,))
+        conn.execute(sql["delete_windows_of"], (row,))
+        conn.execute(sql["subtract_windows"], (len(windows),))
+        for content_hash in {h for _, h in windows}:
+            _forget_embedding(conn, content_hash)
+        conn.execute(sql["delete_anchors_of"], (row,))
+        conn.execute(sql["delete_cues_of"], (row,))
+        conn.execute(sql["delete_feedback_of"], (row,))
+        conn.execute(sql["delete_exposures_of"], (row,))
+        chunks = [r[0] for r in conn.execute(sql["chunks_of"], (row,))]
+        conn.execute(sql["delete_document_chunks_of"], (row,))
+        for chunk in chunks:
+            conn.execute(sql["delete_chunk_if_unreferenced"], (chunk, chunk))
+        if reason == "redacted":
+            conn.execute(sql["forget_metadata"], (row,))
+        conn.execute(sql["done_purge"], (row,))
+    return len(queued)
+
+
+def _forget_embedding(conn: apsw.Connection, content_hash: str) -> None:
+    sql = queries("lifecycle")
+    conn.execute(sql["dequeue_content_if_unreferenced"], (content_hash, content_hash))
+    found = conn.execute(sql["embedding_if_unreferenced"], (content_hash,)).fetchone()
+    if found:
+        conn.execute(sql["delete_vector"], (found[0],))
+        conn.execute(sql["delete_embedding"], (found[0],))
+
+
+def pending(conn: apsw.Connection) -> int:
+    return conn.execute(queries("lifecycle")["purge_count"]).fetchone()[0]

@@ -1,0 +1,81 @@
+"""Storage retention: when archived bytes may go, separate from automatic-hint eligibility.
+
+Each class keeps its documents for its setting's days from their creation time (ephemeral tool
+payloads 14, conversation 90, derived 30; durable never; 0 days = never). The schedule
+(`expiry_schedule`) holds one due time per document that may expire, indexed by due time, so
+maintenance reads only what is due. The plan it was computed from is kept in `meta`; when the
+resolved settings differ, the changed classes are planned again before anything expires.
+
+Expiry re-checks each due entry before acting: the document is still live or superseded, not
+pinned, its entry current for today's settings, and no active search lease or context protection
+covers it (a protected entry is postponed to the protection's end). Then it is marked `expired`
+at once — out of every search mode and recalled as `expired` — and queued for the purge of its
+bytes and derived rows (cwa/store/purge.py).
+"""
+
+from __future__ import annotations
+
+import apsw
+import orjson
+
+from cwa.store.sqlfiles import queries
+
+PLAN_KEY = "retention_plan"
+EXPIRING_CLASSES = ("ephemeral", "conversation", "derived")
+
+
+def plan_of(settings) -> dict[str, int]:
+    """Days per expiring class (0: never), from the resolved settings."""
+    return {c: settings.retention_days(c) or 0 for c in EXPIRING_CLASSES}
+
+
+def schedule(conn: apsw.Connection, document_row: int, retention_class: str, plan: dict[str, int]) -> None:
+    """(Re)compute one document's entry: none for durable, pinned or 0-day classes."""
+    sql = queries("lifecycle")
+    conn.execute(sql["unschedule_document"], (document_row,))
+    days = plan.get(retention_class, 0)
+    if days:
+        conn.execute(sql["schedule_document"], {"row": document_row, "days": days})
+
+
+def replan(conn: apsw.Connection, plan: dict[str, int]) -> list[str]:
+    """Plan again the classes whose days changed since the schedule was computed (or every class,
+    the first time); returns them. Runs inside the caller's transaction."""
+    sql = queries("lifecycle")
+    stored = conn.execute(sql["meta_get"], (PLAN_KEY,)).fetchone()
+    previous = orjson.loads(stored[0]) if stored else {}
+    changed = [c for c in EXPIRING_CLASSES if previous.get(c) != plan[c]]
+    for retention_class in changed:
+        conn.execute(sql["clear_class_schedule"], {"class": retention_class})
+        if plan[retention_class]:
+            conn.execute(sql["plan_class"], {"class": retention_class, "days": plan[retention_class]})
+    if changed:
+        conn.execute(sql["meta_set"], (PLAN_KEY, orjson.dumps(plan, option=orjson.OPT_SORT_KEYS).decode()))
+    return changed
+
+
+def expire_due(conn: apsw.Connection, now: str, plan: dict[str, int], limit: int) -> dict[str, int]:
+    """Act on at most `limit` due entries (inside the caller's transaction)."""
+    sql = queries("lifecycle")
+    done = {"expired": 0, "postponed": 0, "dropped": 0}
+    for row, _, days, retention_class, state, pinned in conn.execute(
+        sql["due_entries"], {"now": now, "limit": limit}
+    ).fetchall():
+        if state not in ("live", "superseded") or pinned or plan.get(retention_class, 0) != days:
+            schedule(conn, row, retention_class, plan)  # stale: recomputed (or gone), never acted on
+            done["dropped"] += 1
+            continue
+        until = conn.execute(sql["protected_until"], {"row": row, "now": now}).fetchone()[0]
+        if until is not None:
+            conn.execute(sql["postpone"], {"row": row, "until": until})
+            done["postponed"] += 1
+            continue
+        conn.execute(sql["set_state"], {"row": row, "state": "expired", "now": now})
+        conn.execute(sql["unschedule_document"], (row,))
+        conn.execute(sql["queue_purge"], (row, "expired", now))
+        done["expired"] += 1
+    return done
+
+
+def due_count(conn: apsw.Connection, now: str) -> int:
+    return conn.execute(queries("lifecycle")["due_count"], {"now": now}).fetchone()[0]

@@ -1,0 +1,164 @@
+-- Lifecycle queries: retention schedule, protections, expiry, redaction and purge
+-- (cwa/store/retention.py, protection.py, redaction.py, purge.py).
+
+-- name: schedule_document
+-- One document's expiry, from its creation time and its class's days (:days > 0).
+INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
+SELECT d.id, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'), :days
+FROM documents AS d
+WHERE d.id = :row AND d.pinned = 0 AND d.state IN ('live', 'superseded');
+
+-- name: unschedule_document
+DELETE FROM expiry_schedule WHERE document_row = ?;
+
+-- name: clear_class_schedule
+-- Every entry of one class (before re-planning it with other days, or none).
+DELETE FROM expiry_schedule
+WHERE document_row IN (SELECT id FROM documents WHERE retention_class = :class);
+
+-- name: plan_class
+-- Schedule every live or superseded, unpinned document of one class.
+INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
+SELECT d.id, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'), :days
+FROM documents AS d
+WHERE d.retention_class = :class AND d.pinned = 0 AND d.state IN ('live', 'superseded');
+
+-- name: due_entries
+SELECT s.document_row, s.due_at, s.retention_days, d.retention_class, d.state, d.pinned
+FROM expiry_schedule AS s JOIN documents AS d ON d.id = s.document_row
+WHERE s.due_at <= :now
+ORDER BY s.due_at, s.document_row
+LIMIT :limit;
+
+-- name: due_count
+SELECT count(*) FROM expiry_schedule WHERE due_at <= :now;
+
+-- name: protected_until
+-- The latest expiry among the active leases and context protections of one document (NULL: none).
+SELECT max(until) FROM (
+  SELECT l.expires_at AS until FROM lease_documents AS ld JOIN leases AS l ON l.id = ld.lease_id
+  WHERE ld.document_row = :row AND l.expires_at > :now
+  UNION ALL
+  SELECT expires_at FROM context_protections WHERE document_row = :row AND expires_at > :now
+);
+
+-- name: postpone
+UPDATE expiry_schedule SET due_at = :until WHERE document_row = :row;
+
+-- name: set_state
+UPDATE documents SET state = :state, state_changed_at = :now WHERE id = :row;
+
+-- name: queue_purge
+INSERT OR IGNORE INTO purge_queue (document_row, reason, queued_at) VALUES (?, ?, ?);
+
+-- name: set_pinned
+UPDATE documents SET pinned = :pinned WHERE id = :row;
+
+-- name: protect
+INSERT INTO context_protections (client_id, document_row, expires_at) VALUES (?, ?, ?)
+ON CONFLICT (client_id, document_row) DO UPDATE SET expires_at = excluded.expires_at;
+
+-- name: release_client
+DELETE FROM context_protections WHERE client_id = ?;
+
+-- name: client_protection_count
+SELECT count(*) FROM context_protections WHERE client_id = ? AND expires_at > ?;
+
+-- name: expired_protections
+DELETE FROM context_protections
+WHERE (client_id, document_row) IN (
+  SELECT client_id, document_row FROM context_protections WHERE expires_at <= :now LIMIT :limit);
+
+-- name: expired_leases
+DELETE FROM leases WHERE id IN (SELECT id FROM leases WHERE expires_at <= :now LIMIT :limit);
+
+-- name: scope_documents
+-- Every document (any state but already redacted) of a project, or of one session of it.
+SELECT d.id FROM documents AS d
+JOIN projects AS p ON p.id = d.project_id
+JOIN sessions AS s ON s.id = d.session_id
+WHERE p.identity = :project AND (:session IS NULL OR s.session_key = :session)
+  AND d.state <> 'tombstoned'
+ORDER BY d.id;
+
+-- name: blank_hints_from
+-- Frozen hints whose bytes came from redacted documents replay as nothing from now on.
+UPDATE hint_records
+SET model_visible_text = '', tokens = 0, outcome = 'suppress', reason = 'source-redacted',
+    response = :response, source_row = NULL
+WHERE source_row IN (SELECT value FROM json_each(:rows));
+
+-- name: drop_protections_of
+DELETE FROM context_protections WHERE document_row IN (SELECT value FROM json_each(:rows));
+
+-- name: drop_lease_documents_of
+DELETE FROM lease_documents WHERE document_row IN (SELECT value FROM json_each(:rows));
+
+-- name: next_purges
+SELECT document_row, reason FROM purge_queue ORDER BY queued_at, document_row LIMIT :limit;
+
+-- name: purge_count
+SELECT count(*) FROM purge_queue;
+
+-- name: windows_of
+SELECT id, content_hash FROM windows WHERE document_row = ?;
+
+-- name: delete_window_fts_row
+DELETE FROM window_fts WHERE rowid = ?;
+
+-- name: delete_windows_of
+DELETE FROM windows WHERE document_row = ?;
+
+-- name: delete_anchors_of
+DELETE FROM anchors WHERE document_row = ?;
+
+-- name: delete_cues_of
+DELETE FROM message_cues WHERE document_row = ?;
+
+-- name: chunks_of
+SELECT DISTINCT chunk_id FROM document_chunks WHERE document_row = ?;
+
+-- name: delete_document_chunks_of
+DELETE FROM document_chunks WHERE document_row = ?;
+
+-- name: delete_chunk_if_unreferenced
+DELETE FROM chunks WHERE id = ? AND NOT EXISTS (SELECT 1 FROM document_chunks WHERE chunk_id = ?);
+
+-- name: embedding_if_unreferenced
+SELECT e.id FROM window_embeddings AS e
+WHERE e.content_hash = ? AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = e.content_hash);
+
+-- name: delete_embedding
+DELETE FROM window_embeddings WHERE id = ?;
+
+-- name: delete_vector
+DELETE FROM window_vectors WHERE rowid = ?;
+
+-- name: dequeue_content_if_unreferenced
+DELETE FROM embedding_queue
+WHERE content_hash = ? AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = ?);
+
+-- name: delete_feedback_of
+DELETE FROM recall_feedback WHERE document_row = ?;
+
+-- name: delete_exposures_of
+DELETE FROM hint_exposures WHERE document_row = ?;
+
+-- name: forget_metadata
+-- Redaction also removes what the host attached to the document.
+UPDATE documents SET metadata = NULL WHERE id = ?;
+
+-- name: done_purge
+DELETE FROM purge_queue WHERE document_row = ?;
+
+-- name: subtract_windows
+UPDATE index_stats SET value = max(0, value - ?) WHERE name = 'windows';
+
+-- name: meta_get
+SELECT value FROM meta WHERE key = ?;
+
+-- name: meta_set
+INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+
+-- name: document_class
+SELECT retention_class FROM documents WHERE id = ?;
