@@ -41,6 +41,7 @@ RELATION_POOL = 200  # newest cue messages considered
 RELATION_EXTRA_MATCHES = 5  # with a query: older matches examined for ambiguity
 SNIPPET_MIN_TOKENS = 16
 SNIPPET_MAX_TOKENS = 80
+SNIPPET_REACH_CHARS_PER_TOKEN = 8
 LINEAGE_BOOST = 0.10
 RECENCY_BOOST = 0.05
 RECENCY_DAYS = 30.0
@@ -616,7 +617,13 @@ def snippet(candidate: Candidate, ctx: Context, budget: int) -> str:
     if len(text) <= budget * 8 and estimate_tokens(text) <= budget:
         return text
     ellipsis = estimate_tokens("…")
-    left, right = fit_around(text, max(0, budget - 2 * ellipsis), candidate.center)
+    # A token never covers more than a few characters: look only at a stretch around the match
+    # wide enough for the budget, not at the whole window (fit_around prices every piece it sees).
+    reach = SNIPPET_REACH_CHARS_PER_TOKEN * budget
+    offset = max(0, candidate.center - reach)
+    stretch = text[offset : candidate.center + 2 * reach]
+    left, right = fit_around(stretch, max(0, budget - 2 * ellipsis), candidate.center - offset)
+    left, right = left + offset, right + offset
     return ("…" if left > 0 else "") + text[left:right] + ("…" if right < len(text) else "")
 
 

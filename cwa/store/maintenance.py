@@ -67,7 +67,7 @@ def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:
         conn.execute("VACUUM")
         action = "vacuum"
     elif free >= RECLAIM_MIN_BYTES:
-        conn.execute("PRAGMA incremental_vacuum")
+        conn.execute("PRAGMA incremental_vacuum").fetchall()  # frees pages as it is stepped: run it out
         action = "incremental-vacuum"
     if action:
         try:
