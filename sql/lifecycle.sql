@@ -49,7 +49,9 @@ UPDATE expiry_schedule SET due_at = :until WHERE document_row = :row;
 UPDATE documents SET state = :state, state_changed_at = :now WHERE id = :row;
 
 -- name: queue_purge
-INSERT OR IGNORE INTO purge_queue (document_row, reason, queued_at) VALUES (?, ?, ?);
+-- A redaction outranks an expiry already queued (it also forgets the metadata).
+INSERT INTO purge_queue (document_row, reason, queued_at) VALUES (?, ?, ?)
+ON CONFLICT (document_row) DO UPDATE SET reason = 'redacted' WHERE excluded.reason = 'redacted';
 
 -- name: set_pinned
 UPDATE documents SET pinned = :pinned WHERE id = :row;

@@ -341,3 +341,20 @@ def test_serve_runs_maintenance_periodically(tmp_path):
     finally:
         child.stdin.close()
         assert child.wait(timeout=30) == 0
+
+
+def test_redacting_an_expired_document_still_forgets_its_metadata(archive, clock):
+    tool = archive.admit({"project": P, "sessionId": "sm", "kind": "tool-result", "createdAt": T0,
+                          "metadata": {"secret": "META-SENTINEL"},
+                          "messages": [{"role": "toolResult", "text": "output with metadata"}]})["documentId"]
+    clock.at(15)
+    from cwa.store.connection import write_transaction
+    from cwa.store.retention import expire_due, plan_of
+
+    with write_transaction(archive.conn):  # expired and queued for purge, not purged yet
+        assert expire_due(archive.conn, clock(), plan_of(archive.settings), 10)["expired"] == 1
+    token = archive.call("redact", {"project": P, "sessionId": "sm"})["confirm"]
+    archive.call("redact", {"project": P, "sessionId": "sm", "confirm": token})
+    maintain_all(archive)
+    header = archive.get({"documentId": tool})
+    assert header["state"] == "tombstoned" and header["metadata"] is None
