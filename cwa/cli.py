@@ -509,6 +509,20 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
     click.echo(f"preview ({result['previewTokens']} tokens):\n{result['preview']}")
 
 
+@main.command("catalog")
+@click.option("--session", "session_id", required=True, help="The session whose checkpoints to list.")
+@click.option("--project", help="The project [default: the working directory].")
+@json_option
+@click.pass_context
+@handles_errors
+def catalog_command(ctx, session_id, project, as_json) -> None:
+    """The session's checkpoint catalog: one line per archived input (id, topic, terms, bytes,
+    hash), newest first, within 1,000 tokens, under a header signed by this archive."""
+    with _open(ctx) as archive:
+        result = archive.call("catalog", {"project": project or str(_project_dir()), "sessionId": session_id})
+    click.echo(_dump(result)) if as_json else click.echo(result["text"])
+
+
 @main.command("redact")
 @click.option("--project", help="The project [default: the working directory].")
 @click.option("--session", "session_id", help="Only this session of the project [default: the whole project].")

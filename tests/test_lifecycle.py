@@ -358,3 +358,22 @@ def test_redacting_an_expired_document_still_forgets_its_metadata(archive, clock
     maintain_all(archive)
     header = archive.get({"documentId": tool})
     assert header["state"] == "tombstoned" and header["metadata"] is None
+
+
+def test_cli_status_archive_maintain_vacuum_pin_and_catalog(tmp_path):
+    db = tmp_path / "a.db"
+    env = hermetic_env(tmp_path, db)
+    with Archive.open(db) as archive:
+        tool = admit(archive, "old tool output for the CLI", kind="tool-result", role="toolResult")
+        archive.call("checkpoint", {"project": P, "sessionId": "s1", "text": "an input for the catalog " * 50})
+    shown = run_cwa(["status", "--archive"], env)
+    assert shown.returncode == 0 and b"ephemeral" in shown.stdout and b"auto_vacuum incremental" in shown.stdout
+    pinned = run_cwa(["pin", tool], env)
+    assert pinned.returncode == 0 and b"pinned" in pinned.stdout
+    assert run_cwa(["unpin", tool, "--json"], env).returncode == 0
+    swept = run_cwa(["maintain", "--vacuum"], env)
+    assert swept.returncode == 0 and b"expired 1" in swept.stdout and b"(vacuum)" in swept.stdout
+    listed = run_cwa(["catalog", "--session", "s1", "--project", P], env)
+    assert listed.returncode == 0 and listed.stdout.startswith(b"[cwa checkpoint catalog ")
+    missing = run_cwa(["pin", "doc-none", "--json"], env)
+    assert missing.returncode == 3 and b"Traceback" not in missing.stderr
