@@ -91,6 +91,16 @@ def _call_with_progress(ctx, method: str, params: dict, label: str, as_json: boo
             return archive.call(method, params)
 
 
+def _call_or_dump(ctx, method: str, params: dict, as_json: bool) -> dict | None:
+    """Call `method`; with --json print the result and return None, else return it for printing."""
+    with _open(ctx) as archive:
+        result = archive.call(method, params)
+    if as_json:
+        click.echo(_dump(result))
+        return None
+    return result
+
+
 def _size(count: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if count < 1024 or unit == "GiB":
@@ -498,10 +508,8 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
     params: dict[str, Any] = {"project": project or str(_project_dir()), "sessionId": session_id, "text": text}
     if created_at:
         params["createdAt"] = created_at
-    with _open(ctx) as archive:
-        result = archive.call("checkpoint", params)
-    if as_json:
-        click.echo(_dump(result))
+    result = _call_or_dump(ctx, "checkpoint", params, as_json)
+    if result is None:
         return
     entry = result["catalogEntry"]
     click.echo(f"{'archived' if result['created'] else 'already archived'}: {result['rootId']} "
@@ -518,9 +526,9 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
 def catalog_command(ctx, session_id, project, as_json) -> None:
     """The session's checkpoint catalog: one line per archived input (id, topic, terms, bytes,
     hash), newest first, within 1,000 tokens, under a header signed by this archive."""
-    with _open(ctx) as archive:
-        result = archive.call("catalog", {"project": project or str(_project_dir()), "sessionId": session_id})
-    click.echo(_dump(result)) if as_json else click.echo(result["text"])
+    result = _call_or_dump(ctx, "catalog", {"project": project or str(_project_dir()), "sessionId": session_id}, as_json)
+    if result is not None:
+        click.echo(result["text"])
 
 
 @main.command("redact")
@@ -540,10 +548,8 @@ def redact_command(ctx, project, session_id, confirm, as_json) -> None:
         params["sessionId"] = session_id
     if confirm:
         params["confirm"] = confirm
-    with _open(ctx) as archive:
-        result = archive.call("redact", params)
-    if as_json:
-        click.echo(_dump(result))
+    result = _call_or_dump(ctx, "redact", params, as_json)
+    if result is None:
         return
     where = f"session {session_id} of {params['project']}" if session_id else f"project {params['project']}"
     if confirm:
