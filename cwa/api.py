@@ -146,8 +146,12 @@ def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.checkpoint import archive_checkpoint, trusted_catalog
 
-    result = archive_checkpoint(archive.admit, request["project"], request["sessionId"], request["text"],
-                                request.get("createdAt"))
+    archive.conn.execute("PRAGMA synchronous = FULL")  # an oversized input is not re-sent: make it durable
+    try:
+        result = archive_checkpoint(archive.admit, request["project"], request["sessionId"], request["text"],
+                                    request.get("createdAt"))
+    finally:
+        archive.conn.execute("PRAGMA synchronous = NORMAL")
     summary = request.get("previousSummary")
     if summary is not None:  # an earlier compaction's summary is a source too, unless cwa made it
         covered = trusted_catalog(archive.conn, summary)

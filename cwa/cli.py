@@ -491,7 +491,7 @@ _pin_command("unpin", "Let a pinned version expire again, on its retention class
 @main.command("checkpoint")
 @click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
               help="The oversized input to archive (UTF-8).")
-@click.option("--session", "session_id", required=True, help="The session it belongs to.")
+@click.option("--session", "session_id", default="cli", show_default=True, help="The session it belongs to.")
 @click.option("--project", help="The project [default: the working directory].")
 @click.option("--created-at", help="When it was written (ISO-8601) [default: now].")
 @json_option
