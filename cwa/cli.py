@@ -669,8 +669,8 @@ def eval_group() -> None:
 
 @eval_group.command("locomo")
 @click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True, help="locomo10.json (read in place, never copied).")
-@click.option("--modes", default="lexical,auto,hybrid,neighbors,rerank", show_default=True,
-              help="Comma-separated: plain, lexical, auto, hybrid, neighbors, rerank (skipped without a reranker).")
+@click.option("--modes", default="lexical,auto,hybrid,neighbors,hybrid+rerank", show_default=True,
+              help="Comma-separated: plain, lexical, auto, hybrid, neighbors, hybrid+rerank (skipped without a reranker).")
 @click.option("--embedding", type=click.Choice(["installed", "optimized"]), default="installed", show_default=True,
               help="optimized: run `models optimize` on the temporary archive first (used if accepted).")
 @json_option
@@ -679,13 +679,14 @@ def eval_locomo(data, modes, embedding, as_json) -> None:
     """Turn-level retrieval on LoCoMo through the public search: R@1/5/10, hit@k, nDCG@10 and
     session recall, overall and per category, for each mode (a temporary archive; embedding
     shows a progress bar)."""
-    from cwa.evaluation.locomo import MODES, print_report, run
+    from cwa.evaluation.locomo import MODES, load, print_report, run
 
     chosen = [m.strip() for m in modes.split(",") if m.strip()]
     unknown = sorted(set(chosen) - set(MODES))
     if unknown or not chosen:
         raise InvalidRequest(f"unknown mode(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(MODES)}",
                              field="modes", reason="unknown-mode")
+    load(data)  # a file that is not LoCoMo is refused before any work
     with _progress_bar("embedding") as progress:
         report = run(data, chosen, None if as_json else progress, embedding)
     click.echo(_dump(report)) if as_json else print_report(report)

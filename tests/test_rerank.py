@@ -135,9 +135,9 @@ def test_locomo_runner_has_a_rerank_mode_when_a_reranker_is_installed(tmp_path):
     data.write_bytes(orjson.dumps([{
         "sample_id": "c", "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns},
         "qa": [{"question": "When do Ben's music lessons start?", "evidence": ["D1:3"], "category": 1}]}]))
-    out = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "hybrid,rerank", "--json"], env)
+    out = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "hybrid,hybrid+rerank", "--json"], env)
     assert out.returncode == 0, out.stderr
     report = orjson.loads(out.stdout)
-    assert set(report["modes"]) == {"hybrid", "rerank"} and "skipped" not in report
+    assert set(report["modes"]) == {"hybrid", "hybrid+rerank"} and "skipped" not in report
     assert report["modes"]["hybrid"]["overall"]["R@1"] == 0.0  # BM25F prefers the music-and-lessons turn
-    assert report["modes"]["rerank"]["overall"]["R@1"] == 1.0  # the model favours the violin turn
+    assert report["modes"]["hybrid+rerank"]["overall"]["R@1"] == 1.0  # the model favours the violin turn

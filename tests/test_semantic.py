@@ -182,7 +182,7 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
     assert out.returncode == 0, out.stderr
     report = orjson.loads(out.stdout)
     assert set(report["modes"]) == {"lexical", "auto", "hybrid", "neighbors"}  # no reranker installed
-    assert "rerank" in report["skipped"]
+    assert "hybrid+rerank" in report["skipped"]
     assert report["droppedEvidenceIds"] == 1 and report["turns"] == 4
     for mode in report["modes"].values():
         assert mode["questions"] == 2
@@ -190,6 +190,11 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
         assert mode["overall"]["R@5"] == 1.0  # four turns: every evidence turn is in the top 5
     bad = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "psychic"], hermetic_env(tmp_path))
     assert bad.returncode == 2
+    for name, body in (("broken.json", b'{"not": "closed"'), ("other.json", b'[{"sample_id": "x"}]'),
+                       ("undated.json", b'[{"sample_id": "x", "conversation": {"session_1": []}, "qa": []}]')):
+        (tmp_path / name).write_bytes(body)
+        refused = run_cwa(["eval", "locomo", "--data", str(tmp_path / name), "--json"], hermetic_env(tmp_path))
+        assert refused.returncode == 2 and orjson.loads(refused.stdout)["error"]["code"] == "invalid-request"
 
 
 def test_serve_embeds_queued_windows_in_the_background(tmp_path):

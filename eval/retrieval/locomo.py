@@ -11,7 +11,7 @@ with evidence searches only its own conversation through `Archive.search` (scope
 never, expansion on weak evidence), `auto` (explicit search's default: embeddings only
 when no exact anchor matched and the lexical evidence is weak), `hybrid` (semanticPolicy always:
 BM25F and embeddings fused for every question), `neighbors` (hybrid with conversation-neighbour
-credit 0.5), `rerank` (hybrid, then the cross-encoder; reported as skipped when none is installed,
+credit 0.5), `hybrid+rerank` (hybrid, then the cross-encoder; reported as skipped when none is installed,
 as none ships). `--embedding optimized` first runs `models-optimize` on the temporary archive and
 embeds with the variant if it is accepted.
 
@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from cwa.api import Archive
+from cwa.errors import InvalidRequest
 from cwa.models import reranker_status
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo10.json"
@@ -45,9 +46,10 @@ MODES = {  # mode → search parameters
     "auto": {"semanticPolicy": "auto", "rerank": False},
     "hybrid": {"semanticPolicy": "always", "rerank": False},
     "neighbors": {"semanticPolicy": "always", "neighborCredit": 0.5, "rerank": False},
-    "rerank": {"semanticPolicy": "always", "rerank": True},  # only with a reranker installed
+    "hybrid+rerank": {"semanticPolicy": "always", "rerank": True},  # only with a reranker installed
 }
-DEFAULT_MODES = ("lexical", "auto", "hybrid", "neighbors", "rerank")
+DEFAULT_MODES = ("lexical", "auto", "hybrid", "neighbors", "hybrid+rerank")
+RERANK_MODE = "hybrid+rerank"
 KS = (1, 5, 10)
 
 
@@ -85,7 +87,14 @@ def ingest(archive: Archive, conversations: list[dict[str, Any]]) -> int:
         for key, value in dialog.items():
             if not re.fullmatch(r"session_\d+", key) or not isinstance(value, list):
                 continue
-            created = session_time(dialog[f"{key}_date_time"])
+            try:
+                created = session_time(dialog[f"{key}_date_time"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InvalidRequest(f"conversation {conversation['sample_id']}: {key} has no readable date "
+                                     f"({key}_date_time)", field="data", reason="not-locomo") from exc
+            if not all(isinstance(t, dict) and {"speaker", "text", "dia_id"} <= set(t) for t in value):
+                raise InvalidRequest(f"conversation {conversation['sample_id']}: a turn of {key} lacks speaker, "
+                                     "text or dia_id", field="data", reason="not-locomo")
             for turn in value:
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
@@ -120,16 +129,32 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]} if rows else {}
 
 
+def load(data_path: Path) -> list[dict[str, Any]]:
+    """The conversations of a LoCoMo file; `invalid-request` when it is not one."""
+    try:
+        conversations = orjson.loads(data_path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"{data_path} is not JSON: {exc}", field="data", reason="not-json") from exc
+    shape = isinstance(conversations, list) and all(
+        isinstance(c, dict) and isinstance(c.get("sample_id"), str) and isinstance(c.get("conversation"), dict)
+        and isinstance(c.get("qa"), list) for c in conversations
+    )
+    if not shape or not conversations:
+        raise InvalidRequest(f"{data_path} is not a LoCoMo file: expected a list of conversations with "
+                             "sample_id, conversation and qa", field="data", reason="not-locomo")
+    return conversations
+
+
 def run(data_path: Path, modes: list[str], progress=None, embedding: str = "installed") -> dict[str, Any]:
-    conversations = orjson.loads(data_path.read_bytes())
+    conversations = load(data_path)
     report: dict[str, Any] = {"modes": {}}
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "locomo.db") as archive:
         started = time.perf_counter()
         report["turns"] = ingest(archive, conversations)
         report["admitSeconds"] = round(time.perf_counter() - started, 1)
-        if "rerank" in modes and not reranker_status(archive.settings["rerankerPath"])["installed"]:
-            modes = [m for m in modes if m != "rerank"]
-            report["skipped"] = {"rerank": "no cross-encoder installed (cwa models install-reranker)"}
+        if RERANK_MODE in modes and not reranker_status(archive.settings["rerankerPath"])["installed"]:
+            modes = [m for m in modes if m != RERANK_MODE]
+            report["skipped"] = {RERANK_MODE: "no cross-encoder installed (cwa models install-reranker)"}
         if embedding == "optimized":
             verdict = archive.call("models-optimize", {})
             report["optimize"] = {k: verdict[k] for k in ("accepted", "speedup", "meanCosine", "windows", "fingerprint")}
