@@ -149,7 +149,7 @@ def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     archive.conn.execute("PRAGMA synchronous = FULL")  # an oversized input is not re-sent: make it durable
     try:
         result = archive_checkpoint(archive.admit, request["project"], request["sessionId"], request["text"],
-                                    request.get("createdAt"))
+                                    request.get("createdAt"), archive.progress)
     finally:
         archive.conn.execute("PRAGMA synchronous = NORMAL")
     summary = request.get("previousSummary")

@@ -508,8 +508,9 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
     params: dict[str, Any] = {"project": project or str(_project_dir()), "sessionId": session_id, "text": text}
     if created_at:
         params["createdAt"] = created_at
-    result = _call_or_dump(ctx, "checkpoint", params, as_json)
-    if result is None:
+    result = _call_with_progress(ctx, "checkpoint", params, "archiving", as_json)
+    if as_json:
+        click.echo(_dump(result))
         return
     entry = result["catalogEntry"]
     click.echo(f"{'archived' if result['created'] else 'already archived'}: {result['rootId']} "

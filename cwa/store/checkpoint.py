@@ -65,8 +65,10 @@ def archive_checkpoint(
     session_id: str,
     text: str,
     created_at: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Archive `text` exactly; see the module doc. `admit` is the archive's admission call."""
+    """Archive `text` exactly; see the module doc. `admit` is the archive's admission call;
+    `progress(done, total)` hears of each part written (the root is the last step)."""
     digest = blake3.blake3(text.encode("utf-8")).hexdigest()
     size = len(text.encode("utf-8"))
     base = {"project": project, "sessionId": session_id, **({"createdAt": created_at} if created_at else {})}
@@ -80,6 +82,8 @@ def archive_checkpoint(
                            reason="part-not-written", part=ordinal)
         written.append({"documentId": result["documentId"], "version": result["version"],
                         "bytes": len(part.encode("utf-8")), "created": result["created"]})
+        if progress:
+            progress(ordinal + 1, len(parts) + 1)
     head, tail, elided = _head_and_tail(text, size)
     manifest = {"digest": digest, "bytes": size, "parts": [[p["documentId"], p["version"], p["bytes"]] for p in written]}
     entry = catalog_entry(text, head, tail, size, digest)
@@ -89,6 +93,8 @@ def archive_checkpoint(
          "text": f"[archived input: {size} bytes in {len(parts)} part(s), blake3 {digest}]\n{head}\n…\n{tail}"}]})
     if not root or not root.get("documentId"):
         raise Internal(f"the root of checkpoint {digest[:12]} was not written", reason="root-not-written")
+    if progress:
+        progress(len(parts) + 1, len(parts) + 1)
     root_id = root["documentId"]
     marker = _marker(root_id, elided, size)
     preview = head + ("\n" + marker + "\n" + tail if elided else "")
