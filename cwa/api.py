@@ -250,8 +250,13 @@ def _maintain(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
     from cwa.store.retention import plan_of
 
-    return maintain(archive.conn, archive.clock(), request.get("limit", limits.DEFAULT_MAINTENANCE_STEPS),
-                    plan_of(archive.settings), request.get("vacuum", False))
+    result = maintain(archive.conn, archive.clock(), request.get("limit", limits.DEFAULT_MAINTENANCE_STEPS),
+                      plan_of(archive.settings), request.get("vacuum", False))
+    if request.get("embed"):  # the embedding queue too, when asked (the model must be installed)
+        embedded = _index_embed(archive, {"limit": request["embed"]})
+        result.update(embedded=embedded["embedded"], embeddingPending=embedded["pending"])
+        result["more"] = result["more"] or embedded["pending"] > 0
+    return result
 
 
 def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

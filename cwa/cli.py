@@ -639,15 +639,17 @@ def why_command(ctx, session_id, message_key, project, as_json) -> None:
 @main.command("maintain")
 @click.option("--limit", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Rows each task may touch in this pass.")
 @click.option("--vacuum", is_flag=True, help="Finish with a full VACUUM (rewrites the file; also enables incremental auto-vacuum on an old archive).")
+@click.option("--embed", type=click.IntRange(0, 100_000), default=0, show_default=True,
+              help="Also embed up to N queued windows for semantic search (needs the local model).")
 @json_option
 @click.pass_context
 @handles_errors
-def maintain_command(ctx, limit, vacuum, as_json) -> None:
+def maintain_command(ctx, limit, vacuum, embed, as_json) -> None:
     """One bounded maintenance pass: due expiries, purge of expired and redacted bytes, expired
     leases and protections, preflight ledgers, then free pages back to the file system. Run it
     again while it says more work is left."""
     with _open(ctx) as archive:
-        result = archive.call("maintain", {"limit": limit, "vacuum": vacuum})
+        result = archive.call("maintain", {"limit": limit, "vacuum": vacuum, "embed": embed})
     if as_json:
         click.echo(_dump(result))
         return
@@ -658,6 +660,8 @@ def maintain_command(ctx, limit, vacuum, as_json) -> None:
         f"exposures tombstoned {result['exposuresTombstoned']}, deleted {result['exposuresDeleted']}; "
         f"hint records reclaimed {result['hintRecordsReclaimed']}"
     )
+    if "embedded" in result:
+        click.echo(f"embedded {result['embedded']} window(s); {result['embeddingPending']} still queued")
     click.echo(f"file {_size(space['fileBytesBefore'])} -> {_size(space['fileBytesAfter'])}"
                + (f" ({space['action']})" if space["action"] else "")
                + ("; more work left: run again" if result["more"] else ""))

@@ -453,7 +453,13 @@ WHY = Obj(
     }
 )
 
-MAINTAIN = Obj({"limit": Field(Int(1, limits.MAX_MAINTENANCE_STEPS)), "vacuum": Field(Bool())})
+MAINTAIN = Obj(
+    {
+        "limit": Field(Int(1, limits.MAX_MAINTENANCE_STEPS)),
+        "vacuum": Field(Bool()),
+        "embed": Field(Int(0, limits.MAX_MAINTENANCE_STEPS)),
+    }
+)
 
 
 def validate(schema: Obj, params: Any) -> dict[str, Any]:

@@ -377,3 +377,13 @@ def test_cli_status_archive_maintain_vacuum_pin_and_catalog(tmp_path):
     assert listed.returncode == 0 and listed.stdout.startswith(b"[cwa checkpoint catalog ")
     missing = run_cwa(["pin", "doc-none", "--json"], env)
     assert missing.returncode == 3 and b"Traceback" not in missing.stderr
+
+
+def test_maintain_can_drain_the_embedding_queue_too(archive):
+    for i in range(5):
+        admit(archive, f"queued window number {i} about vector search")
+    assert archive.call("maintain", {})["more"] is False  # nothing asked of the embeddings
+    first = archive.call("maintain", {"embed": 3})
+    assert first["embedded"] == 3 and first["embeddingPending"] == 2 and first["more"] is True
+    second = archive.call("maintain", {"embed": 3})
+    assert second["embedded"] == 2 and second["embeddingPending"] == 0 and second["more"] is False
