@@ -56,11 +56,15 @@ def test_optimize_measures_and_only_a_winner_is_used(db_path, monkeypatch, verdi
         for side in ("original", "optimized"):
             assert report["measured"][side]["msPerWindow"] > 0
             assert 0.9 <= report["measured"][side]["knownItemR@10"] <= 1.0
-        assert report["accepted"] is (verdict == "accepted")
+        original, optimized = report["measured"]["original"], report["measured"]["optimized"]
+        recall_kept = (optimized["knownItemR@1"] >= original["knownItemR@1"]
+                       and optimized["knownItemR@10"] >= original["knownItemR@10"])
+        # the verdict is exactly the documented rule (speed is the only criterion this test sets)
+        assert report["accepted"] is (verdict == "accepted" and recall_kept and report["meanCosine"] >= 0.98)
         used = model_variants.active(db_path)
         status = archive.call("models-status", {})["archive"]
-        assert status["optimized"]["accepted"] is (verdict == "accepted")
-        if verdict == "rejected":
+        assert status["optimized"]["accepted"] is report["accepted"]
+        if not report["accepted"]:
             assert used == locate() and report["fingerprint"] == locate().fingerprint
             assert archive.call("index-embed", {})["modelChanged"] is False
             return
