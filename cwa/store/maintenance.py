@@ -1,7 +1,8 @@
 """One bounded, resumable maintenance pass (`cwa maintain`, and periodically inside `cwa serve`).
 
-Each task touches at most `limit` rows in its own short transaction, so a pass never holds the
-write lock for long; `more` says another pass has work left. In order:
+Each task touches at most `limit` rows in short transactions (the purge, the costliest, 50
+documents at a time), so a pass never holds the write lock for long; `more` says another pass has
+work left. In order:
 
 1. retention: re-plan the classes whose settings changed, then act on due expiries
    (cwa/store/retention.py);
@@ -25,6 +26,7 @@ from cwa.store.sqlfiles import queries
 from cwa.store.workers import DaemonWorker
 
 RECLAIM_MIN_BYTES = 1 << 20
+PURGE_BATCH = 50  # documents purged per transaction
 
 
 def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], vacuum: bool = False) -> dict[str, Any]:
@@ -32,8 +34,14 @@ def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], 
     with write_transaction(conn):
         replanned = retention.replan(conn, plan)
         expiry = retention.expire_due(conn, now, plan, limit)
-    with write_transaction(conn):
-        purged = purge.purge(conn, limit)
+    purged = 0
+    while purged < limit:  # in small transactions: a waiting request never waits for a whole pass
+        wanted = min(PURGE_BATCH, limit - purged)
+        with write_transaction(conn):
+            batch = purge.purge(conn, wanted)
+        purged += batch
+        if batch < wanted:  # the queue ran dry
+            break
     with write_transaction(conn):
         conn.execute(sql["expired_leases"], {"now": now, "limit": limit})
         leases = conn.changes()
