@@ -5,14 +5,17 @@
 Builds the synthetic archive of eval/perf/search.py (its documents dated today), moves the clock
 past the conversation retention (91 days), then runs `maintain` passes of `--limit` rows until no
 work is left, timing each, and finally one `maintain --vacuum`. Reports the file size before,
-after the incremental passes and after the VACUUM, and the median and worst pass time (the
-longest the write lock is held for a pass's expiry or purge step is below the pass time).
+after the incremental passes and after the VACUUM, the median and worst pass time, and how long a
+writer had to wait: meanwhile a second connection (its own thread) takes the write lock with an
+empty `BEGIN IMMEDIATE; COMMIT` every 5 ms and records its longest wait, which is what a request
+arriving during maintenance would see.
 """
 
 from __future__ import annotations
 
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -23,7 +26,33 @@ from bench import for_each_size, percentile  # noqa: E402
 from search import build  # noqa: E402
 
 from cwa.api import Archive  # noqa: E402
+from cwa.store.connection import open_connection  # noqa: E402
 from cwa.timestamps import shift, utc_now  # noqa: E402
+
+
+class WriterProbe:
+    """Takes the write lock every 5 ms from its own connection and keeps the longest wait."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.waits, self.stop = path, [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        conn = open_connection(self.path)
+        while not self.stop.wait(0.005):
+            began = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("COMMIT")
+            self.waits.append((time.perf_counter() - began) * 1000)
+        conn.close()
+
+    def __enter__(self) -> "WriterProbe":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def run(windows: int, limit: int = 500) -> dict:
@@ -37,14 +66,15 @@ def run(windows: int, limit: int = 500) -> dict:
             before = path.stat().st_size
             now[0] = shift(start, 91 * 86_400)
             passes, expired, purged = [], 0, 0
-            while True:
-                began = time.perf_counter()
-                result = archive.call("maintain", {"limit": limit})
-                passes.append((time.perf_counter() - began) * 1000)
-                expired += result["expired"]
-                purged += result["purged"]
-                if not result["more"]:
-                    break
+            with WriterProbe(path) as probe:
+                while True:
+                    began = time.perf_counter()
+                    result = archive.call("maintain", {"limit": limit})
+                    passes.append((time.perf_counter() - began) * 1000)
+                    expired += result["expired"]
+                    purged += result["purged"]
+                    if not result["more"]:
+                        break
             archive.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             incremental = path.stat().st_size
             began = time.perf_counter()
@@ -56,6 +86,9 @@ def run(windows: int, limit: int = 500) -> dict:
         "passes": len(passes), "pass_p50_ms": round(percentile(passes, 0.5), 1), "pass_max_ms": round(max(passes), 1),
         "file_bytes_before": before, "file_bytes_after_passes": incremental, "file_bytes_after_vacuum": after,
         "vacuum_ms": round(vacuum_ms, 1),
+        "writer_wait_p50_ms": round(percentile(probe.waits, 0.5), 2),
+        "writer_wait_max_ms": round(max(probe.waits), 1),
+        "writer_probes": len(probe.waits),
     }
 
 
@@ -67,6 +100,8 @@ def show(result: dict) -> None:
     print(f"  file {result['file_bytes_before'] / mib:.1f} MiB -> {result['file_bytes_after_passes'] / mib:.1f} MiB "
           f"after the passes (incremental vacuum) -> {result['file_bytes_after_vacuum'] / mib:.1f} MiB after "
           f"VACUUM ({result['vacuum_ms']} ms)")
+    print(f"  a writer arriving meanwhile waited p50 {result['writer_wait_p50_ms']} ms, "
+          f"at most {result['writer_wait_max_ms']} ms ({result['writer_probes']} probes)")
 
 
 def options(parser) -> None:
