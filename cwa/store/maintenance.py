@@ -78,8 +78,11 @@ def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:
         conn.execute("PRAGMA incremental_vacuum").fetchall()  # frees pages as it is stepped: run it out
         action = "incremental-vacuum"
     if action:
+        # PASSIVE never blocks writers (TRUNCATE holds them off while it copies the whole WAL); a
+        # full VACUUM is an explicit, exclusive request, so it may also cut the WAL file back.
+        mode = "TRUNCATE" if vacuum else "PASSIVE"
         try:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
         except apsw.BusyError:
             pass  # a reader holds the WAL: the next pass checkpoints
     after = conn.execute("PRAGMA page_count").fetchone()[0] * page_size
