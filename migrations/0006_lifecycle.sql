@@ -29,3 +29,7 @@ CREATE TABLE purge_queue (
   reason        TEXT NOT NULL CHECK (reason IN ('expired', 'redacted')),
   queued_at     TEXT NOT NULL
 );
+
+-- Documents admitted before this migration have no expiry entry: the first maintenance pass plans
+-- every class in full (cwa/store/retention.py) and then removes this marker.
+INSERT INTO meta (key, value) SELECT 'retention_backfill', 'needed' WHERE EXISTS (SELECT 1 FROM documents);

@@ -162,5 +162,11 @@ SELECT value FROM meta WHERE key = ?;
 -- name: meta_set
 INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 
--- name: document_class
-SELECT retention_class FROM documents WHERE id = ?;
+-- name: meta_set_if_missing
+-- The plan admissions schedule by, recorded unless documents from before the schedule still
+-- await their first full plan (migration 0006 marks that with `retention_backfill`).
+INSERT OR IGNORE INTO meta (key, value)
+SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'retention_backfill');
+
+-- name: backfill_done
+DELETE FROM meta WHERE key = 'retention_backfill';

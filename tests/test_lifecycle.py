@@ -387,3 +387,26 @@ def test_maintain_can_drain_the_embedding_queue_too(archive):
     assert first["embedded"] == 3 and first["embeddingPending"] == 2 and first["more"] is True
     second = archive.call("maintain", {"embed": 3})
     assert second["embedded"] == 2 and second["embeddingPending"] == 0 and second["more"] is False
+
+
+def test_documents_from_before_the_schedule_are_planned_by_the_first_pass(archive, clock):
+    old = admit(archive, "tool output archived before retention existed", kind="tool-result", role="toolResult")
+    conn = archive.conn
+    # the state migration 0006 leaves in an archive that already held documents
+    conn.execute("DELETE FROM expiry_schedule")
+    conn.execute("DELETE FROM meta WHERE key = 'retention_plan'")
+    conn.execute("INSERT INTO meta (key, value) VALUES ('retention_backfill', 'needed')")
+    new = admit(archive, "tool output archived after the upgrade", kind="tool-result", role="toolResult")
+    assert conn.execute("SELECT count(*) FROM meta WHERE key = 'retention_plan'").fetchone()[0] == 0
+    clock.at(15)
+    first = archive.call("maintain", {})
+    assert sorted(first["replannedClasses"]) == ["conversation", "derived", "ephemeral"]
+    maintain_all(archive)
+    assert state(archive, old) == "expired" and state(archive, new) == "expired"
+    assert conn.execute("SELECT count(*) FROM meta WHERE key = 'retention_backfill'").fetchone()[0] == 0
+    assert archive.call("maintain", {})["replannedClasses"] == []
+
+
+def test_a_new_archive_needs_no_replanning(archive):
+    admit(archive, "a first turn")
+    assert archive.call("maintain", {})["replannedClasses"] == []

@@ -29,6 +29,17 @@ def plan_of(settings) -> dict[str, int]:
     return {c: settings.retention_days(c) or 0 for c in EXPIRING_CLASSES}
 
 
+def adopt_plan_if_unset(conn: apsw.Connection, plan: dict[str, int]) -> None:
+    """Record the plan admissions schedule by, so the first maintenance pass of a new archive has
+    nothing to re-plan. Not while documents from before migration 0006 await their first full
+    plan (those have no entries yet)."""
+    conn.execute(queries("lifecycle")["meta_set_if_missing"], (PLAN_KEY, _encoded(plan)))
+
+
+def _encoded(plan: dict[str, int]) -> str:
+    return orjson.dumps(plan, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def schedule(conn: apsw.Connection, document_row: int, retention_class: str, plan: dict[str, int]) -> None:
     """(Re)compute one document's entry: none for durable, pinned or 0-day classes."""
     sql = queries("lifecycle")
@@ -50,7 +61,9 @@ def replan(conn: apsw.Connection, plan: dict[str, int]) -> list[str]:
         if plan[retention_class]:
             conn.execute(sql["plan_class"], {"class": retention_class, "days": plan[retention_class]})
     if changed:
-        conn.execute(sql["meta_set"], (PLAN_KEY, orjson.dumps(plan, option=orjson.OPT_SORT_KEYS).decode()))
+        conn.execute(sql["meta_set"], (PLAN_KEY, _encoded(plan)))
+    if len(changed) == len(EXPIRING_CLASSES):
+        conn.execute(sql["backfill_done"])  # every document has been planned
     return changed
 
 
