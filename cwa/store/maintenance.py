@@ -16,6 +16,7 @@ work left. In order:
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import apsw
@@ -27,6 +28,7 @@ from cwa.store.workers import DaemonWorker
 
 RECLAIM_MIN_BYTES = 1 << 20
 PURGE_BATCH = 50  # documents purged per transaction
+YIELD_SECONDS = 0.03
 
 
 def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], vacuum: bool = False) -> dict[str, Any]:
@@ -42,6 +44,7 @@ def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], 
         purged += batch
         if batch < wanted:  # the queue ran dry
             break
+        time.sleep(YIELD_SECONDS)  # a gap for writers polling SQLite's lock (it is not a fair queue)
     with write_transaction(conn):
         conn.execute(sql["expired_leases"], {"now": now, "limit": limit})
         leases = conn.changes()
