@@ -1,8 +1,8 @@
 """Fusion of the lexical and semantic candidates inside their shared tier.
 
 Reciprocal Rank Fusion over each mode's own rank order (k = 60; a semantic rank's credit is
-scaled by its calibrated similarity), blended with the candidate's calibrated score: the rank share is 75% for a candidate whose best rank is 1–3, 60% for 4–10 and
-40% beyond. A candidate found by both modes accumulates rank credit from each; candidates found
+scaled by its calibrated similarity), blended with the candidate's calibrated score: the rank
+share is 75% for a candidate whose best rank is 1–3, 60% for 4–10 and 40% beyond. A candidate found by both modes accumulates rank credit from each; candidates found
 by one mode only never change order among themselves (rank order within a mode). Fusion decides
 order only: the presented `score` stays the candidate's own calibrated score (the better of its
 modes'), and the exact and structural tiers are never touched.
@@ -27,9 +27,7 @@ def rank_share(best_rank: int) -> float:
 
 def _confidence(candidate: Candidate) -> float:
     """How much a mode's rank is worth: a lexical rank in full; a semantic rank in proportion to
-    its calibrated similarity, since the nearest vector is always somewhere, relevant or not
-    (on LoCoMo, counting every semantic rank in full made hybrid search worse than BM25F alone;
-    docs/operations.md)."""
+    its calibrated similarity, since the nearest vector is always somewhere, relevant or not."""
     return candidate.score if candidate.mode == "semantic" else 1.0
 
 

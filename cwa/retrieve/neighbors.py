@@ -3,24 +3,22 @@
 A question's evidence is often spread over consecutive documents of one session — the request
 and the reply, the question and the follow-up. Inside the lexical/semantic tier, each candidate
 is worth 1/(RANK_K + rank) of the fused order; a candidate whose document sits right before or
-after another candidate's, in the same session, also gains SHARE of that neighbour's worth times
+after another candidate's, in the same session, also gains `share` of that neighbour's worth times
 the neighbour's calibrated score (a weak hit lends little); and
 the live, in-scope, not-visible neighbours of the best candidates join the tier on that share
 alone (mode `neighbor`, their own calibrated evidence as `score`, possibly 0). Order only: the
 presented scores never change; exact and structural hits are never touched.
 
-On LoCoMo (docs/evaluation.md) this is what lifts recall most; SHARE = 0 turns it off
-(`neighborCredit`).
+On LoCoMo (docs/evaluation.md, mode `neighbors`) this is what lifts recall most; a share of 0
+(the `neighborCredit` default) turns it off.
 """
 
 from __future__ import annotations
 
 import orjson
 
-from cwa.index.terms import tokens
 from cwa.retrieve import calibration
-from cwa.retrieve.candidate import Candidate
-from cwa.store.reads import window_text
+from cwa.retrieve.candidate import Candidate, window_evidence
 from cwa.store.sqlfiles import queries
 
 RANK_K = 2
@@ -73,23 +71,20 @@ def _neighbor_candidates(ctx, windows: dict[int, tuple], qterms: list[str]) -> d
     """Candidates for admissible neighbour windows, with their own evidence."""
     found: dict[int, Candidate] = {}
     for _, row, ordinal, start, end, first, last, content_hash, *_ in windows.values():
-        text = window_text(ctx.conn, row, start, end, first, last)
-        window_tokens = list(tokens(text))
-        present = {t.term for t in window_tokens}
-        matched = [t for t in qterms if t in present]
+        evidence = window_evidence(ctx.conn, row, start, end, first, last, qterms)
         found[row] = Candidate(
             mode="neighbor",
             document_row=row,
             match_type="neighbor",
-            score=calibration.lexical_score(qterms, matched),
+            score=calibration.lexical_score(qterms, evidence.matched),
             raw=0.0,
             start=start,
             end=end,
             window=ordinal,
-            matched=matched,
-            coverage=round(len(matched) / len(qterms), 4) if qterms else 0.0,
-            text=text,
-            center=next((t.start for t in window_tokens if t.term in matched), 0),
+            matched=evidence.matched,
+            coverage=evidence.coverage,
+            text=evidence.text,
+            center=evidence.center,
             alias=content_hash,
             modes=["neighbor"],
         )

@@ -23,13 +23,13 @@ from cwa.index.structure import CUE_THRESHOLD
 from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, query_terms, terms, tokens
 from cwa.retrieve import calibration, importance, neighbors
 from cwa.retrieve.fusion import fuse
-from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.candidate import Candidate, window_evidence
 from cwa.retrieve.locators import Locator, archive_secret, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import Scope, resolve_scope
 from cwa.retrieve.summary import document_summary
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
-from cwa.store.reads import read_bytes, window_text
+from cwa.store.reads import read_bytes
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
@@ -495,25 +495,22 @@ def _lexical_search(
             continue
         seen_rows.add(row)
         seen_content.update((content_hash, digest))
-        text = window_text(ctx.conn, row, start, end, first, last)
-        window_tokens = list(tokens(text))
-        present_terms = {t.term for t in window_tokens}
-        matched = [t for t in qterms if t in present_terms]
+        evidence = window_evidence(ctx.conn, row, start, end, first, last, qterms)
         candidates.append(
             Candidate(
                 mode="lexical",
                 document_row=row,
                 match_type="bm25",
-                score=calibration.lexical_score(qterms, matched),
+                score=calibration.lexical_score(qterms, evidence.matched),
                 raw=relevance,
                 start=start,
                 end=end,
                 window=ordinal,
-                matched=matched,
-                coverage=round(len(matched) / len(qterms), 4),
-                max_idf=max((calibration.normalized_idf(df[t], total) for t in matched), default=0.0),
-                text=text,
-                center=next((t.start for t in window_tokens if t.term in matched), 0),
+                matched=evidence.matched,
+                coverage=evidence.coverage,
+                max_idf=max((calibration.normalized_idf(df[t], total) for t in evidence.matched), default=0.0),
+                text=evidence.text,
+                center=evidence.center,
                 order=order,
                 alias=content_hash,
             )

@@ -13,13 +13,11 @@ from __future__ import annotations
 import orjson
 
 from cwa.index import semantic as semantic_index
-from cwa.index.terms import tokens
 from cwa.model_variants import active
 from cwa.models import ModelUnavailable, embedder
 from cwa.retrieve import calibration
-from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.candidate import Candidate, window_evidence
 from cwa.retrieve.search import NEAR_DUPLICATE_SLACK
-from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
 
 SEMANTIC_POOL = 40  # nearest contents asked for first (at least 8 × limit)
@@ -44,14 +42,12 @@ def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: s
     rows = _admissible(ctx, vector, limit, taken)
     found: list[Candidate] = []
     seen_rows, seen_content = set(taken), set()
-    present_terms = set(qterms)
     for _, row, ordinal, start, end, first, last, content_hash, _, _, digest, similarity in rows:
         if row in seen_rows or content_hash in seen_content or digest in seen_content:
             continue
         seen_rows.add(row)
         seen_content.update((content_hash, digest))
-        text = window_text(conn, row, start, end, first, last)
-        window_tokens = [t for t in tokens(text) if t.term in present_terms]
+        evidence = window_evidence(conn, row, start, end, first, last, qterms)
         found.append(
             Candidate(
                 mode="semantic",
@@ -62,10 +58,10 @@ def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: s
                 start=start,
                 end=end,
                 window=ordinal,
-                matched=sorted({t.term for t in window_tokens}, key=qterms.index),
-                coverage=round(len({t.term for t in window_tokens}) / len(qterms), 4) if qterms else 0.0,
-                text=text,
-                center=window_tokens[0].start if window_tokens else 0,
+                matched=evidence.matched,
+                coverage=evidence.coverage,
+                text=evidence.text,
+                center=evidence.center,
                 alias=content_hash,
             )
         )
