@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import apsw
-import orjson
 
 from cwa import contract, limits
 from cwa.config import Settings, load_settings
@@ -144,36 +143,26 @@ def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    from cwa.store.checkpoint import archive_checkpoint, trusted_catalog
+    from cwa.store.checkpoint import archive_checkpoint, archive_previous_summary
 
+    project, session = request["project"], request["sessionId"]
     archive.conn.execute("PRAGMA synchronous = FULL")  # an oversized input is not re-sent: make it durable
     try:
-        result = archive_checkpoint(archive.admit, request["project"], request["sessionId"], request["text"],
-                                    request.get("createdAt"), archive.progress)
+        result = archive_checkpoint(archive.admit, project, session, request["text"], request.get("createdAt"),
+                                    archive.progress)
     finally:
         archive.conn.execute("PRAGMA synchronous = NORMAL")
-    summary = request.get("previousSummary")
-    if summary is not None:  # an earlier compaction's summary is a source too, unless cwa made it
-        covered = trusted_catalog(archive.conn, summary)
-        result["previousSummary"] = {"archived": not covered, "documentId": None if covered else archive.admit({
-            "project": request["project"], "sessionId": request["sessionId"], "kind": "summary",
-            "messages": [{"role": "compactionSummary", "text": summary}]})["documentId"]}
+    if request.get("previousSummary") is not None:
+        result["previousSummary"] = archive_previous_summary(
+            archive.conn, archive.admit, project, session, request["previousSummary"]
+        )
     return result
 
 
 def _catalog(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    from cwa.store.checkpoint import render_catalog
-    from cwa.store.sqlfiles import queries
+    from cwa.store.checkpoint import session_catalog
 
-    entries = []
-    for document_id, metadata in archive.conn.execute(
-        queries("reads")["session_checkpoints"], (request["project"], request["sessionId"])
-    ):
-        entry = orjson.loads(metadata).get("catalogEntry") if metadata else None
-        if entry:
-            entries.append({"rootId": document_id, **entry})
-    text = render_catalog(archive.conn, entries)
-    return {"text": text, "entries": entries}
+    return session_catalog(archive.conn, request["project"], request["sessionId"])
 
 
 def _redact(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

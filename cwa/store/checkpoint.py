@@ -13,9 +13,10 @@ Beside the ids, the caller gets what may go into the live prompt instead of the 
   an elision marker naming the root id and the bytes left out;
 - `catalogEntry`: root id, topic (the first words of the head), salient terms (from the head and
   tail only), byte count and blake3 hash — never the middle of the text.
-`compaction_catalog` renders a session's entries within CATALOG_TOKENS, signed with the archive's
-secret, so a later compaction summary that is such a catalog is recognised as covered; any other
-previous summary is archived as its own `summary` source.
+`session_catalog` renders a session's entries within CATALOG_TOKENS, signed with the archive's
+secret, so a later compaction summary that is such a catalog is recognised as covered
+(`trusted_catalog`); any other previous summary is archived as its own `summary` source
+(`archive_previous_summary`).
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def archive_checkpoint(
 ) -> dict[str, Any]:
     """Archive `text` exactly; see the module doc. `admit` is the archive's admission call;
     `progress(done, total)` hears of each part written (the root is the last step)."""
-    digest = blake3.blake3(text.encode("utf-8")).hexdigest()
-    size = len(text.encode("utf-8"))
+    data = text.encode("utf-8")
+    digest, size = blake3.blake3(data).hexdigest(), len(data)
     base = {"project": project, "sessionId": session_id, **({"createdAt": created_at} if created_at else {})}
     parts = split_parts(text)
     written = []
@@ -86,7 +87,7 @@ def archive_checkpoint(
             progress(ordinal + 1, len(parts) + 1)
     head, tail, elided = _head_and_tail(text, size)
     manifest = {"digest": digest, "bytes": size, "parts": [[p["documentId"], p["version"], p["bytes"]] for p in written]}
-    entry = catalog_entry(text, head, tail, size, digest)
+    entry = catalog_entry(head, tail, size, digest)
     root = admit({**base, "kind": "checkpoint-root", "metadata": {"checkpoint": manifest, "catalogEntry": entry},
                   "messages": [
         {"key": f"checkpoint:{digest[:24]}", "role": "user",
@@ -132,7 +133,7 @@ def _head_and_tail(text: str, size: int) -> tuple[str, str, int]:
 _WORD = re.compile(r"\S+")
 
 
-def catalog_entry(text: str, head: str, tail: str, size: int, digest: str) -> dict[str, Any]:
+def catalog_entry(head: str, tail: str, size: int, digest: str) -> dict[str, Any]:
     """Topic, salient terms, bytes and hash (the root id is added once known); built from the
     head and tail only."""
     topic = " ".join(_WORD.findall(head)[:TOPIC_WORDS])
@@ -183,3 +184,25 @@ def trusted_catalog(conn: apsw.Connection, summary: str) -> bool:
     body = match.group(2).rstrip("\n")
     expected = hmac.new(archive_secret(conn), body.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
     return hmac.compare_digest(match.group(1), expected)
+
+
+def session_catalog(conn: apsw.Connection, project: str, session_id: str) -> dict[str, Any]:
+    """The session's live checkpoint roots, newest first, as entries and as signed text."""
+    entries = []
+    for document_id, metadata in conn.execute(queries("reads")["session_checkpoints"], (project, session_id)):
+        entry = orjson.loads(metadata).get("catalogEntry") if metadata else None
+        if entry:
+            entries.append({"rootId": document_id, **entry})
+    return {"text": render_catalog(conn, entries), "entries": entries}
+
+
+def archive_previous_summary(
+    conn: apsw.Connection, admit: Callable[[dict[str, Any]], dict[str, Any]], project: str, session_id: str,
+    summary: str,
+) -> dict[str, Any]:
+    """An earlier compaction's summary is a source too, unless it is a catalog this archive made."""
+    if trusted_catalog(conn, summary):
+        return {"archived": False, "documentId": None}
+    admitted = admit({"project": project, "sessionId": session_id, "kind": "summary",
+                      "messages": [{"role": "compactionSummary", "text": summary}]})
+    return {"archived": True, "documentId": admitted["documentId"]}
