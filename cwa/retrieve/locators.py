@@ -48,6 +48,12 @@ def archive_secret(conn: apsw.Connection) -> bytes:
     return conn.execute("SELECT value FROM meta WHERE key = 'locator_secret'").fetchone()[0]
 
 
+def archive_mac(conn: apsw.Connection, data: bytes, chars: int = 16) -> str:
+    """A hex HMAC-SHA256 of `data` under the archive's secret, cut to `chars`: proof that this
+    archive produced something (a catalog, a confirm token) without revealing the secret."""
+    return hmac.new(archive_secret(conn), data, hashlib.sha256).hexdigest()[:chars]
+
+
 def sign(locator: Locator, secret: bytes) -> str:
     payload = _b64(orjson.dumps(astuple(locator)))  # positional: keeps locators short
     body = f"{PREFIX}.{payload}"

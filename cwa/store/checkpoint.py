@@ -21,7 +21,6 @@ secret, so a later compaction summary that is such a catalog is recognised as co
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 from collections import Counter
@@ -33,7 +32,7 @@ import orjson
 
 from cwa.errors import Internal
 from cwa.index.terms import terms
-from cwa.retrieve.locators import archive_secret
+from cwa.retrieve.locators import archive_mac
 from cwa.store.reads import read_bytes
 from cwa.store.sqlfiles import queries
 from cwa.tokens import estimate_tokens, fit_around
@@ -45,6 +44,7 @@ CATALOG_TOKENS = 1000
 TOPIC_WORDS = 12
 SALIENT_TERMS = 10
 CATALOG_HEADER = "[cwa checkpoint catalog"
+HEADER_TOKENS = estimate_tokens(f"{CATALOG_HEADER} {'f' * 16}]\n")
 
 
 def split_parts(text: str, part_bytes: int = PART_BYTES) -> list[str]:
@@ -168,12 +168,11 @@ def render_catalog(conn: apsw.Connection, entries: list[dict[str, Any]]) -> str:
     for entry in entries:
         line = (f"- {entry['rootId']}: {entry['topic']!r}; terms {', '.join(entry['salientTerms'])}; "
                 f"{entry['bytes']} bytes; blake3 {entry['blake3'][:16]}")
-        if estimate_tokens("\n".join([*lines, line])) + 60 > CATALOG_TOKENS:
+        if estimate_tokens("\n".join([*lines, line])) + HEADER_TOKENS > CATALOG_TOKENS:
             break
         lines.append(line)
     body = "\n".join(lines)
-    signature = hmac.new(archive_secret(conn), body.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
-    return f"{CATALOG_HEADER} {signature}]\n{body}"
+    return f"{CATALOG_HEADER} {archive_mac(conn, body.encode('utf-8'))}]\n{body}"
 
 
 def trusted_catalog(conn: apsw.Connection, summary: str) -> bool:
@@ -182,8 +181,7 @@ def trusted_catalog(conn: apsw.Connection, summary: str) -> bool:
     if not match:
         return False
     body = match.group(2).rstrip("\n")
-    expected = hmac.new(archive_secret(conn), body.encode("utf-8"), hashlib.sha256).hexdigest()[:16]
-    return hmac.compare_digest(match.group(1), expected)
+    return hmac.compare_digest(match.group(1), archive_mac(conn, body.encode("utf-8")))
 
 
 def session_catalog(conn: apsw.Connection, project: str, session_id: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ Pi's own session files are never touched: cwa only ever writes its archive.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from typing import Any
 
@@ -19,7 +18,7 @@ import apsw
 import orjson
 
 from cwa.errors import Conflict
-from cwa.retrieve.locators import archive_secret
+from cwa.retrieve.locators import archive_mac
 from cwa.store.connection import write_transaction
 from cwa.store.sqlfiles import queries
 
@@ -28,8 +27,7 @@ BLANK_HINT = {"hints": [], "diagnostics": {"outcome": "suppress", "reason": "sou
 
 
 def _token(conn: apsw.Connection, project: str, session: str | None, rows: list[int]) -> str:
-    message = orjson.dumps({"project": project, "session": session, "rows": rows})
-    return "redact-" + hmac.new(archive_secret(conn), message, hashlib.sha256).hexdigest()[:24]
+    return "redact-" + archive_mac(conn, orjson.dumps({"project": project, "session": session, "rows": rows}), 24)
 
 
 def _in_scope(conn: apsw.Connection, project: str, session: str | None) -> list[int]:
