@@ -410,3 +410,14 @@ def test_documents_from_before_the_schedule_are_planned_by_the_first_pass(archiv
 def test_a_new_archive_needs_no_replanning(archive):
     admit(archive, "a first turn")
     assert archive.call("maintain", {})["replannedClasses"] == []
+
+
+def test_a_postponed_entry_does_not_hide_work_still_due(archive, clock):
+    ids = [admit(archive, f"tool output {i} with words w{i}", kind="tool-result", role="toolResult") for i in range(3)]
+    clock.at(15)
+    archive.call("protect", {"clientId": "c", "documents": [{"documentId": ids[0]}], "ttlSeconds": 7 * DAY})
+    first = archive.call("maintain", {"limit": 2})  # postpones ids[0], expires ids[1]; ids[2] still due
+    assert first["expiryPostponed"] == 1 and first["expired"] == 1 and first["more"] is True
+    second = archive.call("maintain", {"limit": 2})
+    assert second["expired"] == 1 and second["more"] is False
+    assert [state(archive, d) for d in ids] == ["live", "expired", "expired"]

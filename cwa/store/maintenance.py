@@ -63,8 +63,9 @@ def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], 
         "exposuresDeleted": deleted,
         "hintRecordsReclaimed": reclaimed,
     }
+    # (a postponed entry is due again only when its protection ends, so it never counts here)
     more = any(count >= limit for count in done.values()) or purge.pending(conn) > 0
-    more = more or retention.due_count(conn, now) > expiry["postponed"]
+    more = more or retention.due_count(conn, now) > 0
     return {**done, "replannedClasses": replanned, "space": _reclaim(conn, vacuum), "more": more}
 
 
