@@ -54,15 +54,10 @@ def active(archive_path: str | os.PathLike | None) -> ModelFiles:
     base = locate()
     if not archive_path:
         return base
-    manifest_path = folder(archive_path) / MANIFEST
-    try:
-        stamp = manifest_path.stat().st_mtime_ns
-    except OSError:
-        return base
-    manifest = _manifest(manifest_path, stamp)
+    manifest = _read_manifest(archive_path)
     if not manifest or not manifest.get("accepted") or manifest.get("source") != base.fingerprint:
         return base
-    weights = manifest_path.parent / manifest["file"]
+    weights = folder(archive_path) / manifest["file"]
     return replace(base, weights=weights, variant=VARIANT) if weights.is_file() else base
 
 
@@ -72,15 +67,24 @@ def variant_status(archive_path: str | os.PathLike) -> dict[str, Any]:
         used = active(archive_path)
     except ModelUnavailable:
         return {"model": None, "optimized": None}
-    path = folder(archive_path) / MANIFEST
-    manifest = _manifest(path, path.stat().st_mtime_ns) if path.is_file() else None
+    manifest = _read_manifest(archive_path)
     verdict = None
     if manifest:
         verdict = {k: manifest.get(k) for k in ("accepted", "speedup", "meanCosine", "windows", "createdAt")}
-        verdict["file"] = str(path.parent / manifest.get("file", ""))
+        verdict["file"] = str(folder(archive_path) / manifest.get("file", ""))
         verdict["current"] = manifest.get("source") == locate().fingerprint
     return {"model": {"variant": used.variant, "fingerprint": used.fingerprint, "weights": str(used.weights)},
             "optimized": verdict}
+
+
+def _read_manifest(archive_path: str | os.PathLike) -> dict[str, Any] | None:
+    """The last verdict beside the archive (re-read only when the file changes), or None."""
+    path = folder(archive_path) / MANIFEST
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _manifest(path, stamp)
 
 
 @functools.lru_cache(maxsize=16)
