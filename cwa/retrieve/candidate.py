@@ -32,6 +32,14 @@ class Candidate:
     modes: list[str] = field(default_factory=list)  # lexical tier: the modes that found it (fusion)
     reranked: bool = False  # scored by the cross-encoder (order only; `score` is unchanged)
 
+    @classmethod
+    def of_window(cls, mode: str, match_type: str, score: float, raw: float, row: int, ordinal: int,
+                  start: int, end: int, content_hash: str, evidence: "WindowEvidence", **extra) -> "Candidate":
+        """A candidate whose evidence is one window (lexical, semantic, neighbour)."""
+        return cls(mode=mode, document_row=row, match_type=match_type, score=score, raw=raw, start=start, end=end,
+                   window=ordinal, matched=evidence.matched, coverage=evidence.coverage, text=evidence.text,
+                   center=evidence.center, alias=content_hash, **extra)
+
 
 @dataclass(frozen=True)
 class WindowEvidence:

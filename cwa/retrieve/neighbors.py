@@ -72,20 +72,8 @@ def _neighbor_candidates(ctx, windows: dict[int, tuple], qterms: list[str]) -> d
     found: dict[int, Candidate] = {}
     for _, row, ordinal, start, end, first, last, content_hash, *_ in windows.values():
         evidence = window_evidence(ctx.conn, row, start, end, first, last, qterms)
-        found[row] = Candidate(
-            mode="neighbor",
-            document_row=row,
-            match_type="neighbor",
-            score=calibration.lexical_score(qterms, evidence.matched),
-            raw=0.0,
-            start=start,
-            end=end,
-            window=ordinal,
-            matched=evidence.matched,
-            coverage=evidence.coverage,
-            text=evidence.text,
-            center=evidence.center,
-            alias=content_hash,
-            modes=["neighbor"],
+        found[row] = Candidate.of_window(
+            "neighbor", "neighbor", calibration.lexical_score(qterms, evidence.matched), 0.0,
+            row, ordinal, start, end, content_hash, evidence, modes=["neighbor"],
         )
     return found

@@ -496,25 +496,11 @@ def _lexical_search(
         seen_rows.add(row)
         seen_content.update((content_hash, digest))
         evidence = window_evidence(ctx.conn, row, start, end, first, last, qterms)
-        candidates.append(
-            Candidate(
-                mode="lexical",
-                document_row=row,
-                match_type="bm25",
-                score=calibration.lexical_score(qterms, evidence.matched),
-                raw=relevance,
-                start=start,
-                end=end,
-                window=ordinal,
-                matched=evidence.matched,
-                coverage=evidence.coverage,
-                max_idf=max((calibration.normalized_idf(df[t], total) for t in evidence.matched), default=0.0),
-                text=evidence.text,
-                center=evidence.center,
-                order=order,
-                alias=content_hash,
-            )
-        )
+        idf = max((calibration.normalized_idf(df[t], total) for t in evidence.matched), default=0.0)
+        candidates.append(Candidate.of_window(
+            "lexical", "bm25", calibration.lexical_score(qterms, evidence.matched), relevance,
+            row, ordinal, start, end, content_hash, evidence, max_idf=idf, order=order,
+        ))
         if len(candidates) > limit + NEAR_DUPLICATE_SLACK:
             break
     return candidates

@@ -48,23 +48,10 @@ def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: s
         seen_rows.add(row)
         seen_content.update((content_hash, digest))
         evidence = window_evidence(conn, row, start, end, first, last, qterms)
-        found.append(
-            Candidate(
-                mode="semantic",
-                document_row=row,
-                match_type="semantic",
-                score=calibration.semantic_score(similarity),
-                raw=round(similarity, 4),
-                start=start,
-                end=end,
-                window=ordinal,
-                matched=evidence.matched,
-                coverage=evidence.coverage,
-                text=evidence.text,
-                center=evidence.center,
-                alias=content_hash,
-            )
-        )
+        found.append(Candidate.of_window(
+            "semantic", "semantic", calibration.semantic_score(similarity), round(similarity, 4),
+            row, ordinal, start, end, content_hash, evidence,
+        ))
         if len(found) > limit + NEAR_DUPLICATE_SLACK:
             break
     return found
