@@ -18,8 +18,9 @@ from cwa import contract, limits
 from cwa.config import Settings, load_settings
 from cwa.contract import Method
 from cwa.errors import CwaError, InvalidRequest, ModelMissing
-from cwa.index import IndexHandler, default_handlers
+from cwa.index.handlers import default_handlers
 from cwa.store.admission import admit
+from cwa.store.derived import IndexHandler
 from cwa.store.connection import default_archive_path, open_connection, storage_error
 from cwa.store.reads import get_document
 from cwa.store.status import archive_status
@@ -143,7 +144,7 @@ def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    from cwa.store.checkpoint import archive_checkpoint, archive_previous_summary
+    from cwa.session.checkpoint import archive_checkpoint, archive_previous_summary
 
     project, session = request["project"], request["sessionId"]
     archive.conn.execute("PRAGMA synchronous = FULL")  # an oversized input is not re-sent: make it durable
@@ -160,7 +161,7 @@ def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _catalog(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    from cwa.store.checkpoint import session_catalog
+    from cwa.session.checkpoint import session_catalog
 
     return session_catalog(archive.conn, request["project"], request["sessionId"])
 
@@ -217,9 +218,13 @@ def _models_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _models_optimize(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    from cwa.model_variants import optimize
+    from cwa import model_variants
+    from cwa.index.semantic import sample_texts
 
-    return optimize(archive.conn, archive.path, archive.clock(), archive.progress)
+    def sample() -> list[str]:
+        return sample_texts(archive.conn, model_variants.SAMPLE, model_variants.SAMPLE_MIN_WORDS)
+
+    return model_variants.optimize(sample, archive.path, archive.clock(), archive.progress)
 
 
 def _preflight(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

@@ -32,16 +32,15 @@ import orjson
 
 from cwa.errors import Conflict, ModelMissing
 from cwa.models import Embedder, ModelFiles, ModelUnavailable, locate
-from cwa.store.reads import window_text
-from cwa.store.sqlfiles import queries
 
 VARIANT = "int8-dynamic-per-channel"
 MANIFEST = "embedding-variant.json"
 MIN_SPEEDUP = 1.2
 MIN_COSINE = 0.98
-MIN_SAMPLE = 40  # windows of at least QUERY_WORDS + 4 words
-SAMPLE = 400
 QUERY_WORDS = 8
+SAMPLE_MIN_WORDS = QUERY_WORDS + 4  # a sampled window holds a query span and more
+MIN_SAMPLE = 40  # windows of at least SAMPLE_MIN_WORDS words
+SAMPLE = 400
 
 
 def folder(archive_path: str | os.PathLike) -> Path:
@@ -95,13 +94,27 @@ def _manifest(path: Path, stamp: int) -> dict[str, Any] | None:
         return None
 
 
-def optimize(conn, archive_path: str | os.PathLike, now: str, progress: Callable[[int, int], None] | None = None) -> dict:
-    """Build (once) and benchmark the variant for this archive; record whether it is used."""
+def optimize(
+    sample: Callable[[], list[str]],
+    archive_path: str | os.PathLike,
+    now: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Build (once) and benchmark the variant for this archive; record whether it is used.
+    `sample()` gives up to SAMPLE of the archive's window texts of SAMPLE_MIN_WORDS+ words."""
     try:
         base = locate()
     except ModelUnavailable as exc:
         raise ModelMissing(str(exc), reason="model-unavailable") from exc
-    texts = _sample(conn)
+    texts = sample()
+    if len(texts) < MIN_SAMPLE:
+        raise Conflict(
+            f"the archive holds {len(texts)} window(s) of {SAMPLE_MIN_WORDS}+ words; the variant is measured on "
+            f"at least {MIN_SAMPLE} of them: archive more sessions, then run `cwa models optimize` again",
+            reason="too-few-windows",
+            windows=len(texts),
+            needed=MIN_SAMPLE,
+        )
     step = _stepper(progress, 4)
     out = folder(archive_path)
     out.mkdir(parents=True, exist_ok=True)
@@ -141,25 +154,6 @@ def optimize(conn, archive_path: str | os.PathLike, now: str, progress: Callable
     _write_atomically(out / MANIFEST, orjson.dumps(report, option=orjson.OPT_INDENT_2))
     step()
     return report
-
-
-def _sample(conn) -> list[str]:
-    texts = []
-    for row in conn.execute(queries("semantic")["sample_windows"], (SAMPLE * 2,)):
-        text = window_text(conn, *row)
-        if len(text.split()) >= QUERY_WORDS + 4:
-            texts.append(text)
-        if len(texts) == SAMPLE:
-            break
-    if len(texts) < MIN_SAMPLE:
-        raise Conflict(
-            f"the archive holds {len(texts)} window(s) of {QUERY_WORDS + 4}+ words; the variant is measured on "
-            f"at least {MIN_SAMPLE} of them: archive more sessions, then run `cwa models optimize` again",
-            reason="too-few-windows",
-            windows=len(texts),
-            needed=MIN_SAMPLE,
-        )
-    return texts
 
 
 def _build(weights: Path, target: Path, step) -> None:

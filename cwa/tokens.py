@@ -7,14 +7,14 @@ Every hint and recall budget is a hard bound under this estimator, never bytes/4
 - each ASCII punctuation character costs one token, and one more when JSON must escape it;
 - each non-ASCII character costs its UTF-8 bytes (CJK, emoji, accented letters);
 - a newline costs one token (two inside JSON); runs of spaces one per four.
-It upper-bounds the lexical index's term count for the same text (cwa.index.terms).
+It upper-bounds the lexical index's term count for the same text (cwa/index/terms.py).
 """
 
 from __future__ import annotations
 
 import re
 
-from cwa.index.terms import identifier_parts
+from cwa.identifiers import identifier_parts
 
 _PIECE = re.compile(r"[A-Za-z0-9_]+| +|\n|[\x00-\x7f]|[^\x00-\x7f]")
 _HEX = re.compile(r"[0-9a-fA-F]{8,}")

@@ -62,3 +62,7 @@ JOIN sessions AS s ON s.id = d.session_id
 JOIN projects AS p ON p.id = d.project_id
 WHERE p.identity = ? AND s.session_key = ? AND d.kind = 'checkpoint-root' AND d.state = 'live'
 ORDER BY d.created_at DESC, d.id DESC;
+
+-- name: locator_secret
+-- The archive's signing secret (cwa/store/secret.py), created once by migration 0001.
+SELECT value FROM meta WHERE key = 'locator_secret';

@@ -9,7 +9,7 @@ import pytest
 from conftest import hermetic_env, run_cwa
 from cwa.api import Archive
 from cwa.errors import CwaError
-from cwa.store.checkpoint import CATALOG_TOKENS, PART_BYTES, PREVIEW_TOKENS, split_parts
+from cwa.session.checkpoint import CATALOG_TOKENS, PART_BYTES, PREVIEW_TOKENS, split_parts
 from cwa.tokens import estimate_tokens
 
 P = "/work/ckpt"
@@ -80,7 +80,7 @@ def test_a_failed_part_write_leaves_no_usable_root_and_a_retry_completes(tmp_pat
                 raise OSError("disk went away")  # the 2nd part write fails
             return archive.admit(request)
 
-        from cwa.store.checkpoint import archive_checkpoint
+        from cwa.session.checkpoint import archive_checkpoint
 
         with pytest.raises(OSError):
             archive_checkpoint(failing, P, "s1", text)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from conftest import turn
 
 from cwa.api import Archive
-from cwa.index import HandlerResult, IndexTarget
+from cwa.store.derived import HandlerResult, IndexTarget
 
 
 @dataclass

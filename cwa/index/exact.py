@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import apsw
 
-from cwa.index import HandlerResult, IndexTarget
+from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 

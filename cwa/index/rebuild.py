@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import apsw
 
-from cwa.index import IndexHandler, IndexTarget, run_handlers
+from cwa.store.derived import IndexHandler, IndexTarget, run_handlers
 from cwa.store.connection import write_transaction
 from cwa.store.reads import read_bytes
 from cwa.store.serialization import SerializedDocument, SerializedMessage

@@ -14,7 +14,8 @@ from typing import Any
 
 import apsw
 
-from cwa.index import HandlerResult, IndexTarget
+from cwa.store.derived import HandlerResult, IndexTarget
+from cwa.model_variants import active
 from cwa.models import Embedder
 from cwa.store.connection import write_transaction
 from cwa.store.reads import window_text
@@ -32,6 +33,19 @@ class SemanticQueueHandler:
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
         conn.execute(queries("semantic")["enqueue_document"], {"row": target.document_row})
         return HandlerResult("complete", None)
+
+
+def sample_texts(conn: apsw.Connection, count: int, min_words: int) -> list[str]:
+    """Up to `count` window texts of at least `min_words` words, as embedded (`models optimize`
+    measures a model on them)."""
+    texts = []
+    for row in conn.execute(queries("semantic")["sample_windows"], (count * 2,)):
+        text = window_text(conn, *row)
+        if len(text.split()) >= min_words:
+            texts.append(text)
+        if len(texts) == count:
+            break
+    return texts
 
 
 def pending(conn: apsw.Connection) -> int:
@@ -111,9 +125,6 @@ class BackgroundEmbedder(DaemonWorker):
         self.model = None
 
     def step(self, conn: apsw.Connection) -> bool:
-        from cwa.model_variants import active
-        from cwa.models import Embedder
-
         if not pending(conn):
             return True
         if self.model is None:

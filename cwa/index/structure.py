@@ -12,7 +12,7 @@ from typing import Sequence
 
 import apsw
 
-from cwa.index import HandlerResult, IndexTarget
+from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
 
+from cwa.identifiers import identifier_split
 from cwa.index.porter import stem
 
 MAX_QUERY_TERMS = 20
@@ -28,9 +29,6 @@ STOP_WORDS = frozenset(
 )
 
 _RAW_TOKEN = re.compile(r"\w+")
-_IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+|[^\W_]+")
-# Where an identifier changes case: fooBar, foo2Bar, HTTPServer. (cwa.tokens charges by it too.)
-HUMP = re.compile(r"[a-z][A-Z]|[a-z][0-9]+[A-Z]|[A-Z][A-Z][a-z]")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -74,22 +72,12 @@ def _expand_uncached(raw: str) -> list[str]:
             else:
                 terms.extend(_expand_uncached(piece))
         return terms
-    core = text.strip("_")
-    is_identifier = "_" in core or HUMP.search(core)
-    parts = [p for chunk in core.split("_") for p in _IDENTIFIER_PART.findall(chunk)]
-    if not is_identifier or len(parts) <= 1:
-        term = _word(core)
+    parts = identifier_split(text)
+    if parts is None or len(parts) <= 1:
+        term = _word(text.strip("_"))
         return [term] if term else []
     whole = text.casefold()[:MAX_TERM_CHARS]  # identifiers are kept whole, unstemmed
     return [whole] + [t for t in (_word(p) for p in parts) if t]
-
-
-def identifier_parts(word: str) -> int:
-    """How many parts an ASCII identifier is indexed as besides itself (0: not split)."""
-    core = word.strip("_")
-    if "_" not in core and not HUMP.search(core):
-        return 0
-    return len([p for chunk in core.split("_") for p in _IDENTIFIER_PART.findall(chunk)])
 
 
 def term_starts(text: str) -> list[tuple[str, int]]:

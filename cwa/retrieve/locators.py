@@ -4,7 +4,7 @@
 
 The payload binds document id, version, the unit to materialize, window ordinal, match range, message ordinal (for a
 structural hit), index generation, lease id, project, session and scope. The secret is the
-archive's 32-byte `locator_secret`, so a locator is only valid for the archive that issued it.
+archive's 32-byte secret (cwa/store/secret.py), so a locator is only valid for the archive that issued it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import hashlib
 import hmac
 from dataclasses import astuple, dataclass, fields
 
-import apsw
 import orjson
 
 PREFIX = "cwa1"
@@ -42,16 +41,6 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def archive_secret(conn: apsw.Connection) -> bytes:
-    return conn.execute("SELECT value FROM meta WHERE key = 'locator_secret'").fetchone()[0]
-
-
-def archive_mac(conn: apsw.Connection, data: bytes, chars: int = 16) -> str:
-    """A hex HMAC-SHA256 of `data` under the archive's secret, cut to `chars`: proof that this
-    archive produced something (a catalog, a confirm token) without revealing the secret."""
-    return hmac.new(archive_secret(conn), data, hashlib.sha256).hexdigest()[:chars]
 
 
 def sign(locator: Locator, secret: bytes) -> str:

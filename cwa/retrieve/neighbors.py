@@ -18,7 +18,9 @@ from __future__ import annotations
 import orjson
 
 from cwa.retrieve import calibration
-from cwa.retrieve.candidate import Candidate, window_evidence
+from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.context import Context
+from cwa.retrieve.windows import WindowRow, admissible, window_candidate, window_evidence
 from cwa.store.sqlfiles import queries
 
 RANK_K = 2
@@ -28,7 +30,7 @@ def worth(rank: int) -> float:
     return 1.0 / (RANK_K + rank)
 
 
-def reorder(ctx, tier: list[Candidate], qterms: list[str], limit: int, taken: set[int], share: float) -> list[Candidate]:
+def reorder(ctx: Context, tier: list[Candidate], qterms: list[str], limit: int, taken: set[int], share: float) -> list[Candidate]:
     """The tier with neighbour credit, best first (stable: ties keep the fused order)."""
     if share <= 0 or not tier:
         return tier
@@ -56,24 +58,18 @@ def reorder(ctx, tier: list[Candidate], qterms: list[str], limit: int, taken: se
     return [in_tier.get(row) or added[row] for row in ranked if row in in_tier or row in added]
 
 
-def _admissible(ctx, windows: dict[int, int]) -> dict[int, tuple]:
+def _admissible(ctx: Context, windows: dict[int, int]) -> dict[int, WindowRow]:
     """Of the neighbours' windows, those live, in scope and not visible, by document row."""
-    if not windows:
-        return {}
-    rows = ctx.conn.execute(
-        queries("search")["admissible_windows"],
-        {"ids": orjson.dumps(list(windows.values())).decode(), "visible": ctx.visible, **ctx.filters()},
-    ).fetchall()
-    return {r[1]: r for r in rows}
+    return {r.document_row: r for r in admissible(ctx, dict.fromkeys(windows.values(), 0.0))}
 
 
-def _neighbor_candidates(ctx, windows: dict[int, tuple], qterms: list[str]) -> dict[int, Candidate]:
+def _neighbor_candidates(ctx: Context, windows: dict[int, WindowRow], qterms: list[str]) -> dict[int, Candidate]:
     """Candidates for admissible neighbour windows, with their own evidence."""
     found: dict[int, Candidate] = {}
-    for _, row, ordinal, start, end, first, last, content_hash, *_ in windows.values():
-        evidence = window_evidence(ctx.conn, row, start, end, first, last, qterms)
-        found[row] = Candidate.of_window(
+    for row, window in windows.items():
+        evidence = window_evidence(ctx.conn, window, qterms)
+        found[row] = window_candidate(
             "neighbor", "neighbor", calibration.lexical_score(qterms, evidence.matched), 0.0,
-            row, ordinal, start, end, content_hash, evidence, modes=["neighbor"],
+            window, evidence, modes=["neighbor"],
         )
     return found

@@ -29,7 +29,9 @@ from cwa.retrieve import calibration, hint_text
 from cwa.retrieve.continuity import FILLER_TERMS, MARKER, MARKER_MIN_IDF, SNIPPET, SUPPRESS, Decision, Evidence, Policy, decide
 from cwa.retrieve.intent import HISTORICAL_WORDS
 from cwa.retrieve.scope import resolve_scope
-from cwa.retrieve.search import Candidate, find_candidates, frequencies, make_context
+from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.context import frequencies, make_context
+from cwa.retrieve.search import find_candidates
 from cwa.store import exposure_ledger, hint_ledger
 from cwa.store.connection import write_transaction
 from cwa.store.sessions import ensure_project, ensure_session

@@ -22,7 +22,8 @@ from typing import Any
 
 import apsw
 
-from cwa.retrieve.locators import Locator, archive_secret, sign, verify
+from cwa.retrieve.locators import Locator, sign, verify
+from cwa.store.secret import archive_secret
 from cwa.retrieve.summary import document_summary
 from cwa.store import recall_feedback
 from cwa.store.leases import lease_active

@@ -7,34 +7,37 @@ sources reorders near-equals; it never outweighs relevance (at most +15%).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
 import apsw
-import orjson
 
 from cwa import limits
 from cwa.config import Settings
 from cwa.errors import InvalidRequest, LimitExceeded
 from cwa.index.exact import Anchor, fold, query_anchors
-from cwa.index.lexical import WEIGHTS
+from cwa.index.lexical import COLUMNS, WEIGHTS
+from cwa.index.semantic import pending
 from cwa.index.structure import CUE_THRESHOLD
 from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, query_terms, terms, tokens
-from cwa.retrieve import calibration, importance, neighbors
+from cwa.models import ModelUnavailable, reranker, reranker_dir
+from cwa.retrieve import calibration, expansion, importance, neighbors
+from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.context import Context, frequencies, make_context
 from cwa.retrieve.fusion import fuse
-from cwa.retrieve.candidate import Candidate, window_evidence
-from cwa.retrieve.locators import Locator, archive_secret, sign
+from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
-from cwa.retrieve.scope import Scope, resolve_scope
+from cwa.retrieve.scope import resolve_scope
+from cwa.retrieve.semantic import semantic_candidates
 from cwa.retrieve.summary import document_summary
+from cwa.retrieve.windows import Ranking, WindowRow, best_admissible, distinct_candidates, window_candidate, window_evidence
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
 from cwa.store.reads import read_bytes
+from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
 
-NEAR_DUPLICATE_SLACK = 3  # extra candidates read, so collapsing near copies still fills a page
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 RELATION_POOL = 200  # newest cue messages considered
@@ -53,32 +56,6 @@ RELATIONS = {
     "latest-answer": "answer",
     "latest-decision": "decision",
 }
-
-
-@dataclass
-class Context:
-    conn: apsw.Connection
-    scope: Scope
-    visible: str | None  # JSON array of message keys, for SQL
-    visible_keys: frozenset[str]
-    now: str
-    lineage: set[int]
-    frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
-    include_superseded: bool = False  # preflight looks at them only to name its reason
-
-    def filters(self) -> dict:
-        return {**self.scope.params(), "superseded": int(self.include_superseded)}
-
-
-def make_context(
-    conn: apsw.Connection, scope: Scope, visible: list[str], now: str, session_id: str | None
-) -> Context:
-    """What every candidate query needs: scope, visible keys (also as JSON for SQL), the lineage
-    of the asking session (preferred on near-ties)."""
-    lineage: set[int] = set(orjson.loads(scope.session_rows)) if scope.session_rows else set()
-    if not lineage and scope.project_row and session_id:
-        lineage = {r[0] for r in conn.execute(queries("search")["session_lineage"], (scope.project_row, session_id))}
-    return Context(conn, scope, orjson.dumps(visible).decode() if visible else None, frozenset(visible), now, lineage)
 
 
 def find_candidates(
@@ -191,8 +168,6 @@ RERANK_PASSAGE_TOKENS = 256
 def _rerank(settings: Settings, wanted: bool, query: str, tiers: list[list[Candidate]]) -> bool:
     """Reorder the top of the lexical/semantic tier by a cross-encoder, when one is installed and
     `rerankerEnabled` (in place; stable; `score` untouched). Any failure keeps the fused order."""
-    from cwa.models import ModelUnavailable, reranker, reranker_dir
-
     if not wanted or not settings["rerankerEnabled"] or not tiers[1]:
         return False
     try:
@@ -223,8 +198,6 @@ def _weak(tiers: list[list[Candidate]]) -> bool:
 def _expand(ctx: Context, request: dict[str, Any], qterms: list[str], tiers: list[list[Candidate]], limit: int) -> list[str]:
     """Bo1 expansion on weak evidence: the expanded query's windows are fused into the lexical tier
     (in place); their scores and coverage stay those of the original query terms."""
-    from cwa.retrieve import expansion
-
     if request.get("expansion") is False or len(tiers) < 2 or not tiers[1] or not _weak(tiers):
         return []
     feedback = [c.text for c in tiers[1][: expansion.FEEDBACK_WINDOWS]]
@@ -266,9 +239,6 @@ def _semantic_rescue(
     exact = tiers[0]
     lexical = tiers[1] if len(tiers) > 1 else []
     wanted = policy == "always" or _weak(tiers)
-    from cwa.index.semantic import pending
-    from cwa.retrieve.semantic import semantic_candidates
-
     report: dict[str, Any] = {"policy": policy, "used": False, "pendingWindows": None}
     if not wanted or len(exact) >= limit:
         return report
@@ -386,17 +356,6 @@ def _position_visible(ctx: Context, document_row: int, position: int) -> bool:
 # --- lexical -----------------------------------------------------------------------------------
 
 
-def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
-    """Window frequency of each term (looked up once per search) and the number of windows."""
-    sql = queries("search")
-    for word in words:
-        if word not in ctx.frequencies:  # one indexed lookup: fts5vocab does not push IN down
-            row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()
-            ctx.frequencies[word] = row[0] if row else 0
-    total = ctx.conn.execute(sql["window_count"]).fetchone()[0]
-    return {w: ctx.frequencies[w] for w in words}, total
-
-
 def _select_terms(ctx: Context, query: str) -> list[str]:
     """The query's distinct terms; past MAX_QUERY_TERMS, the most specific and rarest."""
     distinct = query_terms(query)
@@ -431,30 +390,7 @@ def match_expressions(qterms: list[str], df: dict[str, int]) -> list[str]:
     return [broad]
 
 
-RANKING = "bm25({})".format(", ".join(str(WEIGHTS[c]) for c in ("title", "user", "assistant", "body")))
-
-
-def _admissible_windows(ctx: Context, match: str, limit: int, taken: set[int]) -> list[tuple]:
-    """Top windows by BM25F that are live, in scope and not visible, best first.
-
-    FTS5 ranks on its own (its fastest path); the scope, state and visibility filters then run in
-    SQL on those window ids. Until more than `limit` documents not already `taken` pass, the next,
-    four times larger batch is ranked, or the matches run out; the rows returned are the best
-    admissible ones, as filtering before ranking would give them.
-    """
-    sql = queries("search")
-    k = max(LEXICAL_POOL, 8 * limit)
-    while True:
-        top = ctx.conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": k}).fetchall()
-        raw = dict(top)
-        admissible = ctx.conn.execute(
-            sql["admissible_windows"],
-            {"ids": orjson.dumps(list(raw)).decode(), "visible": ctx.visible, **ctx.filters()},
-        ).fetchall()
-        rows = sorted((r + (raw[r[0]],) for r in admissible), key=lambda r: (r[-1], r[0]))
-        if len(top) < k or len({r[1] for r in rows} - taken) > limit:
-            return rows
-        k *= 4
+RANKING = "bm25({})".format(", ".join(str(WEIGHTS[c]) for c in COLUMNS))
 
 
 def _lexical_search(
@@ -465,45 +401,48 @@ def _lexical_search(
     matchable: Callable[[str, float], bool] | None = None,
 ) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
-    per identical content; evidence is computed only for what can be shown (plus one, for the
-    margin, and a few more in case near copies are collapsed)."""
+    per identical content."""
     if not qterms:
         return []
     df, total = frequencies(ctx, qterms)
     wanted = qterms
     if matchable is not None:
         wanted = [t for t in qterms if matchable(t, calibration.normalized_idf(df[t], total))]
-    rows: list[tuple] = []
+    rows: list[WindowRow] = []
     seen_windows: set[int] = set()
     for match in match_expressions(wanted, df):
-        for found in _admissible_windows(ctx, match, limit, taken):
-            if found[0] not in seen_windows:
-                seen_windows.add(found[0])
+        for found in best_admissible(ctx, _bm25f(ctx, match), max(LEXICAL_POOL, 8 * limit), limit, taken):
+            if found.window_id not in seen_windows:
+                seen_windows.add(found.window_id)
                 rows.append(found)
-        if len({r[1] for r in rows} - taken) > limit:
+        if len({r.document_row for r in rows} - taken) > limit:
             break
-    ranked = []
-    for _, row, ordinal, start, end, first, last, content_hash, created_at, session_row, digest, raw in rows:
-        boost = 1.0 + (LINEAGE_BOOST if session_row in ctx.lineage else 0.0)
-        boost += RECENCY_BOOST / (1.0 + max(0.0, age_days(created_at, ctx.now)) / RECENCY_DAYS)
-        ranked.append((-raw * boost, row, ordinal, start, end, first, last, content_hash, -raw, digest))
-    ranked.sort(key=lambda r: (-r[0], r[1], r[2]))
-    candidates: list[Candidate] = []
-    seen_rows, seen_content = set(taken), set()
-    for order, row, ordinal, start, end, first, last, content_hash, relevance, digest in ranked:
-        if row in seen_rows or content_hash in seen_content or digest in seen_content:
-            continue
-        seen_rows.add(row)
-        seen_content.update((content_hash, digest))
-        evidence = window_evidence(ctx.conn, row, start, end, first, last, qterms)
+    preferred = {r.window_id: r.score * _preference(ctx, r) for r in rows}
+    rows.sort(key=lambda r: (-preferred[r.window_id], r.document_row, r.ordinal))
+
+    def candidate(window: WindowRow) -> Candidate:
+        evidence = window_evidence(ctx.conn, window, qterms)
         idf = max((calibration.normalized_idf(df[t], total) for t in evidence.matched), default=0.0)
-        candidates.append(Candidate.of_window(
-            "lexical", "bm25", calibration.lexical_score(qterms, evidence.matched), relevance,
-            row, ordinal, start, end, content_hash, evidence, max_idf=idf, order=order,
-        ))
-        if len(candidates) > limit + NEAR_DUPLICATE_SLACK:
-            break
-    return candidates
+        return window_candidate("lexical", "bm25", calibration.lexical_score(qterms, evidence.matched), window.score,
+                                window, evidence, max_idf=idf, order=preferred[window.window_id])
+
+    return distinct_candidates(rows, taken, limit, candidate)
+
+
+def _bm25f(ctx: Context, match: str) -> Ranking:
+    """FTS5's own top k for an expression (its fastest path), as relevance: -bm25(), higher better."""
+
+    def rank(k: int) -> tuple[dict[int, float], bool]:
+        top = ctx.conn.execute(queries("search")["lexical_top"], {"match": match, "ranking": RANKING, "k": k}).fetchall()
+        return {window: -raw for window, raw in top}, len(top) < k
+
+    return rank
+
+
+def _preference(ctx: Context, window: WindowRow) -> float:
+    """The modest lineage/recency multiplier a window's relevance gets (at most +15%)."""
+    boost = 1.0 + (LINEAGE_BOOST if window.session_row in ctx.lineage else 0.0)
+    return boost + RECENCY_BOOST / (1.0 + max(0.0, age_days(window.created_at, ctx.now)) / RECENCY_DAYS)
 
 
 # --- structural --------------------------------------------------------------------------------

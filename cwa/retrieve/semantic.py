@@ -1,11 +1,9 @@
 """Semantic candidates: windows whose embedding is nearest the query's, in scope, in SQL.
 
-Phase 1 asks sqlite-vec for the nearest embedded contents across the archive; phase 2 joins them
-to their windows and keeps, in SQL, those that are live, in scope and not visible. Until more than
-`limit` new documents pass, the next, four times larger batch is asked for (or the vectors run
-out), so scope never becomes a filter on a global top-k in Python. Anything that keeps the model
-from answering (not installed, failing, vectors of another model) yields None: search then stays
-lexical.
+sqlite-vec ranks the nearest embedded contents across the archive; those contents' windows are
+then kept, in SQL, when live, in scope and not visible (cwa/retrieve/windows.py widens the batch
+until enough pass). Anything that keeps the model from answering (not installed, failing, vectors
+of another model) yields None: search then stays lexical.
 """
 
 from __future__ import annotations
@@ -16,15 +14,18 @@ from cwa.index import semantic as semantic_index
 from cwa.model_variants import active
 from cwa.models import ModelUnavailable, embedder
 from cwa.retrieve import calibration
-from cwa.retrieve.candidate import Candidate, window_evidence
-from cwa.retrieve.search import NEAR_DUPLICATE_SLACK
+from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.context import Context
+from cwa.retrieve.windows import best_admissible, distinct_candidates, window_candidate, window_evidence
 from cwa.store.sqlfiles import queries
 
 SEMANTIC_POOL = 40  # nearest contents asked for first (at least 8 × limit)
 MAX_K = 4096  # sqlite-vec's largest k
 
 
-def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: set[int]) -> list[Candidate] | None:
+def semantic_candidates(
+    ctx: Context, query: str, qterms: list[str], limit: int, taken: set[int]
+) -> list[Candidate] | None:
     """Candidates by cosine similarity, best first, one per document; None when unavailable."""
     conn = ctx.conn
     stored = semantic_index.stored_fingerprint(conn)
@@ -39,41 +40,19 @@ def semantic_candidates(ctx, query: str, qterms: list[str], limit: int, taken: s
         vector = model.embed([query])[0].tobytes()
     except Exception:  # a failing model degrades to the lexical result
         return None
-    rows = _admissible(ctx, vector, limit, taken)
-    found: list[Candidate] = []
-    seen_rows, seen_content = set(taken), set()
-    for _, row, ordinal, start, end, first, last, content_hash, _, _, digest, similarity in rows:
-        if row in seen_rows or content_hash in seen_content or digest in seen_content:
-            continue
-        seen_rows.add(row)
-        seen_content.update((content_hash, digest))
-        evidence = window_evidence(conn, row, start, end, first, last, qterms)
-        found.append(Candidate.of_window(
-            "semantic", "semantic", calibration.semantic_score(similarity), round(similarity, 4),
-            row, ordinal, start, end, content_hash, evidence,
-        ))
-        if len(found) > limit + NEAR_DUPLICATE_SLACK:
-            break
-    return found
-
-
-def _admissible(ctx, vector: bytes, limit: int, taken: set[int]) -> list[tuple]:
-    """Windows of the nearest contents that pass scope, state and visibility, nearest first."""
     sql = queries("semantic")
-    available = ctx.conn.execute(sql["embedded_count"]).fetchone()[0]
-    available = min(available, MAX_K)
-    k = min(max(SEMANTIC_POOL, 8 * limit), available)
-    while k > 0:
-        nearest = ctx.conn.execute(sql["nearest"], {"vector": vector, "k": k}).fetchall()
-        similarity = {row: 1.0 - distance for row, distance in nearest}
-        holders = ctx.conn.execute(sql["windows_of_contents"], {"ids": orjson.dumps(list(similarity)).decode()})
-        closeness = {window: similarity[content] for content, window in holders}
-        admissible = ctx.conn.execute(
-            queries("search")["admissible_windows"],
-            {"ids": orjson.dumps(list(closeness)).decode(), "visible": ctx.visible, **ctx.filters()},
-        ).fetchall()
-        rows = sorted((r + (closeness[r[0]],) for r in admissible), key=lambda r: (-r[-1], r[0]))
-        if k >= available or len({r[1] for r in rows} - taken) > limit:
-            return rows
-        k = min(k * 4, available)
-    return []
+    available = min(conn.execute(sql["embedded_count"]).fetchone()[0], MAX_K)
+    if not available:
+        return []
+
+    def nearest(k: int) -> tuple[dict[int, float], bool]:
+        k = min(k, available)
+        similarity = {row: 1.0 - distance for row, distance in conn.execute(sql["nearest"], {"vector": vector, "k": k})}
+        holders = conn.execute(sql["windows_of_contents"], {"ids": orjson.dumps(list(similarity)).decode()})
+        return {window: similarity[content] for content, window in holders}, k >= available
+
+    rows = best_admissible(ctx, nearest, max(SEMANTIC_POOL, 8 * limit), limit, taken)
+    return distinct_candidates(rows, taken, limit, lambda window: window_candidate(
+        "semantic", "semantic", calibration.semantic_score(window.score), round(window.score, 4),
+        window, window_evidence(conn, window, qterms),
+    ))

@@ -4,7 +4,7 @@ Everything that can be computed without the database (serialization, keys, diges
 hashes) happens before the write lock is taken. A retry of identical input is answered from a
 read and writes nothing. Otherwise one IMMEDIATE transaction inserts the project, session,
 chunks, document, chunk ranges and message coordinates, marks a superseded document, and runs
-the index handlers (each in its own savepoint, see cwa.index).
+the derived-index handlers the caller composed (each in its own savepoint, see cwa/store/derived.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import orjson
 
 from cwa import limits
 from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
-from cwa.index import IndexHandler, IndexTarget, prepare_handlers, run_handlers
+from cwa.store.derived import IndexHandler, IndexTarget, prepare_handlers, run_handlers
 from cwa.store import retention
 from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import apsw
+import blake3
 import orjson
 
 from cwa import limits
@@ -176,6 +177,26 @@ def read_range(
     }
 
 
+def read_checkpoint(conn: apsw.Connection, metadata: str | None) -> str | None:
+    """The original text of a checkpoint root, from its parts' message text (None: not a root)."""
+    manifest = (orjson.loads(metadata) if metadata else {}).get("checkpoint")
+    if not manifest:
+        return None
+    sql = queries("reads")
+    pieces = []
+    for document_id, version, size in manifest["parts"]:
+        row = conn.execute(sql["part_text_range"], (document_id, version)).fetchone()
+        if row is None:
+            return None
+        document_row, start, end = row
+        data, _ = read_bytes(conn, document_row, start, end)
+        if len(data) != size:
+            return None
+        pieces.append(data.decode("utf-8"))
+    text = "".join(pieces)
+    return text if blake3.blake3(text.encode("utf-8")).hexdigest() == manifest["digest"] else None
+
+
 GONE_STATES = ("expired", "tombstoned")
 
 
@@ -192,8 +213,6 @@ def get_document(
         return read_range(conn, doc, byte_range["start"], byte_range["end"])
     result = _header(doc, conn)
     if doc["kind"] == "checkpoint-root":
-        from cwa.store.checkpoint import read_checkpoint  # the original text, from its parts
-
         original = read_checkpoint(conn, doc["metadata"])
         if original is not None and len(original.encode("utf-8")) <= limits.GET_MAX_RESULT_BYTES:
             return {**result, "complete": True, "text": original, "checkpoint": True}

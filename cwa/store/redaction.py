@@ -18,7 +18,7 @@ import apsw
 import orjson
 
 from cwa.errors import Conflict
-from cwa.retrieve.locators import archive_mac
+from cwa.store.secret import archive_mac
 from cwa.store.connection import write_transaction
 from cwa.store.sqlfiles import queries
 

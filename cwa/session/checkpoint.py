@@ -6,7 +6,7 @@ only when every part is written admits the `checkpoint-root` — a bounded manif
 in its metadata. Until the root exists nothing is usable; a failed or empty part write raises
 before it, so no success is ever returned for a partial archive. A retry admits nothing new and
 returns the same ids (every admission is idempotent). `get` of the root id returns the original
-text, reassembled from the parts (`read_checkpoint`).
+text, reassembled from the parts (`read_checkpoint` in cwa/store/reads.py).
 
 Beside the ids, the caller gets what may go into the live prompt instead of the text:
 - `preview`: deterministic head (70%) and tail (30%) within PREVIEW_TOKENS (cwa/tokens.py), with
@@ -32,8 +32,7 @@ import orjson
 
 from cwa.errors import Internal
 from cwa.index.terms import terms
-from cwa.retrieve.locators import archive_mac
-from cwa.store.reads import read_bytes
+from cwa.store.secret import archive_mac
 from cwa.store.sqlfiles import queries
 from cwa.tokens import estimate_tokens, fit_around
 
@@ -140,26 +139,6 @@ def catalog_entry(head: str, tail: str, size: int, digest: str) -> dict[str, Any
     counts = Counter(t for t in terms(head + "\n" + tail) if len(t) >= 4 and not t.isdigit())
     salient = [t for t, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:SALIENT_TERMS]]
     return {"topic": topic, "salientTerms": salient, "bytes": size, "blake3": digest}
-
-
-def read_checkpoint(conn: apsw.Connection, metadata: str | None) -> str | None:
-    """The original text of a checkpoint root, from its parts' message text (None: not a root)."""
-    manifest = (orjson.loads(metadata) if metadata else {}).get("checkpoint")
-    if not manifest:
-        return None
-    sql = queries("reads")
-    pieces = []
-    for document_id, version, size in manifest["parts"]:
-        row = conn.execute(sql["part_text_range"], (document_id, version)).fetchone()
-        if row is None:
-            return None
-        document_row, start, end = row
-        data, _ = read_bytes(conn, document_row, start, end)
-        if len(data) != size:
-            return None
-        pieces.append(data.decode("utf-8"))
-    text = "".join(pieces)
-    return text if blake3.blake3(text.encode("utf-8")).hexdigest() == manifest["digest"] else None
 
 
 def render_catalog(conn: apsw.Connection, entries: list[dict[str, Any]]) -> str:

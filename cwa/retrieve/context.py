@@ -1,0 +1,51 @@
+"""What every candidate query of one search (or preflight) shares: scope, visible keys, lineage,
+the clock, and the lexical index's term frequencies looked up so far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+import orjson
+
+from cwa.retrieve.scope import Scope
+from cwa.store.sqlfiles import queries
+
+NEAR_DUPLICATE_SLACK = 3  # extra candidates read, so collapsing near copies still fills a page
+
+
+@dataclass
+class Context:
+    conn: apsw.Connection
+    scope: Scope
+    visible: str | None  # JSON array of message keys, for SQL
+    visible_keys: frozenset[str]
+    now: str
+    lineage: set[int]
+    frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
+    include_superseded: bool = False  # preflight looks at them only to name its reason
+
+    def filters(self) -> dict:
+        return {**self.scope.params(), "superseded": int(self.include_superseded)}
+
+
+def make_context(
+    conn: apsw.Connection, scope: Scope, visible: list[str], now: str, session_id: str | None
+) -> Context:
+    """What every candidate query needs: scope, visible keys (also as JSON for SQL), the lineage
+    of the asking session (preferred on near-ties)."""
+    lineage: set[int] = set(orjson.loads(scope.session_rows)) if scope.session_rows else set()
+    if not lineage and scope.project_row and session_id:
+        lineage = {r[0] for r in conn.execute(queries("search")["session_lineage"], (scope.project_row, session_id))}
+    return Context(conn, scope, orjson.dumps(visible).decode() if visible else None, frozenset(visible), now, lineage)
+
+
+def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
+    """Window frequency of each term (looked up once per search) and the number of windows."""
+    sql = queries("search")
+    for word in words:
+        if word not in ctx.frequencies:  # one indexed lookup: fts5vocab does not push IN down
+            row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()
+            ctx.frequencies[word] = row[0] if row else 0
+    total = ctx.conn.execute(sql["window_count"]).fetchone()[0]
+    return {w: ctx.frequencies[w] for w in words}, total

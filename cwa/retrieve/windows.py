@@ -1,0 +1,121 @@
+"""Window rows for the lexical, semantic and neighbour candidates: ranked by a mode, kept only
+when admissible, and turned into at most one candidate per document and per content.
+
+A mode ranks windows across the whole archive on its own fastest path (FTS5's `bm25()`,
+sqlite-vec's KNN); the scope, state and visibility filters then run in SQL on those window ids
+(`admissible_windows` in sql/search.sql). Until more than `limit` documents not already taken
+pass, the next, WIDEN times larger batch is ranked, or the mode runs out, so the rows returned are
+the best admissible ones, as filtering before ranking would give them, and scope never becomes a
+filter on a global top-k in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import apsw
+import orjson
+
+from cwa.index.terms import tokens
+from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.context import NEAR_DUPLICATE_SLACK, Context
+from cwa.store.reads import window_text
+from cwa.store.sqlfiles import queries
+
+WIDEN = 4  # each further batch a mode ranks is this many times larger
+
+
+class WindowRow(NamedTuple):
+    """One admissible window (a row of `admissible_windows`) and the score its mode gave it."""
+
+    window_id: int
+    document_row: int
+    ordinal: int
+    start: int
+    end: int
+    first_message: int
+    last_message: int
+    content_hash: str
+    created_at: str
+    session_row: int
+    text_digest: str
+    score: float = 0.0  # higher is better: BM25F relevance, cosine similarity
+
+
+# A mode's ranking for a batch size k: {window id: score, higher better}, and whether the mode
+# has nothing beyond this batch.
+Ranking = Callable[[int], tuple[dict[int, float], bool]]
+
+
+def admissible(ctx: Context, scores: dict[int, float]) -> list[WindowRow]:
+    """Of the windows in `scores`, those live, in scope and not visible, best first."""
+    if not scores:
+        return []
+    found = ctx.conn.execute(
+        queries("search")["admissible_windows"],
+        {"ids": orjson.dumps(list(scores)).decode(), "visible": ctx.visible, **ctx.filters()},
+    )
+    rows = [WindowRow(*row, score=scores[row[0]]) for row in found]
+    return sorted(rows, key=lambda r: (-r.score, r.window_id))
+
+
+def best_admissible(ctx: Context, rank: Ranking, k: int, limit: int, taken: set[int]) -> list[WindowRow]:
+    """The best admissible windows of a mode: widen its batch until more than `limit` documents
+    not in `taken` pass, or it has no more to give."""
+    while True:
+        scores, exhausted = rank(k)
+        rows = admissible(ctx, scores)
+        if exhausted or len({r.document_row for r in rows} - taken) > limit:
+            return rows
+        k *= WIDEN
+
+
+def distinct_candidates(
+    rows: Iterable[WindowRow], taken: set[int], limit: int, make: Callable[[WindowRow], Candidate]
+) -> list[Candidate]:
+    """Candidates from window rows in order, one per document and per identical content (window
+    bytes or document text), skipping `taken` documents; evidence is computed (by `make`) only for
+    what can be shown, plus one for the margin and a few in case near copies are collapsed."""
+    found: list[Candidate] = []
+    seen_rows, seen_content = set(taken), set()
+    for row in rows:
+        if row.document_row in seen_rows or row.content_hash in seen_content or row.text_digest in seen_content:
+            continue
+        seen_rows.add(row.document_row)
+        seen_content.update((row.content_hash, row.text_digest))
+        found.append(make(row))
+        if len(found) > limit + NEAR_DUPLICATE_SLACK:
+            break
+    return found
+
+
+@dataclass(frozen=True)
+class WindowEvidence:
+    text: str  # the window's message text, as the lexical index saw it
+    matched: list[str]  # the query terms it holds, in query order
+    coverage: float
+    center: int  # character offset of the first matched term (0 when none)
+
+
+def window_evidence(conn: apsw.Connection, window: WindowRow, qterms: list[str]) -> WindowEvidence:
+    """A window's text and what of the query it holds: the evidence every mode's candidate carries."""
+    text = window_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
+    window_tokens = list(tokens(text))
+    present = {t.term for t in window_tokens}
+    matched = [t for t in qterms if t in present]
+    wanted = set(matched)
+    center = next((t.start for t in window_tokens if t.term in wanted), 0)
+    coverage = round(len(matched) / len(qterms), 4) if qterms else 0.0
+    return WindowEvidence(text, matched, coverage, center)
+
+
+def window_candidate(
+    mode: str, match_type: str, score: float, raw: float, window: WindowRow, evidence: WindowEvidence, **extra
+) -> Candidate:
+    """A candidate whose evidence is one window (lexical, semantic, neighbour)."""
+    return Candidate(mode=mode, document_row=window.document_row, match_type=match_type, score=score, raw=raw,
+                     start=window.start, end=window.end, window=window.ordinal, matched=evidence.matched,
+                     coverage=evidence.coverage, text=evidence.text, center=evidence.center,
+                     alias=window.content_hash, **extra)

@@ -1,0 +1,99 @@
+"""The derived-index handler protocol the store runs at admission and rebuild.
+
+The store owns the canonical rows and runs, inside the admission transaction, whatever handlers
+the caller composed (cwa/index/ implements them; cwa/api.py picks them). Each handler runs inside
+its own SAVEPOINT: a handler that gives up (or fails) rolls back only its own rows and records
+`skipped`, a handler that ran out of its work budget keeps what it wrote and records `partial`,
+and the canonical document commits either way.
+
+A handler may also have `prepare(kind, document)`: pure work (tokenizing, extracting anchors)
+that admission runs before it takes the write lock, so other writers wait only for the inserts.
+Its result reaches `index` as `target.prepared[handler.name]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+import apsw
+
+from cwa.store.serialization import SerializedDocument
+from cwa.store.sqlfiles import queries
+from cwa.vocabulary import INDEX_OUTCOMES
+
+
+@dataclass(frozen=True)
+class IndexTarget:
+    """What a handler may index: one admitted document, canonical rows already inserted."""
+
+    document_row: int
+    kind: str
+    document: SerializedDocument
+    prepared: dict[str, Any] = field(default_factory=dict)  # handler name → its prepare() result
+
+
+@dataclass(frozen=True)
+class HandlerResult:
+    outcome: str  # one of INDEX_OUTCOMES: complete | partial | skipped
+    detail: str | None = None
+
+
+class IndexHandler(Protocol):
+    name: str
+
+    def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult: ...
+
+
+class _PrepareFailed:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def prepare_handlers(
+    handlers: Sequence[IndexHandler], kind: str, document: SerializedDocument
+) -> dict[str, Any]:
+    """Run each handler's optional pure `prepare` step (no database, no lock)."""
+    prepared: dict[str, Any] = {}
+    for handler in handlers:
+        prepare = getattr(handler, "prepare", None)
+        if prepare is None:
+            continue
+        try:
+            prepared[handler.name] = prepare(kind, document)
+        except Exception as exc:  # recorded as `skipped` when the handler runs
+            prepared[handler.name] = _PrepareFailed(exc)
+    return prepared
+
+
+def run_handlers(
+    conn: apsw.Connection,
+    handlers: Sequence[IndexHandler],
+    generation_id: int,
+    target: IndexTarget,
+) -> dict[str, str]:
+    """Run each handler in its own savepoint and record its outcome; return name → outcome."""
+    sql = queries("admission")
+    outcomes: dict[str, str] = {}
+    for handler in handlers:
+        savepoint = f"handler_{len(outcomes)}"
+        conn.execute(f"SAVEPOINT {savepoint}")
+        try:
+            failed = target.prepared.get(handler.name)
+            if isinstance(failed, _PrepareFailed):
+                raise failed.error
+            result = handler.index(conn, target)
+            if result.outcome not in INDEX_OUTCOMES:
+                raise ValueError(f"handler {handler.name} returned outcome {result.outcome!r}")
+            if result.outcome == "skipped":
+                conn.execute(f"ROLLBACK TO {savepoint}")  # a skipped handler publishes nothing
+        except Exception as exc:  # a failing handler must never cost the canonical document
+            conn.execute(f"ROLLBACK TO {savepoint}")
+            result = HandlerResult("skipped", f"error: {type(exc).__name__}: {exc}"[:1000])
+        conn.execute(f"RELEASE {savepoint}")
+        conn.execute(
+            sql["insert_outcome"],
+            (generation_id, target.document_row, handler.name, result.outcome, result.detail),
+        )
+        outcomes[handler.name] = result.outcome
+    return outcomes

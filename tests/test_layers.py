@@ -1,0 +1,158 @@
+"""Layers point one way: host → api → session → retrieve → index → store → leaf modules.
+
+Every import of every module (module-level or inside a function, read with `ast`) may name a
+module of its own layer or of a lower one, never a higher one, and no chain of imports may lead
+back to where it started. A name a lower layer needs lives in the lower layer.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+# Lowest first. A package name covers every module under it; `cwa.evaluation` is eval/retrieval/
+# (shipped inside the package under that name).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("leaf", ("cwa", "cwa.config", "cwa.errors", "cwa.limits", "cwa.tokens", "cwa.timestamps", "cwa.vocabulary",
+              "cwa.identifiers", "cwa.models", "cwa.model_variants", "cwa.model_install")),
+    ("store", ("cwa.store",)),
+    ("index", ("cwa.index",)),
+    ("retrieve", ("cwa.retrieve",)),
+    ("session", ("cwa.session",)),
+    ("api", ("cwa.api", "cwa.contract")),
+    ("host", ("cwa.cli", "cwa.serve", "cwa.demo", "cwa.__main__", "cwa.evaluation")),
+)
+SOURCES = (("cwa", REPO / "cwa"), ("cwa.evaluation", REPO / "eval" / "retrieval"))
+
+
+def module_files(sources) -> dict[str, Path]:
+    found = {}
+    for package, folder in sources:
+        for path in sorted(folder.rglob("*.py")):
+            parts = [package, *path.relative_to(folder).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def imports_of(name: str, path: Path, modules: set[str]) -> set[str]:
+    """The package modules `name` imports anywhere in its file (functions included)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                found.add(submodule if submodule in modules else base)
+    return {m for m in found if m in modules and m != name}
+
+
+def layer_of(module: str) -> int | None:
+    best = None  # the longest matching prefix wins: cwa.store.x is store, not the leaf `cwa`
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + ".") and prefix != "cwa":
+                if best is None or len(prefix) > best[1]:
+                    best = (rank, len(prefix))
+    return best[0] if best else None
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected group of more than one module, as one closed import chain."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [_chain(graph, group) for group in groups]
+
+
+def _chain(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest import chain from the group's first module back to itself."""
+    start = min(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph[node] & group):
+                if target == start:
+                    return paths[node] + [start]
+                if target not in paths:
+                    paths[target] = paths[node] + [target]
+                    following.append(target)
+        frontier = following
+    raise AssertionError("a strongly connected group always has a cycle")
+
+
+def violations(sources) -> list[str]:
+    files = module_files(sources)
+    graph = {name: imports_of(name, path, set(files)) for name, path in files.items()}
+    problems = [f"{name} has no layer: add it to LAYERS in tests/test_layers.py"
+                for name in sorted(graph) if layer_of(name) is None]
+    for name, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            low, high = layer_of(name), layer_of(target)
+            if low is not None and high is not None and high > low:
+                problems.append(f"{name} ({LAYERS[low][0]}) imports {target} ({LAYERS[high][0]}): "
+                                f"an import up a layer")
+    problems += [f"import cycle: {' -> '.join(chain)}" for chain in cycles(graph)]
+    return problems
+
+
+def test_every_import_points_down_a_layer_and_none_forms_a_cycle():
+    problems = violations(SOURCES)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_names_an_upward_import_a_cycle_and_an_unplaced_module(tmp_path):
+    tree = tmp_path / "cwa"
+    for folder in ("store", "index", "retrieve"):
+        (tree / folder).mkdir(parents=True)
+        (tree / folder / "__init__.py").write_text("")
+    (tree / "__init__.py").write_text("")
+    (tree / "store" / "admission.py").write_text("def admit():\n    from cwa.index.lexical import plan\n")
+    (tree / "index" / "lexical.py").write_text("from cwa.store import admission\n")
+    (tree / "retrieve" / "search.py").write_text("from cwa.retrieve import semantic\n")
+    (tree / "retrieve" / "semantic.py").write_text("def f():\n    from cwa.retrieve.search import x\n")
+    (tree / "newthing.py").write_text("")
+    problems = violations((("cwa", tree),))
+    assert "cwa.store.admission (store) imports cwa.index.lexical (index): an import up a layer" in problems
+    assert "import cycle: cwa.retrieve.search -> cwa.retrieve.semantic -> cwa.retrieve.search" in problems
+    assert "import cycle: cwa.index.lexical -> cwa.store.admission -> cwa.index.lexical" in problems
+    assert "cwa.newthing has no layer: add it to LAYERS in tests/test_layers.py" in problems
+    assert len(problems) == 4
