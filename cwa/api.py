@@ -19,6 +19,7 @@ from cwa.config import Settings, load_settings
 from cwa.contract import Method
 from cwa.errors import CwaError, InvalidRequest, ModelMissing
 from cwa.index.handlers import default_handlers
+from cwa.session.checkpoint import CATALOG_TOKENS, archive_checkpoint, archive_previous_summary, session_catalog
 from cwa.store.admission import admit
 from cwa.store.derived import IndexHandler
 from cwa.store.connection import default_archive_path, open_connection, storage_error
@@ -144,8 +145,6 @@ def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    from cwa.session.checkpoint import archive_checkpoint, archive_previous_summary
-
     project, session = request["project"], request["sessionId"]
     archive.conn.execute("PRAGMA synchronous = FULL")  # an oversized input is not re-sent: make it durable
     try:
@@ -161,8 +160,6 @@ def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _catalog(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    from cwa.session.checkpoint import session_catalog
-
     return session_catalog(archive.conn, request["project"], request["sessionId"])
 
 
@@ -282,7 +279,7 @@ METHODS: dict[str, Method] = {
         Method("protect", contract.PROTECT, _protect, "declare the versions a client's live context needs"),
         Method("release", contract.RELEASE, _release, "drop one client's context protection"),
         Method("checkpoint", contract.CHECKPOINT, _checkpoint, "archive an oversized input exactly; preview + catalog entry"),
-        Method("catalog", contract.CATALOG, _catalog, "the session's checkpoint catalog, signed, within 1,000 tokens"),
+        Method("catalog", contract.CATALOG, _catalog, f"the session's checkpoint catalog, signed, within {CATALOG_TOKENS:,} tokens"),
         Method("redact", contract.REDACT, _redact, "tombstone a session's or project's documents (confirm token)"),
     )
 }

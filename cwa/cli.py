@@ -17,12 +17,20 @@ from typing import Any
 import click
 import orjson
 
-from cwa import __version__, config
+from cwa import __version__, config, limits, model_variants
 from cwa.api import METHODS, Archive
-from cwa.contract import RELATION_NAMES, parse_json_body
+from cwa.contract import parse_json_body
 from cwa.errors import CwaError, Internal, InvalidRequest
-from cwa.limits import GET_MAX_RANGE_BYTES, MAX_REQUEST_BYTES
+from cwa.retrieve.scope import SCOPES
+from cwa.session.checkpoint import CATALOG_TOKENS, PREVIEW_TOKENS
 from cwa.store.connection import default_archive_path
+from cwa.store.maintenance import DEFAULT_INTERVAL_SECONDS
+from cwa.vocabulary import RELATIONS
+
+
+# The command worked and its answer is "no" (a recall that did not resolve, a failed quality
+# gate), as grep exits 1 for no match; errors keep their own codes (cwa/errors.py).
+NEGATIVE_ANSWER_EXIT = 1
 
 
 def _dump(value: Any) -> str:
@@ -37,24 +45,28 @@ def _fail(error: CwaError, as_json: bool) -> None:
     sys.exit(error.exit_code)
 
 
-def handles_errors(command: Callable) -> Callable:
-    """Turn a CwaError into its message and exit code (JSON on stdout with --json)."""
+def handles_errors(command: Callable | None = None, *, always_json: bool = False) -> Callable:
+    """Turn a CwaError into its message and exit code (JSON on stdout with --json, or always)."""
 
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except CwaError as error:
-            _fail(error, bool(kwargs.get("as_json")))
-        except BrokenPipeError:  # the reader went away (`cwa … | head`): not an error of ours
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(0)
-        except Exception as exc:  # a bug: say so in one line (CWA_DEBUG=1 shows the traceback)
-            if os.environ.get("CWA_DEBUG"):
-                raise
-            _fail(Internal(f"{type(exc).__name__}: {exc} (set CWA_DEBUG=1 for details)"), bool(kwargs.get("as_json")))
+    def decorate(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            as_json = always_json or bool(kwargs.get("as_json"))
+            try:
+                return command(*args, **kwargs)
+            except CwaError as error:
+                _fail(error, as_json)
+            except BrokenPipeError:  # the reader went away (`cwa … | head`): not an error of ours
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                sys.exit(0)
+            except Exception as exc:  # a bug: say so in one line (CWA_DEBUG=1 shows the traceback)
+                if os.environ.get("CWA_DEBUG"):
+                    raise
+                _fail(Internal(f"{type(exc).__name__}: {exc} (set CWA_DEBUG=1 for details)"), as_json)
 
-    return wrapper
+        return wrapper
+
+    return decorate(command) if command is not None else decorate
 
 
 def json_option(command: Callable) -> Callable:
@@ -63,6 +75,13 @@ def json_option(command: Callable) -> Callable:
 
 def _project_dir() -> Path:
     return Path(os.path.realpath(os.getcwd()))
+
+
+def project_option(help_text: str = "Project identity [default: the real path of the cwd].") -> Callable:
+    """`--project P`, resolved to the real path of the working directory when not given (the
+    identity the CLI archives under)."""
+    return click.option("--project", help=help_text,
+                        callback=lambda ctx, param, value: value if value is not None else str(_project_dir()))
 
 
 def _open(ctx: click.Context) -> Archive:
@@ -204,7 +223,7 @@ def _print_lifecycle(found: dict[str, Any]) -> None:
 
 def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
     """One JSON object, or JSON lines of them: [(line number, parsed request)]."""
-    body = (source.read_bytes() if source else sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1))
+    body = (source.read_bytes() if source else sys.stdin.buffer.read(limits.MAX_REQUEST_BYTES + 1))
     try:
         return [(1, parse_json_body(body, "input"))]
     except InvalidRequest:
@@ -225,7 +244,7 @@ def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A JSON admit request, or JSON lines of them [default: stdin].",
 )
-@click.option("--project", help="Project identity [default: the request's, else the real path of the cwd].")
+@project_option("Project identity [default: the request's, else the real path of the cwd].")
 @json_option
 @click.pass_context
 @handles_errors
@@ -241,14 +260,15 @@ def admit_command(ctx: click.Context, source: Path | None, project: str | None, 
         | cwa admit
     """
     requests = _read_requests(source)
+    explicit = ctx.get_parameter_source("project") is click.core.ParameterSource.COMMANDLINE
     results = []
     with _open(ctx) as archive:
         with click.progressbar(
             requests, label="admitting", file=sys.stderr, show_pos=True
         ) if len(requests) > 1 and not as_json else _plain(requests) as items:
             for number, request in items:
-                if isinstance(request, dict) and (project or "project" not in request):
-                    request = {**request, "project": project or str(_project_dir())}
+                if isinstance(request, dict) and (explicit or "project" not in request):
+                    request = {**request, "project": project}
                 try:
                     results.append(archive.admit(request))
                 except CwaError as error:
@@ -334,7 +354,7 @@ def _write_text(archive: Archive, params: dict[str, Any]) -> None:
     fixed = {"documentId": first["documentId"], "version": first["version"]}
     start, end = 0, first["byteLength"]
     while start < end:
-        stop = min(end, start + GET_MAX_RANGE_BYTES - 4)  # room to widen to a character edge
+        stop = min(end, start + limits.GET_MAX_RANGE_BYTES - 4)  # room to widen to a character edge
         piece = archive.get({**fixed, "range": {"start": start, "end": stop}})
         sys.stdout.buffer.write(piece["text"].encode("utf-8"))
         start = piece["range"]["end"]
@@ -379,11 +399,13 @@ def _print_results(response: dict[str, Any]) -> None:
 
 @main.command("search")
 @click.argument("words", nargs=-1)
-@click.option("--relation", type=click.Choice(RELATION_NAMES), help="Find the latest question, request, correction, answer or decision.")
-@click.option("--scope", type=click.Choice(["session", "project", "all"]), default="project", show_default=True)
-@click.option("--project", help="Project identity [default: the real path of the cwd].")
+@click.option("--relation", type=click.Choice(tuple(RELATIONS)), help="Find the latest question, request, correction, answer or decision.")
+@click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True,
+              help="Where to look (all: every project, if the user-global maxReadScope allows it).")
+@project_option()
 @click.option("--session", "session_id", help="Current session id (needed for --scope session).")
-@click.option("--limit", type=click.IntRange(1, 100), help="Results [default: searchResults, 3].")
+@click.option("--limit", type=click.IntRange(1, limits.MAX_SEARCH_LIMIT),
+              help=f"Results [default: searchResults, {config.BY_KEY['searchResults'].default}].")
 @json_option
 @click.pass_context
 @handles_errors
@@ -400,7 +422,7 @@ def search_command(ctx, words, relation, scope, project, session_id, limit, as_j
       cwa search --relation latest-correction backoff
     """
     query = " ".join(words) or None
-    params: dict[str, Any] = {"scope": scope, "project": project or str(_project_dir())}
+    params: dict[str, Any] = {"scope": scope, "project": project}
     for key, value in (("query", query), ("relation", relation), ("sessionId", session_id), ("limit", limit)):
         if value is not None:
             params[key] = value
@@ -411,9 +433,11 @@ def search_command(ctx, words, relation, scope, project, session_id, limit, as_j
 
 @main.command("recall")
 @click.argument("target")
-@click.option("--project", help="Project the recall is made in [default: the real path of the cwd].")
-@click.option("--neighbors", type=click.IntRange(0, 32), help="Windows on each side to include [default: 1].")
-@click.option("--max-tokens", type=click.IntRange(39, 200_000), help="Token budget [default: 2000].")
+@project_option("Project the recall is made in [default: the real path of the cwd].")
+@click.option("--neighbors", type=click.IntRange(0, limits.MAX_RECALL_NEIGHBORS),
+              help=f"Windows on each side to include [default: {limits.DEFAULT_RECALL_NEIGHBORS}].")
+@click.option("--max-tokens", type=click.IntRange(limits.MIN_RECALL_TOKENS, limits.MAX_RECALL_TOKENS),
+              help=f"Token budget [default: {limits.DEFAULT_RECALL_TOKENS}].")
 @json_option
 @click.pass_context
 @handles_errors
@@ -423,7 +447,7 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
     Exits 0 when resolved, 1 for any other status (superseded, expired, missing,
     locator-invalid, lease-expired), which is printed.
     """
-    params: dict[str, Any] = {"project": project or str(_project_dir())}
+    params: dict[str, Any] = {"project": project}
     params["locator" if target.startswith("cwa1.") else "documentId"] = target
     if neighbors is not None:
         params["neighbors"] = neighbors
@@ -445,7 +469,7 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
         for side, locator in (result.get("continuation") or {}).items():
             click.echo(f"\n(continues {side}: cwa recall {locator})")
     if result["status"] != "resolved":
-        sys.exit(1)
+        sys.exit(NEGATIVE_ANSWER_EXIT)
 
 
 @main.command("supersede")
@@ -469,7 +493,7 @@ def _pin_command(method: str, summary: str) -> None:
 
     @main.command(method, help=summary)
     @click.argument("document_id")
-    @click.option("--version", type=click.IntRange(1), help="Which version [default: the latest].")
+    @click.option("--version", type=click.IntRange(1, limits.MAX_VERSION), help="Which version [default: the latest].")
     @json_option
     @click.pass_context
     @handles_errors
@@ -488,24 +512,24 @@ _pin_command("pin", "Keep a document version from expiring until it is unpinned 
 _pin_command("unpin", "Let a pinned version expire again, on its retention class's schedule.")
 
 
-@main.command("checkpoint")
+@main.command("checkpoint", help=(
+    "Archive a large input exactly, in parts, and print the preview that may stand in for it in a "
+    f"prompt (head and tail within {PREVIEW_TOKENS:,} tokens) and its catalog entry. Idempotent: running it "
+    "again archives nothing new and prints the same ids. `cwa get ROOT_ID --text` returns the text."))
 @click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
               help="The oversized input to archive (UTF-8).")
 @click.option("--session", "session_id", default="cli", show_default=True, help="The session it belongs to.")
-@click.option("--project", help="The project [default: the working directory].")
+@project_option()
 @click.option("--created-at", help="When it was written (ISO-8601) [default: now].")
 @json_option
 @click.pass_context
 @handles_errors
 def checkpoint_command(ctx, source, session_id, project, created_at, as_json) -> None:
-    """Archive a large input exactly, in parts, and print the preview that may stand in for it
-    in a prompt (head and tail within 800 tokens) and its catalog entry. Idempotent: running it
-    again archives nothing new and prints the same ids. `cwa get ROOT_ID --text` returns the text."""
     try:
         text = source.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidRequest(f"{source} is not UTF-8 text", field="file", reason="not-utf8") from exc
-    params: dict[str, Any] = {"project": project or str(_project_dir()), "sessionId": session_id, "text": text}
+    params: dict[str, Any] = {"project": project, "sessionId": session_id, "text": text}
     if created_at:
         params["createdAt"] = created_at
     result = _call_with_progress(ctx, "checkpoint", params, "archiving", as_json)
@@ -518,22 +542,22 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
     click.echo(f"preview ({result['previewTokens']} tokens):\n{result['preview']}")
 
 
-@main.command("catalog")
+@main.command("catalog", help=(
+    "The session's checkpoint catalog: one line per archived input (id, topic, terms, bytes, hash), "
+    f"newest first, within {CATALOG_TOKENS:,} tokens, under a header signed by this archive."))
 @click.option("--session", "session_id", required=True, help="The session whose checkpoints to list.")
-@click.option("--project", help="The project [default: the working directory].")
+@project_option()
 @json_option
 @click.pass_context
 @handles_errors
 def catalog_command(ctx, session_id, project, as_json) -> None:
-    """The session's checkpoint catalog: one line per archived input (id, topic, terms, bytes,
-    hash), newest first, within 1,000 tokens, under a header signed by this archive."""
-    result = _call_or_dump(ctx, "catalog", {"project": project or str(_project_dir()), "sessionId": session_id}, as_json)
+    result = _call_or_dump(ctx, "catalog", {"project": project, "sessionId": session_id}, as_json)
     if result is not None:
         click.echo(result["text"])
 
 
 @main.command("redact")
-@click.option("--project", help="The project [default: the working directory].")
+@project_option()
 @click.option("--session", "session_id", help="Only this session of the project [default: the whole project].")
 @click.option("--confirm", help="The token printed by a first run without it.")
 @json_option
@@ -544,7 +568,7 @@ def redact_command(ctx, project, session_id, confirm, as_json) -> None:
     confirm token, then again with --confirm TOKEN. They leave search, preflight and recall at
     once, pins and leases notwithstanding; `cwa maintain` then purges their bytes. Pi's own
     session files are never touched."""
-    params: dict[str, Any] = {"project": project or str(_project_dir())}
+    params: dict[str, Any] = {"project": project}
     if session_id:
         params["sessionId"] = session_id
     if confirm:
@@ -579,7 +603,7 @@ def _print_decision(decision: dict[str, Any]) -> None:
 @click.argument("text", required=False)
 @click.option("--session", "session_id", required=True, help="The session the message belongs to.")
 @click.option("--message-key", required=True, help="Stable key of the user message.")
-@click.option("--project", help="Project identity [default: the real path of the cwd].")
+@project_option()
 @click.option("--active", "active", multiple=True, help="A user-message key still in the context (repeatable).")
 @click.option("--visible", "visible", multiple=True, help="A message key still visible to the model (repeatable).")
 @click.option("--explain", is_flag=True, help="Also show (or, without TEXT, only show) the decision.")
@@ -597,7 +621,7 @@ def preflight_command(ctx, text, session_id, message_key, project, active, visib
       cwa preflight --session s1 --message-key m7 "could tablets help here?"
       cwa preflight --session s1 --message-key m7 --explain
     """
-    identity = {"project": project or str(_project_dir()), "sessionId": session_id, "messageKey": message_key}
+    identity = {"project": project, "sessionId": session_id, "messageKey": message_key}
     with _open(ctx) as archive:
         if text is None:
             if not explain:
@@ -622,13 +646,13 @@ def preflight_command(ctx, text, session_id, message_key, project, active, visib
 @main.command("why")
 @click.option("--session", "session_id", required=True, help="The session of the message.")
 @click.option("--message-key", help="The user message [default: the session's latest decision].")
-@click.option("--project", help="Project identity [default: the real path of the cwd].")
+@project_option()
 @json_option
 @click.pass_context
 @handles_errors
 def why_command(ctx, session_id, message_key, project, as_json) -> None:
     """Why preflight did (or did not) add a hint: outcome, reason code and metrics, never text."""
-    params = {"project": project or str(_project_dir()), "sessionId": session_id}
+    params = {"project": project, "sessionId": session_id}
     if message_key:
         params["messageKey"] = message_key
     with _open(ctx) as archive:
@@ -637,9 +661,10 @@ def why_command(ctx, session_id, message_key, project, as_json) -> None:
 
 
 @main.command("maintain")
-@click.option("--limit", type=click.IntRange(1, 100_000), default=500, show_default=True, help="Rows each task may touch in this pass.")
+@click.option("--limit", type=click.IntRange(1, limits.MAX_MAINTENANCE_STEPS), default=limits.DEFAULT_MAINTENANCE_STEPS,
+              show_default=True, help="Rows each task may touch in this pass.")
 @click.option("--vacuum", is_flag=True, help="Finish with a full VACUUM (rewrites the file; also enables incremental auto-vacuum on an old archive).")
-@click.option("--embed", type=click.IntRange(0, 100_000), default=0, show_default=True,
+@click.option("--embed", type=click.IntRange(0, limits.MAX_MAINTENANCE_STEPS), default=0, show_default=True,
               help="Also embed up to N queued windows for semantic search (needs the local model).")
 @json_option
 @click.pass_context
@@ -721,7 +746,7 @@ def eval_hints(fixture, as_json) -> None:
         for miss in report["failures"]:
             click.echo(f"  case {miss['case']}: expected {miss['expected']}, got {miss['outcome']} ({miss['reason']})")
     if not report["passed"]:
-        sys.exit(1)
+        sys.exit(NEGATIVE_ANSWER_EXIT)
 
 
 @main.group("index")
@@ -747,7 +772,7 @@ def index_rebuild(ctx, as_json) -> None:
 
 
 @index_group.command("embed")
-@click.option("--limit", type=click.IntRange(1, 10_000_000), help="Embed at most this many windows [default: all queued].")
+@click.option("--limit", type=click.IntRange(1, limits.MAX_EMBED_WINDOWS), help="Embed at most this many windows [default: all queued].")
 @json_option
 @click.pass_context
 @handles_errors
@@ -800,16 +825,16 @@ def models_status(ctx, as_json) -> None:
                    + ("" if verdict["current"] else "; built for another model: run `cwa models optimize` again"))
 
 
-@models_group.command("optimize")
+@models_group.command("optimize", help=(
+    "Build a per-channel int8 re-quantization of the embedding model beside the archive, then measure it "
+    "on the archive's windows against the installed model. It is used for this archive only if it is at "
+    f"least {model_variants.MIN_SPEEDUP}x faster with known-item recall not lower and mean cosine >= "
+    f"{model_variants.MIN_COSINE}; the archive's vectors are then rebuilt in the background. Needs the onnx "
+    "package (pip install 'cwa[optimize]')."))
 @json_option
 @click.pass_context
 @handles_errors
 def models_optimize(ctx, as_json) -> None:
-    """Build a per-channel int8 re-quantization of the embedding model beside the archive, then
-    measure it on the archive's windows against the installed model. It is used for this archive
-    only if it is at least 1.2x faster with known-item recall not lower and mean cosine >= 0.98;
-    the archive's vectors are then rebuilt in the background. Needs the onnx package
-    (pip install 'cwa[optimize]')."""
     result = _call_with_progress(ctx, "models-optimize", {}, "optimizing", as_json)
     if as_json:
         click.echo(_dump(result))
@@ -911,38 +936,27 @@ def demo(ctx: click.Context, as_json: bool) -> None:
     click.echo(_dump(report)) if as_json else _print_demo(report)
 
 
-@main.command()
+@main.command(help=(
+    "Run one serve method: JSON params on stdin, JSON result on stdout.\n\n"
+    "On failure the JSON error {\"error\": {\"code\", \"message\", \"details\"}} is printed on stdout and the "
+    "exit status names the code (docs/contract.md).\n\n\b\nMethods:\n"
+    + "\n".join(f"  {name:<17}{method.summary}" for name, method in sorted(METHODS.items()))
+    + "\n\n\b\nExample:\n  echo '{\"documentId\": \"doc-1a2b3c\"}' | cwa call get"))
 @click.argument("method", metavar="METHOD")
 @click.pass_context
+@handles_errors(always_json=True)
 def call(ctx: click.Context, method: str) -> None:
-    """Run one serve method (admit, get, status, search, recall, supersede, index-rebuild):
-    JSON params on stdin, JSON result on stdout.
-
-    On failure the JSON error {"error": {"code", "message", "details"}} is printed on stdout and
-    the exit status names the code (docs/contract.md).
-
-    \b
-    Example:
-      echo '{"documentId": "doc-1a2b3c"}' | cwa call get
-    """
-    try:
-        if method not in METHODS:
-            raise InvalidRequest(f"unknown method {method!r}", reason="unknown-method", allowed=sorted(METHODS))
-        params = parse_json_body(sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1), "params")
-        with _open(ctx) as archive:
-            result = archive.call(method, params)
-    except CwaError as error:
-        _fail(error, as_json=True)
-    except Exception as exc:  # a bug still answers in the contract's shape
-        if os.environ.get("CWA_DEBUG"):
-            raise
-        _fail(Internal(f"{type(exc).__name__}: {exc}"), as_json=True)
+    if method not in METHODS:
+        raise InvalidRequest(f"unknown method {method!r}", reason="unknown-method", allowed=sorted(METHODS))
+    params = parse_json_body(sys.stdin.buffer.read(limits.MAX_REQUEST_BYTES + 1), "params")
+    with _open(ctx) as archive:
+        result = archive.call(method, params)
     sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
 
 
 @main.command()
 @click.option("--background/--no-background", default=True, show_default=True, help="Embed queued windows while serving.")
-@click.option("--maintenance-interval", type=click.FloatRange(0), default=600, show_default=True,
+@click.option("--maintenance-interval", type=click.FloatRange(0), default=DEFAULT_INTERVAL_SECONDS, show_default=True,
               help="Seconds between bounded maintenance passes while serving (0: none).")
 @click.pass_context
 def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> None:
@@ -954,40 +968,15 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
     Meanwhile, queued windows are embedded in small background batches (--no-background: not),
     and every --maintenance-interval seconds one bounded maintenance pass runs (as `cwa maintain`).
     """
-    from cwa.serve import serve as serve_lines
+    from cwa.serve import serve_archive
 
     try:
-        archive = _open(ctx)
-    except CwaError as error:
-        opening_error = error
-
-        def call_unavailable(method: str, params: Any) -> dict[str, Any]:
-            raise opening_error  # the archive cannot be opened: every request says why
-
-        sys.exit(serve_lines(call_unavailable, sys.stdin.buffer, sys.stdout.buffer))
-    worker = None
-    if background and archive.settings["semanticRetrieval"]:
-        from cwa.index.semantic import BackgroundEmbedder
-
-        worker = BackgroundEmbedder(str(archive.path), archive.clock).start()
-    upkeep = None
-    if maintenance_interval > 0:
-        from cwa.store.maintenance import PeriodicMaintenance
-        from cwa.store.retention import plan_of
-
-        upkeep = PeriodicMaintenance(str(archive.path), archive.clock, plan_of(archive.settings),
-                                     maintenance_interval).start()
-    try:
-        sys.exit(serve_lines(archive.call, sys.stdin.buffer, sys.stdout.buffer))
+        sys.exit(serve_archive(lambda: _open(ctx), sys.stdin.buffer, sys.stdout.buffer,
+                               background=background, maintenance_interval=maintenance_interval))
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(Internal.exit_code)
-    finally:
-        for background_thread in (worker, upkeep):
-            if background_thread is not None:
-                background_thread.close()
-        archive.close()
 
 
 @main.group("config")
@@ -1022,35 +1011,13 @@ def config_show(sources: bool, as_json: bool) -> None:
         click.echo(f"unknown key {key!r} in {source} (ignored)")
 
 
-def _edit_trusted(path: Path, add: bool) -> list[str]:
-    """Add or remove a folder in the user-global trustedProjects list, rewriting the file atomically."""
-    target = config.user_config_path(os.environ)
-    try:
-        data = orjson.loads(target.read_bytes()) if target.exists() else {}
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"{target} is not valid JSON; fix it first: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InvalidRequest(f"{target} must hold a JSON object")
-    trusted = [p for p in data.get("trustedProjects", []) if isinstance(p, str)]
-    folder = os.path.realpath(path)
-    trusted = [p for p in trusted if os.path.realpath(p) != folder]
-    if add:
-        trusted.append(folder)
-    data["trustedProjects"] = trusted
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_suffix(".json.tmp")
-    temporary.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    os.replace(temporary, target)
-    return trusted
-
-
 @config_group.command("trust")
 @click.argument("folder", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @json_option
 @handles_errors
 def config_trust(folder: Path | None, as_json: bool) -> None:
     """Read FOLDER's .cwa.json and .pi/settings.json from now on [default: the cwd]."""
-    trusted = _edit_trusted(folder or _project_dir(), add=True)
+    trusted = config.edit_trusted(folder or _project_dir(), add=True)
     click.echo(_dump({"trustedProjects": trusted})) if as_json else click.echo(
         f"trusted: {os.path.realpath(folder or _project_dir())}"
     )
@@ -1062,7 +1029,7 @@ def config_trust(folder: Path | None, as_json: bool) -> None:
 @handles_errors
 def config_untrust(folder: Path | None, as_json: bool) -> None:
     """Stop reading FOLDER's project settings [default: the cwd]."""
-    trusted = _edit_trusted(folder or _project_dir(), add=False)
+    trusted = config.edit_trusted(folder or _project_dir(), add=False)
     click.echo(_dump({"trustedProjects": trusted})) if as_json else click.echo(
         f"no longer trusted: {os.path.realpath(folder or _project_dir())}"
     )

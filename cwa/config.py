@@ -24,8 +24,10 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
+from cwa import limits
+from cwa.errors import InvalidRequest
+
 USER_GLOBAL = "user-global"
-SOURCE_ORDER = ("default", USER_GLOBAL, "pi-user", "project", "pi-project", "environment")
 
 
 def _int_range(low: int, high: int) -> Callable[[Any], Any]:
@@ -102,15 +104,15 @@ SETTINGS: tuple[Setting, ...] = (
         "admission fails with disk-low when the archive's file system has less free space (0 = off)",
     ),
     Setting("maxInlineUserTokens", 16_000, _int_range(256, 10_000_000), "larger user input is archived as a checkpoint"),
-    Setting("hintBudgetTokens", 160, _int_range(0, 4_000), "token budget of one automatic hint"),
+    Setting("hintBudgetTokens", 160, _int_range(0, limits.MAX_HINT_BUDGET_TOKENS), "token budget of one automatic hint"),
     Setting(
         "activeHintBudgetTokens",
         640,
-        _int_range(0, 64_000),
+        _int_range(0, limits.MAX_ACTIVE_HINT_BUDGET_TOKENS),
         "token budget of all hints still in the live context",
         alias="epochHintBudgetTokens",
     ),
-    Setting("hintSourceCooldownHours", 24, _int_range(0, 8_760), "hours before a revealed source may be hinted again"),
+    Setting("hintSourceCooldownHours", 24, _int_range(0, limits.MAX_COOLDOWN_HOURS), "hours before a revealed source may be hinted again"),
     Setting("semanticRetrieval", True, _boolean, "use local embeddings in explicit search and gather"),
     Setting("rerankerEnabled", True, _boolean, "rerank with a cross-encoder once one is installed"),
     Setting("rerankerCandidates", 40, _int_range(1, 200), "how many fused candidates the reranker scores"),
@@ -127,7 +129,7 @@ SETTINGS: tuple[Setting, ...] = (
         _fraction,
         "share of a search hit's rank credit its session neighbours gain (0 = off; try 0.5 for dialogue)",
     ),
-    Setting("searchResults", 3, _int_range(1, 100), "default number of search results"),
+    Setting("searchResults", 3, _int_range(1, limits.MAX_SEARCH_LIMIT), "default number of search results"),
     Setting(
         "maxReadScope",
         "project",
@@ -161,20 +163,24 @@ def env_name(key: str) -> str:
     return "CWA_" + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
 
 
-def _parse_env(text: str) -> Any:
-    """Environment values are text: read integers, booleans and JSON lists from it."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "yes", "on"):
-        return True
-    if lowered in ("false", "no", "off"):
-        return False
-    if re.fullmatch(r"[+-]?\d+", text.strip()):
-        return int(text.strip())
-    if text.strip().startswith("["):
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return text
+_BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def parse_env(text: str, setting: Setting) -> Any:
+    """An environment value is text: read it as its setting's type (the type of its default).
+    Text that does not parse is passed on as it is, so the setting's check rejects and reports it."""
+    kind, value = type(setting.default), text.strip()
+    try:
+        if kind is bool:
+            return _BOOLEAN_WORDS.get(value.lower(), text)
+        if kind is int:
+            return int(value) if re.fullmatch(r"[+-]?[0-9]+", value) else text
+        if kind is float:
+            return float(value)
+        if kind is list:
+            return orjson.loads(value)
+    except (ValueError, orjson.JSONDecodeError):
+        return text
     return text
 
 
@@ -310,7 +316,7 @@ def load_settings(
     for setting in SETTINGS:
         for name in (setting.key, setting.alias):
             if name and env_name(name) in env:
-                env_values[name] = _parse_env(env[env_name(name)])
+                env_values[name] = parse_env(env[env_name(name)], setting)
     layers.append(("environment", env_values))
     reports.append(SourceReport("environment", "CWA_* variables", "loaded"))
 
@@ -349,3 +355,25 @@ def _resolve(
                 if setting.key not in origins:
                     values[setting.key], origins[setting.key] = checked, source
     return Settings(values, origins, reports, rejections, unknown, trusted)
+
+
+def edit_trusted(folder: Path | str, add: bool, env: Mapping[str, str] | None = None) -> list[str]:
+    """Add or remove a folder (by real path) in the user-global trustedProjects list, rewriting
+    the file atomically; the other keys are kept. Returns the new list."""
+    target = user_config_path(os.environ if env is None else env)
+    try:
+        data = orjson.loads(target.read_bytes()) if target.exists() else {}
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"{target} is not valid JSON; fix it first: {exc}", reason="bad-json") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest(f"{target} must hold a JSON object", reason="not-an-object")
+    real = os.path.realpath(folder)
+    trusted = [p for p in data.get("trustedProjects", []) if isinstance(p, str) and os.path.realpath(p) != real]
+    if add:
+        trusted.append(real)
+    data["trustedProjects"] = trusted
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_suffix(".json.tmp")
+    temporary.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    os.replace(temporary, target)
+    return trusted

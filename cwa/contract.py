@@ -16,7 +16,7 @@ import orjson
 from cwa import limits
 from cwa.errors import InvalidRequest, LimitExceeded
 from cwa.timestamps import parse_timestamp
-from cwa.vocabulary import KINDS, RETENTION_CLASSES, ROLES
+from cwa.vocabulary import KINDS, RELATIONS, RETENTION_CLASSES, ROLES
 
 
 def _type_name(value: Any) -> str:
@@ -282,7 +282,7 @@ MESSAGE = Obj(
 DOCUMENT_REF = Obj(
     {
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
-        "version": Field(Int(1, 2**31), required=True),
+        "version": Field(Int(1, limits.MAX_VERSION), required=True),
     }
 )
 
@@ -311,27 +311,19 @@ BYTE_RANGE = Obj(
 GET = Obj(
     {
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
-        "version": Field(Int(1, 2**31)),
+        "version": Field(Int(1, limits.MAX_VERSION)),
         "range": Field(BYTE_RANGE),
     }
 )
 
 STATUS = Obj({"project": Field(Str(1, limits.MAX_PROJECT_CHARS)), "archive": Field(Bool())})
 
-RELATION_NAMES = (
-    "latest-question",
-    "latest-request",
-    "latest-correction",
-    "latest-answer",
-    "latest-decision",
-)
-
 SEMANTIC_POLICIES = ("auto", "always", "never")
 
 SEARCH = Obj(
     {
         "query": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True)),
-        "relation": Field(Enum(RELATION_NAMES)),
+        "relation": Field(Enum(tuple(RELATIONS))),
         "scope": Field(Enum(("session", "project", "all")), default="project"),
         "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
         "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
@@ -339,7 +331,7 @@ SEARCH = Obj(
         "excludeVisibleSourceKeys": Field(
             List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)
         ),
-        "hintBudgetTokens": Field(Int(0, 4000)),
+        "hintBudgetTokens": Field(Int(0, limits.MAX_HINT_BUDGET_TOKENS)),
         "leaseSeconds": Field(Int(0, limits.MAX_LEASE_SECONDS)),
         "semanticPolicy": Field(Enum(SEMANTIC_POLICIES)),
         "expansion": Field(Bool()),
@@ -352,7 +344,7 @@ RECALL = Obj(
     {
         "locator": Field(Str(1, limits.MAX_LOCATOR_CHARS)),
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS)),
-        "version": Field(Int(1, 2**31)),
+        "version": Field(Int(1, limits.MAX_VERSION)),
         "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
         "sessionIds": Field(List(Str(1, limits.MAX_SESSION_ID_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
         "neighbors": Field(Int(0, limits.MAX_RECALL_NEIGHBORS)),
@@ -363,21 +355,21 @@ RECALL = Obj(
 OPTIONAL_REF = Obj(
     {
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
-        "version": Field(Int(1, 2**31)),
+        "version": Field(Int(1, limits.MAX_VERSION)),
     }
 )
 
 SUPERSEDE = Obj(
     {
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
-        "version": Field(Int(1, 2**31)),
+        "version": Field(Int(1, limits.MAX_VERSION)),
         "by": Field(OPTIONAL_REF, required=True),
     }
 )
 
 INDEX_REBUILD = Obj({})
 
-INDEX_EMBED = Obj({"limit": Field(Int(1, 10_000_000))})
+INDEX_EMBED = Obj({"limit": Field(Int(1, limits.MAX_EMBED_WINDOWS))})
 
 MODELS_STATUS = Obj({})
 
@@ -422,9 +414,9 @@ REDACT = Obj(
 
 PREFLIGHT_POLICY = Obj(
     {
-        "hintBudgetTokens": Field(Int(0, 4000)),
-        "activeHintBudgetTokens": Field(Int(0, 64_000)),
-        "hintSourceCooldownHours": Field(Int(0, 8760)),
+        "hintBudgetTokens": Field(Int(0, limits.MAX_HINT_BUDGET_TOKENS)),
+        "activeHintBudgetTokens": Field(Int(0, limits.MAX_ACTIVE_HINT_BUDGET_TOKENS)),
+        "hintSourceCooldownHours": Field(Int(0, limits.MAX_COOLDOWN_HOURS)),
         "snippets": Field(Bool()),
         "markers": Field(Bool()),
     }

@@ -100,9 +100,11 @@ ERROR_TYPES: tuple[type[CwaError], ...] = (
     Conflict,
     LimitExceeded,
     StorageBusy,
-    ModelMissing,
     ArchiveIncompatible,
     StorageUnavailable,
+    ModelMissing,
+    DownloadFailed,
+    DiskLow,
     Internal,
 )
 

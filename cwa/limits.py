@@ -15,6 +15,7 @@ MAX_TOOL_NAME_CHARS = 256
 MAX_TOOL_CALL_ID_CHARS = 512
 MAX_SUBJECT_KEY_CHARS = 512
 MAX_DOCUMENT_ID_CHARS = 128
+MAX_VERSION = 2**31  # a document version number
 MAX_TIMESTAMP_CHARS = 64
 
 # Chunking: content-addressed pieces of a document's bytes
@@ -37,11 +38,17 @@ MAX_VISIBLE_KEYS = 1000  # excludeVisibleSourceKeys entries
 MAX_VISIBLE_KEY_BYTES = 1 * MIB  # and their total size
 MAX_SEARCH_LIMIT = 100
 MAX_RECALL_NEIGHBORS = 32
+DEFAULT_RECALL_NEIGHBORS = 1  # windows on each side of a recalled window
 MIN_RECALL_TOKENS = 39
 MAX_RECALL_TOKENS = 200_000
+DEFAULT_RECALL_TOKENS = 2000
 MAX_LEASE_SECONDS = 86_400
 MAX_LOCATOR_CHARS = 4096
 
+# Preflight budgets: bounds of the settings and of a request's `policy` overrides alike
+MAX_HINT_BUDGET_TOKENS = 4_000
+MAX_ACTIVE_HINT_BUDGET_TOKENS = 64_000
+MAX_COOLDOWN_HOURS = 8_760
 # Preflight
 MAX_ACTIVE_KEYS = 1000  # activeMessageKeys entries
 PREFLIGHT_QUERY_CHARS = 16_384  # of a longer message, only this prefix is read as the query
@@ -49,6 +56,7 @@ PREFLIGHT_QUERY_CHARS = 16_384  # of a longer message, only this prefix is read 
 # Maintenance
 DEFAULT_MAINTENANCE_STEPS = 500  # rows each task may touch in one pass
 MAX_MAINTENANCE_STEPS = 100_000
+MAX_EMBED_WINDOWS = 10_000_000  # window contents one `index-embed` call may embed
 MAX_PROTECTED_VERSIONS = 1000  # document versions in one `protect` request
 MAX_CLIENT_ID_CHARS = 256
 MAX_PROTECTION_SECONDS = 7 * 86_400

@@ -3,7 +3,7 @@
 Each line `{"id", "method", "params"}` gets one line back, `{"id", "result"}` or
 `{"id", "error": {"code", "message", "details"}}`, in order. A malformed line gets an error
 reply (with `"id": null` when no id could be read) and the server keeps serving; end of input
-ends it with exit code 0.
+ends it with exit code 0. `serve_archive` also runs the archive's background work meanwhile.
 """
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from typing import Any, BinaryIO, Callable, Iterator
 import orjson
 
 from cwa import limits
+from cwa.api import Archive
 from cwa.contract import parse_json_body
 from cwa.errors import CwaError, Internal, InvalidRequest, LimitExceeded
+from cwa.index.semantic import BackgroundEmbedder
+from cwa.store.maintenance import PeriodicMaintenance
+from cwa.store.retention import plan_of
 
 ENVELOPE_FIELDS = {"id", "method", "params"}
 
@@ -83,3 +87,38 @@ def serve(call: Callable[[str, Any], dict[str, Any]], stdin: BinaryIO, stdout: B
         stdout.write(orjson.dumps(reply) + b"\n")
         stdout.flush()
     return 0
+
+
+def serve_archive(
+    open_archive: Callable[[], Archive],
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    *,
+    background: bool,
+    maintenance_interval: float,
+) -> int:
+    """Serve an archive's methods until end of input. Meanwhile, daemon threads with connections
+    of their own embed queued windows in small batches (when `background` and semantic retrieval
+    is on) and run one bounded maintenance pass every `maintenance_interval` seconds (0: none).
+    An archive that cannot be opened still serves: every request gets the error saying why."""
+    try:
+        archive = open_archive()
+    except CwaError as error:
+        opening_error = error
+
+        def unavailable(method: str, params: Any) -> dict[str, Any]:
+            raise opening_error
+
+        return serve(unavailable, stdin, stdout)
+    workers = []
+    if background and archive.settings["semanticRetrieval"]:
+        workers.append(BackgroundEmbedder(str(archive.path), archive.clock).start())
+    if maintenance_interval > 0:
+        workers.append(PeriodicMaintenance(str(archive.path), archive.clock, plan_of(archive.settings),
+                                           maintenance_interval).start())
+    try:
+        return serve(archive.call, stdin, stdout)
+    finally:
+        for worker in workers:
+            worker.close()
+        archive.close()

@@ -37,6 +37,19 @@ ROLES = (
     "custom",
 )
 
-DOCUMENT_STATES = ("live", "superseded", "tombstoned", "expired")
+# A document's state: `superseded` keeps its bytes (recall says so, never substitutes the
+# replacement); `expired` (retention) and `tombstoned` (redaction) keep only the header row.
+READABLE_STATES = ("live", "superseded")
+GONE_STATES = ("expired", "tombstoned")
 
+# What a derived-index handler did for one document (cwa/store/derived.py).
 INDEX_OUTCOMES = ("complete", "partial", "skipped")
+
+# Structural cues scored per message (cwa/index/structure.py); each names a search relation.
+CUES = ("question", "request", "correction", "answer", "decision")
+RELATIONS = {f"latest-{cue}": cue for cue in CUES}  # relation name → its cue
+
+# What automatic preflight decided for a user message (the hint ledger stores it).
+SNIPPET = "historical-snippet"
+MARKER = "continuity-marker"
+SUPPRESS = "suppress"

@@ -217,3 +217,16 @@ def test_cwa_serve_answers_each_bad_line_and_keeps_serving(prepared_db, tmp_path
         assert reply["id"] == expected_id, case.name
     assert replies[-1]["id"] == "last" and replies[-1]["result"]["documents"]["total"] == 1
     assert _fingerprint(prepared_db) == before
+
+
+def test_the_error_table_holds_every_error_type_once_and_docs_list_each():
+    from conftest import REPO
+
+    from cwa import errors
+
+    declared = {t for t in vars(errors).values() if isinstance(t, type) and issubclass(t, CwaError) and t is not CwaError}
+    assert declared == set(errors.ERROR_TYPES)
+    assert len(EXIT_CODES) == len(errors.ERROR_TYPES) and len(set(EXIT_CODES.values())) == len(EXIT_CODES)
+    documented = (REPO / "docs" / "contract.md").read_text(encoding="utf-8")
+    for code, status in EXIT_CODES.items():
+        assert f"| `{code}` | {status} |" in documented, code

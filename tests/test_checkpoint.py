@@ -8,7 +8,7 @@ import pytest
 
 from conftest import hermetic_env, run_cwa
 from cwa.api import Archive
-from cwa.errors import CwaError
+from cwa.errors import EXIT_CODES, CwaError
 from cwa.session.checkpoint import CATALOG_TOKENS, PART_BYTES, PREVIEW_TOKENS, split_parts
 from cwa.tokens import estimate_tokens
 
@@ -127,7 +127,7 @@ def test_cli_checkpoint_from_a_file(tmp_path):
     assert b"already archived" in again.stdout
     (tmp_path / "bad.txt").write_bytes(b"\xff\xfe not utf-8")
     bad = run_cwa(["checkpoint", "--file", str(tmp_path / "bad.txt"), "--session", "s1"], env)
-    assert bad.returncode == 2 and b"Traceback" not in bad.stderr
+    assert bad.returncode == EXIT_CODES["invalid-request"] and b"Traceback" not in bad.stderr
 
 
 def test_cli_get_text_of_a_root_prints_the_original(tmp_path):

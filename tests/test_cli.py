@@ -9,6 +9,7 @@ import orjson
 from conftest import hermetic_env, run_cwa, turn
 
 from cwa import __version__
+from cwa.cli import NEGATIVE_ANSWER_EXIT, main
 from cwa.errors import EXIT_CODES
 from cwa.store import migrations
 
@@ -17,8 +18,10 @@ def test_version_and_help(tmp_path):
     env = hermetic_env(tmp_path, tmp_path / "a.db")
     assert run_cwa(["--version"], env).stdout.decode().strip() == f"cwa, version {__version__}"
     help_text = run_cwa(["--help"], env).stdout.decode()
-    for command in ("admit", "call", "config", "demo", "get", "init", "serve", "status"):
-        assert command in help_text
+    listed = help_text.split("\nCommands:\n", 1)[1].splitlines()
+    names = {line.split()[0] for line in listed if line.startswith("  ") and not line.startswith("   ")}
+    assert names == set(main.commands)
+    assert names >= {"admit", "call", "config", "demo", "get", "init", "serve", "status", "search", "recall"}
 
 
 def test_init_and_status(tmp_path):
@@ -114,7 +117,7 @@ def test_search_recall_supersede_and_rebuild_commands(tmp_path):
     recalled = run_cwa(["recall", *project, results[0]["locator"]], env)
     assert recalled.returncode == 0 and "ERR_LOCK_TIMEOUT" in recalled.stdout.decode()
     foreign = run_cwa(["recall", "--project", "/elsewhere", results[0]["locator"], "--json"], env)
-    assert foreign.returncode == 1 and orjson.loads(foreign.stdout)["status"] == "locator-invalid"
+    assert foreign.returncode == NEGATIVE_ANSWER_EXIT and orjson.loads(foreign.stdout)["status"] == "locator-invalid"
 
     rebuilt = run_cwa(["index", "rebuild", "--json"], env)
     assert orjson.loads(rebuilt.stdout)["documents"] == 4

@@ -146,6 +146,48 @@ def test_environment_booleans_and_names(home):
     assert {env_name(s.key) for s in SETTINGS} >= {"CWA_MAX_READ_SCOPE", "CWA_HINT_BUDGET_TOKENS"}
 
 
+# Every key's environment form: a valid non-default value as text, what it must resolve to, and
+# text of the wrong type that must be rejected (the next source then applies).
+ENVIRONMENT_FORMS = {
+    "ephemeralRetentionDays": ("21", 21, "2.5"),
+    "conversationRetentionDays": ("0", 0, "ninety"),
+    "derivedRetentionDays": ("+45", 45, "1e2"),
+    "ephemeralAutoRetrievalDays": ("3", 3, "3 days"),
+    "conversationAutoRetrievalDays": ("60", 60, "-1"),
+    "derivedAutoRetrievalDays": ("10", 10, ""),
+    "diskCriticalMebibytes": ("0", 0, "off"),
+    "maxInlineUserTokens": ("20000", 20000, "20000.0"),
+    "hintBudgetTokens": ("90", 90, "4001"),
+    "activeHintBudgetTokens": ("320", 320, "lots"),
+    "hintSourceCooldownHours": ("0", 0, "-2"),
+    "semanticRetrieval": ("off", False, "maybe"),
+    "rerankerEnabled": ("0", False, "2"),
+    "rerankerCandidates": ("12", 12, "0"),
+    "rerankerPath": ("/opt/models/reranker", "/opt/models/reranker", "relative/path"),
+    "neighborCredit": ("0.5", 0.5, "1.5"),
+    "searchResults": ("7", 7, "seven"),
+    "maxReadScope": ("session", "session", "everything"),
+    "trustedProjects": ('["/srv/a", "/srv/b"]', ["/srv/a", "/srv/b"], "/srv/a"),
+}
+USER_GLOBAL_ONLY = {s.key for s in SETTINGS if s.user_global_only}
+
+
+def test_every_key_has_an_environment_form_that_parses_as_its_type(home):
+    assert set(ENVIRONMENT_FORMS) == {s.key for s in SETTINGS}
+    for key, (text, expected, wrong) in ENVIRONMENT_FORMS.items():
+        settings = load_settings(None, env={**home["env"], env_name(key): text})
+        if key in USER_GLOBAL_ONLY:  # read, typed, and refused for its source
+            assert settings[key] == EXPECTED_DEFAULTS[key]
+            assert [(r.key, r.value, r.reason) for r in settings.rejections] == [
+                (key, expected, "honoured only from the user-global config")]
+            continue
+        assert (settings[key], settings.origins[key]) == (expected, "environment"), key
+        assert type(settings[key]) is type(EXPECTED_DEFAULTS[key]) and not settings.rejections, key
+        refused = load_settings(None, env={**home["env"], env_name(key): wrong})
+        assert (refused[key], refused.origins[key]) == (EXPECTED_DEFAULTS[key], "default"), key
+        assert [(r.key, r.source) for r in refused.rejections] == [(key, "environment")], key
+
+
 def test_alias_is_honoured_and_the_preferred_name_wins_at_one_level(home):
     write(home["user"], {"epochHintBudgetTokens": 300})
     settings = load_settings(None, env=home["env"])

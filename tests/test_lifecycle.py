@@ -10,7 +10,7 @@ import pytest
 from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 from cwa.api import Archive
 from cwa.config import load_settings
-from cwa.errors import Conflict, DiskLow, NotFound
+from cwa.errors import EXIT_CODES, Conflict, DiskLow, NotFound
 from cwa.timestamps import shift
 
 P = "/work/life"
@@ -263,7 +263,7 @@ def test_redact_cli_prints_a_token_then_redacts(tmp_path):
     second = run_cwa(["redact", "--project", P, "--session", "sx", "--confirm", token], env)
     assert second.returncode == 0 and b"redacted 1 document" in second.stdout
     stale = run_cwa(["redact", "--project", P, "--confirm", "redact-nope", "--json"], env)
-    assert stale.returncode == 4
+    assert stale.returncode == EXIT_CODES["conflict"]
 
 
 # --- disk guard and status ------------------------------------------------------------------------
@@ -285,7 +285,7 @@ def test_disk_low_refuses_admission_before_writing_and_reads_still_work(tmp_path
     env = {**hermetic_env(tmp_path, path), "CWA_DISK_CRITICAL_MEBIBYTES": str(huge)}
     out = run_cwa(["admit", "--json"], env, stdin=b'{"project": "/p", "sessionId": "s", "kind": "turn", '
                                                   b'"messages": [{"role": "user", "text": "x"}]}')
-    assert out.returncode == 11 and b"disk-low" in out.stdout
+    assert out.returncode == EXIT_CODES["disk-low"] and b"disk-low" in out.stdout
 
 
 def test_status_archive_reports_classes_bytes_and_protections(archive, clock):
@@ -376,7 +376,7 @@ def test_cli_status_archive_maintain_vacuum_pin_and_catalog(tmp_path):
     listed = run_cwa(["catalog", "--session", "s1", "--project", P], env)
     assert listed.returncode == 0 and listed.stdout.startswith(b"[cwa checkpoint catalog ")
     missing = run_cwa(["pin", "doc-none", "--json"], env)
-    assert missing.returncode == 3 and b"Traceback" not in missing.stderr
+    assert missing.returncode == EXIT_CODES["not-found"] and b"Traceback" not in missing.stderr
 
 
 def test_maintain_can_drain_the_embedding_queue_too(archive):

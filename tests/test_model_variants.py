@@ -13,7 +13,7 @@ import pytest
 
 from cwa import model_variants
 from cwa.api import Archive
-from cwa.errors import Conflict
+from cwa.errors import EXIT_CODES, Conflict
 from cwa.models import locate
 from tests.conftest import hermetic_env, run_cwa
 from tests.test_rerank import build_cross_encoder
@@ -121,12 +121,12 @@ def test_install_offline_fails_clearly_and_leaves_nothing(tmp_path):
     env = {**hermetic_env(tmp_path), "HF_ENDPOINT": "http://127.0.0.1:9", "XDG_DATA_HOME": str(tmp_path / "data")}
     for command in ("install", "install-reranker"):
         out = run_cwa(["models", command, "--json"], env)
-        assert out.returncode == 10, out.stderr
+        assert out.returncode == EXIT_CODES["download-failed"], out.stderr
         error = orjson.loads(out.stdout)["error"]
         assert error["code"] == "download-failed" and error["details"]["reason"] == "unreachable"
         assert b"Traceback" not in out.stderr
         human = run_cwa(["models", command], env)
-        assert human.returncode == 10 and b"network" in human.stderr
+        assert human.returncode == EXIT_CODES["download-failed"] and b"network" in human.stderr
     models = tmp_path / "data" / "cwa" / "models"
     assert not models.exists() or not any(models.iterdir())
 
@@ -134,10 +134,10 @@ def test_install_offline_fails_clearly_and_leaves_nothing(tmp_path):
 def test_install_refuses_a_model_that_fails_its_identity_check(tmp_path, hub):
     env = {**hermetic_env(tmp_path), "HF_ENDPOINT": hub, "XDG_DATA_HOME": str(tmp_path / "data")}
     out = run_cwa(["models", "install-reranker", "--json"], env)
-    assert out.returncode == 10
+    assert out.returncode == EXIT_CODES["download-failed"]
     error = orjson.loads(out.stdout)["error"]
     assert error["code"] == "download-failed" and error["details"]["reason"] == "identity-check"
     models = tmp_path / "data" / "cwa" / "models"
     assert not (models / "reranker").exists() and not any(models.iterdir())  # staging removed too
     missing = run_cwa(["models", "install", "--json"], env)  # the hub has no embedding model: 404
-    assert missing.returncode == 10 and orjson.loads(missing.stdout)["error"]["details"]["reason"] == "http-error"
+    assert missing.returncode == EXIT_CODES["download-failed"] and orjson.loads(missing.stdout)["error"]["details"]["reason"] == "http-error"

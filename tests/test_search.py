@@ -10,6 +10,7 @@ from conftest import DISK_GUARD_OFF
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import InvalidRequest, LimitExceeded
+from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.retrieve.calibration import normalized_idf
 
 P = "/work/app"
@@ -176,7 +177,8 @@ def test_document_without_role_structure_scores_exactly_as_unweighted_bm25(db_pa
         archive.admit(doc("s", ("custom", "beta delta"), kind="manual"))
         conn = archive.conn
         weighted = conn.execute(
-            "SELECT rowid, bm25(window_fts, 3.0, 2.0, 1.5, 1.0) FROM window_fts WHERE window_fts MATCH 'alpha OR beta' ORDER BY rowid"
+            f"SELECT rowid, bm25(window_fts, {', '.join(str(WEIGHTS[c]) for c in COLUMNS)}) FROM window_fts "
+            "WHERE window_fts MATCH 'alpha OR beta' ORDER BY rowid"
         ).fetchall()
         plain = conn.execute(
             "SELECT rowid, bm25(window_fts) FROM window_fts WHERE window_fts MATCH 'alpha OR beta' ORDER BY rowid"

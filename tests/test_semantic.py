@@ -7,7 +7,7 @@ import pytest
 
 from cwa.api import Archive
 from cwa.config import load_settings
-from cwa.errors import InvalidRequest
+from cwa.errors import EXIT_CODES, InvalidRequest
 from cwa.models import embedder, status
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.fusion import fuse
@@ -189,12 +189,12 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
         assert set(mode["overall"]) >= {"R@1", "R@5", "R@10", "hit@5", "hit@10", "nDCG@10"}
         assert mode["overall"]["R@5"] == 1.0  # four turns: every evidence turn is in the top 5
     bad = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "psychic"], hermetic_env(tmp_path))
-    assert bad.returncode == 2
+    assert bad.returncode == EXIT_CODES["invalid-request"]
     for name, body in (("broken.json", b'{"not": "closed"'), ("other.json", b'[{"sample_id": "x"}]'),
                        ("undated.json", b'[{"sample_id": "x", "conversation": {"session_1": []}, "qa": []}]')):
         (tmp_path / name).write_bytes(body)
         refused = run_cwa(["eval", "locomo", "--data", str(tmp_path / name), "--json"], hermetic_env(tmp_path))
-        assert refused.returncode == 2 and orjson.loads(refused.stdout)["error"]["code"] == "invalid-request"
+        assert refused.returncode == EXIT_CODES["invalid-request"] and orjson.loads(refused.stdout)["error"]["code"] == "invalid-request"
 
 
 def test_serve_embeds_queued_windows_in_the_background(tmp_path):

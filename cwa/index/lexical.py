@@ -25,12 +25,12 @@ from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
 from cwa.index.terms import term_starts
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
+from cwa.vocabulary import CUES
 
 WINDOW_TERMS = 200
 MAX_TERMS_PER_DOCUMENT = 1_200_000  # the lexical work budget of one document
 COLUMNS = ("title", "user", "assistant", "body")
 WEIGHTS = {"title": 3.0, "user": 2.0, "assistant": 1.5, "body": 1.0}
-TITLE_CUES = ("question", "request", "correction", "answer", "decision")
 
 
 @dataclass
@@ -47,7 +47,7 @@ class Window:
 
 
 def _column(role: str, cues: dict[str, float], kind: str) -> str:
-    if kind == "decision" or any(cues.get(c, 0) >= CUE_THRESHOLD for c in TITLE_CUES):
+    if kind == "decision" or any(cues.get(c, 0) >= CUE_THRESHOLD for c in CUES):
         return "title"
     return {"user": "user", "assistant": "assistant"}.get(role, "body")
 

@@ -16,7 +16,6 @@ from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 
-CUES = ("question", "request", "correction", "answer", "decision")
 CUE_SCAN_CHARS = 4000  # cues live at the start of a message (and its last line for a "?")
 CUE_THRESHOLD = 0.5
 

@@ -31,11 +31,8 @@ from dataclasses import dataclass
 from cwa.index.exact import fold
 from cwa.index.terms import terms, tokens
 from cwa.retrieve.intent import current_state_only, general_knowledge, historical_intent
+from cwa.vocabulary import MARKER, SNIPPET, SUPPRESS
 
-SNIPPET = "historical-snippet"
-MARKER = "continuity-marker"
-SUPPRESS = "suppress"
-OUTCOMES = (SNIPPET, MARKER, SUPPRESS)
 
 REASONS = (
     "no-candidate",

@@ -22,6 +22,7 @@ from typing import Any
 
 import apsw
 
+from cwa import limits
 from cwa.retrieve.locators import Locator, sign, verify
 from cwa.store.secret import archive_secret
 from cwa.retrieve.summary import document_summary
@@ -34,15 +35,13 @@ from cwa.tokens import estimate_tokens, fit_around
 from cwa.errors import InvalidRequest, NotFound
 
 COMPLETE_TURN_BYTES = 64 * 1024
-DEFAULT_MAX_TOKENS = 2000
-DEFAULT_NEIGHBORS = 1
 
 
 def recall(conn: apsw.Connection, request: dict[str, Any], now: str) -> dict[str, Any]:
     if ("locator" in request) == ("documentId" in request):
         raise InvalidRequest("recall needs exactly one of locator or documentId", field="locator", reason="missing")
-    max_tokens = request.get("maxTokens", DEFAULT_MAX_TOKENS)
-    neighbors = request.get("neighbors", DEFAULT_NEIGHBORS)
+    max_tokens = request.get("maxTokens", limits.DEFAULT_RECALL_TOKENS)
+    neighbors = request.get("neighbors", limits.DEFAULT_RECALL_NEIGHBORS)
     if "locator" in request:
         return _recall_locator(conn, request, now, max_tokens, neighbors)
     return _recall_document(conn, request, now, max_tokens)

@@ -37,6 +37,7 @@ from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
+from cwa.vocabulary import RELATIONS
 
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
@@ -48,14 +49,6 @@ SNIPPET_REACH_CHARS_PER_TOKEN = 8
 LINEAGE_BOOST = 0.10
 RECENCY_BOOST = 0.05
 RECENCY_DAYS = 30.0
-
-RELATIONS = {
-    "latest-question": "question",
-    "latest-request": "request",
-    "latest-correction": "correction",
-    "latest-answer": "answer",
-    "latest-decision": "decision",
-}
 
 
 def find_candidates(

@@ -21,6 +21,7 @@ from typing import Any
 
 import apsw
 
+from cwa import limits
 from cwa.store import exposure_ledger, hint_ledger, purge, retention
 from cwa.store.connection import write_transaction
 from cwa.store.sqlfiles import queries
@@ -93,8 +94,7 @@ def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:
     return {"action": action, "freeBytesBefore": free, "fileBytesBefore": before, "fileBytesAfter": after}
 
 
-DEFAULT_INTERVAL_SECONDS = 600
-PERIODIC_LIMIT = 500
+DEFAULT_INTERVAL_SECONDS = 600  # between the passes `cwa serve` runs
 
 
 class PeriodicMaintenance(DaemonWorker):
@@ -108,6 +108,6 @@ class PeriodicMaintenance(DaemonWorker):
         self.passes = 0
 
     def step(self, conn: apsw.Connection) -> bool:
-        maintain(conn, self.clock(), PERIODIC_LIMIT, self.plan)
+        maintain(conn, self.clock(), limits.DEFAULT_MAINTENANCE_STEPS, self.plan)
         self.passes += 1
         return True

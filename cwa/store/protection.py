@@ -21,13 +21,14 @@ from cwa.store.connection import write_transaction
 from cwa.store.reads import find_document
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import shift
+from cwa.vocabulary import READABLE_STATES
 
 DEFAULT_PROTECTION_SECONDS = 3600
 
 
 def set_pin(conn: apsw.Connection, document_id: str, version: int | None, pinned: bool, plan: dict[str, int]) -> dict:
     doc = find_document(conn, document_id, version)
-    if pinned and doc["state"] not in ("live", "superseded"):
+    if pinned and doc["state"] not in READABLE_STATES:
         raise Conflict(f"{document_id} v{doc['version']} is {doc['state']}: there is nothing left to pin",
                        documentId=document_id, version=doc["version"], state=doc["state"])
     sql = queries("lifecycle")

@@ -17,6 +17,7 @@ import orjson
 from cwa import limits
 from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
 from cwa.store.sqlfiles import queries
+from cwa.vocabulary import GONE_STATES
 
 _DOCUMENT_FIELDS = (
     "row",
@@ -195,9 +196,6 @@ def read_checkpoint(conn: apsw.Connection, metadata: str | None) -> str | None:
         pieces.append(data.decode("utf-8"))
     text = "".join(pieces)
     return text if blake3.blake3(text.encode("utf-8")).hexdigest() == manifest["digest"] else None
-
-
-GONE_STATES = ("expired", "tombstoned")
 
 
 def get_document(

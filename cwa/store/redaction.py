@@ -21,8 +21,9 @@ from cwa.errors import Conflict
 from cwa.store.secret import archive_mac
 from cwa.store.connection import write_transaction
 from cwa.store.sqlfiles import queries
+from cwa.vocabulary import SUPPRESS
 
-BLANK_HINT = {"hints": [], "diagnostics": {"outcome": "suppress", "reason": "source-redacted", "metrics": {},
+BLANK_HINT = {"hints": [], "diagnostics": {"outcome": SUPPRESS, "reason": "source-redacted", "metrics": {},
                                            "generation": None, "decidedAt": None, "frozen": False}}
 
 

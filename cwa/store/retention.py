@@ -19,6 +19,7 @@ import apsw
 import orjson
 
 from cwa.store.sqlfiles import queries
+from cwa.vocabulary import READABLE_STATES
 
 PLAN_KEY = "retention_plan"
 EXPIRING_CLASSES = ("ephemeral", "conversation", "derived")
@@ -74,7 +75,7 @@ def expire_due(conn: apsw.Connection, now: str, plan: dict[str, int], limit: int
     for row, _, days, retention_class, state, pinned in conn.execute(
         sql["due_entries"], {"now": now, "limit": limit}
     ).fetchall():
-        if state not in ("live", "superseded") or pinned or plan.get(retention_class, 0) != days:
+        if state not in READABLE_STATES or pinned or plan.get(retention_class, 0) != days:
             schedule(conn, row, retention_class, plan)  # stale: recomputed (or gone), never acted on
             done["dropped"] += 1
             continue
