@@ -19,6 +19,7 @@ from cwa.config import Settings, load_settings
 from cwa.contract import Method
 from cwa.errors import CwaError, InvalidRequest, ModelMissing
 from cwa.index.handlers import default_handlers
+from cwa.index.rebuild import backfill_if_needed
 from cwa.session.checkpoint import CATALOG_TOKENS, archive_checkpoint, archive_previous_summary, session_catalog
 from cwa.store.admission import admit
 from cwa.store.derived import IndexHandler
@@ -56,7 +57,13 @@ class Archive:
     ) -> "Archive":
         resolved = Path(path).expanduser() if path is not None else default_archive_path()
         conn = open_connection(resolved)
-        return cls(conn, resolved, settings=settings, handlers=handlers, clock=clock)
+        archive = cls(conn, resolved, settings=settings, handlers=handlers, clock=clock)
+        try:
+            backfill_if_needed(conn, archive.handlers, clock)  # once, after an upgrade from schema 1
+        except BaseException as exc:
+            conn.close()
+            raise storage_error(exc, resolved) if isinstance(exc, (apsw.Error, OSError)) else exc
+        return archive
 
     def close(self) -> None:
         self.conn.close()

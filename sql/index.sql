@@ -45,3 +45,10 @@ FROM messages WHERE document_row = ? ORDER BY ordinal;
 
 -- name: set_generation
 UPDATE documents SET index_generation = ? WHERE id = ?;
+
+-- name: backfill_needed
+-- Set by migration 0007 when documents from schema 1 have no derived rows yet.
+SELECT count(*) FROM meta WHERE key = 'index_backfill';
+
+-- name: backfill_done
+DELETE FROM meta WHERE key = 'index_backfill';

@@ -56,3 +56,18 @@ def rebuild_indexes(
                 progress(done, len(documents))
         conn.execute(admission["finish_generation"], (now, generation))
     return {"generation": generation, "documents": len(documents), "outcomes": outcomes}
+
+
+def backfill_if_needed(
+    conn: apsw.Connection, handlers: Sequence[IndexHandler], clock: Callable[[], str]
+) -> dict | None:
+    """After an upgrade from schema 1 (migration 0007's marker), rebuild the derived indexes once
+    so the documents written before they existed can be found; None when there is nothing to do.
+    Two processes opening the archive at once may both rebuild: the result is the same."""
+    sql = queries("index")
+    if not conn.execute(sql["backfill_needed"]).fetchone()[0]:
+        return None
+    result = rebuild_indexes(conn, handlers, clock())
+    with write_transaction(conn):
+        conn.execute(sql["backfill_done"])
+    return result

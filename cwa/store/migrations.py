@@ -60,11 +60,12 @@ def refuse_newer(version: int, where: str) -> None:
         )
 
 
-def apply_pending(conn: apsw.Connection, where: str) -> list[int]:
-    """Apply every migration newer than the file's version; return the numbers applied."""
+def apply_pending(conn: apsw.Connection, where: str, target: int | None = None) -> list[int]:
+    """Apply every migration newer than the file's version, up to `target` (default: the latest);
+    return the numbers applied. Tests stop early to build an archive as an older cwa wrote it."""
     applied = []
     for migration in available():
-        if user_version(conn) >= migration.number:
+        if user_version(conn) >= migration.number or (target is not None and migration.number > target):
             continue
         sql = migration.path.read_text(encoding="utf-8")
         conn.execute("BEGIN IMMEDIATE")

@@ -1,0 +1,154 @@
+"""Upgrades tested with data: an archive as each earlier schema left it, with documents in it,
+opened by this cwa. Canonical rows come through unchanged, and each backfill an upgrade needs
+happens: derived indexes for schema 1, the embedding queue for schemas 2-3, the retention plan
+for schemas 1-5."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+import sqlite_vec
+
+from cwa import contract
+from cwa.api import Archive
+from cwa.index.exact import ExactHandler
+from cwa.index.lexical import LexicalHandler
+from cwa.index.semantic import SemanticQueueHandler
+from cwa.index.structure import StructuralHandler
+from cwa.store import migrations
+from cwa.store.admission import admit
+from cwa.store.reads import find_document
+from cwa.store.retention import plan_of
+from cwa.config import load_settings
+
+NOW = "2026-11-30T12:00:00.000Z"
+PROJECT = "/work/upgraded"
+LATEST = migrations.latest_version()
+# When each derived-index handler's tables first existed (a handler runs only where they do).
+HANDLERS_SINCE = ((2, ExactHandler), (2, LexicalHandler), (2, StructuralHandler), (4, SemanticQueueHandler))
+EXPIRY_SINCE = 6  # expiry_schedule: admissions from then on schedule their document
+CANONICAL = {
+    "documents": "SELECT document_id, version, kind, retention_class, created_at, byte_length, text_digest, "
+                 "identity_digest, first_source_key, last_source_key, subject_key FROM documents ORDER BY id",
+    "chunks": "SELECT hash, byte_length, data FROM chunks ORDER BY id",
+    "document_chunks": "SELECT * FROM document_chunks ORDER BY document_row, ordinal",
+    "messages": "SELECT * FROM messages ORDER BY document_row, ordinal",
+    "projects": "SELECT identity FROM projects ORDER BY id",
+    "sessions": "SELECT project_id, session_key, parent_id FROM sessions ORDER BY id",
+}
+
+
+def sample_requests(version: int) -> list[dict]:
+    base = {"project": PROJECT, "sessionId": "old-session", "createdAt": "2026-10-20T09:00:00Z"}
+    requests = [
+        {**base, "kind": "turn", "messages": [
+            {"key": "u1", "role": "user", "text": "Why does src/flaky_upload.py time out with E_UPLOAD_STALL?"},
+            {"key": "a1", "role": "assistant", "text": "The multipart upload retries without resetting its stream."}]},
+        {**base, "kind": "tool-result", "messages": [
+            {"key": "t1", "role": "toolResult", "toolName": "bash", "text": "pytest: 3 failed, E_UPLOAD_STALL x3"}]},
+        {**base, "kind": "decision", "subjectKey": "upload-retries", "messages": [
+            {"key": "d1", "role": "custom", "text": "Decision: uploads reset the stream before each retry."}]},
+    ]
+    if version >= 2:  # supersessions arrived with schema 2
+        requests.append({**base, "kind": "decision", "subjectKey": "upload-retries",
+                         "createdAt": "2026-10-21T09:00:00Z",
+                         "supersedes": {"documentId": None, "version": 1},  # filled in below
+                         "messages": [{"key": "d2", "role": "custom",
+                                       "text": "Decision: uploads reset the stream and back off exponentially."}]})
+    return requests
+
+
+def archive_at(path: Path, version: int) -> None:
+    """An archive at schema `version`, its documents admitted with the handlers of that schema."""
+    conn = apsw.Connection(str(path))
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())  # schema 4 creates a vec0 table
+        migrations.apply_pending(conn, str(path), target=version)
+        assert migrations.user_version(conn) == version
+        handlers = tuple(handler() for since, handler in HANDLERS_SINCE if version >= since)
+        plan = plan_of(load_settings(None, env={})) if version >= EXPIRY_SINCE else None
+        decision = None
+        for request in sample_requests(version):
+            if "supersedes" in request:
+                request["supersedes"]["documentId"] = decision
+            request = contract.validate(contract.ADMIT, request)  # as the api would pass it
+            admitted = admit(conn, request, handlers=handlers, now="2026-10-21T10:00:00.000Z", retention_plan=plan)
+            if request["kind"] == "decision":
+                decision = admitted["documentId"]
+    finally:
+        conn.close()
+
+
+def snapshot(path: Path) -> dict[str, list]:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return {table: conn.execute(query).fetchall() for table, query in CANONICAL.items()}
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("version", range(1, LATEST))
+def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfills(tmp_path, version):
+    path = tmp_path / "old.db"
+    archive_at(path, version)
+    before = snapshot(path)
+
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert migrations.user_version(conn) == LATEST
+        assert snapshot(path) == before  # canonical rows come through unchanged
+
+        # Derived indexes: present for every readable document (rebuilt once for schema 1).
+        assert conn.execute("SELECT count(*) FROM meta WHERE key = 'index_backfill'").fetchone()[0] == 0
+        unindexed = conn.execute(
+            "SELECT count(*) FROM documents AS d WHERE d.state IN ('live', 'superseded') AND NOT EXISTS "
+            "(SELECT 1 FROM windows AS w WHERE w.document_row = d.id)").fetchone()[0]
+        assert unindexed == 0
+        found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "limit": 5})["results"]
+        assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
+        keyword = archive.search({"project": PROJECT, "query": "multipart stream", "semanticPolicy": "never"})
+        assert keyword["results"][0]["kind"] == "turn"
+        latest = archive.search({"project": PROJECT, "relation": "latest-decision"})["results"][0]
+        expected_decision = "back off exponentially" if version >= 2 else "before each retry"
+        assert expected_decision in archive.get({"documentId": latest["documentId"]})["text"]
+        if version >= 2:
+            old = find_document(conn, before["documents"][2][0], 1)
+            assert old["state"] == "superseded"
+
+        # Embedding queue: every window content without a vector waits for one.
+        unembedded = conn.execute(
+            "SELECT count(DISTINCT content_hash) FROM windows AS w WHERE NOT EXISTS "
+            "(SELECT 1 FROM window_embeddings AS e WHERE e.content_hash = w.content_hash)").fetchone()[0]
+        queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
+        assert queued == unembedded > 0
+
+        # Retention: documents from before the schedule get their entries from the first pass.
+        marker = conn.execute("SELECT count(*) FROM meta WHERE key = 'retention_backfill'").fetchone()[0]
+        assert marker == (1 if version < EXPIRY_SINCE else 0)
+        archive.call("maintain", {})
+        scheduled = dict(conn.execute(
+            "SELECT d.kind, count(*) FROM expiry_schedule AS e JOIN documents AS d ON d.id = e.document_row "
+            "GROUP BY d.kind").fetchall())
+        assert scheduled == {"turn": 1, "tool-result": 1}  # decisions are durable: no entry
+        assert conn.execute("SELECT count(*) FROM meta WHERE key = 'retention_backfill'").fetchone()[0] == 0
+
+        # The upgraded archive takes new documents, and old input is still recognised.
+        again = archive.admit(sample_requests(version)[0])
+        assert again["created"] is False and again["documentId"] == before["documents"][0][0]
+        assert archive.admit({**sample_requests(version)[0], "sessionId": "new-session"})["created"] is True
+
+
+def test_apply_pending_stops_at_the_target_and_resumes(tmp_path):
+    conn = apsw.Connection(str(tmp_path / "a.db"))
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    assert migrations.apply_pending(conn, "a.db", target=2) == [1, 2]
+    assert migrations.user_version(conn) == 2
+    assert migrations.apply_pending(conn, "a.db", target=2) == []
+    assert migrations.apply_pending(conn, "a.db") == list(range(3, LATEST + 1))
+    conn.close()
