@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shlex
 import sys
 from pathlib import Path
 from collections.abc import Callable, Iterator
@@ -380,6 +381,11 @@ def _print_document(doc: dict[str, Any]) -> None:
 
 
 def _print_results(response: dict[str, Any]) -> None:
+    if response["requestedScope"] != response["scope"]:
+        click.echo(
+            f"scope {response['requestedScope']} is capped at {response['scope']} by maxReadScope; to widen it, set "
+            f'"maxReadScope": "{response["requestedScope"]}" in {config.user_config_path(os.environ)} '
+            "(only that file can: repository settings may not widen what they can read)")
     resolution = response.get("resolution")
     if resolution:
         click.echo(f"{resolution['relation']}: {resolution['status']}")
@@ -455,21 +461,35 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
         params["maxTokens"] = max_tokens
     with _open(ctx) as archive:
         result = archive.recall(params)
-    if as_json:
-        click.echo(_dump(result))
-    elif result["status"] != "resolved":
-        click.echo(f"{result['status']}: " + ", ".join(f"{k}={v}" for k, v in result.items() if k != "status"))
-    else:
-        click.echo(f"{result['documentId']} v{result['version']} {result['kind']}  {result['staleness']}")
-        click.echo(f"bytes {result['range']['start']}..{result['range']['end']} of {result['byteLength']}, "
-                   f"{result['tokens']} tokens, {result['materialization']}\n")
-        if result.get("header"):
-            click.echo(result["header"].rstrip("\n"))
-        click.echo(result["text"] if result["text"] else _dump(result.get("tableOfContents")))
-        for side, locator in (result.get("continuation") or {}).items():
-            click.echo(f"\n(continues {side}: cwa recall {locator})")
+    click.echo(_dump(result)) if as_json else _print_recall(ctx, result, project)
     if result["status"] != "resolved":
         sys.exit(NEGATIVE_ANSWER_EXIT)
+
+
+def _command_line(ctx: click.Context, *args: str) -> str:
+    """A `cwa` command line to print for the user to type: quoted, and naming the archive when it
+    is not the one a plain `cwa` would open."""
+    archive = [] if ctx.obj["db"] == default_archive_path() else ["--db", str(ctx.obj["db"])]
+    return " ".join(shlex.quote(word) for word in ("cwa", *archive, *args))
+
+
+def _project_args(project: str) -> tuple[str, ...]:
+    """`--project P` for a printed command, unless P is what the command would default to."""
+    return () if project == str(_project_dir()) else ("--project", project)
+
+
+def _print_recall(ctx: click.Context, result: dict[str, Any], project: str) -> None:
+    if result["status"] != "resolved":
+        click.echo(f"{result['status']}: " + ", ".join(f"{k}={v}" for k, v in result.items() if k != "status"))
+        return
+    click.echo(f"{result['documentId']} v{result['version']} {result['kind']}  {result['staleness']}")
+    click.echo(f"bytes {result['range']['start']}..{result['range']['end']} of {result['byteLength']}, "
+               f"{result['tokens']} tokens, {result['materialization']}\n")
+    if result.get("header"):
+        click.echo(result["header"].rstrip("\n"))
+    click.echo(result["text"] if result["text"] else _dump(result.get("tableOfContents")))
+    for side, locator in (result.get("continuation") or {}).items():
+        click.echo(f"\n(continues {side}: {_command_line(ctx, 'recall', *_project_args(project), locator)})")
 
 
 @main.command("supersede")
@@ -888,9 +908,33 @@ def models_install_reranker(as_json) -> None:
     _install("RERANKER", as_json)
 
 
-def _print_demo(report: dict[str, Any]) -> None:
+def _demo_commands(ctx: click.Context, report: dict[str, Any]) -> dict[str, Any]:
+    """The command lines that show each step of the demo again when typed: they name the demo's
+    project (the CLI's default is the working directory's) and the archive when it is not the
+    default one."""
+    from cwa import demo as sample
+
+    line = functools.partial(_command_line, ctx)
+    project = ("--project", sample.DEMO_PROJECT)
+    return {
+        "searches": [line("search", *project, "--limit", str(sample.DEMO_SEARCH_LIMIT), query)
+                     for query in sample.DEMO_QUERIES],
+        "correction": line("search", *project, "--relation", sample.DEMO_RELATION),
+        "recall": line("recall", *project, "--max-tokens", str(sample.DEMO_RECALL_TOKENS),
+                       report["searches"][0]["results"][0]["locator"]),
+        "why": [line("why", *project, "--session", sample.DEMO_NEXT_SESSION, "--message-key", item["key"])
+                for item in report["preflight"]],
+        "sql": " ".join(shlex.quote(word) for word in (
+            "sqlite3", report["archive"],
+            "select document_id, kind, created_at, byte_length from live_documents order by created_at")),
+    }
+
+
+def _print_demo(ctx: click.Context, report: dict[str, Any]) -> None:
+    commands = report["commands"]
     click.echo(f"Archived a sample coding session into {report['archive']}")
-    click.echo(f"project {report['project']}\n")
+    click.echo(f"project {report['project']} (its own project: the commands below name it with --project,\n"
+               "since the CLI's default project is the working directory)\n")
     for item in report["admitted"]:
         state = "new" if item["created"] else "already archived"
         click.echo(f"  {item['kind']:<12} {item['documentId']} v{item['version']}  ({state})")
@@ -898,26 +942,21 @@ def _print_demo(report: dict[str, Any]) -> None:
     _print_status(report["status"])
     click.echo("\nOne stored document, with the byte coordinates of its messages:\n")
     _print_document(report["example"])
-    for response in report["searches"]:
-        click.echo(f"\n$ cwa search {response['query']!r}")
+    for command, response in zip(commands["searches"], report["searches"]):
+        click.echo(f"\n$ {command}")
         _print_results(response)
-    click.echo("\n$ cwa search --relation latest-correction")
+    click.echo(f"\n$ {commands['correction']}")
     _print_results(report["correction"])
-    recall = report["recall"]
-    click.echo(f"\n$ cwa recall <locator of the first hit>   ({recall['status']}, "
-               f"{recall['materialization']}, bytes {recall['range']['start']}..{recall['range']['end']})")
-    click.echo(recall["header"] + recall["text"])
+    click.echo(f"\n$ {commands['recall']}")
+    _print_recall(ctx, report["recall"], report["project"])
     click.echo("\nThe next day, preflight decides once per user message whether to add a hint:")
-    for item in report["preflight"]:
+    for item, why in zip(report["preflight"], commands["why"]):
         diagnostics = item["diagnostics"]
         click.echo(f"\n> {item['text']}\n  [{diagnostics['outcome']}: {diagnostics['reason']}]")
         for line in item["modelVisibleText"].strip("\n").splitlines():
             click.echo(f"  {line}")
-    click.echo(
-        "\nLook inside with SQL:\n"
-        f"  sqlite3 {report['archive']} \"select document_id, kind, created_at, byte_length "
-        "from live_documents order by created_at\""
-    )
+        click.echo(f"  (why: {why})")
+    click.echo(f"\nLook inside with SQL:\n  {commands['sql']}")
 
 
 @main.command()
@@ -933,7 +972,8 @@ def demo(ctx: click.Context, as_json: bool) -> None:
 
     with _open(ctx) as archive:
         report = run_demo(archive)
-    click.echo(_dump(report)) if as_json else _print_demo(report)
+    report["commands"] = _demo_commands(ctx, report)
+    click.echo(_dump(report)) if as_json else _print_demo(ctx, report)
 
 
 @main.command(help=(

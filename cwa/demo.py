@@ -1,6 +1,8 @@
 """`cwa demo`: archive a small sample coding session, written for cwa, and show what was stored.
 
-The sample has fixed timestamps and keys, so running the demo twice stores nothing new.
+The sample has fixed timestamps and keys, so running the demo twice stores nothing new. It lives
+in its own project, DEMO_PROJECT, never in the project of the working directory (where it would
+mix with real history and feed preflight); the commands the demo prints name it.
 """
 
 from __future__ import annotations
@@ -110,6 +112,9 @@ SAMPLE_DOCUMENTS: tuple[dict[str, Any], ...] = (
 
 
 DEMO_QUERIES = ("ERR_LOCK_TIMEOUT", "why does the retry loop never give up")
+DEMO_RELATION = "latest-correction"
+DEMO_SEARCH_LIMIT = 2
+DEMO_RECALL_TOKENS = 300
 
 # The next day, a new session starts; preflight sees each of its user messages once. The clock is
 # fixed so the sample stays within the automatic age limits whenever the demo runs.
@@ -119,6 +124,7 @@ DEMO_MESSAGES = (
     ("demo-next-u2", "remind me what went into commit a1b2c3d4e5"),
     ("demo-next-u3", "what does src/retry.py contain now?"),
 )
+DEMO_NEXT_SESSION = "demo-session-2"
 
 
 def run_demo(archive: Archive) -> dict[str, Any]:
@@ -129,11 +135,13 @@ def run_demo(archive: Archive) -> dict[str, Any]:
         result = archive.admit(request)
         admitted.append({"kind": document["kind"], **result})
     tool_result = next(a for a in admitted if a["kind"] == "tool-result")
+    # No search lease: the locators shown stay valid for as long as their documents do, so the
+    # recall command printed with them works whenever it is typed.
     searches = [
-        archive.search({"project": DEMO_PROJECT, "query": query, "limit": 2})
+        archive.search({"project": DEMO_PROJECT, "query": query, "limit": DEMO_SEARCH_LIMIT, "leaseSeconds": 0})
         for query in DEMO_QUERIES
     ]
-    correction = archive.search({"project": DEMO_PROJECT, "relation": "latest-correction"})
+    correction = archive.search({"project": DEMO_PROJECT, "relation": DEMO_RELATION, "leaseSeconds": 0})
     top = searches[0]["results"][0]
     hints = _next_day_hints(archive)
     return {
@@ -144,7 +152,7 @@ def run_demo(archive: Archive) -> dict[str, Any]:
         "example": archive.get({"documentId": tool_result["documentId"]}),
         "searches": searches,
         "correction": correction,
-        "recall": archive.recall({"project": DEMO_PROJECT, "locator": top["locator"], "maxTokens": 300}),
+        "recall": archive.recall({"project": DEMO_PROJECT, "locator": top["locator"], "maxTokens": DEMO_RECALL_TOKENS}),
         "preflight": hints,
     }
 
@@ -156,12 +164,13 @@ def _next_day_hints(archive: Archive) -> list[dict[str, Any]]:
     try:
         return [
             {
+                "key": key,
                 "text": text,
                 **archive.call(
                     "preflight",
                     {
                         "project": DEMO_PROJECT,
-                        "sessionId": "demo-session-2",
+                        "sessionId": DEMO_NEXT_SESSION,
                         "parentSessionId": DEMO_SESSION,
                         "messageKey": key,
                         "text": text,

@@ -139,3 +139,19 @@ def test_call_with_an_unknown_method_prints_a_json_error(tmp_path):
     error = orjson.loads(completed.stdout)["error"]
     assert error["code"] == "invalid-request" and error["details"]["reason"] == "unknown-method"
     assert not (tmp_path / "a.db").exists()  # rejected before the archive was even opened
+
+
+def test_search_says_when_max_read_scope_narrowed_it_and_how_to_widen(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    assert run_cwa(["demo"], env).returncode == 0
+    capped = run_cwa(["search", "--scope", "all", "ERR_LOCK_TIMEOUT"], env, cwd=tmp_path).stdout.decode()
+    user_config = tmp_path / "home" / ".config" / "cwa" / "config.json"
+    assert capped.splitlines() == [
+        f'scope all is capped at project by maxReadScope; to widen it, set "maxReadScope": "all" in {user_config} '
+        "(only that file can: repository settings may not widen what they can read)",
+        "no results",
+    ]
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text('{"maxReadScope": "all"}')
+    widened = run_cwa(["search", "--scope", "all", "ERR_LOCK_TIMEOUT"], env, cwd=tmp_path).stdout.decode()
+    assert "maxReadScope" not in widened and widened.startswith("1. exact-error")

@@ -4,8 +4,12 @@ works against a fresh archive and is idempotent."""
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
+import subprocess
 
 import apsw
+import pytest
 from conftest import REPO, hermetic_env, run_cwa
 
 
@@ -64,3 +68,51 @@ def test_every_package_folder_is_listed_for_the_wheel():
         for path in (REPO / "cwa").rglob("__init__.py")
     }
     assert folders <= listed, f"add {sorted(folders - listed)} to [tool.setuptools] packages"
+
+
+LOCATOR = re.compile(r"cwa1\.[\w-]+\.[\w-]+")
+
+
+@pytest.mark.parametrize("archive_from", ["environment", "--db"])
+def test_every_command_the_demo_prints_works_when_typed(tmp_path, archive_from):
+    """A new user copies each command the demo shows into a terminal, in another folder: each one
+    works and, for searches and the recall, prints what the demo showed (locators aside: a typed
+    search takes a lease, the demo's searches take none)."""
+    db = tmp_path / "data" / "archive.db"
+    env = hermetic_env(tmp_path, db if archive_from == "environment" else None)
+    elsewhere = tmp_path / "some-other-folder"
+    elsewhere.mkdir()
+    first = run_cwa(["demo"] if archive_from == "environment" else ["--db", str(db), "demo"], env, cwd=elsewhere)
+    assert first.returncode == 0, first.stderr
+    shown = first.stdout.decode()
+
+    def typed(command: str):
+        words = shlex.split(command)
+        assert words[0] == "cwa"
+        done = run_cwa(words[1:], env, cwd=elsewhere)
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+        return done.stdout.decode().rstrip("\n")
+
+    chunks = ["cwa " + chunk for chunk in shown.split("\n$ cwa ")[1:]]
+    assert len(chunks) == 4  # two searches, the latest correction, the recall
+    for chunk in chunks:
+        command, _, block = chunk.partition("\n")
+        block = block.split("\n\nThe next day")[0].rstrip("\n")
+        assert (archive_from == "--db") == (f"--db {db}" in command)
+        assert LOCATOR.sub("LOCATOR", typed(command)) == LOCATOR.sub("LOCATOR", block), command
+        assert "no results" not in block
+
+    whys = re.findall(r"\[([a-z-]+): ([a-z-]+)\]\n(?:  .*\n)*?  \(why: (cwa .*)\)", shown)
+    assert len(whys) == 3
+    for outcome, reason, command in whys:
+        assert f": {outcome} ({reason})" in typed(command)
+
+    continuations = re.findall(r"\(continues \w+: (cwa .*)\)", shown)
+    assert continuations
+    for command in continuations:
+        assert "\nbytes " in typed(command)  # a resolved recall: its byte range, then the text
+
+    sql = shown.split("Look inside with SQL:\n  ", 1)[1].strip()
+    if shutil.which("sqlite3"):
+        listed = subprocess.run(shlex.split(sql), capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 4, listed.stderr
