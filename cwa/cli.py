@@ -101,23 +101,24 @@ def _progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
         yield progress
 
 
-def _call_with_progress(ctx, method: str, params: dict, label: str, as_json: bool) -> dict:
-    """Call a long-running method, with a progress bar on stderr unless --json."""
+def _run(
+    ctx: click.Context,
+    method: str,
+    params: dict,
+    as_json: bool,
+    show: Callable[[dict], None],
+    progress: str | None = None,
+) -> dict:
+    """Call one method and print its result: JSON with --json, else `show(result)`. With a
+    `progress` label, long work draws a progress bar on stderr (not with --json)."""
     with _open(ctx) as archive:
-        if as_json:
-            return archive.call(method, params)
-        with _progress_bar(label) as progress:
-            archive.progress = progress
-            return archive.call(method, params)
-
-
-def _call_or_dump(ctx, method: str, params: dict, as_json: bool) -> dict | None:
-    """Call `method`; with --json print the result and return None, else return it for printing."""
-    with _open(ctx) as archive:
-        result = archive.call(method, params)
-    if as_json:
-        click.echo(_dump(result))
-        return None
+        if progress and not as_json:
+            with _progress_bar(progress) as bar:
+                archive.progress = bar
+                result = archive.call(method, params)
+        else:
+            result = archive.call(method, params)
+    click.echo(_dump(result)) if as_json else show(result)
     return result
 
 
@@ -198,14 +199,13 @@ def status(ctx: click.Context, project: str | None, lifecycle: bool, as_json: bo
     params: dict[str, Any] = {"project": project} if project else {}
     if lifecycle:
         params["archive"] = True
-    with _open(ctx) as archive:
-        result = archive.status(params)
-    if as_json:
-        click.echo(_dump(result))
-        return
-    _print_status(result)
-    if lifecycle:
-        _print_lifecycle(result["archive"])
+
+    def show(result: dict[str, Any]) -> None:
+        _print_status(result)
+        if lifecycle:
+            _print_lifecycle(result["archive"])
+
+    _run(ctx, "status", params, as_json, show)
 
 
 def _print_lifecycle(found: dict[str, Any]) -> None:
@@ -432,9 +432,7 @@ def search_command(ctx, words, relation, scope, project, session_id, limit, as_j
     for key, value in (("query", query), ("relation", relation), ("sessionId", session_id), ("limit", limit)):
         if value is not None:
             params[key] = value
-    with _open(ctx) as archive:
-        response = archive.search(params)
-    click.echo(_dump(response)) if as_json else _print_results(response)
+    _run(ctx, "search", params, as_json, _print_results)
 
 
 @main.command("recall")
@@ -459,9 +457,7 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
         params["neighbors"] = neighbors
     if max_tokens is not None:
         params["maxTokens"] = max_tokens
-    with _open(ctx) as archive:
-        result = archive.recall(params)
-    click.echo(_dump(result)) if as_json else _print_recall(ctx, result, project)
+    result = _run(ctx, "recall", params, as_json, lambda found: _print_recall(ctx, found, project))
     if result["status"] != "resolved":
         sys.exit(NEGATIVE_ANSWER_EXIT)
 
@@ -500,12 +496,9 @@ def _print_recall(ctx: click.Context, result: dict[str, Any], project: str) -> N
 @handles_errors
 def supersede_command(ctx, document_id, replacement, as_json) -> None:
     """Retire DOCUMENT_ID in favour of another document of the same project."""
-    with _open(ctx) as archive:
-        result = archive.call("supersede", {"documentId": document_id, "by": {"documentId": replacement}})
-    click.echo(_dump(result)) if as_json else click.echo(
-        f"{result['documentId']} v{result['version']} superseded by "
-        f"{result['replacement']['documentId']} v{result['replacement']['version']}"
-    )
+    _run(ctx, "supersede", {"documentId": document_id, "by": {"documentId": replacement}}, as_json,
+         lambda result: click.echo(f"{result['documentId']} v{result['version']} superseded by "
+                                   f"{result['replacement']['documentId']} v{result['replacement']['version']}"))
 
 
 def _pin_command(method: str, summary: str) -> None:
@@ -521,11 +514,9 @@ def _pin_command(method: str, summary: str) -> None:
         params: dict[str, Any] = {"documentId": document_id}
         if version is not None:
             params["version"] = version
-        with _open(ctx) as archive:
-            result = archive.call(method, params)
-        click.echo(_dump(result)) if as_json else click.echo(
+        _run(ctx, method, params, as_json, lambda result: click.echo(
             f"{result['documentId']} v{result['version']} "
-            + ("pinned: it never expires" if result["pinned"] else "unpinned: its retention class applies again"))
+            + ("pinned: it never expires" if result["pinned"] else "unpinned: its retention class applies again")))
 
 
 _pin_command("pin", "Keep a document version from expiring until it is unpinned (redaction still removes it).")
@@ -552,14 +543,14 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
     params: dict[str, Any] = {"project": project, "sessionId": session_id, "text": text}
     if created_at:
         params["createdAt"] = created_at
-    result = _call_with_progress(ctx, "checkpoint", params, "archiving", as_json)
-    if as_json:
-        click.echo(_dump(result))
-        return
-    entry = result["catalogEntry"]
-    click.echo(f"{'archived' if result['created'] else 'already archived'}: {result['rootId']} "
-               f"({entry['bytes']} bytes in {len(result['partIds'])} part(s), blake3 {entry['blake3'][:16]})")
-    click.echo(f"preview ({result['previewTokens']} tokens):\n{result['preview']}")
+
+    def show(result: dict[str, Any]) -> None:
+        entry = result["catalogEntry"]
+        click.echo(f"{'archived' if result['created'] else 'already archived'}: {result['rootId']} "
+                   f"({entry['bytes']} bytes in {len(result['partIds'])} part(s), blake3 {entry['blake3'][:16]})")
+        click.echo(f"preview ({result['previewTokens']} tokens):\n{result['preview']}")
+
+    _run(ctx, "checkpoint", params, as_json, show, progress="archiving")
 
 
 @main.command("catalog", help=(
@@ -571,9 +562,7 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
 @click.pass_context
 @handles_errors
 def catalog_command(ctx, session_id, project, as_json) -> None:
-    result = _call_or_dump(ctx, "catalog", {"project": project, "sessionId": session_id}, as_json)
-    if result is not None:
-        click.echo(result["text"])
+    _run(ctx, "catalog", {"project": project, "sessionId": session_id}, as_json, lambda result: click.echo(result["text"]))
 
 
 @main.command("redact")
@@ -593,16 +582,17 @@ def redact_command(ctx, project, session_id, confirm, as_json) -> None:
         params["sessionId"] = session_id
     if confirm:
         params["confirm"] = confirm
-    result = _call_or_dump(ctx, "redact", params, as_json)
-    if result is None:
-        return
-    where = f"session {session_id} of {params['project']}" if session_id else f"project {params['project']}"
-    if confirm:
-        click.echo(f"redacted {result['redacted']} document(s) of {where}; run `cwa maintain` to purge their bytes")
-    else:
-        flags = f" --session {session_id}" if session_id else ""
-        click.echo(f"{result['documents']} document(s) in {where} would be redacted.\n"
-                   f"To go ahead: cwa redact --project {params['project']}{flags} --confirm {result['confirm']}")
+    where = f"session {session_id} of {project}" if session_id else f"project {project}"
+
+    def show(result: dict[str, Any]) -> None:
+        if confirm:
+            click.echo(f"redacted {result['redacted']} document(s) of {where}; run `cwa maintain` to purge their bytes")
+            return
+        go_ahead = _command_line(ctx, "redact", "--project", project, *(("--session", session_id) if session_id else ()),
+                                 "--confirm", result["confirm"])
+        click.echo(f"{result['documents']} document(s) in {where} would be redacted.\nTo go ahead: {go_ahead}")
+
+    _run(ctx, "redact", params, as_json, show)
 
 
 def _print_decision(decision: dict[str, Any]) -> None:
@@ -675,9 +665,7 @@ def why_command(ctx, session_id, message_key, project, as_json) -> None:
     params = {"project": project, "sessionId": session_id}
     if message_key:
         params["messageKey"] = message_key
-    with _open(ctx) as archive:
-        decision = archive.call("why", params)
-    click.echo(_dump(decision)) if as_json else _print_decision(decision)
+    _run(ctx, "why", params, as_json, _print_decision)
 
 
 @main.command("maintain")
@@ -693,11 +681,10 @@ def maintain_command(ctx, limit, vacuum, embed, as_json) -> None:
     """One bounded maintenance pass: due expiries, purge of expired and redacted bytes, expired
     leases and protections, preflight ledgers, then free pages back to the file system. Run it
     again while it says more work is left."""
-    with _open(ctx) as archive:
-        result = archive.call("maintain", {"limit": limit, "vacuum": vacuum, "embed": embed})
-    if as_json:
-        click.echo(_dump(result))
-        return
+    _run(ctx, "maintain", {"limit": limit, "vacuum": vacuum, "embed": embed}, as_json, _print_maintenance)
+
+
+def _print_maintenance(result: dict[str, Any]) -> None:
     space = result["space"]
     click.echo(
         f"expired {result['expired']} (postponed {result['expiryPostponed']}), purged {result['purged']}; "
@@ -780,15 +767,15 @@ def index_group() -> None:
 @handles_errors
 def index_rebuild(ctx, as_json) -> None:
     """Recompute every derived index from the archived documents."""
-    result = _call_with_progress(ctx, "index-rebuild", {}, "indexing", as_json)
-    if as_json:
-        click.echo(_dump(result))
-    else:
+
+    def show(result: dict[str, Any]) -> None:
         outcomes = "; ".join(
             f"{handler}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             for handler, counts in sorted(result["outcomes"].items())
         )
         click.echo(f"rebuilt {result['documents']} document(s) in generation {result['generation']}; {outcomes}")
+
+    _run(ctx, "index-rebuild", {}, as_json, show, progress="indexing")
 
 
 @index_group.command("embed")
@@ -799,12 +786,9 @@ def index_rebuild(ctx, as_json) -> None:
 def index_embed(ctx, limit, as_json) -> None:
     """Embed the queued windows for semantic search (local model; progress bar)."""
     params = {"limit": limit} if limit else {}
-    result = _call_with_progress(ctx, "index-embed", params, "embedding", as_json)
-    if as_json:
-        click.echo(_dump(result))
-    else:
-        click.echo(f"embedded {result['embedded']} window(s); {result['pending']} pending; model {result['fingerprint']}"
-                   + (" (new model: every window was queued again)" if result["modelChanged"] else ""))
+    _run(ctx, "index-embed", params, as_json, progress="embedding", show=lambda result: click.echo(
+        f"embedded {result['embedded']} window(s); {result['pending']} pending; model {result['fingerprint']}"
+        + (" (new model: every window was queued again)" if result["modelChanged"] else "")))
 
 
 @main.group("models")
@@ -818,11 +802,10 @@ def models_group() -> None:
 @handles_errors
 def models_status(ctx, as_json) -> None:
     """What is installed, where, its fingerprint, and what the archive's vectors came from."""
-    with _open(ctx) as archive:
-        result = archive.call("models-status", {})
-    if as_json:
-        click.echo(_dump(result))
-        return
+    _run(ctx, "models-status", {}, as_json, _print_models)
+
+
+def _print_models(result: dict[str, Any]) -> None:
     embedding = result["embedding"]
     if embedding["installed"]:
         click.echo(f"embedding  {embedding['model']} ({embedding['dimensions']} dims, {embedding['pooling']}, "
@@ -855,10 +838,10 @@ def models_status(ctx, as_json) -> None:
 @click.pass_context
 @handles_errors
 def models_optimize(ctx, as_json) -> None:
-    result = _call_with_progress(ctx, "models-optimize", {}, "optimizing", as_json)
-    if as_json:
-        click.echo(_dump(result))
-        return
+    _run(ctx, "models-optimize", {}, as_json, _print_optimized, progress="optimizing")
+
+
+def _print_optimized(result: dict[str, Any]) -> None:
     original, optimized = result["measured"]["original"], result["measured"]["optimized"]
     click.echo(f"variant {result['variant']}: {result['speedup']}x "
                f"({original['msPerWindow']} -> {optimized['msPerWindow']} ms a window over {result['windows']} windows)")

@@ -28,7 +28,7 @@ from cwa.store.secret import archive_secret
 from cwa.retrieve.summary import document_summary
 from cwa.store import recall_feedback
 from cwa.store.leases import lease_active
-from cwa.store.reads import find_document, read_bytes
+from cwa.store.reads import document_messages, find_document, message_at, read_bytes
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
@@ -88,7 +88,7 @@ def _recall_document(conn, request, now, max_tokens) -> dict[str, Any]:
     problem = _state_problem(conn, doc)
     if problem:
         return problem
-    messages = conn.execute(queries("search")["all_messages"], (doc["row"],)).fetchall()
+    messages = document_messages(conn, doc["row"])
     if doc["byteLength"] <= COMPLETE_TURN_BYTES:
         data, reads = read_bytes(conn, doc["row"], 0, doc["byteLength"])
         text = data.decode("utf-8")
@@ -103,8 +103,8 @@ def _recall_document(conn, request, now, max_tokens) -> dict[str, Any]:
         "chunks": toc[:256],
         "chunkCount": len(toc),
         "messages": [
-            {"key": key, "role": role, "start": start, "end": end}
-            for _, key, role, start, _, end in messages[:256]
+            {"key": m.key, "role": m.role, "start": m.start, "end": m.end}
+            for m in messages[:256]
         ],
     }
     return result
@@ -128,7 +128,7 @@ def _state_problem(conn: apsw.Connection, doc: dict[str, Any]) -> dict[str, Any]
 
 def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret) -> dict[str, Any]:
     sql = queries("search")
-    messages = conn.execute(sql["all_messages"], (doc["row"],)).fetchall()
+    messages = document_messages(conn, doc["row"])
     if doc["kind"] in ("turn", "decision") and doc["byteLength"] <= COMPLETE_TURN_BYTES:
         data, reads = read_bytes(conn, doc["row"], 0, doc["byteLength"])
         text = data.decode("utf-8")
@@ -137,8 +137,8 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
 
     header = ""
     if locator.unit == "message" and locator.message is not None and locator.message < len(messages):
-        _, _, _, start, _, end = messages[locator.message]
-        spans, unit = [(None, start, end)], "message"
+        message = messages[locator.message]
+        spans, unit = [(None, message.start, message.end)], "message"
     elif locator.unit == "window" and locator.window is not None:
         spans = [(o, s, e) for o, s, e in conn.execute(
             sql["windows_around"], (doc["row"], locator.window - neighbors, locator.window + neighbors))]
@@ -146,8 +146,8 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
             spans = [(None, locator.start, locator.end)]
         unit = "window"
     elif locator.unit == "anchor":
-        holder = conn.execute(sql["message_at"], (doc["row"], locator.start)).fetchone()
-        spans = [(None, holder[3], holder[5])] if holder else [(None, locator.start, locator.end)]
+        holder = message_at(conn, doc["row"], locator.start)
+        spans = [(None, holder.start, holder.end)] if holder else [(None, locator.start, locator.end)]
         unit = "message"
     else:
         spans, unit = [(None, locator.start, locator.end)], "range"
@@ -155,10 +155,10 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
     # Keep the hit's own span, then add neighbours nearest first while they fit.
     hit = next(i for i, (o, _, _) in enumerate(spans) if o is None or o == locator.window)
     first = last = hit
-    holder = conn.execute(sql["message_at"], (doc["row"], spans[hit][1])).fetchone()
+    holder = message_at(conn, doc["row"], spans[hit][1])
     header_reads = 0
-    if holder and holder[3] < spans[hit][1] and unit == "window":
-        data, header_reads = read_bytes(conn, doc["row"], holder[3], holder[4])
+    if holder and holder.start < spans[hit][1] and unit == "window":
+        data, header_reads = read_bytes(conn, doc["row"], holder.start, holder.text_start)
         header = data.decode("utf-8")
     if estimate_tokens(header) > max_tokens // 2:
         header = ""  # the evidence itself matters more than its label
@@ -225,7 +225,7 @@ def _resolved(conn, doc, messages, now, start, end, text, reads, materialization
         "project": doc["project"],
         "sessionId": doc["sessionId"],
         "createdAt": doc["createdAt"],
-        "sourceKeys": [m[1] for m in messages],
+        "sourceKeys": [m.key for m in messages],
         "range": {"start": start, "end": end},
         "byteLength": doc["byteLength"],
         "materialization": materialization,

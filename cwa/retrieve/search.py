@@ -8,14 +8,14 @@ sources reorders near-equals; it never outweighs relevance (at most +15%).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 
 from cwa import limits
 from cwa.config import Settings
 from cwa.errors import InvalidRequest, LimitExceeded
-from cwa.index.exact import Anchor, fold, query_anchors
+from cwa.index.exact import SPECIFICITY, Anchor, fold, query_anchors
 from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.index.semantic import pending
 from cwa.index.structure import CUE_THRESHOLD
@@ -32,7 +32,7 @@ from cwa.retrieve.semantic import semantic_candidates
 from cwa.retrieve.summary import document_summary
 from cwa.retrieve.windows import Ranking, WindowRow, best_admissible, distinct_candidates, window_candidate, window_evidence
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
-from cwa.store.reads import read_bytes
+from cwa.store.reads import message_at, message_by_ordinal, read_bytes
 from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
@@ -252,6 +252,18 @@ def _semantic_rescue(
 # --- exact -------------------------------------------------------------------------------------
 
 
+class AnchorHit(NamedTuple):
+    """A document holding a query anchor (a row of `exact_anchor_hits`, or a verified phrase)."""
+
+    document_row: int
+    type: str
+    text: str
+    specificity: float
+    start: int
+    end: int
+    occurrences: int
+
+
 def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candidate]:
     """Case-sensitive lookup of each query anchor; case-folded only when that misses."""
     sql = queries("search")
@@ -262,18 +274,19 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
         hits, folded = [], False
         for folded in (False, True):
             key = fold(anchor.text) if folded else anchor.text
-            hits = ctx.conn.execute(
+            hits = [AnchorHit(*row) for row in ctx.conn.execute(
                 sql["exact_anchor_hits"],
                 {"anchor": key, "folded": int(folded), "visible": ctx.visible, **ctx.filters()},
-            ).fetchall()
+            )]
             if hits:
                 break
         if not hits and anchor.type == "quoted":
             hits, folded = _phrase_hits(ctx, anchor.text)
-        documents_with_anchor = len({h[0] for h in hits})
+        documents_with_anchor = len({hit.document_row for hit in hits})
         if hits and not docs_total:
             docs_total = max(1, ctx.conn.execute(sql["document_count"]).fetchone()[0])
-        for row, _, text, _, start, end, occurrences in hits:
+        for hit in hits:
+            row = hit.document_row
             score = calibration.exact_score(anchor.specificity, folded)
             anchors_found.setdefault(row, set()).add(anchor.text)
             if row in best and best[row].score >= score:
@@ -284,9 +297,9 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
                 match_type=f"exact-{anchor.type}",
                 score=score,
                 raw=score,
-                start=start,
-                end=end,
-                matched=[text],
+                start=hit.start,
+                end=hit.end,
+                matched=[hit.text],
                 coverage=0.0,
                 max_idf=calibration.normalized_idf(documents_with_anchor, docs_total),
             )
@@ -300,7 +313,7 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
     return ranked
 
 
-def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[tuple], bool]:
+def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[AnchorHit], bool]:
     """A quoted phrase found verbatim in window text: FTS5 phrase query, then byte verification."""
     phrase_terms = terms(phrase)
     if not phrase_terms:
@@ -322,7 +335,7 @@ def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[tuple], bool]:
             if _position_visible(ctx, row, begin):
                 continue
             stop = min(end, begin + len(phrase.encode("utf-8")))
-            hits.append((row, "quoted", phrase, 0.8, begin, stop, 1))
+            hits.append(AnchorHit(row, "quoted", phrase, SPECIFICITY["quoted"], begin, stop, 1))
         if hits:
             return hits, folded
     return [], False
@@ -330,20 +343,19 @@ def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[tuple], bool]:
 
 def _attach_message_text(ctx: Context, candidate: Candidate) -> None:
     """Evidence text for an exact hit: the message holding it, centred on the anchor."""
-    message = ctx.conn.execute(queries("search")["message_at"], (candidate.document_row, candidate.start)).fetchone()
+    message = message_at(ctx.conn, candidate.document_row, candidate.start)
     if message is None:
         return
-    _, _, _, _, text_start, end = message
-    data, _ = read_bytes(ctx.conn, candidate.document_row, text_start, end)
+    data, _ = read_bytes(ctx.conn, candidate.document_row, message.text_start, message.end)
     candidate.text = data.decode("utf-8")
-    candidate.center = len(data[: max(0, candidate.start - text_start)].decode("utf-8", errors="ignore"))
+    candidate.center = len(data[: max(0, candidate.start - message.text_start)].decode("utf-8", errors="ignore"))
 
 
 def _position_visible(ctx: Context, document_row: int, position: int) -> bool:
     if not ctx.visible_keys:
         return False
-    message = ctx.conn.execute(queries("search")["message_at"], (document_row, position)).fetchone()
-    return bool(message) and message[1] in ctx.visible_keys
+    message = message_at(ctx.conn, document_row, position)
+    return message is not None and message.key in ctx.visible_keys
 
 
 # --- lexical -----------------------------------------------------------------------------------
@@ -441,6 +453,20 @@ def _preference(ctx: Context, window: WindowRow) -> float:
 # --- structural --------------------------------------------------------------------------------
 
 
+class CueRow(NamedTuple):
+    """A message carrying a structural cue (a row of `relation_candidates`)."""
+
+    document_row: int
+    ordinal: int
+    score: float
+    created_at: str
+    key: str
+    role: str
+    start: int
+    text_start: int
+    end: int
+
+
 def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> tuple[list[Candidate], str]:
     """Messages with the cue, newest first. Without a query the newest ones are the answer; with
     one, each message is judged on its own text, scanning until a few more than `limit` match."""
@@ -448,12 +474,12 @@ def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> t
     params = {"cue": cue, "threshold": CUE_THRESHOLD, "pool": RELATION_POOL, "visible": ctx.visible}
     if ctx.scope.project_row is not None:
         params.update(ctx.scope.params())
-    rows = ctx.conn.execute(queries("search")[name], params)
+    rows = (CueRow(*row) for row in ctx.conn.execute(queries("search")[name], params))
     qterms = query_terms(query)[:MAX_QUERY_TERMS] if query else []
     df, total = frequencies(ctx, qterms) if qterms else ({}, 0)
     found: list[Candidate] = []
-    for position, (row, ordinal, cue_score, _, _, role, start, text_start, end) in enumerate(rows):
-        data, _ = read_bytes(ctx.conn, row, text_start, end)
+    for position, message in enumerate(rows):
+        data, _ = read_bytes(ctx.conn, message.document_row, message.text_start, message.end)
         text = data.decode("utf-8")
         matched: list[str] = []
         coverage = None
@@ -469,13 +495,13 @@ def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> t
             center = next((t.start for t in message_tokens if t.term in matched), 0)
         candidate = Candidate(
             mode="structural",
-            document_row=row,
+            document_row=message.document_row,
             match_type=f"latest-{cue}",
-            score=calibration.structural_score(cue_score, coverage),
-            raw=round(cue_score, 4),
-            start=start,
-            end=end,
-            message=ordinal,
+            score=calibration.structural_score(message.score, coverage),
+            raw=round(message.score, 4),
+            start=message.start,
+            end=message.end,
+            message=message.ordinal,
             matched=matched,
             coverage=round(coverage, 4) if coverage is not None else 1.0,
             max_idf=max((calibration.normalized_idf(df[t], total) for t in matched), default=0.0),
@@ -558,9 +584,9 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
     results = []
     for candidate, summary, margin in chosen:
         message = (
-            conn.execute(sql["message_by_ordinal"], (candidate.document_row, candidate.message)).fetchone()
+            message_by_ordinal(conn, candidate.document_row, candidate.message)
             if candidate.message is not None
-            else conn.execute(sql["message_at"], (candidate.document_row, candidate.start)).fetchone()
+            else message_at(conn, candidate.document_row, candidate.start)
         )
         locator = Locator(
             documentId=summary["documentId"],
@@ -600,7 +626,7 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
                 "source": {
                     "sessionId": summary["sessionId"],
                     "project": summary["project"],
-                    "messageKey": message[1] if message else None,
+                    "messageKey": message.key if message else None,
                 },
             }
         )

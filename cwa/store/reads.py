@@ -8,7 +8,7 @@ that intersect the range.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 import blake3
@@ -238,13 +238,40 @@ def get_document(
     return result
 
 
+class MessageRow(NamedTuple):
+    """Where one message lies in its document's bytes."""
+
+    ordinal: int
+    key: str
+    role: str
+    start: int  # its header line
+    text_start: int  # its text
+    end: int
+
+
+def document_messages(conn: apsw.Connection, document_row: int) -> list[MessageRow]:
+    return [MessageRow(*row) for row in conn.execute(queries("search")["all_messages"], (document_row,))]
+
+
+def message_at(conn: apsw.Connection, document_row: int, position: int) -> MessageRow | None:
+    """The message whose bytes (header line included) hold byte `position`."""
+    row = conn.execute(queries("search")["message_at"], (document_row, position)).fetchone()
+    return MessageRow(*row) if row else None
+
+
+def message_by_ordinal(conn: apsw.Connection, document_row: int, ordinal: int) -> MessageRow | None:
+    row = conn.execute(queries("search")["message_by_ordinal"], (document_row, ordinal)).fetchone()
+    return MessageRow(*row) if row else None
+
+
 def window_text(conn: apsw.Connection, document_row: int, start: int, end: int, first: int, last: int) -> str:
     """The message text inside a window without the serialized header lines: exactly what the
     lexical index saw (and what the semantic index embeds)."""
     data, _ = read_bytes(conn, document_row, start, end)
     pieces = []
-    for _, _, _, _, text_start, m_end in conn.execute(queries("search")["messages_between"], (document_row, first, last)):
-        lo, hi = max(start, text_start), min(end, m_end)
+    for row in conn.execute(queries("search")["messages_between"], (document_row, first, last)):
+        message = MessageRow(*row)
+        lo, hi = max(start, message.text_start), min(end, message.end)
         if hi > lo:
             pieces.append(data[lo - start : hi - start].decode("utf-8"))
     return "\n\n".join(pieces)
