@@ -10,6 +10,7 @@ import contextlib
 import functools
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from collections.abc import Callable, Iterator
@@ -462,11 +463,24 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
         sys.exit(NEGATIVE_ANSWER_EXIT)
 
 
+def _invocation() -> list[str]:
+    """How to run this cwa again from any folder: `cwa` when that is what PATH finds, else the
+    absolute path of what was run (a venv's `.venv/bin/cwa`), or `python -m cwa` with this Python."""
+    invoked = sys.argv[0]
+    if os.path.basename(invoked) == "__main__.py":
+        return [sys.executable, "-m", "cwa"]
+    found = shutil.which("cwa")
+    ran = invoked if os.sep in invoked else shutil.which(invoked) or invoked
+    if found and os.path.realpath(found) == os.path.realpath(ran):
+        return ["cwa"]
+    return [os.path.abspath(ran)]
+
+
 def _command_line(ctx: click.Context, *args: str) -> str:
-    """A `cwa` command line to print for the user to type: quoted, and naming the archive when it
-    is not the one a plain `cwa` would open."""
+    """A command line to print for the user to type: quoted, runnable from any folder, and naming
+    the archive when it is not the one a plain `cwa` would open."""
     archive = [] if ctx.obj["db"] == default_archive_path() else ["--db", str(ctx.obj["db"])]
-    return " ".join(shlex.quote(word) for word in ("cwa", *archive, *args))
+    return " ".join(shlex.quote(word) for word in (*_invocation(), *archive, *args))
 
 
 def _project_args(project: str) -> tuple[str, ...]:

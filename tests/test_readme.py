@@ -7,6 +7,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 
 import apsw
 import pytest
@@ -86,14 +87,15 @@ def test_every_command_the_demo_prints_works_when_typed(tmp_path, archive_from):
     assert first.returncode == 0, first.stderr
     shown = first.stdout.decode()
 
+    program = f"{shlex.quote(sys.executable)} -m cwa"  # how the demo was run, so how its commands start
+
     def typed(command: str):
-        words = shlex.split(command)
-        assert words[0] == "cwa"
-        done = run_cwa(words[1:], env, cwd=elsewhere)
+        assert command.startswith(program + " ")
+        done = subprocess.run(shlex.split(command), capture_output=True, env=env, cwd=elsewhere, timeout=120)
         assert done.returncode == 0, (command, done.stdout, done.stderr)
         return done.stdout.decode().rstrip("\n")
 
-    chunks = ["cwa " + chunk for chunk in shown.split("\n$ cwa ")[1:]]
+    chunks = [program + " " + chunk for chunk in shown.split(f"\n$ {program} ")[1:]]
     assert len(chunks) == 4  # two searches, the latest correction, the recall
     for chunk in chunks:
         command, _, block = chunk.partition("\n")
@@ -102,12 +104,12 @@ def test_every_command_the_demo_prints_works_when_typed(tmp_path, archive_from):
         assert LOCATOR.sub("LOCATOR", typed(command)) == LOCATOR.sub("LOCATOR", block), command
         assert "no results" not in block
 
-    whys = re.findall(r"\[([a-z-]+): ([a-z-]+)\]\n(?:  .*\n)*?  \(why: (cwa .*)\)", shown)
+    whys = re.findall(r"\[([a-z-]+): ([a-z-]+)\]\n(?:  .*\n)*?  \(why: (.*)\)", shown)
     assert len(whys) == 3
     for outcome, reason, command in whys:
         assert f": {outcome} ({reason})" in typed(command)
 
-    continuations = re.findall(r"\(continues \w+: (cwa .*)\)", shown)
+    continuations = re.findall(r"\(continues \w+: (.*)\)", shown)
     assert continuations
     for command in continuations:
         assert "\nbytes " in typed(command)  # a resolved recall: its byte range, then the text
