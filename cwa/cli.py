@@ -75,6 +75,19 @@ def json_option(command: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(command)
 
 
+def archive_command(group: click.Group, name: str | None = None, **settings: Any) -> Callable:
+    """A command of `group` that works on the archive: it gets the click context, takes --json,
+    and turns every error into its message and exit code."""
+
+    def decorate(function: Callable) -> Callable:
+        wrapped = json_option(click.pass_context(handles_errors(function)))
+        options = wrapped.__click_params__  # click lists them in reverse: keep --json after the others
+        options.insert(0, options.pop())
+        return group.command(name, **settings)(wrapped)
+
+    return decorate
+
+
 def _project_dir() -> Path:
     return Path(os.path.realpath(os.getcwd()))
 
@@ -155,10 +168,7 @@ def main(ctx: click.Context, db: Path | None) -> None:
     ctx.obj["db"] = db if db is not None else default_archive_path()
 
 
-@main.command()
-@json_option
-@click.pass_context
-@handles_errors
+@archive_command(main)
 def init(ctx: click.Context, as_json: bool) -> None:
     """Create the archive (or bring its schema up to date) and say where it is."""
     with _open(ctx) as archive:
@@ -188,13 +198,10 @@ def _print_status(status: dict[str, Any]) -> None:
     )
 
 
-@main.command()
+@archive_command(main)
 @click.option("--project", help="Count only this project's documents.")
 @click.option("--archive", "lifecycle", is_flag=True,
               help="Also: documents per retention class and state, where the bytes are, expiries, pins, leases.")
-@json_option
-@click.pass_context
-@handles_errors
 def status(ctx: click.Context, project: str | None, lifecycle: bool, as_json: bool) -> None:
     """Path, schema version, counts and bytes of the archive."""
     params: dict[str, Any] = {"project": project} if project else {}
@@ -239,7 +246,7 @@ def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
     ]
 
 
-@main.command("admit")
+@archive_command(main, "admit")
 @click.option(
     "--file",
     "source",
@@ -247,9 +254,6 @@ def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
     help="A JSON admit request, or JSON lines of them [default: stdin].",
 )
 @project_option("Project identity [default: the request's, else the real path of the cwd].")
-@json_option
-@click.pass_context
-@handles_errors
 def admit_command(ctx: click.Context, source: Path | None, project: str | None, as_json: bool) -> None:
     """Archive documents from an admit request (see docs/contract.md).
 
@@ -309,14 +313,11 @@ def _parse_range(text: str | None) -> dict[str, int] | None:
     return {"start": start, "end": end}
 
 
-@main.command("get")
+@archive_command(main, "get")
 @click.argument("document_id")
 @click.option("--version", "version", type=int, help="A specific version [default: the latest].")
 @click.option("--range", "byte_range", metavar="START:END", help="Only bytes START..END of the text.")
 @click.option("--text", "raw_text", is_flag=True, help="Write the exact text to stdout, any size.")
-@json_option
-@click.pass_context
-@handles_errors
 def get_command(
     ctx: click.Context,
     document_id: str,
@@ -404,7 +405,7 @@ def _print_results(response: dict[str, Any]) -> None:
         click.echo(f"     locator {r['locator']}")
 
 
-@main.command("search")
+@archive_command(main, "search")
 @click.argument("words", nargs=-1)
 @click.option("--relation", type=click.Choice(tuple(RELATIONS)), help="Find the latest question, request, correction, answer or decision.")
 @click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True,
@@ -413,9 +414,6 @@ def _print_results(response: dict[str, Any]) -> None:
 @click.option("--session", "session_id", help="Current session id (needed for --scope session).")
 @click.option("--limit", type=click.IntRange(1, limits.MAX_SEARCH_LIMIT),
               help=f"Results [default: searchResults, {config.BY_KEY['searchResults'].default}].")
-@json_option
-@click.pass_context
-@handles_errors
 def search_command(ctx, words, relation, scope, project, session_id, limit, as_json) -> None:
     """Find archived messages by identifier, structure or keywords.
 
@@ -436,16 +434,13 @@ def search_command(ctx, words, relation, scope, project, session_id, limit, as_j
     _run(ctx, "search", params, as_json, _print_results)
 
 
-@main.command("recall")
+@archive_command(main, "recall")
 @click.argument("target")
 @project_option("Project the recall is made in [default: the real path of the cwd].")
 @click.option("--neighbors", type=click.IntRange(0, limits.MAX_RECALL_NEIGHBORS),
               help=f"Windows on each side to include [default: {limits.DEFAULT_RECALL_NEIGHBORS}].")
 @click.option("--max-tokens", type=click.IntRange(limits.MIN_RECALL_TOKENS, limits.MAX_RECALL_TOKENS),
               help=f"Token budget [default: {limits.DEFAULT_RECALL_TOKENS}].")
-@json_option
-@click.pass_context
-@handles_errors
 def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None:
     """Print the exact archived text behind a search locator or a document id.
 
@@ -502,12 +497,9 @@ def _print_recall(ctx: click.Context, result: dict[str, Any], project: str) -> N
         click.echo(f"\n(continues {side}: {_command_line(ctx, 'recall', *_project_args(project), locator)})")
 
 
-@main.command("supersede")
+@archive_command(main, "supersede")
 @click.argument("document_id")
 @click.option("--by", "replacement", required=True, help="The document that replaces it.")
-@json_option
-@click.pass_context
-@handles_errors
 def supersede_command(ctx, document_id, replacement, as_json) -> None:
     """Retire DOCUMENT_ID in favour of another document of the same project."""
     _run(ctx, "supersede", {"documentId": document_id, "by": {"documentId": replacement}}, as_json,
@@ -518,12 +510,9 @@ def supersede_command(ctx, document_id, replacement, as_json) -> None:
 def _pin_command(method: str, summary: str) -> None:
     """Register `cwa pin` or `cwa unpin` (the same shape, one method each)."""
 
-    @main.command(method, help=summary)
+    @archive_command(main, method, help=summary)
     @click.argument("document_id")
     @click.option("--version", type=click.IntRange(1, limits.MAX_VERSION), help="Which version [default: the latest].")
-    @json_option
-    @click.pass_context
-    @handles_errors
     def command(ctx, document_id, version, as_json) -> None:
         params: dict[str, Any] = {"documentId": document_id}
         if version is not None:
@@ -537,7 +526,7 @@ _pin_command("pin", "Keep a document version from expiring until it is unpinned 
 _pin_command("unpin", "Let a pinned version expire again, on its retention class's schedule.")
 
 
-@main.command("checkpoint", help=(
+@archive_command(main, "checkpoint", help=(
     "Archive a large input exactly, in parts, and print the preview that may stand in for it in a "
     f"prompt (head and tail within {PREVIEW_TOKENS:,} tokens) and its catalog entry. Idempotent: running it "
     "again archives nothing new and prints the same ids. `cwa get ROOT_ID --text` returns the text."))
@@ -546,9 +535,6 @@ _pin_command("unpin", "Let a pinned version expire again, on its retention class
 @click.option("--session", "session_id", default="cli", show_default=True, help="The session it belongs to.")
 @project_option()
 @click.option("--created-at", help="When it was written (ISO-8601) [default: now].")
-@json_option
-@click.pass_context
-@handles_errors
 def checkpoint_command(ctx, source, session_id, project, created_at, as_json) -> None:
     try:
         text = source.read_bytes().decode("utf-8")
@@ -567,25 +553,19 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
     _run(ctx, "checkpoint", params, as_json, show, progress="archiving")
 
 
-@main.command("catalog", help=(
+@archive_command(main, "catalog", help=(
     "The session's checkpoint catalog: one line per archived input (id, topic, terms, bytes, hash), "
     f"newest first, within {CATALOG_TOKENS:,} tokens, under a header signed by this archive."))
 @click.option("--session", "session_id", required=True, help="The session whose checkpoints to list.")
 @project_option()
-@json_option
-@click.pass_context
-@handles_errors
 def catalog_command(ctx, session_id, project, as_json) -> None:
     _run(ctx, "catalog", {"project": project, "sessionId": session_id}, as_json, lambda result: click.echo(result["text"]))
 
 
-@main.command("redact")
+@archive_command(main, "redact")
 @project_option()
 @click.option("--session", "session_id", help="Only this session of the project [default: the whole project].")
 @click.option("--confirm", help="The token printed by a first run without it.")
-@json_option
-@click.pass_context
-@handles_errors
 def redact_command(ctx, project, session_id, confirm, as_json) -> None:
     """Remove a session's (or a whole project's) documents: run once to see how many and get a
     confirm token, then again with --confirm TOKEN. They leave search, preflight and recall at
@@ -623,7 +603,7 @@ def _print_decision(decision: dict[str, Any]) -> None:
         )
 
 
-@main.command("preflight")
+@archive_command(main, "preflight")
 @click.argument("text", required=False)
 @click.option("--session", "session_id", required=True, help="The session the message belongs to.")
 @click.option("--message-key", required=True, help="Stable key of the user message.")
@@ -631,9 +611,6 @@ def _print_decision(decision: dict[str, Any]) -> None:
 @click.option("--active", "active", multiple=True, help="A user-message key still in the context (repeatable).")
 @click.option("--visible", "visible", multiple=True, help="A message key still visible to the model (repeatable).")
 @click.option("--explain", is_flag=True, help="Also show (or, without TEXT, only show) the decision.")
-@json_option
-@click.pass_context
-@handles_errors
 def preflight_command(ctx, text, session_id, message_key, project, active, visible, explain, as_json) -> None:
     """Decide the automatic hint for one user message, once; later calls replay it.
 
@@ -667,13 +644,10 @@ def preflight_command(ctx, text, session_id, message_key, project, active, visib
         _print_decision(decision)
 
 
-@main.command("why")
+@archive_command(main, "why")
 @click.option("--session", "session_id", required=True, help="The session of the message.")
 @click.option("--message-key", help="The user message [default: the session's latest decision].")
 @project_option()
-@json_option
-@click.pass_context
-@handles_errors
 def why_command(ctx, session_id, message_key, project, as_json) -> None:
     """Why preflight did (or did not) add a hint: outcome, reason code and metrics, never text."""
     params = {"project": project, "sessionId": session_id}
@@ -682,15 +656,12 @@ def why_command(ctx, session_id, message_key, project, as_json) -> None:
     _run(ctx, "why", params, as_json, _print_decision)
 
 
-@main.command("maintain")
+@archive_command(main, "maintain")
 @click.option("--limit", type=click.IntRange(1, limits.MAX_MAINTENANCE_STEPS), default=limits.DEFAULT_MAINTENANCE_STEPS,
               show_default=True, help="Rows each task may touch in this pass.")
 @click.option("--vacuum", is_flag=True, help="Finish with a full VACUUM (rewrites the file; also enables incremental auto-vacuum on an old archive).")
 @click.option("--embed", type=click.IntRange(0, limits.MAX_MAINTENANCE_STEPS), default=0, show_default=True,
               help="Also embed up to N queued windows for semantic search (needs the local model).")
-@json_option
-@click.pass_context
-@handles_errors
 def maintain_command(ctx, limit, vacuum, embed, as_json) -> None:
     """One bounded maintenance pass: due expiries, purge of expired and redacted bytes, expired
     leases and protections, preflight ledgers, then free pages back to the file system. Run it
@@ -775,10 +746,7 @@ def index_group() -> None:
     """Derived indexes (exact anchors, BM25F windows, structural cues, embeddings)."""
 
 
-@index_group.command("rebuild")
-@json_option
-@click.pass_context
-@handles_errors
+@archive_command(index_group, "rebuild")
 def index_rebuild(ctx, as_json) -> None:
     """Recompute every derived index from the archived documents."""
 
@@ -792,11 +760,8 @@ def index_rebuild(ctx, as_json) -> None:
     _run(ctx, "index-rebuild", {}, as_json, show, progress="indexing")
 
 
-@index_group.command("embed")
+@archive_command(index_group, "embed")
 @click.option("--limit", type=click.IntRange(1, limits.MAX_EMBED_WINDOWS), help="Embed at most this many windows [default: all queued].")
-@json_option
-@click.pass_context
-@handles_errors
 def index_embed(ctx, limit, as_json) -> None:
     """Embed the queued windows for semantic search (local model; progress bar)."""
     params = {"limit": limit} if limit else {}
@@ -810,10 +775,7 @@ def models_group() -> None:
     """Local models (embedding, reranker): installed from packages, never downloaded at run time."""
 
 
-@models_group.command("status")
-@json_option
-@click.pass_context
-@handles_errors
+@archive_command(models_group, "status")
 def models_status(ctx, as_json) -> None:
     """What is installed, where, its fingerprint, and what the archive's vectors came from."""
     _run(ctx, "models-status", {}, as_json, _print_models)
@@ -842,15 +804,12 @@ def _print_models(result: dict[str, Any]) -> None:
                    + ("" if verdict["current"] else "; built for another model: run `cwa models optimize` again"))
 
 
-@models_group.command("optimize", help=(
+@archive_command(models_group, "optimize", help=(
     "Build a per-channel int8 re-quantization of the embedding model beside the archive, then measure it "
     "on the archive's windows against the installed model. It is used for this archive only if it is at "
     f"least {model_variants.MIN_SPEEDUP}x faster with known-item recall not lower and mean cosine >= "
     f"{model_variants.MIN_COSINE}; the archive's vectors are then rebuilt in the background. Needs the onnx "
     "package (pip install 'cwa[optimize]')."))
-@json_option
-@click.pass_context
-@handles_errors
 def models_optimize(ctx, as_json) -> None:
     _run(ctx, "models-optimize", {}, as_json, _print_optimized, progress="optimizing")
 
@@ -956,10 +915,7 @@ def _print_demo(ctx: click.Context, report: dict[str, Any]) -> None:
     click.echo(f"\nLook inside with SQL:\n  {commands['sql']}")
 
 
-@main.command()
-@json_option
-@click.pass_context
-@handles_errors
+@archive_command(main)
 def demo(ctx: click.Context, as_json: bool) -> None:
     """Archive a small sample coding session and show what was stored.
 
