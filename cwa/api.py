@@ -22,8 +22,8 @@ from cwa.index.handlers import default_handlers
 from cwa.index.rebuild import backfill_if_needed
 from cwa.session.checkpoint import CATALOG_TOKENS, archive_checkpoint, archive_previous_summary, session_catalog
 from cwa.store.admission import admit
-from cwa.store.derived import IndexHandler
 from cwa.store.connection import default_archive_path, open_connection, storage_error
+from cwa.store.derived import IndexHandler
 from cwa.store.reads import get_document
 from cwa.store.status import archive_status
 from cwa.timestamps import utc_now
@@ -76,13 +76,7 @@ class Archive:
 
     def call(self, method: str, params: Any) -> dict[str, Any]:
         """Validate `params` for `method`, run it, and return its JSON-ready result."""
-        spec = METHODS.get(method) if isinstance(method, str) else None
-        if spec is None:
-            raise InvalidRequest(
-                f"unknown method {method!r}",
-                reason="unknown-method",
-                allowed=sorted(METHODS),
-            )
+        spec = method_named(method)
         request = contract.validate(spec.schema, params)
         try:
             return spec.handler(self, request)
@@ -105,6 +99,14 @@ class Archive:
 
     def recall(self, params: Any) -> dict[str, Any]:
         return self.call("recall", params)
+
+
+def method_named(name: Any) -> Method:
+    """The method table's entry for `name`, or `invalid-request` (`unknown-method`)."""
+    spec = METHODS.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise InvalidRequest(f"unknown method {name!r}", reason="unknown-method", allowed=sorted(METHODS))
+    return spec
 
 
 def _admit(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import click
 import orjson
 
 from cwa import __version__, config, limits, model_variants
-from cwa.api import METHODS, Archive
+from cwa.api import METHODS, Archive, method_named
 from cwa.contract import parse_json_body
 from cwa.errors import CwaError, Internal, InvalidRequest
 from cwa.retrieve.scope import SCOPES
@@ -80,10 +80,9 @@ def archive_command(group: click.Group, name: str | None = None, **settings: Any
     and turns every error into its message and exit code."""
 
     def decorate(function: Callable) -> Callable:
-        wrapped = json_option(click.pass_context(handles_errors(function)))
-        options = wrapped.__click_params__  # click lists them in reverse: keep --json after the others
-        options.insert(0, options.pop())
-        return group.command(name, **settings)(wrapped)
+        command = group.command(name, **settings)(json_option(click.pass_context(handles_errors(function))))
+        command.params.sort(key=lambda param: param.name == "as_json")  # --json last in --help (stable)
+        return command
 
     return decorate
 
@@ -458,6 +457,7 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
         sys.exit(NEGATIVE_ANSWER_EXIT)
 
 
+@functools.cache
 def _invocation() -> list[str]:
     """How to run this cwa again from any folder: `cwa` when that is what PATH finds, else the
     absolute path of what was run (a venv's `.venv/bin/cwa`), or `python -m cwa` with this Python."""
@@ -475,7 +475,7 @@ def _command_line(ctx: click.Context, *args: str) -> str:
     """A command line to print for the user to type: quoted, runnable from any folder, and naming
     the archive when it is not the one a plain `cwa` would open."""
     archive = [] if ctx.obj["db"] == default_archive_path() else ["--db", str(ctx.obj["db"])]
-    return " ".join(shlex.quote(word) for word in (*_invocation(), *archive, *args))
+    return shlex.join((*_invocation(), *archive, *args))
 
 
 def _project_args(project: str) -> tuple[str, ...]:
@@ -880,9 +880,8 @@ def _demo_commands(ctx: click.Context, report: dict[str, Any]) -> dict[str, Any]
                        report["searches"][0]["results"][0]["locator"]),
         "why": [line("why", *project, "--session", sample.DEMO_NEXT_SESSION, "--message-key", item["key"])
                 for item in report["preflight"]],
-        "sql": " ".join(shlex.quote(word) for word in (
-            "sqlite3", report["archive"],
-            "select document_id, kind, created_at, byte_length from live_documents order by created_at")),
+        "sql": shlex.join(("sqlite3", report["archive"],
+                           "select document_id, kind, created_at, byte_length from live_documents order by created_at")),
     }
 
 
@@ -939,8 +938,7 @@ def demo(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 @handles_errors(always_json=True)
 def call(ctx: click.Context, method: str) -> None:
-    if method not in METHODS:
-        raise InvalidRequest(f"unknown method {method!r}", reason="unknown-method", allowed=sorted(METHODS))
+    method_named(method)  # an unknown method fails before stdin is read
     params = parse_json_body(sys.stdin.buffer.read(limits.MAX_REQUEST_BYTES + 1), "params")
     with _open(ctx) as archive:
         result = archive.call(method, params)

@@ -66,3 +66,21 @@ ORDER BY d.created_at DESC, d.id DESC;
 -- name: locator_secret
 -- The archive's signing secret (cwa/store/secret.py), created once by migration 0001.
 SELECT value FROM meta WHERE key = 'locator_secret';
+
+-- name: message_at
+-- Message coordinates (MessageRow in cwa/store/reads.py): ordinal, key, role, header start,
+-- text start, end. This one: the message whose bytes hold a position.
+SELECT ordinal, message_key, role, start_byte, text_start, end_byte
+FROM messages WHERE document_row = ? AND start_byte <= ? ORDER BY ordinal DESC LIMIT 1;
+
+-- name: message_by_ordinal
+SELECT ordinal, message_key, role, start_byte, text_start, end_byte
+FROM messages WHERE document_row = ? AND ordinal = ?;
+
+-- name: messages_between
+SELECT ordinal, message_key, role, start_byte, text_start, end_byte
+FROM messages WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal;
+
+-- name: all_messages
+SELECT ordinal, message_key, role, start_byte, text_start, end_byte
+FROM messages WHERE document_row = ? ORDER BY ordinal;

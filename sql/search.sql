@@ -89,14 +89,6 @@ JOIN projects AS p ON p.id = d.project_id
 JOIN sessions AS s ON s.id = d.session_id
 WHERE d.id = ?;
 
--- name: message_at
-SELECT ordinal, message_key, role, start_byte, text_start, end_byte
-FROM messages WHERE document_row = ? AND start_byte <= ? ORDER BY ordinal DESC LIMIT 1;
-
--- name: message_by_ordinal
-SELECT ordinal, message_key, role, start_byte, text_start, end_byte
-FROM messages WHERE document_row = ? AND ordinal = ?;
-
 -- name: relation_candidates
 -- Messages carrying a structural cue, newest first, in one project (and, with :sessions, one
 -- lineage). Driven by documents_project_created so LIMIT stops the scan early.
@@ -160,14 +152,6 @@ WITH RECURSIVE chain (id) AS (
   SELECT x.superseded_row FROM supersessions AS x JOIN chain AS c ON x.replacement_row = c.id
 )
 SELECT id FROM chain;
-
--- name: messages_between
-SELECT ordinal, message_key, role, start_byte, text_start, end_byte
-FROM messages WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal;
-
--- name: all_messages
-SELECT ordinal, message_key, role, start_byte, text_start, end_byte
-FROM messages WHERE document_row = ? ORDER BY ordinal;
 
 -- name: chunks_intersecting
 SELECT ordinal, start_byte, end_byte FROM document_chunks

@@ -56,14 +56,18 @@ def imports_of(name: str, path: Path, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules and m != name}
 
 
+LAYER_OF = {prefix: rank for rank, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
+
+
 def layer_of(module: str) -> int | None:
-    best = None  # the longest matching prefix wins: cwa.store.x is store, not the leaf `cwa`
-    for rank, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + ".") and prefix != "cwa":
-                if best is None or len(prefix) > best[1]:
-                    best = (rank, len(prefix))
-    return best[0] if best else None
+    """The layer of the longest listed prefix of `module`; the bare `cwa` prefix covers only the
+    package's own `__init__`, so a new top-level module must be placed by hand."""
+    parts = module.split(".")
+    for end in range(len(parts), 1, -1):
+        rank = LAYER_OF.get(".".join(parts[:end]))
+        if rank is not None:
+            return rank
+    return LAYER_OF.get(module)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -1,7 +1,7 @@
 """Upgrades tested with data: an archive as each earlier schema left it, with documents in it,
 opened by this cwa. Canonical rows come through unchanged, and each backfill an upgrade needs
-happens: derived indexes for schema 1, the embedding queue for schemas 2-3, the retention plan
-for schemas 1-5."""
+happens: derived indexes for schema 1, vectors for the windows of schemas 2-3 (which had none and
+no queue for them), the retention plan for schemas 1-5."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cwa import contract
 from cwa.api import Archive
 from cwa.index.exact import ExactHandler
 from cwa.index.lexical import LexicalHandler
-from cwa.index.semantic import SemanticQueueHandler
+from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
 from cwa.store import migrations
 from cwa.store.admission import admit
@@ -120,12 +120,12 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
             old = find_document(conn, before["documents"][2][0], 1)
             assert old["state"] == "superseded"
 
-        # Embedding queue: every window content without a vector waits for one.
-        unembedded = conn.execute(
-            "SELECT count(DISTINCT content_hash) FROM windows AS w WHERE NOT EXISTS "
-            "(SELECT 1 FROM window_embeddings AS e WHERE e.content_hash = w.content_hash)").fetchone()[0]
-        queued = conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0]
-        assert queued == unembedded > 0
+        # Embeddings: `cwa serve`'s background worker embeds every window, the old ones included
+        # (schemas 1-3 had no vectors and no queue for them).
+        BackgroundEmbedder(str(path), lambda: NOW).step(conn)
+        contents = conn.execute("SELECT count(DISTINCT content_hash) FROM windows").fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM window_embeddings").fetchone()[0] == contents > 0
+        assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0
 
         # Retention: documents from before the schedule get their entries from the first pass.
         marker = conn.execute("SELECT count(*) FROM meta WHERE key = 'retention_backfill'").fetchone()[0]

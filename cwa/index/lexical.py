@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import apsw
 import blake3
 
-from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
 from cwa.index.terms import term_starts
+from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import CUES

@@ -14,10 +14,10 @@ from typing import Any
 
 import apsw
 
-from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.model_variants import active
-from cwa.models import Embedder
+from cwa.models import Embedder, ModelUnavailable
 from cwa.store.connection import write_transaction
+from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
 from cwa.store.workers import DaemonWorker
@@ -125,12 +125,20 @@ class BackgroundEmbedder(DaemonWorker):
         self.model = None
 
     def step(self, conn: apsw.Connection) -> bool:
+        try:
+            files = active(self.path)
+        except ModelUnavailable:  # no model: nothing to do, ever
+            return False
+        # The archive adopts the model before its queue is read, as `drain` does: an archive with
+        # no vectors yet (one from before the semantic index) or with another model's queues every
+        # window — without loading the model when nothing is waiting.
+        adopt(conn, files.fingerprint, self.clock())
         if not pending(conn):
             return True
-        if self.model is None:
+        if self.model is None or self.model.fingerprint != files.fingerprint:  # first, or a new variant
             try:
-                self.model = Embedder(active(self.path), threads=1)
-            except Exception:  # no model (or a broken one): nothing to do, ever
+                self.model = Embedder(files, threads=1)
+            except Exception:  # a broken model: nothing to do, ever
                 return False
         while not self.stop.is_set() and pending(conn):
             try:

@@ -23,6 +23,7 @@ class Context:
     now: str
     lineage: set[int]
     frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
+    windows: int | None = None  # windows in the lexical index, read once per context
     include_superseded: bool = False  # preflight looks at them only to name its reason
 
     def filters(self) -> dict:
@@ -41,11 +42,12 @@ def make_context(
 
 
 def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
-    """Window frequency of each term (looked up once per search) and the number of windows."""
+    """Window frequency of each term and the number of windows, each looked up once per search."""
     sql = queries("search")
     for word in words:
         if word not in ctx.frequencies:  # one indexed lookup: fts5vocab does not push IN down
             row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()
             ctx.frequencies[word] = row[0] if row else 0
-    total = ctx.conn.execute(sql["window_count"]).fetchone()[0]
-    return {w: ctx.frequencies[w] for w in words}, total
+    if ctx.windows is None:
+        ctx.windows = ctx.conn.execute(sql["window_count"]).fetchone()[0]
+    return {w: ctx.frequencies[w] for w in words}, ctx.windows

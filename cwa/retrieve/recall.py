@@ -24,11 +24,11 @@ import apsw
 
 from cwa import limits
 from cwa.retrieve.locators import Locator, sign, verify
-from cwa.store.secret import archive_secret
 from cwa.retrieve.summary import document_summary
 from cwa.store import recall_feedback
 from cwa.store.leases import lease_active
 from cwa.store.reads import document_messages, find_document, message_at, read_bytes
+from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around

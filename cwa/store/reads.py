@@ -250,17 +250,17 @@ class MessageRow(NamedTuple):
 
 
 def document_messages(conn: apsw.Connection, document_row: int) -> list[MessageRow]:
-    return [MessageRow(*row) for row in conn.execute(queries("search")["all_messages"], (document_row,))]
+    return [MessageRow(*row) for row in conn.execute(queries("reads")["all_messages"], (document_row,))]
 
 
 def message_at(conn: apsw.Connection, document_row: int, position: int) -> MessageRow | None:
     """The message whose bytes (header line included) hold byte `position`."""
-    row = conn.execute(queries("search")["message_at"], (document_row, position)).fetchone()
+    row = conn.execute(queries("reads")["message_at"], (document_row, position)).fetchone()
     return MessageRow(*row) if row else None
 
 
 def message_by_ordinal(conn: apsw.Connection, document_row: int, ordinal: int) -> MessageRow | None:
-    row = conn.execute(queries("search")["message_by_ordinal"], (document_row, ordinal)).fetchone()
+    row = conn.execute(queries("reads")["message_by_ordinal"], (document_row, ordinal)).fetchone()
     return MessageRow(*row) if row else None
 
 
@@ -269,7 +269,7 @@ def window_text(conn: apsw.Connection, document_row: int, start: int, end: int, 
     lexical index saw (and what the semantic index embeds)."""
     data, _ = read_bytes(conn, document_row, start, end)
     pieces = []
-    for row in conn.execute(queries("search")["messages_between"], (document_row, first, last)):
+    for row in conn.execute(queries("reads")["messages_between"], (document_row, first, last)):
         message = MessageRow(*row)
         lo, hi = max(start, message.text_start), min(end, message.end)
         if hi > lo:
