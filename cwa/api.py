@@ -22,7 +22,7 @@ from cwa.index.handlers import default_handlers
 from cwa.index.rebuild import backfill_if_needed
 from cwa.session.checkpoint import CATALOG_TOKENS, archive_checkpoint, archive_previous_summary, session_catalog
 from cwa.store.admission import admit
-from cwa.store.connection import default_archive_path, open_connection, storage_error
+from cwa.store.connection import default_archive_path, durable_writes, open_connection, storage_error
 from cwa.store.derived import IndexHandler
 from cwa.store.reads import get_document
 from cwa.store.status import archive_status
@@ -45,6 +45,15 @@ class Archive:
         self.handlers = tuple(handlers) if handlers is not None else default_handlers()
         self.clock = clock
         self.progress: Callable[[int, int], None] | None = None  # long work reports here
+        self._engines: Any = None  # session engines of this process (cwa/session/engine.py)
+
+    @property
+    def engines(self) -> Any:
+        if self._engines is None:
+            from cwa.session.engine import Engines
+
+            self._engines = Engines(self)
+        return self._engines
 
     @classmethod
     def open(
@@ -155,12 +164,9 @@ def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     project, session = request["project"], request["sessionId"]
-    archive.conn.execute("PRAGMA synchronous = FULL")  # an oversized input is not re-sent: make it durable
-    try:
+    with durable_writes(archive.conn):
         result = archive_checkpoint(archive.admit, project, session, request["text"], request.get("createdAt"),
                                     archive.progress)
-    finally:
-        archive.conn.execute("PRAGMA synchronous = NORMAL")
     if request.get("previousSummary") is not None:
         result["previousSummary"] = archive_previous_summary(
             archive.conn, archive.admit, project, session, request["previousSummary"]
@@ -181,6 +187,8 @@ def _redact(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 def _search(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.search import search
 
+    if request.get("sessionId") and archive._engines is not None:  # an agent's search: skip what it still sees
+        request = archive.engines.with_visible(request)
     return search(archive.conn, request, archive.settings, archive.clock())
 
 
@@ -265,6 +273,28 @@ def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return rebuild_indexes(archive.conn, archive.handlers, archive.clock(), archive.progress)
 
 
+def _session_context(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    return archive.engines.context(request)
+
+
+def _session_settled(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    return archive.engines.settled(request)
+
+
+def _session_compact(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.session.compaction import compact
+
+    return compact(archive, request)
+
+
+def _session_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    return archive.engines.status(request)
+
+
+def _session_rotate(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    return archive.engines.rotate(request)
+
+
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
@@ -290,5 +320,13 @@ METHODS: dict[str, Method] = {
         Method("checkpoint", contract.CHECKPOINT, _checkpoint, "archive an oversized input exactly; preview + catalog entry"),
         Method("catalog", contract.CATALOG, _catalog, f"the session's checkpoint catalog, signed, within {CATALOG_TOKENS:,} tokens"),
         Method("redact", contract.REDACT, _redact, "tombstone a session's or project's documents (confirm token)"),
+        Method("session-context", contract.SESSION_CONTEXT, _session_context,
+               "a host's transcript in, the provider copy of the current epoch out"),
+        Method("session-settled", contract.SESSION_SETTLED, _session_settled,
+               "archive the completed interaction groups after the agent settles"),
+        Method("session-compact", contract.SESSION_COMPACT, _session_compact,
+               "archive what a compaction summarizes; a signed catalog summary and versioned details"),
+        Method("session-status", contract.SESSION_STATUS, _session_status, "epoch, turns and tokens against limits"),
+        Method("session-rotate", contract.SESSION_ROTATE, _session_rotate, "rotate at the next user message"),
     )
 }

@@ -970,6 +970,118 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
         sys.exit(Internal.exit_code)
 
 
+@main.group("session")
+def session_group() -> None:
+    """The session engine as a host drives it: status, and replay of a transcript (for debugging a
+    host integration)."""
+
+
+def _model_options(command: Callable) -> Callable:
+    for option in reversed((
+        click.option("--context-window", type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW), default=0,
+                     help="The model's context window in tokens [default: unknown, 96K usable assumed]."),
+        click.option("--max-tokens", type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW), default=0,
+                     help="The model's output limit (the default reserve)."),
+        click.option("--reserve", type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW),
+                     help="Tokens kept free for the answer [default: --max-tokens]."),
+    )):
+        command = option(command)
+    return command
+
+
+def _read_transcript(source: Path) -> tuple[list[dict[str, Any]], str | None]:
+    from cwa.session.transcript_file import read_transcript
+
+    messages, header = read_transcript(source)
+    parent = header.get("parentSession") if header else None
+    return messages, Path(parent).stem if isinstance(parent, str) and parent else None
+
+
+def _print_session_status(status: dict[str, Any]) -> None:
+    limits_ = status.get("limits")
+    if status.get("tokens") is None or not limits_:
+        click.echo(f"epoch {status['epoch']} · {status.get('archivedGroups', 0)} archived group(s) "
+                   "(turns and tokens are known to the process that holds the transcript; try --file)")
+    else:
+        click.echo(f"epoch {status['epoch']} · {status['turns']}/{limits_['rotationTurns']} turns · "
+                   f"{status['tokens']:,}/{limits_['rotationTokens']:,} tokens ({status['level']}) · "
+                   f"{status['externalized']} externalized · {status['oversized']} oversized · "
+                   f"hints {status['hintTokens']} tokens")
+    if status.get("emergencyRetention"):
+        kept = status["emergencyRetention"]
+        click.echo(f"emergency retention: kept {kept['kept']} of {kept['wanted']} groups at the last rotation")
+    if status.get("checkpointNeeded"):
+        click.echo("checkpoint needed: one interaction group exceeds the rotation target (compact the session)")
+    if status.get("rotationQueued"):
+        click.echo("rotation queued for the next user message")
+
+
+def _context_params(project: str, session_id: str, parent: str | None, messages: list, context_window: int,
+                    max_tokens: int, reserve: int | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"project": project, "sessionId": session_id, "messages": messages,
+                              "model": {"contextWindow": context_window, "maxTokens": max_tokens}}
+    if parent:
+        params["parentSessionId"] = parent
+    if reserve is not None:
+        params["reserveTokens"] = reserve
+    return params
+
+
+@archive_command(session_group, "status")
+@click.option("--session", "session_id", required=True, help="The session.")
+@project_option()
+@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The session's transcript (Pi session file or one message per line): adds turns and tokens.")
+@_model_options
+def session_status_command(ctx, session_id, project, source, context_window, max_tokens, reserve, as_json) -> None:
+    """Epoch, turns and estimated tokens against the limits, emergency retention, a needed
+    checkpoint, a queued rotation: the facts a host shows in its footer."""
+    if source is None:
+        _run(ctx, "session-status", {"project": project, "sessionId": session_id}, as_json, _print_session_status)
+        return
+    messages, parent = _read_transcript(source)
+    params = _context_params(project, session_id, parent, messages, context_window, max_tokens, reserve)
+    with _open(ctx) as archive:
+        result = archive.call("session-context", params)
+    click.echo(_dump(result["status"])) if as_json else _print_session_status(result["status"])
+
+
+@archive_command(session_group, "replay")
+@click.option("--session", "session_id", required=True, help="The session the transcript belongs to.")
+@project_option()
+@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="A Pi session file, or a JSON-lines file of Pi messages.")
+@click.option("--parent", help="The parent session id [default: from the Pi session header].")
+@_model_options
+def session_replay_command(ctx, session_id, project, source, parent, context_window, max_tokens, reserve,
+                           as_json) -> None:
+    """Print the provider copy a host would send for this transcript: what rotated out, what was
+    externalized, where hints go. It runs the engine for real (decisions and archives are written
+    as a host's call would write them, idempotently)."""
+    messages, header_parent = _read_transcript(source)
+    params = _context_params(project, session_id, parent or header_parent, messages, context_window, max_tokens,
+                             reserve)
+
+    def show(result: dict[str, Any]) -> None:
+        for index, message in enumerate(result["messages"]):
+            text = _message_preview(message)
+            click.echo(f"{index:>4} {message.get('role'):<17} {text}")
+        for event in result["events"]:
+            click.echo("event: " + orjson.dumps(event).decode())
+        _print_session_status(result["status"])
+
+    _run(ctx, "session-context", params, as_json, show)
+
+
+def _message_preview(message: dict[str, Any]) -> str:
+    from cwa.session.transcript import serialize
+
+    _, text, _, _, _ = serialize(message, "message")
+    label = "[hint] " if message.get("customType") == "cwa-hint" else ""
+    flat = " ".join(text.split())
+    return label + (flat[:100] + "…" if len(flat) > 100 else flat)
+
+
 @main.group("config")
 def config_group() -> None:
     """Show resolved settings, and which project folders are trusted."""

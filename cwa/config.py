@@ -49,6 +49,17 @@ def _fraction(value: Any) -> float:
     return float(value)
 
 
+def _ratio(low: float, high: float) -> Callable[[Any], Any]:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError("must be a number")
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}")
+        return float(value)
+
+    return check
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError("must be true or false")
@@ -104,6 +115,33 @@ SETTINGS: tuple[Setting, ...] = (
         "admission fails with disk-low when the archive's file system has less free space (0 = off)",
     ),
     Setting("maxInlineUserTokens", 16_000, _int_range(256, 10_000_000), "larger user input is archived as a checkpoint"),
+    Setting(
+        "rotationContextRatio",
+        0.65,
+        _ratio(0.05, 0.95),
+        "share of the usable input at which the session engine rotates to a new epoch",
+    ),
+    Setting("rotationTurns", 20, _int_range(1, 10_000), "user messages in an epoch that make it rotate"),
+    Setting("retainTurns", 5, _int_range(1, 1_000), "latest complete interaction groups a rotation keeps"),
+    Setting(
+        "maxToolResultTokens",
+        4_000,
+        _int_range(500, 10_000_000),
+        "larger tool results are archived and shown as a preview",
+    ),
+    Setting(
+        "toolResultBudgetRatio",
+        0.30,
+        _fraction,
+        "share of the rotation target inline tool results may use before the floor applies",
+    ),
+    Setting(
+        "toolResultBudgetFloorTokens",
+        1_000,
+        _int_range(500, 10_000_000),
+        "once the tool-result budget is used, larger results are archived and shown as a preview",
+    ),
+    Setting("dedupToolResults", True, _boolean, "an exact repeat of a tool result in the epoch becomes a short marker"),
     Setting("hintBudgetTokens", 160, _int_range(0, limits.MAX_HINT_BUDGET_TOKENS), "token budget of one automatic hint"),
     Setting(
         "activeHintBudgetTokens",

@@ -14,7 +14,9 @@ from typing import Any, Callable
 import orjson
 
 from cwa import limits
+from cwa.config import BY_KEY
 from cwa.errors import InvalidRequest, LimitExceeded
+from cwa.session.budget import SESSION_KEYS
 from cwa.timestamps import parse_timestamp
 from cwa.vocabulary import KINDS, RELATIONS, RETENTION_CLASSES, ROLES
 
@@ -266,6 +268,34 @@ class List(Spec):
         return [self.item.check(item, f"{path}[{index}]") for index, item in enumerate(value)]
 
 
+@dataclass(frozen=True)
+class PiMessage(Spec):
+    """One message of a host transcript: an object with a known role. Its fields are read (and
+    their types checked) by cwa/session/transcript.py; the object is passed on unchanged."""
+
+    def check(self, value: Any, path: str) -> dict:
+        if not isinstance(value, dict):
+            raise _wrong_type(path, "an object", value)
+        role = value.get("role")
+        if role not in ROLES:
+            raise InvalidRequest(f"{path}.role must be one of {', '.join(ROLES)}", field=f"{path}.role",
+                                 reason="not-allowed", allowed=list(ROLES))
+        return value
+
+
+@dataclass(frozen=True)
+class SettingValue(Spec):
+    """A value for one configuration key, checked by that key's own rule (cwa/config.py)."""
+
+    key: str
+
+    def check(self, value: Any, path: str) -> Any:
+        try:
+            return BY_KEY[self.key].check(value)
+        except ValueError as exc:
+            raise InvalidRequest(f"{path} {exc}", field=path, reason="out-of-range") from exc
+
+
 # --- method schemas -------------------------------------------------------------------------
 
 MESSAGE = Obj(
@@ -411,6 +441,55 @@ REDACT = Obj(
         "confirm": Field(Str(1, 64)),
     }
 )
+
+TRANSCRIPT = List(PiMessage(), 0, limits.MAX_SESSION_MESSAGES)
+
+SESSION_SCOPE = {
+    "project": Field(Str(1, limits.MAX_PROJECT_CHARS), required=True),
+    "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS), required=True),
+    "parentSessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
+}
+
+MODEL = Obj(
+    {
+        "id": Field(Str(0, 1024)),
+        "provider": Field(Str(0, 1024)),
+        "contextWindow": Field(Int(0, limits.MAX_CONTEXT_WINDOW)),
+        "maxTokens": Field(Int(0, limits.MAX_CONTEXT_WINDOW)),
+    }
+)
+
+SESSION_CONTEXT = Obj(
+    {
+        **SESSION_SCOPE,
+        "model": Field(MODEL),
+        "reserveTokens": Field(Int(0, limits.MAX_CONTEXT_WINDOW)),
+        "messages": Field(TRANSCRIPT, required=True),
+        "baseDigest": Field(Str(1, limits.MAX_DIGEST_CHARS)),
+        "answer": Field(Enum(("full", "delta")), default="full"),
+        "settings": Field(Obj({key: Field(SettingValue(key)) for key in SESSION_KEYS})),
+    }
+)
+
+SESSION_SETTLED = Obj({**SESSION_SCOPE, "aborted": Field(Bool()), "messages": Field(TRANSCRIPT)})
+
+SESSION_COMPACT = Obj(
+    {
+        **SESSION_SCOPE,
+        "messagesToSummarize": Field(TRANSCRIPT, required=True),
+        "turnPrefixMessages": Field(TRANSCRIPT),
+        "isSplitTurn": Field(Bool()),
+        "previousSummary": Field(Str(1, limits.MAX_DOCUMENT_BYTES, limit=True)),
+        "previousDetails": Field(JsonObject(limits.MAX_METADATA_BYTES, limits.MAX_METADATA_DEPTH)),
+        "reason": Field(Enum(("manual", "threshold", "overflow"))),
+        "tokensBefore": Field(Int(0, limits.MAX_CONTEXT_WINDOW)),
+        "firstKeptEntryId": Field(Str(0, 1024)),
+    }
+)
+
+SESSION_STATUS = Obj({**SESSION_SCOPE})
+
+SESSION_ROTATE = Obj({**SESSION_SCOPE})
 
 PREFLIGHT_POLICY = Obj(
     {

@@ -53,6 +53,11 @@ MAX_COOLDOWN_HOURS = 8_760
 MAX_ACTIVE_KEYS = 1000  # activeMessageKeys entries
 PREFLIGHT_QUERY_CHARS = 16_384  # of a longer message, only this prefix is read as the query
 
+# Session engine
+MAX_SESSION_MESSAGES = 200_000  # transcript messages in one session-* request
+MAX_CONTEXT_WINDOW = 100_000_000  # a model's context window or output limit, in tokens
+MAX_DIGEST_CHARS = 64
+
 # Maintenance
 DEFAULT_MAINTENANCE_STEPS = 500  # rows each task may touch in one pass
 MAX_MAINTENANCE_STEPS = 100_000

@@ -17,9 +17,19 @@ VALUES (:session, :key, :query_hash, :generation, :outcome, :reason, :text, :tok
         :response, :now, :now);
 
 -- name: active_tokens
--- Tokens of the frozen hints of the keys still in the provider context (:keys is a JSON array).
-SELECT coalesce(sum(tokens), 0) FROM hint_records
-WHERE session_id = :session AND message_key IN (SELECT value FROM json_each(:keys));
+-- Tokens of the frozen hints of the keys still in the provider context (:keys is a JSON array),
+-- found in the session or its ancestors (:sessions): a fork's inherited hints count once.
+SELECT coalesce(sum(tokens), 0) FROM (
+  SELECT max(tokens) AS tokens FROM hint_records
+  WHERE session_id IN (SELECT value FROM json_each(:sessions))
+    AND message_key IN (SELECT value FROM json_each(:keys))
+  GROUP BY message_key);
+
+-- name: lineage_hint
+-- The frozen decision for a key in the nearest session of :sessions (JSON array, session first).
+SELECT h.model_visible_text, h.response, h.last_active_at FROM hint_records AS h
+JOIN json_each(:sessions) AS s ON s.value = h.session_id
+WHERE h.message_key = :key ORDER BY s.key LIMIT 1;
 
 -- name: touch_active
 -- Keys still in the context count as activity; written at most once a day per record.

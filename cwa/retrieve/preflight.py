@@ -99,10 +99,10 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
         frozen = hint_ledger.find_hint(conn, session, key)
         if frozen is not None:  # another process decided first
             return _replay(conn, session, key, frozen, now)
-        used = hint_ledger.active_tokens(conn, session, active)
+        lineage = exposure_ledger.lineage(conn, session)
+        used = hint_ledger.active_tokens(conn, lineage, active)
         cooled = set()
         if bounds.cooldown_hours:
-            lineage = exposure_ledger.lineage(conn, session)
             cooled = exposure_ledger.recently_surfaced(conn, lineage, (e.source for e, _ in found), now)
         evidence = [replace(e, recently_surfaced=e.source in cooled) for e, _ in found]
 
@@ -120,6 +120,23 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
         _record(conn, session, key, request["text"], decision, response, bounds, now)
         hint_ledger.touch_active(conn, session, active, now)
     return response
+
+
+def freeze_empty(conn: apsw.Connection, request: dict[str, Any], reason: str, now: str) -> None:
+    """Freeze "no hint" for a message without looking for one (a message the session engine
+    meets only in an older part of a transcript, or one whose preflight failed): a later call can
+    never add bytes after it."""
+    project, session_key, key = request["project"], request["sessionId"], request["messageKey"]
+    with write_transaction(conn):
+        session = ensure_session(
+            conn, ensure_project(conn, project, now), session_key, request.get("parentSessionId"), now
+        )
+        if hint_ledger.find_hint(conn, session, key) is not None:
+            return
+        decision = Decision(SUPPRESS, reason)
+        bounds = Budgets(0, 0, 0)
+        _record(conn, session, key, request["text"], decision, _response(conn, decision, "", [], 0, bounds, now),
+                bounds, now)
 
 
 def _record(

@@ -100,6 +100,7 @@ def archive_checkpoint(
     preview = head + ("\n" + marker + "\n" + tail if elided else "")
     return {
         "rootId": root_id,
+        "version": root["version"],
         "partIds": [p["documentId"] for p in written],
         "preview": preview,
         "previewTokens": estimate_tokens(preview),
@@ -108,16 +109,24 @@ def archive_checkpoint(
     }
 
 
-def _marker(root_id: str, elided: int, size: int) -> str:
-    return f"[… {elided} bytes not shown: the full input is archived as {root_id} ({size} bytes) …]"
+def _marker(root_id: str, elided: int, size: int, what: str = "input") -> str:
+    return f"[… {elided} bytes not shown: the full {what} is archived as {root_id} ({size} bytes) …]"
 
 
-def _head_and_tail(text: str, size: int) -> tuple[str, str, int]:
-    """Head and tail within the preview budget (marker included); the bytes left between them."""
-    if len(text) <= PREVIEW_TOKENS * 8 and estimate_tokens(text) <= PREVIEW_TOKENS:  # (≤ 4 chars a token)
+def preview(text: str, document_id: str, budget: int = PREVIEW_TOKENS, what: str = "input") -> str:
+    """`text` itself when it fits `budget` tokens, else its head and tail around a marker naming
+    the archived document; the whole preview (marker included) stays within `budget`."""
+    size = len(text.encode("utf-8"))
+    head, tail, elided = _head_and_tail(text, size, budget, what)
+    return head + ("\n" + _marker(document_id, elided, size, what) + "\n" + tail if elided else "")
+
+
+def _head_and_tail(text: str, size: int, total: int = PREVIEW_TOKENS, what: str = "input") -> tuple[str, str, int]:
+    """Head and tail within `total` tokens (marker included); the bytes left between them."""
+    if len(text) <= total * 8 and estimate_tokens(text) <= total:  # (≤ 4 chars a token)
         return text, "", 0
     # Room for the marker at its costliest (a long opaque id, the largest byte counts) + 2 newlines.
-    budget = PREVIEW_TOKENS - estimate_tokens("\n" + _marker("doc-" + "f" * 40, size, size) + "\n")
+    budget = total - estimate_tokens("\n" + _marker("doc-" + "f" * 40, size, size, what) + "\n")
     head_budget = int(budget * HEAD_SHARE)
     window = text[: head_budget * 16]
     _, head_end = fit_around(window, head_budget, 0)
@@ -141,13 +150,14 @@ def catalog_entry(head: str, tail: str, size: int, digest: str) -> dict[str, Any
     return {"topic": topic, "salientTerms": salient, "bytes": size, "blake3": digest}
 
 
-def render_catalog(conn: apsw.Connection, entries: list[dict[str, Any]]) -> str:
-    """A signed catalog of checkpoint entries, newest first, within CATALOG_TOKENS."""
+def render_catalog(conn: apsw.Connection, entries: list[dict[str, Any]], budget: int = CATALOG_TOKENS) -> str:
+    """A signed catalog of archived entries in the order given, within `budget` tokens."""
     lines: list[str] = []
     for entry in entries:
-        line = (f"- {entry['rootId']}: {entry['topic']!r}; terms {', '.join(entry['salientTerms'])}; "
-                f"{entry['bytes']} bytes; blake3 {entry['blake3'][:16]}")
-        if estimate_tokens("\n".join([*lines, line])) + HEADER_TOKENS > CATALOG_TOKENS:
+        when = f" ({entry['from'][:16]}Z)" if entry.get("from") else ""
+        line = (f"- {entry['rootId']}{when}: {entry['topic']!r}; terms {', '.join(entry['salientTerms'])}; "
+                f"{entry['bytes']} bytes" + (f"; blake3 {entry['blake3'][:16]}" if entry.get("blake3") else ""))
+        if estimate_tokens("\n".join([*lines, line])) + HEADER_TOKENS > budget:
             break
         lines.append(line)
     body = "\n".join(lines)
@@ -183,3 +193,11 @@ def archive_previous_summary(
     admitted = admit({"project": project, "sessionId": session_id, "kind": "summary",
                       "messages": [{"role": "compactionSummary", "text": summary}]})
     return {"archived": True, "documentId": admitted["documentId"]}
+
+
+def checkpoint_keys(text: str) -> list[str]:
+    """The message keys `archive_checkpoint` gives the root and parts of `text`: while the preview
+    is in the live context these sources are visible, so automatic preflight skips them."""
+    digest = blake3.blake3(text.encode("utf-8")).hexdigest()[:24]
+    count = len(split_parts(text))
+    return [f"checkpoint:{digest}", *(f"checkpoint:{digest}:{i}" for i in range(count))]

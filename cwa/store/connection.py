@@ -174,3 +174,14 @@ def write_transaction(conn: apsw.Connection) -> Iterator[None]:
         if not conn.get_autocommit():
             conn.execute("ROLLBACK")
         raise
+
+
+@contextmanager
+def durable_writes(conn: apsw.Connection) -> Iterator[None]:
+    """synchronous=FULL for the writes inside: an oversized input is not sent again, so its
+    archive must survive a power loss as soon as it is acknowledged."""
+    conn.execute("PRAGMA synchronous = FULL")
+    try:
+        yield
+    finally:
+        conn.execute("PRAGMA synchronous = NORMAL")

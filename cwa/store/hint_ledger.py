@@ -64,10 +64,19 @@ def record_hint(conn: apsw.Connection, session: int, message_key: str, record: d
     return conn.last_insert_rowid()
 
 
-def active_tokens(conn: apsw.Connection, session: int, keys: list[str]) -> int:
+def find_in_lineage(conn: apsw.Connection, lineage: list[int], message_key: str) -> Frozen | None:
+    """The frozen decision for a key in the session or its nearest ancestor (a fork replays the
+    hints its parent froze for the messages they share)."""
+    params = {"sessions": orjson.dumps(lineage).decode(), "key": message_key}
+    row = conn.execute(queries("hints")["lineage_hint"], params).fetchone()
+    return Frozen(row[0], orjson.loads(row[1]), row[2]) if row else None
+
+
+def active_tokens(conn: apsw.Connection, lineage: list[int], keys: list[str]) -> int:
+    """Tokens of the frozen hints of `keys` across the session and its ancestors."""
     if not keys:
         return 0
-    params = {"session": session, "keys": orjson.dumps(keys).decode()}
+    params = {"sessions": orjson.dumps(lineage).decode(), "keys": orjson.dumps(keys).decode()}
     return conn.execute(queries("hints")["active_tokens"], params).fetchone()[0]
 
 

@@ -4,8 +4,9 @@ Two steps, so nothing goes by accident: without a token, `redact` counts the doc
 and returns a confirm token bound to exactly that set (a keyed hash with the archive's secret);
 with the token, and only while the set is unchanged, every document in scope is tombstoned in one
 transaction — at once out of search, preflight and recall — whatever pins, leases or context
-protections held it, its frozen hints replay as nothing (`source-redacted`), and its rows are
-queued for the purge of bytes and derived rows (cwa/store/purge.py, run by maintenance).
+protections held it, its frozen hints replay as nothing (`source-redacted`), the session engine
+shows REDACTED_PREVIEW instead of its previews from the next rebuild on, and its rows are queued
+for the purge of bytes and derived rows (cwa/store/purge.py, run by maintenance).
 Pi's own session files are never touched: cwa only ever writes its archive.
 """
 
@@ -23,6 +24,7 @@ from cwa.store.connection import write_transaction
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import SUPPRESS
 
+REDACTED_PREVIEW = "[this archived content was redacted]"  # what a session's provider copy shows instead
 BLANK_HINT = {"hints": [], "diagnostics": {"outcome": SUPPRESS, "reason": "source-redacted", "metrics": {},
                                            "generation": None, "decidedAt": None, "frozen": False}}
 
@@ -55,6 +57,8 @@ def redact(conn: apsw.Connection, project: str, session: str | None, confirm: st
             conn.execute(sql["unschedule_document"], (row,))
             conn.execute(sql["queue_purge"], (row, "redacted", now))
         conn.execute(sql["blank_hints_from"], {"rows": listed, "response": orjson.dumps(BLANK_HINT).decode()})
+        conn.execute(queries("session")["redact_replacements"],
+                     {"rows": listed, "text": REDACTED_PREVIEW, "tokens": len(REDACTED_PREVIEW) // 4 + 4})
         conn.execute(sql["drop_protections_of"], {"rows": listed})
         conn.execute(sql["drop_lease_documents_of"], {"rows": listed})
     return {"scope": scope, "documents": len(rows), "confirm": confirm, "redacted": len(rows)}

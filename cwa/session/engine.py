@@ -1,0 +1,580 @@
+"""The epoch-window engine: a host's full transcript in, the provider-facing copy out.
+
+The provider copy of an epoch is the transcript from the epoch's first message on, with
+- tool results above `maxToolResultTokens` (or above `toolResultBudgetFloorTokens` once inline
+  results have used `toolResultBudgetRatio` of the rotation target) archived as `tool-result`
+  documents and shown as a head/tail preview naming the archive id;
+- exact repeats of a tool result still in the epoch shown as a short marker;
+- user input above `maxInlineUserTokens` archived exactly (checkpoint) and shown as its preview;
+- each user message followed by its frozen preflight hint (a `custom` message), if any.
+
+Within an epoch the copy only grows (prompt caches keep their prefix). Every decision is made once,
+when a message first enters an epoch, and stored in the archive (cwa/store/session_state.py, the
+hint ledger), so a restart, a reload or a fork with verified lineage rebuilds the same bytes.
+
+Rotation happens at a user message (its first sight) when the epoch reaches the rotation target
+or `rotationTurns` user messages, or when one was queued (`session-rotate`): the latest
+`retainTurns` complete groups stay if they fit the target (otherwise fewer, down to one:
+emergency retention; if one does not fit, a checkpoint is reported as needed), retained tool
+results above the floor become previews, removed groups are archived as turn documents, and the
+hints of removed messages leave with them (their budget is freed).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import apsw
+import blake3
+
+from cwa.config import Settings
+from cwa.errors import Conflict, NotFound
+from cwa.retrieve import preflight
+from cwa.session import budget as budgets
+from cwa.session.budget import Budget
+from cwa.session.checkpoint import archive_checkpoint, checkpoint_keys, preview
+from cwa.session.transcript import (
+    EMPTY_DIGEST,
+    PER_MESSAGE_TOKENS,
+    TOOL_ROLES,
+    Entry,
+    chain_digest,
+    content_text,
+    entries_of,
+    group_complete,
+    groups,
+    sizing_tokens,
+    tool_calls,
+    unique_keys,
+)
+from cwa.session.turns import archive_group, archive_tool_result
+from cwa.store import hint_ledger, session_state
+from cwa.store.connection import durable_writes, write_transaction
+from cwa.store.exposure_ledger import lineage as session_lineage
+from cwa.store.session_state import EpochRow, Replacement
+from cwa.store.sessions import ensure_project, ensure_session
+from cwa.limits import MAX_VISIBLE_KEYS, PREFLIGHT_QUERY_CHARS
+
+TOOL_PREVIEW_TOKENS = 400  # below the smallest floor, so a rebalanced result always shrinks
+DEDUP_MIN_TOKENS = 64  # a marker is not worth it for smaller output
+HINT_TYPE = "cwa-hint"
+ENGINES_IN_MEMORY = 16
+
+
+class Host(Protocol):
+    """What the engine needs of an open archive (cwa.api.Archive provides it)."""
+
+    conn: apsw.Connection
+    settings: Settings
+    clock: Callable[[], str]
+
+    def admit(self, params: Any) -> dict[str, Any]: ...
+
+
+@dataclass
+class Shown:
+    """One transcript message in the epoch, as the provider sees it, and its hint."""
+
+    entry: Entry
+    message: dict[str, Any]
+    tokens: int
+    action: str = "inline"
+    document_id: str | None = None
+    hint: dict[str, Any] | None = None
+    hint_tokens: int = 0
+
+
+def _replaced(entry: Entry, text: str) -> dict[str, Any]:
+    """The host's message with its text replaced; every other field (and non-text block) kept."""
+    raw = entry.raw
+    if entry.role == "bashExecution":
+        return {**raw, "output": text}
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return {**raw, "content": text if entry.role in ("user", "custom") else [{"type": "text", "text": text}]}
+    blocks, placed = [], False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            if not placed:
+                blocks.append({"type": "text", "text": text})
+                placed = True
+            continue
+        blocks.append(block)
+    if not placed:
+        blocks.insert(0, {"type": "text", "text": text})
+    return {**raw, "content": blocks}
+
+
+def _visible_text(entry: Entry) -> str:
+    """The text the provider would see for a message (what a preview is cut from)."""
+    if entry.role == "bashExecution":
+        output = entry.raw.get("output")
+        return output if isinstance(output, str) else ""
+    return content_text(entry.raw.get("content"), "message")[0]
+
+
+def _user_text(entry: Entry) -> str:
+    """A user message's text blocks (images left out): what an oversized input archives."""
+    content = entry.raw.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n\n".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
+                       and isinstance(b.get("text"), str))
+
+
+def _extra_tokens(entry: Entry, text: str) -> int:
+    """Sizing of a replaced message: its new text plus what was not text (images)."""
+    return entry.tokens - sizing_tokens(entry.text) - PER_MESSAGE_TOKENS + sizing_tokens(text) + PER_MESSAGE_TOKENS
+
+
+class SessionEngine:
+    """One session's transcript and epoch, kept in memory between calls of one process."""
+
+    def __init__(self, host: Host, project: str, session_key: str, parent_key: str | None) -> None:
+        self.host = host
+        self.project, self.session_key, self.parent_key = project, session_key, parent_key
+        now = host.clock()
+        with write_transaction(host.conn):
+            self.session = ensure_session(host.conn, ensure_project(host.conn, project, now), session_key,
+                                          parent_key, now)
+        self.lineage = session_lineage(host.conn, self.session)
+        self.epoch = session_state.load_epoch(host.conn, self.lineage) or EpochRow()
+        self.entries: list[Entry] = []
+        self.taken: dict[str, int] = {}
+        self.digest = EMPTY_DIGEST
+        self.shown: list[Shown] = []
+        self.start = 0
+        self.tool_tokens = 0
+        self.signatures: dict[tuple[str, str, str], Shown] = {}
+        self.calls: dict[str, tuple[str, str]] = {}
+        self.archived = session_state.archived_groups(host.conn, self.lineage)
+        self.budget: Budget | None = None
+        self.returned: tuple[int, int] | None = None  # (epoch, length) of the last provider copy sent
+        self.extra_visible: dict[str, list[str]] = {}  # user key → checkpoint keys of its preview
+
+    # -- scope ---------------------------------------------------------------------------------
+
+    @property
+    def scope(self) -> dict[str, str]:
+        scope = {"project": self.project, "sessionId": self.session_key}
+        if self.parent_key:
+            scope["parentSessionId"] = self.parent_key
+        return scope
+
+    # -- the transcript ------------------------------------------------------------------------
+
+    def extend(self, messages: list[Any], budget: Budget, events: list[dict[str, Any]]) -> None:
+        """Take the messages after those already known; the epoch follows them."""
+        self.budget = budget
+        first = not self.entries
+        new = unique_keys(entries_of(messages, len(self.entries)), self.taken)
+        for entry in new:
+            self.digest = chain_digest(self.digest, entry.key)
+        self.entries.extend(new)
+        self.calls.update(tool_calls(new))
+        if first:
+            self._after_compaction()
+            keys = [e.key for e in self.entries]
+            cut = self.epoch.cut_key
+            self.start = keys.index(cut) if cut in keys else 0
+            fresh = self.entries[self.start:]
+        else:
+            fresh = new
+        decided = session_state.load_replacements(self.host.conn, self.lineage, [e.key for e in fresh])
+        last_user = next((e.index for e in reversed(self.entries) if e.is_user), None)
+        for entry in fresh:
+            self._enter(entry, decided.get(entry.key), entry.index == last_user, events)
+
+    def _after_compaction(self) -> None:
+        """A transcript that now starts with a compaction summary the engine has not seen is a
+        compaction reset: a new epoch from the summary on (kept messages keep their decisions)."""
+        head = self.entries[0] if self.entries else None
+        if head is None or head.role != "compactionSummary" or head.key == self.epoch.flags.get("compactionKey"):
+            return
+        self.epoch = EpochRow(self.epoch.epoch + 1, None, {"compactionKey": head.key})
+        with write_transaction(self.host.conn):
+            session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
+
+    def _enter(self, entry: Entry, decided: Replacement | None, latest_user: bool, events: list[dict[str, Any]]) -> None:
+        """Add one message to the epoch: replay its decision, or make it now."""
+        if entry.is_user:
+            frozen = hint_ledger.find_in_lineage(self.host.conn, self.lineage, entry.key)
+            shown = self._decide_user(entry, decided, events)
+            if frozen is None:  # first sight of this user message: a boundary
+                self._boundary(shown, events)
+                self.shown.append(shown)
+                self._hint(shown, latest_user, events)
+            else:
+                self.shown.append(shown)
+                self._attach_hint(shown, frozen.text)
+            return
+        if entry.role in TOOL_ROLES:
+            shown = self._decide_tool(entry, decided, events)
+        else:
+            shown = Shown(entry, entry.raw, entry.tokens)
+        self.shown.append(shown)
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    def _apply(self, entry: Entry, decision: Replacement) -> Shown:
+        if decision.text is None:
+            return Shown(entry, entry.raw, entry.tokens, decision.action, decision.document_id)
+        return Shown(entry, _replaced(entry, decision.text), decision.tokens, decision.action, decision.document_id)
+
+    def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> None:
+        with write_transaction(self.host.conn):
+            session_state.save_replacement(self.host.conn, self.session, entry.key, decision, version,
+                                           self.host.clock(), update=update)
+
+    def _decide_user(self, entry: Entry, decided: Replacement | None, events: list[dict[str, Any]]) -> Shown:
+        text = _user_text(entry)
+        if decided is not None:
+            if decided.action == "oversized":
+                self.extra_visible[entry.key] = checkpoint_keys(text)
+            return self._apply(entry, decided)
+        assert self.budget is not None
+        if sizing_tokens(text) <= self.budget.max_inline_user:
+            return Shown(entry, entry.raw, entry.tokens)
+        with durable_writes(self.host.conn):
+            archived = archive_checkpoint(self.host.admit, self.project, self.session_key, text, entry.timestamp)
+        shown_text = archived["preview"]
+        decision = Replacement("oversized", archived["rootId"], shown_text, _extra_tokens(entry, shown_text),
+                               self.epoch.epoch)
+        self._record(entry, decision, archived["version"])
+        self.extra_visible[entry.key] = checkpoint_keys(text)
+        events.append({"type": "oversized-archived", "messageKey": entry.key, "documentId": archived["rootId"],
+                       "bytes": len(text.encode("utf-8")), "previewTokens": archived["previewTokens"]})
+        return self._apply(entry, decision)
+
+    def _signature(self, entry: Entry) -> tuple[str, str, str]:
+        content = blake3.blake3(_visible_text(entry).encode("utf-8")).hexdigest()
+        if entry.role == "bashExecution":
+            return ("bash", str(entry.raw.get("command")), content)
+        name, arguments = self.calls.get(entry.tool_call_id or "", (entry.tool_name or "", ""))
+        return (entry.tool_name or name, arguments, content)
+
+    def _decide_tool(self, entry: Entry, decided: Replacement | None, events: list[dict[str, Any]]) -> Shown:
+        assert self.budget is not None
+        signature = self._signature(entry)
+        if decided is not None:
+            shown = self._apply(entry, decided)
+        else:
+            shown = self._decide_new_tool(entry, signature, events)
+        if shown.action == "inline":
+            self.tool_tokens += shown.tokens
+        self.signatures.setdefault(signature, shown)
+        return shown
+
+    def _decide_new_tool(self, entry: Entry, signature: tuple[str, str, str], events: list[dict[str, Any]]) -> Shown:
+        budget = self.budget
+        assert budget is not None
+        earlier = self.signatures.get(signature) if budget.dedup and entry.tokens > DEDUP_MIN_TOKENS else None
+        over_gate = self.tool_tokens >= budget.tool_budget and entry.tokens > budget.tool_floor
+        if earlier is None and entry.tokens <= budget.max_tool_tokens and not over_gate:
+            decision = Replacement("inline", None, None, entry.tokens, self.epoch.epoch)
+            self._record(entry, decision, None)
+            return self._apply(entry, decision)
+        document_id, version = archive_tool_result(self.host.admit, self.scope, entry)
+        if earlier is not None:
+            call = earlier.entry.tool_call_id or earlier.entry.key
+            where = f", archived as {earlier.document_id}" if earlier.document_id else ""
+            text = (f"[duplicate tool result: the same output as the earlier {entry.tool_name or 'tool'} call {call}"
+                    f"{where}, still in this context; this one is archived as {document_id}]")
+            action = "duplicate"
+        else:
+            text = preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output")
+            action = "preview"
+        decision = Replacement(action, document_id, text, _extra_tokens(entry, text), self.epoch.epoch)
+        self._record(entry, decision, version)
+        events.append({"type": "externalized", "messageKey": entry.key, "documentId": document_id,
+                       "action": action, "tokens": entry.tokens, "shownTokens": decision.tokens})
+        return self._apply(entry, decision)
+
+    # -- hints ---------------------------------------------------------------------------------
+
+    def _attach_hint(self, shown: Shown, text: str) -> None:
+        if text:
+            shown.hint = {"role": "custom", "customType": HINT_TYPE, "content": text, "display": False,
+                          "timestamp": shown.entry.raw.get("timestamp")}
+            shown.hint_tokens = sizing_tokens(text) + PER_MESSAGE_TOKENS
+
+    def _hint(self, shown: Shown, latest: bool, events: list[dict[str, Any]]) -> None:
+        """Preflight for the latest user message (first sight); an older one freezes no hint."""
+        entry = shown.entry
+        request = {**self.scope, "messageKey": entry.key, "text": _user_text(entry)[:PREFLIGHT_QUERY_CHARS]}
+        conn, now = self.host.conn, self.host.clock()
+        if not latest:
+            preflight.freeze_empty(conn, request, "historical-message", now)
+            return
+        request["activeMessageKeys"] = [s.entry.key for s in self.shown if s.entry.is_user]
+        request["excludeVisibleSourceKeys"] = self.visible_keys()
+        try:
+            found = preflight.preflight(conn, request, self.host.settings, now)
+        except Exception as exc:  # a hint is never worth a failed turn: freeze "none" and go on
+            events.append({"type": "preflight-failed", "messageKey": entry.key, "error": type(exc).__name__})
+            try:
+                preflight.freeze_empty(conn, request, "preflight-error", now)
+            except Exception:
+                pass  # not frozen: this process still shows nothing for the key (no record → no hint)
+            return
+        self._attach_hint(shown, found["modelVisibleText"])
+        diagnostics = found["diagnostics"]
+        events.append({"type": "hint", "messageKey": entry.key, "outcome": diagnostics["outcome"],
+                       "reason": diagnostics["reason"], "tokens": diagnostics["metrics"].get("tokens", 0)})
+
+    def visible_keys(self) -> list[str]:
+        """Message keys of every source the provider can still see (newest kept within the limit)."""
+        keys: list[str] = []
+        for shown in self.shown:
+            keys.append(shown.entry.key)
+            keys.extend(self.extra_visible.get(shown.entry.key, ()))
+        return keys[-MAX_VISIBLE_KEYS:]
+
+    # -- rotation ------------------------------------------------------------------------------
+
+    def _boundary(self, arriving: Shown, events: list[dict[str, Any]]) -> None:
+        """At a user message's first sight: rotate first if the epoch is due."""
+        budget = self.budget
+        assert budget is not None
+        tokens = self.tokens() + arriving.tokens
+        turns = sum(1 for s in self.shown if s.entry.is_user)
+        queued = bool(self.epoch.flags.get("rotationQueued"))
+        if not self.shown or not (tokens >= budget.target or turns >= budget.rotation_turns or queued):
+            return
+        reason = "forced" if queued else "tokens" if tokens >= budget.target else "turns"
+        self._rotate(arriving, reason, events)
+
+    def _rotate(self, arriving: Shown, reason: str, events: list[dict[str, Any]]) -> None:
+        budget = self.budget
+        assert budget is not None
+        previous = groups([s.entry for s in self.shown])
+        by_key = {s.entry.key: s for s in self.shown}
+        wanted = min(budget.retain_turns, len(previous))
+        candidates = previous[len(previous) - wanted:]
+        for group in candidates:  # rebalance: retained output above the floor becomes a preview
+            for entry in group:
+                shown = by_key[entry.key]
+                if entry.role in TOOL_ROLES and shown.action == "inline" and shown.tokens > budget.tool_floor:
+                    by_key[entry.key] = self._rebalance(shown, events)
+        kept = 0
+        for count in range(wanted, 0, -1):
+            size = sum(by_key[e.key].tokens + by_key[e.key].hint_tokens for g in previous[-count:] for e in g)
+            if size + arriving.tokens <= budget.target:
+                kept = count
+                break
+        checkpoint_needed = wanted > 0 and kept == 0
+        kept = max(kept, 1) if wanted else 0
+        removed = previous[: len(previous) - kept]
+        archived_ids = self._archive_groups(removed, followed=True)
+        retained = [by_key[e.key] for g in previous[len(previous) - kept:] for e in g]
+        self.epoch = EpochRow(
+            self.epoch.epoch + 1,
+            retained[0].entry.key if retained else arriving.entry.key,
+            {"emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
+             "checkpointNeeded": checkpoint_needed, "rotationQueued": False, "reason": reason,
+             "compactionKey": self.epoch.flags.get("compactionKey")},
+        )
+        with write_transaction(self.host.conn):
+            session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
+        self.shown = retained
+        self.start = retained[0].entry.index if retained else arriving.entry.index
+        self.tool_tokens = sum(s.tokens for s in retained if s.entry.role in TOOL_ROLES and s.action == "inline")
+        self.signatures = {}
+        for shown in retained:
+            if shown.entry.role in TOOL_ROLES:
+                self.signatures.setdefault(self._signature(shown.entry), shown)
+        event: dict[str, Any] = {"type": "rotated", "epoch": self.epoch.epoch, "reason": reason,
+                                 "retainedGroups": kept, "removedGroups": len(removed), "archived": archived_ids}
+        if kept < wanted:
+            event["emergencyRetention"] = {"kept": kept, "wanted": wanted}
+            events.append({"type": "emergency-retention", "kept": kept, "wanted": wanted})
+        events.append(event)
+        if checkpoint_needed:
+            events.append({"type": "checkpoint-needed", "reason": "a single interaction group exceeds the rotation target"})
+
+    def _rebalance(self, shown: Shown, events: list[dict[str, Any]]) -> Shown:
+        entry = shown.entry
+        document_id, version = archive_tool_result(self.host.admit, self.scope, entry)
+        text = preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output")
+        decision = Replacement("preview", document_id, text, _extra_tokens(entry, text), self.epoch.epoch + 1)
+        self._record(entry, decision, version, update=True)
+        events.append({"type": "externalized", "messageKey": entry.key, "documentId": document_id,
+                       "action": "rebalanced", "tokens": entry.tokens, "shownTokens": decision.tokens})
+        return self._apply(entry, decision)
+
+    def _shown_texts(self) -> dict[str, str]:
+        return {s.entry.key: _text_of(s) for s in self.shown if s.action != "inline"}
+
+    def _archive_groups(self, chosen: list[list[Entry]], followed: bool, settled: bool = False) -> list[str]:
+        """Archive groups as turn documents (once each); their document ids."""
+        shown = self._shown_texts()
+        ids: list[str] = []
+        for index, group in enumerate(chosen):
+            mark = (group[0].key, group[-1].key)
+            is_last = index == len(chosen) - 1
+            if mark in self.archived or not group_complete(group, followed or not is_last, settled):
+                continue
+            documents = archive_group(self.host.admit, self.scope, group, shown)
+            with write_transaction(self.host.conn):
+                session_state.record_turn(self.host.conn, self.session, mark[0], mark[1],
+                                          [d["rootId"] for d in documents], self.host.clock())
+            self.archived.add(mark)
+            ids.extend(d["rootId"] for d in documents)
+        return ids
+
+    # -- host calls ----------------------------------------------------------------------------
+
+    def settle(self, aborted: bool) -> list[str]:
+        """Archive every complete group not archived yet (an interrupted tail stays out)."""
+        return self._archive_groups(groups(self.entries), followed=False, settled=not aborted)
+
+    def queue_rotation(self) -> None:
+        self.epoch.flags["rotationQueued"] = True
+        with write_transaction(self.host.conn):
+            session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
+
+    def tokens(self) -> int:
+        return sum(s.tokens + s.hint_tokens for s in self.shown)
+
+    def provider_copy(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        for shown in self.shown:
+            messages.append(shown.message)
+            if shown.hint is not None:
+                messages.append(shown.hint)
+        return messages
+
+    def status(self) -> dict[str, Any]:
+        budget = self.budget
+        turns = sum(1 for s in self.shown if s.entry.is_user)
+        tokens = self.tokens()
+        flags = self.epoch.flags
+        return {
+            "epoch": self.epoch.epoch,
+            "turns": turns,
+            "tokens": tokens,
+            "messages": len(self.entries),
+            "providerMessages": sum(1 + (s.hint is not None) for s in self.shown),
+            "limits": budget.limits() if budget else None,
+            "level": budgets.level(tokens, turns, budget) if budget else None,
+            "emergencyRetention": flags.get("emergency"),
+            "checkpointNeeded": bool(flags.get("checkpointNeeded")),
+            "rotationQueued": bool(flags.get("rotationQueued")),
+            "externalized": sum(1 for s in self.shown if s.action in ("preview", "duplicate")),
+            "oversized": sum(1 for s in self.shown if s.action == "oversized"),
+            "hintTokens": sum(s.hint_tokens for s in self.shown),
+            "toolResultTokens": self.tool_tokens,
+            "digest": self.digest,
+        }
+
+
+def _text_of(shown: Shown) -> str:
+    message = shown.message
+    if shown.entry.role == "bashExecution":
+        return f"$ {message.get('command')}\n{message.get('output')}"
+    return content_text(message.get("content"), "message")[0]
+
+
+class Engines:
+    """The engines of the sessions one process serves, most recently used kept in memory."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.live: OrderedDict[tuple[str, str], SessionEngine] = OrderedDict()
+
+    def get(self, project: str, session: str) -> SessionEngine | None:
+        engine = self.live.get((project, session))
+        if engine is not None:
+            self.live.move_to_end((project, session))
+        return engine
+
+    def fresh(self, project: str, session: str, parent: str | None) -> SessionEngine:
+        engine = SessionEngine(self.host, project, session, parent)
+        self.live[(project, session)] = engine
+        self.live.move_to_end((project, session))
+        while len(self.live) > ENGINES_IN_MEMORY:
+            self.live.popitem(last=False)
+        return engine
+
+    def drop(self, project: str, session: str) -> None:
+        self.live.pop((project, session), None)
+
+    def context(self, request: dict[str, Any]) -> dict[str, Any]:
+        project, session = request["project"], request["sessionId"]
+        engine = self.get(project, session)
+        base = request.get("baseDigest")
+        if base is not None:
+            if engine is None or engine.digest != base:
+                raise Conflict("the engine does not hold the transcript this delta extends; send every message once",
+                               reason="resync-required", digest=engine.digest if engine else None)
+        else:
+            engine = self.fresh(project, session, request.get("parentSessionId"))
+        budget = Budget.of(request.get("model", {}), request.get("reserveTokens"), self.host.settings,
+                           request.get("settings", {}))
+        events: list[dict[str, Any]] = []
+        try:
+            engine.extend(request["messages"], budget, events)
+        except BaseException:
+            self.drop(project, session)  # half-applied: the next call must resend everything
+            raise
+        return self._answer(engine, request.get("answer", "full"), events)
+
+    def _answer(self, engine: SessionEngine, mode: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+        copy = engine.provider_copy()
+        result: dict[str, Any] = {"digest": engine.digest, "count": len(engine.entries),
+                                  "status": engine.status(), "events": events}
+        if mode == "delta":
+            keep = engine.returned[1] if engine.returned and engine.returned[0] == engine.epoch.epoch else 0
+            result["delta"] = {"keep": keep, "append": copy[keep:]}
+        else:
+            result["messages"] = copy
+        engine.returned = (engine.epoch.epoch, len(copy))
+        return result
+
+    def settled(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Archive the completed groups of the transcript this process holds (or of `messages`)."""
+        project, session = request["project"], request["sessionId"]
+        engine = self.get(project, session)
+        if request.get("messages") is not None:
+            engine = self.fresh(project, session, request.get("parentSessionId"))
+            engine.extend(request["messages"], Budget.of({}, None, self.host.settings, {}), [])
+        if engine is None:
+            return {"archived": [], "known": False, "status": None}
+        return {"archived": engine.settle(bool(request.get("aborted"))), "known": True, "status": engine.status()}
+
+    def rotate(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Queue a rotation for the session's next user message."""
+        project, session = request["project"], request["sessionId"]
+        engine = self.get(project, session) or SessionEngine(self.host, project, session, request.get("parentSessionId"))
+        engine.queue_rotation()
+        return {"rotationQueued": True, "status": engine.status()}
+
+    def status(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The footer facts: from memory when this process serves the session, else what the
+        archive records (tokens are known only with the transcript)."""
+        project, session = request["project"], request["sessionId"]
+        engine = self.get(project, session)
+        if engine is not None:
+            return {"inMemory": True, **engine.status()}
+        row = hint_ledger.session_row(self.host.conn, project, session)
+        if row is None:
+            raise NotFound(f"no session {session!r} in project {project!r}", reason="no-session")
+        epoch = session_state.load_epoch(self.host.conn, session_lineage(self.host.conn, row)) or EpochRow()
+        flags = epoch.flags
+        return {"inMemory": False, "epoch": epoch.epoch, "turns": None, "tokens": None, "limits": None, "level": None,
+                "emergencyRetention": flags.get("emergency"), "checkpointNeeded": bool(flags.get("checkpointNeeded")),
+                "rotationQueued": bool(flags.get("rotationQueued")),
+                "archivedGroups": len(session_state.archived_groups(self.host.conn, [row]))}
+
+    def with_visible(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A search request of a session this process serves also excludes what its provider
+        copy still shows."""
+        engine = self.get(request.get("project") or "", request["sessionId"])
+        if engine is None:
+            return request
+        visible = list(dict.fromkeys([*request.get("excludeVisibleSourceKeys", []), *engine.visible_keys()]))
+        return {**request, "excludeVisibleSourceKeys": visible[-MAX_VISIBLE_KEYS:]}

@@ -1,0 +1,227 @@
+"""A host's transcript as the engine sees it: Pi messages, their text, keys and interaction groups.
+
+Pi's roles (docs/session.md): `user` and `custom` (text or text/image blocks), `assistant` (text,
+thinking and toolCall blocks), `toolResult`, `bashExecution` (command and output),
+`compactionSummary` and `branchSummary` (summary text). Each message gets:
+- a deterministic serialization (`message_text`): the text an archive document stores for it;
+  images become a placeholder naming their type, size and hash, never their base64;
+- a stable key: `derive_message_key` of the store (role, timestamp, tool call id and the blake3
+  of the serialization), so the engine, the archive and every replay agree on it;
+- a sizing estimate, characters / 4 (`sizing_tokens`): cheap enough to run on every model call.
+  Hints and recall keep the conservative estimator (cwa/tokens.py).
+
+An interaction group is a user message and the assistant/tool traffic after it; messages before
+the first user message form a group of their own (a compaction summary, say).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import blake3
+import orjson
+
+from cwa.errors import InvalidRequest
+from cwa.store.serialization import derive_message_key, message_header
+from cwa.timestamps import parse_timestamp
+
+IMAGE_TOKENS = 1_200  # what a host's estimator charges an image; its base64 is not text
+PER_MESSAGE_TOKENS = 4  # role and framing of one provider message
+TOOL_ROLES = ("toolResult", "bashExecution")  # output that can be externalized
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One transcript message with what the engine derives from it."""
+
+    index: int
+    key: str
+    role: str
+    text: str  # deterministic serialization (archived text)
+    timestamp: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    tokens: int  # sizing estimate of the message as the host would send it
+    raw: dict[str, Any]  # the host's message, never modified
+
+    @property
+    def is_user(self) -> bool:
+        return self.role == "user"
+
+    def admission(self, text: str | None = None) -> dict[str, Any]:
+        """The message as an admission request names it."""
+        message: dict[str, Any] = {"key": self.key, "role": self.role, "text": self.text if text is None else text}
+        for name, value in (("toolName", self.tool_name), ("toolCallId", self.tool_call_id),
+                            ("timestamp", self.timestamp)):
+            if value is not None:
+                message[name] = value
+        return message
+
+
+def sizing_tokens(text: str) -> int:
+    return -(-len(text) // 4)
+
+
+def _bad(path: str, what: str) -> InvalidRequest:
+    return InvalidRequest(f"{path} {what}", field=path, reason="bad-message")
+
+
+def _string(message: dict[str, Any], name: str, path: str, required: bool = False) -> str | None:
+    value = message.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise _bad(f"{path}.{name}", "must be a string")
+    return value
+
+
+def _blocks(content: Any, path: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if content is None:
+        return []
+    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+        raise _bad(f"{path}.content", "must be a string or a list of content blocks")
+    return content
+
+
+def _block_text(block: dict[str, Any], path: str) -> tuple[str, int]:
+    """(text, extra sizing tokens) of one content block."""
+    kind = block.get("type")
+    if kind == "text":
+        return _string(block, "text", path, required=True) or "", 0
+    if kind == "thinking":
+        return "[thinking]\n" + (_string(block, "thinking", path) or ""), 0
+    if kind == "toolCall":
+        arguments = orjson.dumps(block.get("arguments"), option=orjson.OPT_SORT_KEYS).decode()
+        return f"[toolCall {block.get('name')} id={block.get('id')}] {arguments}", 0
+    if kind == "image":
+        data = block.get("data") if isinstance(block.get("data"), str) else ""
+        digest = blake3.blake3(data.encode("ascii", "replace")).hexdigest()[:16]
+        return f"[image {block.get('mimeType')} {len(data)} base64 chars blake3 {digest}]", IMAGE_TOKENS
+    return f"[{kind} block]", 0
+
+
+def content_text(content: Any, path: str) -> tuple[str, int]:
+    """The text blocks of a content value joined by blank lines, and the images' sizing tokens."""
+    texts, extra = [], 0
+    for index, block in enumerate(_blocks(content, path)):
+        text, cost = _block_text(block, f"{path}.content[{index}]")
+        texts.append(text)
+        extra += cost
+    return "\n\n".join(texts), extra
+
+
+def _timestamp(message: dict[str, Any], path: str) -> str | None:
+    value = message.get("timestamp")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _bad(f"{path}.timestamp", "must be epoch milliseconds or ISO-8601 text")
+    try:
+        return parse_timestamp(value)
+    except ValueError as exc:
+        raise _bad(f"{path}.timestamp", f"is not a valid timestamp: {exc}") from exc
+
+
+def serialize(message: Any, path: str) -> tuple[str, str, int, str | None, str | None]:
+    """(role, text, extra sizing tokens, tool name, tool call id) of one Pi message."""
+    if not isinstance(message, dict):
+        raise _bad(path, "must be an object")
+    role = message.get("role")
+    tool_name = tool_call_id = None
+    if role in ("user", "assistant"):
+        text, extra = content_text(message.get("content"), path)
+    elif role == "toolResult":
+        text, extra = content_text(message.get("content"), path)
+        tool_name = _string(message, "toolName", path)
+        tool_call_id = _string(message, "toolCallId", path)
+        if message.get("isError") is True:
+            text = "[error]\n" + text
+    elif role == "bashExecution":
+        command = _string(message, "command", path, required=True)
+        output = _string(message, "output", path) or ""
+        text, extra = f"$ {command}\n{output}", 0
+        if message.get("exitCode") not in (None, 0):
+            text += f"\n[exit code {message.get('exitCode')}]"
+        tool_name = "bash"
+    elif role in ("compactionSummary", "branchSummary"):
+        text, extra = _string(message, "summary", path) or "", 0
+    elif role == "custom":
+        text, extra = content_text(message.get("content"), path)
+        custom_type = message.get("customType")
+        tool_name = custom_type if isinstance(custom_type, str) and custom_type else None
+    else:
+        raise InvalidRequest(f"{path}.role {role!r} is not a Pi message role", field=f"{path}.role",
+                             reason="bad-message")
+    return role, text, extra, tool_name, tool_call_id
+
+
+def entry_of(message: Any, index: int, path: str = "messages") -> Entry:
+    where = f"{path}[{index}]"
+    role, text, extra, tool_name, tool_call_id = serialize(message, where)
+    timestamp = _timestamp(message, where)
+    shape = {"role": role, "text": text, "toolName": tool_name, "toolCallId": tool_call_id, "timestamp": timestamp}
+    key = derive_message_key(shape, (message_header(shape) + text).encode("utf-8"))
+    tokens = sizing_tokens(text) + extra + PER_MESSAGE_TOKENS
+    return Entry(index, key, role, text, timestamp, tool_call_id, tool_name, tokens, message)
+
+
+def entries_of(messages: list[Any], start: int = 0) -> list[Entry]:
+    """Entries of consecutive messages; a key repeated (the same message twice) gets a suffix."""
+    return [entry_of(m, start + i) for i, m in enumerate(messages)]
+
+
+def unique_keys(entries: list[Entry], taken: dict[str, int]) -> list[Entry]:
+    """Entries with keys unique across the transcript: the n-th repeat of a key gets `-n`.
+    `taken` counts the keys seen so far and is updated."""
+    result = []
+    for entry in entries:
+        seen = taken.get(entry.key, 0)
+        taken[entry.key] = seen + 1
+        if seen:
+            entry = replace(entry, key=f"{entry.key}-{seen + 1}")
+        result.append(entry)
+    return result
+
+
+def chain_digest(previous: str, key: str) -> str:
+    """The running digest over message keys (`baseDigest`): blake3 of the previous digest and key."""
+    return blake3.blake3(f"{previous}\x1f{key}".encode("utf-8")).hexdigest()[:32]
+
+
+EMPTY_DIGEST = blake3.blake3(b"cwa-transcript").hexdigest()[:32]
+
+
+def groups(entries: list[Entry]) -> list[list[Entry]]:
+    """Interaction groups in order: each starts at a user message (the first may not)."""
+    found: list[list[Entry]] = []
+    for entry in entries:
+        if entry.is_user or not found:
+            found.append([entry])
+        else:
+            found[-1].append(entry)
+    return found
+
+
+def tool_calls(entries: list[Entry]) -> dict[str, tuple[str, str]]:
+    """tool call id → (tool name, normalized arguments) from the assistants' toolCall blocks."""
+    calls: dict[str, tuple[str, str]] = {}
+    for entry in entries:
+        if entry.role != "assistant" or not isinstance(entry.raw.get("content"), list):
+            continue
+        for block in entry.raw["content"]:
+            if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
+                arguments = orjson.dumps(block.get("arguments"), option=orjson.OPT_SORT_KEYS).decode()
+                calls[block["id"]] = (str(block.get("name")), arguments)
+    return calls
+
+
+def group_complete(group: list[Entry], followed: bool, settled: bool) -> bool:
+    """A group is complete when a later user message follows it, or when the agent settled (not
+    aborted) after an assistant message that ended the turn."""
+    if followed:
+        return True
+    last = group[-1]
+    return settled and last.role == "assistant" and last.raw.get("stopReason") not in ("toolUse", "error", "aborted")

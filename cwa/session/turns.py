@@ -1,0 +1,97 @@
+"""Interaction groups leave the live context as `turn` documents, and tool output as `tool-result`.
+
+A group becomes one turn document, or several when it holds more than the admission limits allow
+(MAX_SOURCE_MESSAGES messages, TURN_PART_BYTES of text): consecutive parts in order, each naming
+its place in `metadata.turnGroup`, every message under its own transcript key. A message whose
+text alone exceeds TURN_PART_BYTES is archived exactly as a checkpoint, and the turn holds its
+preview. The text a turn stores for an externalized message is what the provider saw (its
+preview names the archived source), so no output is indexed twice.
+
+Every admission is idempotent: the same group archived again returns the same ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import blake3
+
+from cwa import limits
+from cwa.session.checkpoint import archive_checkpoint, catalog_entry
+from cwa.session.transcript import Entry
+
+TURN_PART_BYTES = 4 * limits.MIB
+HEADER_BYTES = 256  # a generous bound of one message's header line and separator
+CATALOG_HEAD_CHARS = 2_000
+CATALOG_TAIL_CHARS = 1_000
+
+Admit = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _created(entries: list[Entry]) -> dict[str, str]:
+    stamp = next((e.timestamp for e in entries if e.timestamp), None)
+    return {"createdAt": stamp} if stamp else {}
+
+
+def _split(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    parts: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for message in messages:
+        cost = len(message["text"].encode("utf-8")) + HEADER_BYTES
+        if parts[-1] and (len(parts[-1]) >= limits.MAX_SOURCE_MESSAGES or size + cost > TURN_PART_BYTES):
+            parts.append([])
+            size = 0
+        parts[-1].append(message)
+        size += cost
+    return parts
+
+
+def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown: dict[str, str]) -> list[dict[str, Any]]:
+    """Admit one interaction group as turn document(s); `shown` maps the keys of externalized
+    messages to the text the provider saw. Returns one catalog entry per document, in order."""
+    messages = []
+    for entry in group:
+        text = shown.get(entry.key, entry.text)
+        if len(text.encode("utf-8")) > TURN_PART_BYTES:
+            text = archive_checkpoint(admit, scope["project"], scope["sessionId"], text, entry.timestamp)["preview"]
+        messages.append(entry.admission(text))
+    parts = _split(messages)
+    by_key = {e.key: e for e in group}
+    documents = []
+    for number, part in enumerate(parts, 1):
+        request: dict[str, Any] = {**scope, "kind": "turn", "messages": part,
+                                   **_created([by_key[m["key"]] for m in part])}
+        if len(parts) > 1:
+            request["metadata"] = {"turnGroup": {"key": group[0].key, "part": number, "parts": len(parts)}}
+        admitted = admit(request)
+        documents.append(_entry(admitted, part, [by_key[m["key"]] for m in part]))
+    return documents
+
+
+def _entry(admitted: dict[str, Any], part: list[dict[str, Any]], entries: list[Entry]) -> dict[str, Any]:
+    """A catalog entry of one turn document: topic and terms from its head and tail only."""
+    text = "\n\n".join(m["text"] for m in part)
+    data = text.encode("utf-8")
+    head, tail = text[:CATALOG_HEAD_CHARS], text[-CATALOG_TAIL_CHARS:] if len(text) > CATALOG_HEAD_CHARS else ""
+    stamps = [e.timestamp for e in entries if e.timestamp]
+    return {
+        "rootId": admitted["documentId"],
+        "version": admitted["version"],
+        "kind": "turn",
+        "firstKey": entries[0].key,
+        "lastKey": entries[-1].key,
+        "messages": len(entries),
+        "from": stamps[0] if stamps else None,
+        "to": stamps[-1] if stamps else None,
+        **catalog_entry(head, tail, len(data), blake3.blake3(data).hexdigest()),
+    }
+
+
+def archive_tool_result(admit: Admit, scope: dict[str, str], entry: Entry) -> tuple[str, int]:
+    """Archive one tool output exactly: (document id, version); a checkpoint root beyond the size
+    limit."""
+    if len(entry.text.encode("utf-8")) > TURN_PART_BYTES:
+        root = archive_checkpoint(admit, scope["project"], scope["sessionId"], entry.text, entry.timestamp)
+        return root["rootId"], root["version"]
+    admitted = admit({**scope, "kind": "tool-result", "messages": [entry.admission()], **_created([entry])})
+    return admitted["documentId"], admitted["version"]

@@ -1,0 +1,80 @@
+"""The session engine through its hosts: `cwa serve` (deltas over a pipe) and `cwa session`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+
+from conftest import hermetic_env, run_cwa
+from session_helpers import Transcript
+
+
+def test_serve_carries_deltas_across_calls(tmp_path):
+    process = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=hermetic_env(tmp_path, tmp_path / "a.db"))
+
+    def call(request_id: int, method: str, params: dict) -> dict:
+        process.stdin.write(orjson.dumps({"id": request_id, "method": method, "params": params}) + b"\n")
+        process.stdin.flush()
+        reply = orjson.loads(process.stdout.readline())
+        assert reply["id"] == request_id
+        return reply
+
+    transcript = Transcript()
+    transcript.turn("where is the retry loop?", "In src/retry.py.")
+    scope = {"project": "/work/p", "sessionId": "pi-1"}
+    first = call(1, "session-context", {**scope, "messages": transcript.messages, "answer": "delta"})["result"]
+    assert first["delta"]["keep"] == 0 and len(first["delta"]["append"]) == 2
+    transcript.user("and the backoff?")
+    second = call(2, "session-context", {**scope, "messages": transcript.messages[2:], "baseDigest": first["digest"],
+                                         "answer": "delta"})["result"]
+    assert second["delta"]["keep"] == 2 and second["delta"]["append"][0]["content"] == "and the backoff?"
+    stale = call(3, "session-context", {**scope, "messages": [], "baseDigest": first["digest"]})
+    assert stale["error"]["code"] == "conflict" and stale["error"]["details"]["reason"] == "resync-required"
+    settled = call(4, "session-settled", scope)["result"]
+    assert settled["known"] is True and len(settled["archived"]) == 1
+    status = call(5, "session-status", scope)["result"]
+    assert status["inMemory"] is True and status["turns"] == 2 and status["level"] == "ok"
+    assert call(6, "session-rotate", scope)["result"]["rotationQueued"] is True
+    process.stdin.close()
+    assert process.wait(timeout=60) == 0
+
+
+def test_cli_replays_a_pi_session_file_and_reports_status(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    transcript = Transcript()
+    transcript.turn("list the flaky tests", "tests/test_io.py::test_reconnect")
+    transcript.user("fix it")
+    transcript.tool("\n".join(f"trace line {n} in module_{n}" for n in range(2_000)))
+    entries = [{"type": "session", "version": 3, "id": "sess-uuid", "timestamp": "2026-11-19T10:00:00Z",
+                "cwd": str(tmp_path)}]
+    parent = None
+    for number, message in enumerate(transcript.messages):
+        entries.append({"type": "message", "id": f"e{number}", "parentId": parent, "timestamp": "2026-11-19T10:00:00Z",
+                        "message": message})
+        parent = f"e{number}"
+    session_file = tmp_path / "session.jsonl"
+    session_file.write_bytes(b"\n".join(orjson.dumps(e) for e in entries) + b"\n")
+
+    replay = run_cwa(["session", "replay", "--session", "pi-1", "--project", "/work/p", "--file", str(session_file),
+                      "--context-window", "200000", "--max-tokens", "8192"], env)
+    assert replay.returncode == 0, replay.stderr.decode()
+    out = replay.stdout.decode()
+    assert "list the flaky tests" in out and "event: " in out and '"externalized"' in out
+    assert "0/20 turns" not in out and "2/20 turns" in out
+    as_json = run_cwa(["session", "replay", "--session", "pi-1", "--project", "/work/p", "--file", str(session_file),
+                       "--json"], env)
+    result = orjson.loads(as_json.stdout)
+    assert [m["role"] for m in result["messages"]] == [m["role"] for m in transcript.messages]
+    assert result["events"] == []  # a replay of the same transcript decides nothing new
+
+    status = run_cwa(["session", "status", "--session", "pi-1", "--project", "/work/p", "--json"], env)
+    assert status.returncode == 0 and orjson.loads(status.stdout)["epoch"] == 1
+    missing = run_cwa(["session", "status", "--session", "nope", "--project", "/work/p"], env)
+    assert missing.returncode == 3 and b"Traceback" not in missing.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    broken = run_cwa(["session", "replay", "--session", "x", "--file", str(bad)], env)
+    assert broken.returncode == 2 and b"Traceback" not in broken.stderr
