@@ -74,17 +74,15 @@ DELETE FROM hint_exposures WHERE id = ?;
 
 -- name: source_facts
 -- What the continuity policy needs to know about a candidate source: whether the evidence range
--- [:start, :end) overlaps tool output, and whether it overlaps a message still visible to the
--- model (:visible, a JSON array of message keys, or NULL).
+-- [:start, :end) overlaps tool output, and the keys of the messages it overlaps (the caller checks
+-- them against the keys still visible to the model).
 SELECT d.kind, d.retention_class, d.created_at, d.state,
        d.kind = 'tool-result' OR EXISTS (
          SELECT 1 FROM messages AS m
          WHERE m.document_row = d.id AND m.role IN ('toolResult', 'bashExecution')
            AND m.start_byte < :end AND m.end_byte > :start) AS tool_output,
-       :visible IS NOT NULL AND EXISTS (
-         SELECT 1 FROM messages AS m
-         WHERE m.document_row = d.id AND m.start_byte < :end AND m.end_byte > :start
-           AND m.message_key IN (SELECT value FROM json_each(:visible))) AS visible
+       (SELECT json_group_array(m.message_key) FROM messages AS m
+        WHERE m.document_row = d.id AND m.start_byte < :end AND m.end_byte > :start) AS keys
 FROM documents AS d WHERE d.id = :row;
 
 -- name: document_identity

@@ -25,4 +25,5 @@ class Candidate:
     alias: str | None = None  # window content hash: identical windows are one result
     anchors: list[str] = field(default_factory=list)  # exact: the query's anchors it holds, as typed
     modes: list[str] = field(default_factory=list)  # lexical tier: the modes that found it (fusion)
+    occurrences: dict[str, int] = field(default_factory=dict)  # window candidates: matched term counts
     reranked: bool = False  # scored by the cross-encoder (order only; `score` is unchanged)

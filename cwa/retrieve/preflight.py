@@ -199,8 +199,8 @@ def _evidence(
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     idf = {t: calibration.normalized_idf(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
-    visible_json = orjson.dumps(visible).decode() if visible else None
-    found = [(_source_evidence(conn, c, content, idf, visible_json, now), c) for c in ranked]
+    shown = frozenset(visible)
+    found = [(_source_evidence(conn, c, content, idf, shown, now), c) for c in ranked]
     # Among exact hits, more of the message's anchors first, then more of its words around them.
     exact = sorted((f for f in found if f[0].mode == "exact"), key=lambda f: (-len(f[0].anchors), -f[0].coverage))
     return exact + [f for f in found if f[0].mode != "exact"]
@@ -211,13 +211,14 @@ def _source_evidence(
     candidate: Candidate,
     content: list[str],
     idf: dict[str, float],
-    visible: str | None,
+    visible: frozenset[str],
     now: str,
 ) -> Evidence:
-    kind, retention_class, created_at, state, tool_output, is_visible = conn.execute(
+    kind, retention_class, created_at, state, tool_output, keys = conn.execute(
         queries("hints")["source_facts"],
-        {"row": candidate.document_row, "start": candidate.start, "end": candidate.end, "visible": visible},
+        {"row": candidate.document_row, "start": candidate.start, "end": candidate.end},
     ).fetchone()
+    is_visible = bool(visible) and any(key in visible for key in orjson.loads(keys))
     facts = {
         "source": candidate.document_row,
         "mode": candidate.mode,
@@ -252,7 +253,8 @@ def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, f
         "coverage": round(len(matched) / len(content), 4) if content else 0.0,
         "max_idf": max((idf[t] for t in matched), default=0.0),
         "terms": tuple((t, idf[t]) for t in candidate.matched),
-        "occurrences": sum(1 for token in tokens(candidate.text) if token.term in held),
+        "occurrences": (sum(candidate.occurrences.get(t, 0) for t in held) if candidate.occurrences
+                        else sum(1 for token in tokens(candidate.text) if token.term in held)),
     }
 
 

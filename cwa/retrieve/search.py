@@ -46,6 +46,7 @@ RELATION_EXTRA_MATCHES = 5  # with a query: older matches examined for ambiguity
 SNIPPET_MIN_TOKENS = 16
 SNIPPET_MAX_TOKENS = 80
 SNIPPET_REACH_CHARS_PER_TOKEN = 8
+EVIDENCE_BYTES = 8 * 1024  # of an exact hit's message, each side of the anchor: ≥ the largest hint budget
 LINEAGE_BOOST = 0.10
 RECENCY_BOOST = 0.05
 RECENCY_DAYS = 30.0
@@ -342,13 +343,16 @@ def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[AnchorHit], bool]:
 
 
 def _attach_message_text(ctx: Context, candidate: Candidate) -> None:
-    """Evidence text for an exact hit: the message holding it, centred on the anchor."""
+    """Evidence text for an exact hit: the message holding it, at most EVIDENCE_BYTES on each side
+    of the anchor (a tool output of megabytes is not read, nor tokenized, for one snippet)."""
     message = message_at(ctx.conn, candidate.document_row, candidate.start)
     if message is None:
         return
-    data, _ = read_bytes(ctx.conn, candidate.document_row, message.text_start, message.end)
-    candidate.text = data.decode("utf-8")
-    candidate.center = len(data[: max(0, candidate.start - message.text_start)].decode("utf-8", errors="ignore"))
+    low = max(message.text_start, candidate.start - EVIDENCE_BYTES)
+    high = min(message.end, candidate.end + EVIDENCE_BYTES)
+    data, _ = read_bytes(ctx.conn, candidate.document_row, low, high)
+    candidate.text = data.decode("utf-8", errors="ignore")  # a cut at either edge drops a partial character
+    candidate.center = len(data[: max(0, candidate.start - low)].decode("utf-8", errors="ignore"))
 
 
 def _position_visible(ctx: Context, document_row: int, position: int) -> bool:

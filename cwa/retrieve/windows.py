@@ -11,6 +11,8 @@ filter on a global top-k in Python.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -97,18 +99,19 @@ class WindowEvidence:
     matched: list[str]  # the query terms it holds, in query order
     coverage: float
     center: int  # character offset of the first matched term (0 when none)
+    occurrences: dict[str, int]  # how often each matched term occurs in the window
 
 
 def window_evidence(conn: apsw.Connection, window: WindowRow, qterms: list[str]) -> WindowEvidence:
     """A window's text and what of the query it holds: the evidence every mode's candidate carries."""
     text = window_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
     window_tokens = list(tokens(text))
-    present = {t.term for t in window_tokens}
-    matched = [t for t in qterms if t in present]
+    counts = Counter(t.term for t in window_tokens)
+    matched = [t for t in qterms if t in counts]
     wanted = set(matched)
     center = next((t.start for t in window_tokens if t.term in wanted), 0)
     coverage = round(len(matched) / len(qterms), 4) if qterms else 0.0
-    return WindowEvidence(text, matched, coverage, center)
+    return WindowEvidence(text, matched, coverage, center, {t: counts[t] for t in matched})
 
 
 def window_candidate(
@@ -118,4 +121,5 @@ def window_candidate(
     return Candidate(mode=mode, document_row=window.document_row, match_type=match_type, score=score, raw=raw,
                      start=window.start, end=window.end, window=window.ordinal, matched=evidence.matched,
                      coverage=evidence.coverage, text=evidence.text, center=evidence.center,
+                     occurrences=evidence.occurrences,
                      alias=window.content_hash, **extra)
