@@ -22,7 +22,7 @@ hints of removed messages leave with them (their budget is freed).
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -86,6 +86,43 @@ class Shown:
     hint_tokens: int = 0
 
 
+class ProviderCopy:
+    """The epoch's messages as the provider sees them, with the running totals every call reads
+    (kept as messages arrive, so a delta costs the same whatever the epoch's length)."""
+
+    def __init__(self, shown: list[Shown] = ()) -> None:
+        self.shown: list[Shown] = []
+        self.messages: list[dict[str, Any]] = []
+        self.keys: list[str] = []  # every message key, in order
+        self.user_keys: list[str] = []
+        self.tokens = self.hint_tokens = 0
+        self.actions: Counter[str] = Counter()
+        for item in shown:
+            self.add(item)
+            if item.hint is not None:
+                self.messages.append(item.hint)
+                self.tokens += item.hint_tokens
+                self.hint_tokens += item.hint_tokens
+
+    def add(self, shown: Shown) -> None:
+        self.shown.append(shown)
+        self.messages.append(shown.message)
+        self.keys.append(shown.entry.key)
+        if shown.entry.is_user:
+            self.user_keys.append(shown.entry.key)
+        self.tokens += shown.tokens
+        self.actions[shown.action] += 1
+
+    def add_hint(self, shown: Shown, text: str) -> None:
+        """Attach a hint after `shown`, the message added last."""
+        shown.hint = {"role": "custom", "customType": HINT_TYPE, "content": text, "display": False,
+                      "timestamp": shown.entry.raw.get("timestamp")}
+        shown.hint_tokens = sizing_tokens(text) + PER_MESSAGE_TOKENS
+        self.messages.append(shown.hint)
+        self.tokens += shown.hint_tokens
+        self.hint_tokens += shown.hint_tokens
+
+
 def _replaced(entry: Entry, text: str) -> dict[str, Any]:
     """The host's message with its text replaced; every other field (and non-text block) kept."""
     raw = entry.raw
@@ -146,7 +183,7 @@ class SessionEngine:
         self.entries: list[Entry] = []
         self.taken: dict[str, int] = {}
         self.digest = EMPTY_DIGEST
-        self.shown: list[Shown] = []
+        self.view = ProviderCopy()
         self.start = 0
         self.tool_tokens = 0
         self.signatures: dict[tuple[str, str, str], Shown] = {}
@@ -206,17 +243,18 @@ class SessionEngine:
             shown = self._decide_user(entry, decided, events)
             if frozen is None:  # first sight of this user message: a boundary
                 self._boundary(shown, events)
-                self.shown.append(shown)
+                self.view.add(shown)
                 self._hint(shown, latest_user, events)
             else:
-                self.shown.append(shown)
-                self._attach_hint(shown, frozen.text)
+                self.view.add(shown)
+                if frozen.text:
+                    self.view.add_hint(shown, frozen.text)
             return
         if entry.role in TOOL_ROLES:
             shown = self._decide_tool(entry, decided, events)
         else:
             shown = Shown(entry, entry.raw, entry.tokens)
-        self.shown.append(shown)
+        self.view.add(shown)
 
     # -- decisions -----------------------------------------------------------------------------
 
@@ -296,12 +334,6 @@ class SessionEngine:
 
     # -- hints ---------------------------------------------------------------------------------
 
-    def _attach_hint(self, shown: Shown, text: str) -> None:
-        if text:
-            shown.hint = {"role": "custom", "customType": HINT_TYPE, "content": text, "display": False,
-                          "timestamp": shown.entry.raw.get("timestamp")}
-            shown.hint_tokens = sizing_tokens(text) + PER_MESSAGE_TOKENS
-
     def _hint(self, shown: Shown, latest: bool, events: list[dict[str, Any]]) -> None:
         """Preflight for the latest user message (first sight); an older one freezes no hint."""
         entry = shown.entry
@@ -310,7 +342,7 @@ class SessionEngine:
         if not latest:
             preflight.freeze_empty(conn, request, "historical-message", now)
             return
-        request["activeMessageKeys"] = [s.entry.key for s in self.shown if s.entry.is_user]
+        request["activeMessageKeys"] = list(self.view.user_keys)
         request["excludeVisibleSourceKeys"] = self.visible_keys()
         try:
             found = preflight.preflight(conn, request, self.host.settings, now)
@@ -321,17 +353,17 @@ class SessionEngine:
             except Exception:
                 pass  # not frozen: this process still shows nothing for the key (no record → no hint)
             return
-        self._attach_hint(shown, found["modelVisibleText"])
+        if found["modelVisibleText"]:
+            self.view.add_hint(shown, found["modelVisibleText"])
         diagnostics = found["diagnostics"]
         events.append({"type": "hint", "messageKey": entry.key, "outcome": diagnostics["outcome"],
                        "reason": diagnostics["reason"], "tokens": diagnostics["metrics"].get("tokens", 0)})
 
     def visible_keys(self) -> list[str]:
         """Message keys of every source the provider can still see (newest kept within the limit)."""
-        keys: list[str] = []
-        for shown in self.shown:
-            keys.append(shown.entry.key)
-            keys.extend(self.extra_visible.get(shown.entry.key, ()))
+        keys = self.view.keys
+        if self.extra_visible:
+            keys = [k for key in keys for k in (key, *self.extra_visible.get(key, ()))]
         return keys[-MAX_VISIBLE_KEYS:]
 
     # -- rotation ------------------------------------------------------------------------------
@@ -340,10 +372,10 @@ class SessionEngine:
         """At a user message's first sight: rotate first if the epoch is due."""
         budget = self.budget
         assert budget is not None
-        tokens = self.tokens() + arriving.tokens
-        turns = sum(1 for s in self.shown if s.entry.is_user)
+        tokens = self.view.tokens + arriving.tokens
+        turns = len(self.view.user_keys)
         queued = bool(self.epoch.flags.get("rotationQueued"))
-        if not self.shown or not (tokens >= budget.target or turns >= budget.rotation_turns or queued):
+        if not self.view.shown or not (tokens >= budget.target or turns >= budget.rotation_turns or queued):
             return
         reason = "forced" if queued else "tokens" if tokens >= budget.target else "turns"
         self._rotate(arriving, reason, events)
@@ -351,8 +383,8 @@ class SessionEngine:
     def _rotate(self, arriving: Shown, reason: str, events: list[dict[str, Any]]) -> None:
         budget = self.budget
         assert budget is not None
-        previous = groups([s.entry for s in self.shown])
-        by_key = {s.entry.key: s for s in self.shown}
+        previous = groups([s.entry for s in self.view.shown])
+        by_key = {s.entry.key: s for s in self.view.shown}
         wanted = min(budget.retain_turns, len(previous))
         candidates = previous[len(previous) - wanted:]
         for group in candidates:  # rebalance: retained output above the floor becomes a preview
@@ -380,7 +412,7 @@ class SessionEngine:
         )
         with write_transaction(self.host.conn):
             session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
-        self.shown = retained
+        self.view = ProviderCopy(retained)
         self.start = retained[0].entry.index if retained else arriving.entry.index
         self.tool_tokens = sum(s.tokens for s in retained if s.entry.role in TOOL_ROLES and s.action == "inline")
         self.signatures = {}
@@ -407,7 +439,7 @@ class SessionEngine:
         return self._apply(entry, decision)
 
     def _shown_texts(self) -> dict[str, str]:
-        return {s.entry.key: _text_of(s) for s in self.shown if s.action != "inline"}
+        return {s.entry.key: _text_of(s) for s in self.view.shown if s.action != "inline"}
 
     def _archive_groups(self, chosen: list[list[Entry]], followed: bool, settled: bool = False) -> list[str]:
         """Archive groups as turn documents (once each); their document ids."""
@@ -437,36 +469,28 @@ class SessionEngine:
         with write_transaction(self.host.conn):
             session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
 
-    def tokens(self) -> int:
-        return sum(s.tokens + s.hint_tokens for s in self.shown)
-
     def provider_copy(self) -> list[dict[str, Any]]:
-        messages: list[dict[str, Any]] = []
-        for shown in self.shown:
-            messages.append(shown.message)
-            if shown.hint is not None:
-                messages.append(shown.hint)
-        return messages
+        return self.view.messages
 
     def status(self) -> dict[str, Any]:
         budget = self.budget
-        turns = sum(1 for s in self.shown if s.entry.is_user)
-        tokens = self.tokens()
+        view = self.view
+        turns, tokens = len(view.user_keys), view.tokens
         flags = self.epoch.flags
         return {
             "epoch": self.epoch.epoch,
             "turns": turns,
             "tokens": tokens,
             "messages": len(self.entries),
-            "providerMessages": sum(1 + (s.hint is not None) for s in self.shown),
+            "providerMessages": len(view.messages),
             "limits": budget.limits() if budget else None,
             "level": budgets.level(tokens, turns, budget) if budget else None,
             "emergencyRetention": flags.get("emergency"),
             "checkpointNeeded": bool(flags.get("checkpointNeeded")),
             "rotationQueued": bool(flags.get("rotationQueued")),
-            "externalized": sum(1 for s in self.shown if s.action in ("preview", "duplicate")),
-            "oversized": sum(1 for s in self.shown if s.action == "oversized"),
-            "hintTokens": sum(s.hint_tokens for s in self.shown),
+            "externalized": view.actions["preview"] + view.actions["duplicate"],
+            "oversized": view.actions["oversized"],
+            "hintTokens": view.hint_tokens,
             "toolResultTokens": self.tool_tokens,
             "digest": self.digest,
         }
@@ -531,7 +555,7 @@ class Engines:
             keep = engine.returned[1] if engine.returned and engine.returned[0] == engine.epoch.epoch else 0
             result["delta"] = {"keep": keep, "append": copy[keep:]}
         else:
-            result["messages"] = copy
+            result["messages"] = list(copy)
         engine.returned = (engine.epoch.epoch, len(copy))
         return result
 
