@@ -990,11 +990,10 @@ def _model_options(command: Callable) -> Callable:
 
 
 def _read_transcript(source: Path) -> tuple[list[dict[str, Any]], str | None]:
-    from cwa.session.transcript_file import read_transcript
+    from cwa.session.transcript_file import parent_session_id, read_transcript
 
     messages, header = read_transcript(source)
-    parent = header.get("parentSession") if header else None
-    return messages, Path(parent).stem if isinstance(parent, str) and parent else None
+    return messages, parent_session_id(header)
 
 
 def _print_session_status(status: dict[str, Any]) -> None:

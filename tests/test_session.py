@@ -83,11 +83,14 @@ def test_rotation_at_the_turn_threshold_keeps_five_groups_and_archives_the_rest(
 def test_rotation_at_the_token_threshold(archive):
     transcript, host = Transcript(), Host(archive, model=SMALL_MODEL)
     answer = "The parser keeps a stack of open brackets and pops one per close. " * 25  # ~430 tokens
+    levels = []
     for number in range(1, 40):
         transcript.turn(f"question {number} about the parser", answer * 3)
         host.context(transcript)
+        levels.append(host.status["level"])
         if any(e["type"] == "rotated" for e in host.events):
             break
+    assert levels[0] == "ok" and "near-limit" in levels  # the footer warns before the rotation
     rotated = next(e for e in host.events if e["type"] == "rotated")
     assert rotated["reason"] == "tokens" and number < 20
     limits = host.status["limits"]
@@ -341,6 +344,22 @@ def test_bad_transcripts_are_typed_errors(archive):
     with pytest.raises(InvalidRequest):
         archive.call("session-context", {"project": PROJECT, "sessionId": "s", "messages": [],
                                          "settings": {"rotationContextRatio": 2}})
+
+
+def test_a_queued_rotation_happens_at_the_next_user_message(archive):
+    transcript, host = Transcript(), Host(archive)
+    for number in range(1, 9):
+        transcript.turn(f"step {number}")
+        host.context(transcript)
+    assert archive.call("session-rotate", {"project": PROJECT, "sessionId": "live"})["status"]["rotationQueued"]
+    transcript.assistant("still answering")
+    host.context(transcript)
+    assert host.status["epoch"] == 1  # never mid-turn
+    transcript.user("step 9")
+    host.context(transcript)
+    rotated = [e for e in host.events if e["type"] == "rotated"]
+    assert [e["reason"] for e in rotated] == ["forced"] and host.status["rotationQueued"] is False
+    assert user_texts(host.copy) == [f"step {n}" for n in range(4, 10)]
 
 
 def test_a_reloaded_engine_rebuilds_the_rotated_epoch_byte_for_byte(open_archive):

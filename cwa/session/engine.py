@@ -378,6 +378,12 @@ class SessionEngine:
         if not self.view.shown or not (tokens >= budget.target or turns >= budget.rotation_turns or queued):
             return
         reason = "forced" if queued else "tokens" if tokens >= budget.target else "turns"
+        if reason != "tokens" and len(groups([s.entry for s in self.view.shown])) <= budget.retain_turns:
+            if queued:  # nothing beyond what a rotation keeps: the request is spent
+                self.epoch.flags["rotationQueued"] = False
+                with write_transaction(self.host.conn):
+                    session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
+            return
         self._rotate(arriving, reason, events)
 
     def _rotate(self, arriving: Shown, reason: str, events: list[dict[str, Any]]) -> None:

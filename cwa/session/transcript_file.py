@@ -37,6 +37,22 @@ def read_transcript(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | 
     return _branch_messages([line for line in lines if line is not header]), header
 
 
+def parent_session_id(header: dict[str, Any] | None) -> str | None:
+    """The parent's session id: the `id` in the header of the file `parentSession` names (the
+    file stem when that file cannot be read)."""
+    parent = header.get("parentSession") if header else None
+    if not isinstance(parent, str) or not parent:
+        return None
+    try:
+        with open(parent, "rb") as file:
+            first = orjson.loads(file.readline())
+        if isinstance(first, dict) and first.get("type") == "session" and isinstance(first.get("id"), str):
+            return first["id"]
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    return Path(parent).stem
+
+
 def _branch_messages(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id = {e["id"]: e for e in entries if isinstance(e.get("id"), str)}
     branch: list[dict[str, Any]] = []

@@ -127,7 +127,7 @@ class Driver:
         self.sent, self.digest = 0, None
         self.copy: list[dict[str, Any]] = []
         self.copies: list[list[dict[str, Any]]] = []
-        self.delta_ms: list[tuple[float, bool]] = []  # (ms, rotated)
+        self.delta_ms: list[tuple[float, bool, bool]] = []  # (ms, rotated, ends with a user message)
         self.status: dict[str, Any] = {}
 
     def params(self, messages: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
@@ -147,7 +147,8 @@ class Driver:
         if keep:
             self.copies.append(self.copy)
         self.digest, self.sent, self.status = result["digest"], len(script.messages), result["status"]
-        self.delta_ms.append((ms, any(e["type"] == "rotated" for e in result["events"])))
+        self.delta_ms.append((ms, any(e["type"] == "rotated" for e in result["events"]),
+                              script.messages[-1]["role"] == "user"))
 
     def full(self, script: Script) -> float:
         result, ms = self.serve.call("session-context", self.params(script.messages))
@@ -186,6 +187,14 @@ def cache_reuse(copies: list[list[dict[str, Any]]]) -> dict[str, float]:
             "meanPerRequest": round(sum(shares) / max(1, len(shares)), 4), "requests": len(copies)}
 
 
+def deltas(samples: list[tuple[float, bool, bool]]) -> dict[str, Any]:
+    """Latency of deltas that did not rotate: all, those carrying a new user message (automatic
+    preflight runs for it), and the others (assistant and tool messages)."""
+    steady = [(ms, user) for ms, rotated, user in samples if not rotated]
+    return {"delta": latency([ms for ms, _ in steady]), "userDelta": latency([ms for ms, user in steady if user]),
+            "otherDelta": latency([ms for ms, user in steady if not user])}
+
+
 def no_rotation(folder: Path) -> dict[str, Any]:
     serve = Serve(folder)
     model = {"id": "big", "provider": "faux", "contextWindow": 1_000_000, "maxTokens": 32_000}
@@ -200,9 +209,8 @@ def no_rotation(folder: Path) -> dict[str, Any]:
     for _ in range(20):
         driver.turn(script)
     serve.close()
-    deltas = [ms for ms, rotated in driver.delta_ms[built + 1:] if not rotated]
     return {"transcriptMiB": round(size / 2**20, 2), "providerTokens": driver.status["tokens"],
-            "epoch": driver.status["epoch"], "full": latency(full), "delta": latency(deltas)}
+            "epoch": driver.status["epoch"], "full": latency(full), **deltas(driver.delta_ms[built + 1:])}
 
 
 def rotation(folder: Path, turns: int) -> dict[str, Any]:
@@ -212,10 +220,9 @@ def rotation(folder: Path, turns: int) -> dict[str, Any]:
     for _ in range(turns):
         driver.turn(script)
     serve.close()
-    rotating = [ms for ms, rotated in driver.delta_ms if rotated]
-    steady = [ms for ms, rotated in driver.delta_ms[1:] if not rotated]
+    rotating = [ms for ms, rotated, _ in driver.delta_ms if rotated]
     return {"turns": turns, "requests": len(driver.delta_ms), "rotations": len(rotating),
-            "epoch": driver.status["epoch"], "atRotation": latency(rotating), "delta": latency(steady),
+            "epoch": driver.status["epoch"], "atRotation": latency(rotating), **deltas(driver.delta_ms[1:]),
             "cacheReuse": cache_reuse(driver.copies)}
 
 
@@ -228,7 +235,7 @@ def externalized(folder: Path) -> dict[str, Any]:
         lines = [f"{number:02d}:{n:06d} {_path(rng)} ok {rng.getrandbits(64):016x}" for n in range(9_500)]
         driver.turn(script, tools=1, output="\n".join(lines))  # ~600 KB each
     built = len(driver.delta_ms)
-    externalizing = [ms for ms, _ in driver.delta_ms[1::2]]
+    externalizing = [ms for ms, _, _ in driver.delta_ms[1::2]]
     size = len(orjson.dumps(script.messages))
     full = [driver.full(script) for _ in range(5)]
     driver.digest = None
@@ -236,9 +243,8 @@ def externalized(folder: Path) -> dict[str, Any]:
     for _ in range(20):
         driver.turn(script, tools=1, output="tests passed")
     serve.close()
-    deltas = [ms for ms, rotated in driver.delta_ms[built + 1:] if not rotated]
     return {"transcriptMiB": round(size / 2**20, 2), "providerTokens": driver.status["tokens"],
-            "externalized": driver.status["externalized"], "full": latency(full), "delta": latency(deltas),
+            "externalized": driver.status["externalized"], "full": latency(full), **deltas(driver.delta_ms[built + 1:]),
             "externalizingDelta": latency(externalizing)}
 
 
