@@ -455,3 +455,15 @@ def test_redaction_takes_previews_out_of_the_provider_copy(archive):
     archive.call("redact", {**scope, "confirm": confirm})
     rebuilt = texts(host.full(transcript)["messages"])
     assert rebuilt[-1] == "[this archived content was redacted]" and "sk-live" not in "".join(rebuilt[:-1])
+
+
+def test_another_process_replays_stored_decisions_under_other_settings(open_archive):
+    first, second = open_archive(), open_archive()
+    transcript = Transcript()
+    transcript.user("show the config")
+    other = Host(second, settings={"maxToolResultTokens": 500})
+    other.context(transcript)  # the second process holds the session, then the first decides
+    transcript.tool("\n".join(f"key_{n} = value_{n}" for n in range(300)))  # ~1,500 tokens: inline by default
+    shown_first = Host(first).full(transcript)["messages"]
+    assert other.context(transcript) == shown_first  # no second decision under the stricter settings
+    assert not [e for e in other.events if e["type"] == "externalized"]

@@ -78,3 +78,32 @@ def test_cli_replays_a_pi_session_file_and_reports_status(tmp_path):
     bad.write_text("{not json\n")
     broken = run_cwa(["session", "replay", "--session", "x", "--file", str(bad)], env)
     assert broken.returncode == 2 and b"Traceback" not in broken.stderr
+
+
+def test_a_pi_session_file_is_read_as_pi_builds_its_context(tmp_path):
+    from cwa.session.transcript_file import parent_session_id, read_transcript
+
+    parent_file = tmp_path / "parent.jsonl"
+    parent_file.write_bytes(orjson.dumps({"type": "session", "version": 3, "id": "parent-uuid", "cwd": "/w"}) + b"\n")
+    entries = [
+        {"type": "session", "version": 3, "id": "child", "cwd": "/w", "parentSession": str(parent_file)},
+        {"type": "message", "id": "a", "parentId": None, "message": {"role": "user", "content": "one"}},
+        {"type": "message", "id": "b", "parentId": "a", "message": {"role": "assistant", "content": []}},
+        {"type": "message", "id": "x", "parentId": "b", "message": {"role": "user", "content": "abandoned branch"}},
+        {"type": "message", "id": "c", "parentId": "b", "message": {"role": "user", "content": "two"}},
+        {"type": "model_change", "id": "m", "parentId": "c", "provider": "faux", "modelId": "faux-1"},
+        {"type": "compaction", "id": "k", "parentId": "m", "summary": "earlier work", "firstKeptEntryId": "c",
+         "tokensBefore": 900, "timestamp": "2026-11-19T10:00:00Z"},
+        {"type": "custom_message", "id": "d", "parentId": "k", "customType": "note", "content": "hello",
+         "display": True},
+        {"type": "message", "id": "e", "parentId": "d", "message": {"role": "user", "content": "three"}},
+    ]
+    path = tmp_path / "child.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(e) for e in entries) + b"\n")
+    messages, header = read_transcript(path)
+    assert [(m["role"], m.get("content") or m.get("summary")) for m in messages] == [
+        ("compactionSummary", "earlier work"), ("user", "two"), ("custom", "hello"), ("user", "three")]
+    assert parent_session_id(header) == "parent-uuid"
+    bare = tmp_path / "bare.jsonl"
+    bare.write_bytes(b'{"role": "user", "content": "hi"}\n')
+    assert read_transcript(bare) == ([{"role": "user", "content": "hi"}], None)

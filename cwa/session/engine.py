@@ -263,10 +263,15 @@ class SessionEngine:
             return Shown(entry, entry.raw, entry.tokens, decision.action, decision.document_id)
         return Shown(entry, _replaced(entry, decision.text), decision.tokens, decision.action, decision.document_id)
 
-    def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> None:
+    def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> Replacement:
+        """Store a decision; the one stored first wins (another process serving the same session
+        may have decided the message a moment earlier), and is what this copy shows."""
         with write_transaction(self.host.conn):
             session_state.save_replacement(self.host.conn, self.session, entry.key, decision, version,
                                            self.host.clock(), update=update)
+            if update or self.host.conn.changes():
+                return decision
+            return session_state.load_replacements(self.host.conn, [self.session], [entry.key]).get(entry.key, decision)
 
     def _decide_user(self, entry: Entry, decided: Replacement | None, events: list[dict[str, Any]]) -> Shown:
         text = _user_text(entry)
@@ -282,7 +287,7 @@ class SessionEngine:
         shown_text = archived["preview"]
         decision = Replacement("oversized", archived["rootId"], shown_text, _extra_tokens(entry, shown_text),
                                self.epoch.epoch)
-        self._record(entry, decision, archived["version"])
+        decision = self._record(entry, decision, archived["version"])
         self.extra_visible[entry.key] = checkpoint_keys(text)
         events.append({"type": "oversized-archived", "messageKey": entry.key, "documentId": archived["rootId"],
                        "bytes": len(text.encode("utf-8")), "previewTokens": archived["previewTokens"]})
@@ -314,7 +319,7 @@ class SessionEngine:
         over_gate = self.tool_tokens >= budget.tool_budget and entry.tokens > budget.tool_floor
         if earlier is None and entry.tokens <= budget.max_tool_tokens and not over_gate:
             decision = Replacement("inline", None, None, entry.tokens, self.epoch.epoch)
-            self._record(entry, decision, None)
+            decision = self._record(entry, decision, None)
             return self._apply(entry, decision)
         document_id, version = archive_tool_result(self.host.admit, self.scope, entry)
         if earlier is not None:
@@ -327,7 +332,7 @@ class SessionEngine:
             text = preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output")
             action = "preview"
         decision = Replacement(action, document_id, text, _extra_tokens(entry, text), self.epoch.epoch)
-        self._record(entry, decision, version)
+        decision = self._record(entry, decision, version)
         events.append({"type": "externalized", "messageKey": entry.key, "documentId": document_id,
                        "action": action, "tokens": entry.tokens, "shownTokens": decision.tokens})
         return self._apply(entry, decision)

@@ -232,8 +232,8 @@ def externalized(folder: Path) -> dict[str, Any]:
     driver, script = Driver(serve, "externalized", model, {"rotationTurns": 10_000}), Script(big_output_every=0)
     rng = random.Random(3)
     for number in range(50):
-        lines = [f"{number:02d}:{n:06d} {_path(rng)} ok {rng.getrandbits(64):016x}" for n in range(9_500)]
-        driver.turn(script, tools=1, output="\n".join(lines))  # ~600 KB each
+        lines = [f"{number:02d}:{n:06d} {_path(rng)} ok {rng.getrandbits(64):016x}" for n in range(10_500)]
+        driver.turn(script, tools=1, output="\n".join(lines))  # ~630 KB each: a 30 MB transcript
     built = len(driver.delta_ms)
     externalizing = [ms for ms, _, _ in driver.delta_ms[1::2]]
     size = len(orjson.dumps(script.messages))
