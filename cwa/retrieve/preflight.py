@@ -41,6 +41,9 @@ from cwa.tokens import estimate_tokens
 
 CANDIDATE_POOL = 3  # per tier: enough for the top candidate and its nearest rivals
 VISIBLE_EXTRA = 3  # more per tier when some sources may be visible (flagged, not excluded)
+# An exact hit's coverage counts the message's words within this reach of the anchor (more than a
+# default 160-token snippet centred there shows), not those of a whole tool output.
+COVERAGE_REACH_CHARS = 1_500
 IGNORED_TERMS = frozenset(t for word in HISTORICAL_WORDS for t in terms(word))
 AGE_LIMIT_KEYS = {
     "ephemeral": "ephemeralAutoRetrievalDays",
@@ -232,7 +235,8 @@ def _source_evidence(
     }
     if candidate.mode == "lexical":
         return Evidence(**facts, **_lexical_evidence(candidate, content, idf))
-    held = {token.term for token in tokens(candidate.text)}
+    near = candidate.text[max(0, candidate.center - COVERAGE_REACH_CHARS): candidate.center + COVERAGE_REACH_CHARS]
+    held = {token.term for token in tokens(near)}
     coverage = round(sum(t in held for t in content) / len(content), 4) if content else 0.0
     return Evidence(**facts, score=candidate.score, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
 

@@ -11,8 +11,7 @@ filter on a global top-k in Python.
 
 from __future__ import annotations
 
-from collections import Counter
-
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -27,6 +26,7 @@ from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
 
 WIDEN = 4  # each further batch a mode ranks is this many times larger
+TERM_CACHE_WINDOWS = 4_096  # windows whose term counts a process keeps (a session's own turns recur)
 
 
 class WindowRow(NamedTuple):
@@ -102,14 +102,35 @@ class WindowEvidence:
     occurrences: dict[str, int]  # how often each matched term occurs in the window
 
 
+_TERMS: OrderedDict[tuple[str, int], tuple[dict[str, int], dict[str, int]]] = OrderedDict()
+
+
+def window_terms(content_hash: str, text: str) -> tuple[dict[str, int], dict[str, int]]:
+    """(count, first character offset) of each term of a window's text. Keyed by the blake3 of
+    the window's bytes (and the text's length), so the same window text is tokenized once per
+    process (LRU)."""
+    key = (content_hash, len(text))
+    found = _TERMS.get(key)
+    if found is not None:
+        _TERMS.move_to_end(key)
+        return found
+    counts: dict[str, int] = {}
+    firsts: dict[str, int] = {}
+    for token in tokens(text):
+        counts[token.term] = counts.get(token.term, 0) + 1
+        firsts.setdefault(token.term, token.start)
+    _TERMS[key] = (counts, firsts)
+    if len(_TERMS) > TERM_CACHE_WINDOWS:
+        _TERMS.popitem(last=False)
+    return counts, firsts
+
+
 def window_evidence(conn: apsw.Connection, window: WindowRow, qterms: list[str]) -> WindowEvidence:
     """A window's text and what of the query it holds: the evidence every mode's candidate carries."""
     text = window_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
-    window_tokens = list(tokens(text))
-    counts = Counter(t.term for t in window_tokens)
+    counts, firsts = window_terms(window.content_hash, text)
     matched = [t for t in qterms if t in counts]
-    wanted = set(matched)
-    center = next((t.start for t in window_tokens if t.term in wanted), 0)
+    center = min((firsts[t] for t in matched), default=0)
     coverage = round(len(matched) / len(qterms), 4) if qterms else 0.0
     return WindowEvidence(text, matched, coverage, center, {t: counts[t] for t in matched})
 
