@@ -165,7 +165,7 @@ def _user_text(entry: Entry) -> str:
 
 def _extra_tokens(entry: Entry, text: str) -> int:
     """Sizing of a replaced message: its new text plus what was not text (images)."""
-    return entry.tokens - sizing_tokens(entry.text) - PER_MESSAGE_TOKENS + sizing_tokens(text) + PER_MESSAGE_TOKENS
+    return entry.tokens - sizing_tokens(entry.text) + sizing_tokens(text)
 
 
 class SessionEngine:
