@@ -192,6 +192,23 @@ def _search(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return search(archive.conn, request, archive.settings, archive.clock())
 
 
+def _gather(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.retrieve.gather import gather
+
+    if request.get("sessionId") and archive._engines is not None:  # an agent's gather: skip what it still sees
+        request = archive.engines.with_visible(request)
+    return gather(archive.conn, request, archive.settings, archive.clock())
+
+
+def _traverse(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.retrieve.traverse import traverse
+
+    if sum(1 for key in ("locator", "documentId", "cursor") if key in request) != 1:
+        raise InvalidRequest("traverse needs exactly one of locator, documentId or cursor", field="locator",
+                             reason="missing")
+    return traverse(archive.conn, request, archive.clock())
+
+
 def _recall(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.recall import recall
 
@@ -303,6 +320,8 @@ METHODS: dict[str, Method] = {
         Method("status", contract.STATUS, _status, "counts and bytes of the archive"),
         Method("search", contract.SEARCH, _search, "exact, structural, BM25F and semantic search"),
         Method("recall", contract.RECALL, _recall, "exact bytes for a locator or document id"),
+        Method("gather", contract.GATHER, _gather, "dated records in order around the best matches, within a budget"),
+        Method("traverse", contract.TRAVERSE, _traverse, "page through a session's chronology from an anchor"),
         Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another"),
         Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
         Method("index-embed", contract.INDEX_EMBED, _index_embed, "embed queued windows for semantic search"),

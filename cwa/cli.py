@@ -457,6 +457,89 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
         sys.exit(NEGATIVE_ANSWER_EXIT)
 
 
+@archive_command(main, "gather")
+@click.argument("words", nargs=-1, required=True)
+@click.option("--intent", type=click.Choice(("auto", "state", "workflow")), default="auto", show_default=True,
+              help="Neighbours per match: auto 1 before / 3 after, state none, workflow 1 / 8.")
+@click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True, help="Where to look.")
+@project_option()
+@click.option("--session", "session_id", help="Current session id (needed for --scope session).")
+@click.option("--limit", type=click.IntRange(1, limits.MAX_GATHER_ANCHORS), help="Matches to gather around [default: 5].")
+@click.option("--before", type=click.IntRange(0, limits.MAX_GATHER_BEFORE), help="Records before each match.")
+@click.option("--after", type=click.IntRange(0, limits.MAX_GATHER_AFTER), help="Records after each match.")
+@click.option("--max-evidence", type=click.IntRange(1, limits.MAX_GATHER_EVIDENCE), help="Records in all [default: 12].")
+@click.option("--max-tokens", type=click.IntRange(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS),
+              help="Budget of the whole packet [default: 2,000].")
+def gather_command(ctx, words, intent, scope, project, session_id, limit, before, after, max_evidence, max_tokens,
+                   as_json) -> None:
+    """Dated records in the order they were written, around the best matches for a question.
+
+    \b
+    Examples:
+      cwa gather what did we try for the flaky test, and what did we settle on
+      cwa gather --intent workflow src/retry.py
+    """
+    params: dict[str, Any] = {"query": " ".join(words), "intent": intent, "scope": scope, "project": project}
+    for key, value in (("sessionId", session_id), ("limit", limit), ("before", before), ("after", after),
+                       ("maxEvidence", max_evidence), ("maxTokens", max_tokens)):
+        if value is not None:
+            params[key] = value
+    _run(ctx, "gather", params, as_json, lambda found: _print_packet(found, "gather"))
+
+
+def _print_packet(found: dict[str, Any], what: str) -> None:
+    from cwa.retrieve import render
+    from cwa.timestamps import utc_now
+
+    items = found.get("records", found.get("items", []))
+    click.echo(render.packet(what, items, utc_now(), for_model=False))
+    if found.get("omitted"):
+        click.echo(f"\n({found['omitted']} more record(s) did not fit the budget)")
+
+
+@archive_command(main, "traverse")
+@click.argument("target")
+@project_option()
+@click.option("--after", "after", type=click.IntRange(1, limits.MAX_TRAVERSE_PAGE),
+              help="Page forward: this many records after the anchor [default: 20].")
+@click.option("--before", "before", type=click.IntRange(1, limits.MAX_TRAVERSE_PAGE),
+              help="Page backward: this many records before the anchor.")
+@click.option("--scan-limit", type=click.IntRange(1, limits.MAX_TRAVERSE_SCAN),
+              help="Records examined at most [default: 2,048].")
+@click.option("--max-tokens", type=click.IntRange(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS),
+              help="Budget of the page [default: 4,000].")
+def traverse_command(ctx, target, project, after, before, scan_limit, max_tokens, as_json) -> None:
+    """Page through a session's records in order from a locator, a document id or a cursor.
+
+    Exits 0 with records, 1 when the locator or cursor is invalid or names nothing.
+    """
+    if after and before:
+        raise InvalidRequest("give --after or --before, not both", field="after", reason="conflicting")
+    params: dict[str, Any] = {"project": project}
+    key = "cursor" if target.startswith("cwa1t.") else "locator" if target.startswith("cwa1.") else "documentId"
+    params[key] = target
+    if key != "cursor":
+        params["direction"] = "before" if before else "after"
+    params["limit"] = before or after or 20
+    if scan_limit:
+        params["scanLimit"] = scan_limit
+    if max_tokens:
+        params["maxTokens"] = max_tokens
+
+    def show(found: dict[str, Any]) -> None:
+        if found["status"] != "ok":
+            click.echo(f"{found['status']}: {found['reason']}")
+            return
+        _print_packet(found, "traverse")
+        if found["cursor"]:
+            click.echo(f"\n(stopped: {found['stopReason']}, {found['scanned']} examined; continue: "
+                       f"{_command_line(ctx, 'traverse', found['cursor'], *_project_args(project))})")
+
+    result = _run(ctx, "traverse", params, as_json, show)
+    if result["status"] != "ok":
+        sys.exit(NEGATIVE_ANSWER_EXIT)
+
+
 @functools.cache
 def _invocation() -> list[str]:
     """How to run this cwa again from any folder: `cwa` when that is what PATH finds, else the

@@ -370,6 +370,38 @@ SEARCH = Obj(
     }
 )
 
+GATHER = Obj(
+    {
+        "query": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True), required=True),
+        "intent": Field(Enum(("auto", "state", "workflow")), default="auto"),
+        "scope": Field(Enum(("session", "project", "all")), default="project"),
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
+        "limit": Field(Int(1, limits.MAX_GATHER_ANCHORS)),
+        "before": Field(Int(0, limits.MAX_GATHER_BEFORE)),
+        "after": Field(Int(0, limits.MAX_GATHER_AFTER)),
+        "maxEvidence": Field(Int(1, limits.MAX_GATHER_EVIDENCE)),
+        "maxTokens": Field(Int(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS)),
+        "excludeVisibleSourceKeys": Field(
+            List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)
+        ),
+    }
+)
+
+TRAVERSE = Obj(
+    {
+        "project": Field(Str(1, limits.MAX_PROJECT_CHARS), required=True),
+        "locator": Field(Str(1, limits.MAX_LOCATOR_CHARS)),
+        "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS)),
+        "version": Field(Int(1, limits.MAX_VERSION)),
+        "cursor": Field(Str(1, limits.MAX_CURSOR_CHARS)),
+        "direction": Field(Enum(("before", "after"))),
+        "limit": Field(Int(1, limits.MAX_TRAVERSE_PAGE)),
+        "scanLimit": Field(Int(1, limits.MAX_TRAVERSE_SCAN)),
+        "maxTokens": Field(Int(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS)),
+    }
+)
+
 RECALL = Obj(
     {
         "locator": Field(Str(1, limits.MAX_LOCATOR_CHARS)),

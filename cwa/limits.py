@@ -53,6 +53,17 @@ MAX_COOLDOWN_HOURS = 8_760
 MAX_ACTIVE_KEYS = 1000  # activeMessageKeys entries
 PREFLIGHT_QUERY_CHARS = 16_384  # of a longer message, only this prefix is read as the query
 
+# Gather and traverse
+MAX_GATHER_ANCHORS = 10
+MAX_GATHER_BEFORE = 8
+MAX_GATHER_AFTER = 16
+MAX_GATHER_EVIDENCE = 24
+MIN_PACKET_TOKENS = 200  # a packet's maxTokens: room for its header and one shortened record
+MAX_PACKET_TOKENS = 200_000
+MAX_TRAVERSE_PAGE = 128
+MAX_TRAVERSE_SCAN = 10_000
+MAX_CURSOR_CHARS = 1024
+
 # Session engine
 MAX_SESSION_MESSAGES = 200_000  # transcript messages in one session-* request
 MAX_CONTEXT_WINDOW = 100_000_000  # a model's context window or output limit, in tokens

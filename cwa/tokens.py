@@ -51,11 +51,17 @@ def estimate_tokens(text: str) -> int:
     return sum(_piece_cost(match.group()) for match in _PIECE.finditer(text))
 
 
-def fit_around(text: str, budget: int, focus: int) -> tuple[int, int]:
+def pieces_of(text: str) -> list[tuple[int, int, int]]:
+    """(start, end, cost) of each of the estimator's pieces: cut once, fit many times."""
+    return [(m.start(), m.end(), _piece_cost(m.group())) for m in _PIECE.finditer(text)]
+
+
+def fit_around(text: str, budget: int, focus: int, pieces: list[tuple[int, int, int]] | None = None) -> tuple[int, int]:
     """The widest [left, right) of `text` around character `focus` whose estimate is within
     `budget`, growing about two pieces after the focus for each one before it. Cuts fall between
-    the estimator's pieces, so the estimate of the slice is the sum of its pieces' costs."""
-    pieces = [(m.start(), m.end(), _piece_cost(m.group())) for m in _PIECE.finditer(text)]
+    the estimator's pieces, so the estimate of the slice is the sum of its pieces' costs.
+    `pieces` may be given when `pieces_of(text)` is already known."""
+    pieces = pieces_of(text) if pieces is None else pieces
     if not pieces:
         return 0, 0
     focus = min(max(0, focus), len(text) - 1)

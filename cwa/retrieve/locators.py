@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
 
 import orjson
 
@@ -43,16 +43,17 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def sign(locator: Locator, secret: bytes) -> str:
-    payload = _b64(orjson.dumps(astuple(locator)))  # positional: keeps locators short
-    body = f"{PREFIX}.{payload}"
+def sign_values(prefix: str, values: list, secret: bytes) -> str:
+    """`prefix.<payload>.<mac>`: a JSON array, signed with the archive's secret."""
+    payload = _b64(orjson.dumps(values))
+    body = f"{prefix}.{payload}"
     return f"{body}.{_b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())}"
 
 
-def verify(token: str, secret: bytes) -> Locator | None:
-    """The locator, or None when the token is malformed or its signature does not match."""
+def verify_values(prefix: str, token: str, secret: bytes, count: int) -> list | None:
+    """The signed array of `count` values, or None when the token is malformed or forged."""
     parts = token.split(".") if isinstance(token, str) else []
-    if len(parts) != 3 or parts[0] != PREFIX:
+    if len(parts) != 3 or parts[0] != prefix:
         return None
     body = f"{parts[0]}.{parts[1]}"
     try:
@@ -61,8 +62,22 @@ def verify(token: str, secret: bytes) -> Locator | None:
         if not hmac.compare_digest(signature, expected):
             return None
         values = orjson.loads(_unb64(parts[1]))
-        if not isinstance(values, list) or len(values) != len(fields(Locator)):
-            return None
-        return Locator(*values)
     except (ValueError, TypeError, orjson.JSONDecodeError):
+        return None
+    return values if isinstance(values, list) and len(values) == count else None
+
+
+_FIELDS = tuple(f.name for f in fields(Locator))
+
+
+def sign(locator: Locator, secret: bytes) -> str:
+    return sign_values(PREFIX, [getattr(locator, name) for name in _FIELDS], secret)  # positional: short
+
+
+def verify(token: str, secret: bytes) -> Locator | None:
+    """The locator, or None when the token is malformed or its signature does not match."""
+    values = verify_values(PREFIX, token, secret, len(_FIELDS))
+    try:
+        return Locator(*values) if values is not None else None
+    except TypeError:
         return None
