@@ -23,10 +23,12 @@ from cwa import __version__, config, limits, model_variants
 from cwa.api import METHODS, Archive, method_named
 from cwa.contract import parse_json_body
 from cwa.errors import CwaError, Internal, InvalidRequest
+from cwa.retrieve import render
 from cwa.retrieve.scope import SCOPES
 from cwa.session.checkpoint import CATALOG_TOKENS, PREVIEW_TOKENS
 from cwa.store.connection import default_archive_path
 from cwa.store.maintenance import DEFAULT_INTERVAL_SECONDS
+from cwa.timestamps import utc_now
 from cwa.vocabulary import RELATIONS
 
 
@@ -390,18 +392,7 @@ def _print_results(response: dict[str, Any]) -> None:
     resolution = response.get("resolution")
     if resolution:
         click.echo(f"{resolution['relation']}: {resolution['status']}")
-    if not response["results"]:
-        click.echo("no results")
-        return
-    for number, r in enumerate(response["results"], 1):
-        click.echo(
-            f"{number}. {r['matchType']:<18} score {r['score']:.2f} ({r['band']})  "
-            f"{r['documentId']} v{r['version']}  {r['kind']}  {r['createdAt'][:16]}  "
-            f"session {r['source']['sessionId']}"
-        )
-        for line in r["snippet"].splitlines()[:6]:
-            click.echo(f"     {line}")
-        click.echo(f"     locator {r['locator']}")
+    click.echo(render.search_results(response, utc_now(), for_model=False))
 
 
 @archive_command(main, "search")
@@ -488,9 +479,6 @@ def gather_command(ctx, words, intent, scope, project, session_id, limit, before
 
 
 def _print_packet(found: dict[str, Any], what: str) -> None:
-    from cwa.retrieve import render
-    from cwa.timestamps import utc_now
-
     items = found.get("records", found.get("items", []))
     click.echo(render.packet(what, items, utc_now(), for_model=False))
     if found.get("omitted"):
@@ -567,15 +555,9 @@ def _project_args(project: str) -> tuple[str, ...]:
 
 
 def _print_recall(ctx: click.Context, result: dict[str, Any], project: str) -> None:
-    if result["status"] != "resolved":
-        click.echo(f"{result['status']}: " + ", ".join(f"{k}={v}" for k, v in result.items() if k != "status"))
-        return
-    click.echo(f"{result['documentId']} v{result['version']} {result['kind']}  {result['staleness']}")
-    click.echo(f"bytes {result['range']['start']}..{result['range']['end']} of {result['byteLength']}, "
-               f"{result['tokens']} tokens, {result['materialization']}\n")
-    if result.get("header"):
-        click.echo(result["header"].rstrip("\n"))
-    click.echo(result["text"] if result["text"] else _dump(result.get("tableOfContents")))
+    click.echo(render.recall_result(result, utc_now(), for_model=False))
+    if result["status"] == "resolved" and not result["text"]:
+        click.echo(_dump(result.get("tableOfContents")))
     for side, locator in (result.get("continuation") or {}).items():
         click.echo(f"\n(continues {side}: {_command_line(ctx, 'recall', *_project_args(project), locator)})")
 

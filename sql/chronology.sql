@@ -41,3 +41,6 @@ LIMIT :limit;
 SELECT d.document_id, d.version FROM documents AS d
 WHERE d.project_id = (SELECT project_id FROM documents WHERE id = :row) AND d.subject_key = :subject
   AND d.id != :row AND d.state IN ('live', 'superseded');
+
+-- name: parent_session
+SELECT parent_id FROM sessions WHERE id = ?;

@@ -170,3 +170,15 @@ def test_cli_gather_and_traverse(tmp_path):
     assert after.returncode == 0 and "invalidating the Redis cache" in after.stdout.decode()
     bad = run_cwa(["traverse", "cwa1.bogus.sig", "--project", PROJECT], env)
     assert bad.returncode == 1 and b"Traceback" not in bad.stderr
+
+
+def test_neighbours_before_a_fork_come_from_its_parent_only(shop):
+    turn(shop, "fork-1", "2026-11-03T09:00:00Z", "Continue with the ZEBRA-42 migration plan.", "Plan drafted.",
+         parentSessionId="s1")
+    turn(shop, "s2-other", "2026-11-02T12:00:00Z", "Unrelated parallel chatter", "noted")
+    packet = gather(shop, "ZEBRA-42", intent="auto", before=2, after=0)
+    items = packet["items"]
+    anchor = next(i for i in items if i["anchor"])
+    earlier = [i for i in items if not i["anchor"] and i["createdAt"] < anchor["createdAt"]]
+    assert earlier and {i["sessionId"] for i in earlier} == {"s1"}
+    assert all(i["direction"] == "before" for i in earlier)

@@ -90,6 +90,12 @@ def records_from(conn: apsw.Connection, session_row: int, position: tuple[str, i
     return [Record(*r) for r in found]
 
 
+def parent_session(conn: apsw.Connection, session_row: int) -> int | None:
+    """The session's recorded parent (its verified lineage), or None."""
+    row = conn.execute(queries("chronology")["parent_session"], (session_row,)).fetchone()
+    return row[0] if row else None
+
+
 def same_subject(conn: apsw.Connection, record: Record) -> list[dict[str, Any]]:
     """Other readable documents of the project under the record's subject key."""
     if record.subject is None:

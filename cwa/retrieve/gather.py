@@ -5,7 +5,8 @@ matches for a question.
    fusion, the importance prior, rerank and expansion as search does them), at most `limit`.
    Each anchor is resolved to the archived message that holds its match.
 2. Neighbours: for each anchor, `before` and `after` records of the same session in chronological
-   order (cwa/retrieve/chronology.py); intent presets auto 1/3, state 0/0, workflow 1/8.
+   order (cwa/retrieve/chronology.py); before a forked session's first record, its recorded parent's
+   (the verified lineage), never another session's. Intent presets auto 1/3, state 0/0, workflow 1/8.
 3. Records are de-duplicated (a record found as an anchor stays an anchor), capped at
    `maxEvidence` (anchors first, then neighbours nearest their anchor), and put in chronological
    order. A superseded record names its replacement; records of one subject key that disagree
@@ -26,7 +27,7 @@ import apsw
 
 from cwa.config import Settings
 from cwa.retrieve import packet, render
-from cwa.retrieve.chronology import Record, record_at, records_from, same_subject
+from cwa.retrieve.chronology import Record, parent_session, record_at, records_from, same_subject
 from cwa.retrieve.search import search
 from cwa.store.reads import message_at
 from cwa.store.secret import archive_secret
@@ -34,6 +35,7 @@ from cwa.store.sqlfiles import queries
 
 INTENTS = {"auto": (1, 3), "state": (0, 0), "workflow": (1, 8)}  # (before, after) per anchor
 DEFAULT_ANCHORS = 5
+LINEAGE_DEPTH = 8  # parent sessions a "before" walk may continue into
 DEFAULT_MAX_EVIDENCE = 12
 DEFAULT_MAX_TOKENS = 2_000
 
@@ -94,15 +96,25 @@ def _anchor_record(conn: apsw.Connection, result: dict[str, Any]) -> tuple[Recor
 
 
 def _add_neighbour(conn: apsw.Connection, chosen: dict, entry: dict, direction: str, distance: int) -> None:
-    """The record `distance` steps from an anchor, readable ones only (cached per anchor)."""
+    """The record `distance` steps from an anchor, readable ones only (cached per anchor). Before
+    the first record of a forked session, the walk goes on in its recorded parent (the verified
+    lineage, at most LINEAGE_DEPTH sessions up), never into another session."""
     cache = entry.setdefault(direction, [])
-    if len(cache) < distance:
-        last = cache[-1].position if cache else entry["record"].position
-        for record in records_from(conn, entry["record"].session_row, last, direction, 4 * distance):
+    walk = entry.setdefault(f"{direction}-walk", {"session": entry["record"].session_row,
+                                                  "last": entry["record"].position, "depth": 0})
+    while len(cache) < distance and walk["session"] is not None:
+        found = records_from(conn, walk["session"], walk["last"], direction, 4 * distance)
+        if not found:  # this session ran out: before its first record comes its parent's history
+            if direction == "after" or walk["depth"] >= LINEAGE_DEPTH:
+                break
+            walk["session"], walk["depth"] = parent_session(conn, walk["session"]), walk["depth"] + 1
+            continue
+        for record in found:
+            walk["last"] = record.position
             if record.readable:
                 cache.append(record)
-            if len(cache) >= distance:
-                break
+                if len(cache) >= distance:
+                    break
     if len(cache) >= distance:
         record = cache[distance - 1]
         chosen.setdefault(record.position[1:], {"record": record, "anchor": False, "distance": distance,
