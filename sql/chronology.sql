@@ -1,39 +1,19 @@
--- Named queries of chronology (cwa/retrieve/chronology.py): a session's messages in the order
--- they were written, for gather's neighbours and traverse. Order: document creation time, then
--- document row, then message ordinal. Checkpoint parts are slices of an archived input (its root
--- stands for it), so they are not records of their own.
+-- Named queries of chronology (cwa/retrieve/chronology.py) over the `session_records` view
+-- (sql/views.sql): a session's messages in the order they were written.
 
 -- name: record_at
-SELECT d.id, d.document_id, d.version, d.kind, d.created_at, d.state, d.session_id, s.session_key,
-       p.identity, d.subject_key, m.ordinal, m.message_key, m.role, m.timestamp, m.text_start, m.end_byte
-FROM documents AS d
-JOIN messages AS m ON m.document_row = d.id
-JOIN sessions AS s ON s.id = d.session_id
-JOIN projects AS p ON p.id = d.project_id
-WHERE d.id = :row AND m.ordinal = :ordinal;
+SELECT * FROM session_records WHERE document_row = :row AND ordinal = :ordinal;
 
 -- name: records_after
-SELECT d.id, d.document_id, d.version, d.kind, d.created_at, d.state, d.session_id, s.session_key,
-       p.identity, d.subject_key, m.ordinal, m.message_key, m.role, m.timestamp, m.text_start, m.end_byte
-FROM documents AS d
-JOIN messages AS m ON m.document_row = d.id
-JOIN sessions AS s ON s.id = d.session_id
-JOIN projects AS p ON p.id = d.project_id
-WHERE d.session_id = :session AND d.kind != 'checkpoint-part'
-  AND (d.created_at, d.id, m.ordinal) > (:created, :row, :ordinal)
-ORDER BY d.created_at, d.id, m.ordinal
+SELECT * FROM session_records
+WHERE session_row = :session AND (created_at, document_row, ordinal) > (:created, :row, :ordinal)
+ORDER BY created_at, document_row, ordinal
 LIMIT :limit;
 
 -- name: records_before
-SELECT d.id, d.document_id, d.version, d.kind, d.created_at, d.state, d.session_id, s.session_key,
-       p.identity, d.subject_key, m.ordinal, m.message_key, m.role, m.timestamp, m.text_start, m.end_byte
-FROM documents AS d
-JOIN messages AS m ON m.document_row = d.id
-JOIN sessions AS s ON s.id = d.session_id
-JOIN projects AS p ON p.id = d.project_id
-WHERE d.session_id = :session AND d.kind != 'checkpoint-part'
-  AND (d.created_at, d.id, m.ordinal) < (:created, :row, :ordinal)
-ORDER BY d.created_at DESC, d.id DESC, m.ordinal DESC
+SELECT * FROM session_records
+WHERE session_row = :session AND (created_at, document_row, ordinal) < (:created, :row, :ordinal)
+ORDER BY created_at DESC, document_row DESC, ordinal DESC
 LIMIT :limit;
 
 -- name: same_subject

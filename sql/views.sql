@@ -90,3 +90,17 @@ SELECT
   o.detail
 FROM index_outcomes AS o
 JOIN documents AS d ON d.id = o.document_row AND o.generation_id = d.index_generation;
+
+-- Every message of every session in the order it was written (document creation time, document
+-- row, message ordinal): the records gather and traverse return (cwa/retrieve/chronology.py).
+-- Checkpoint parts are slices of an archived input, whose root stands for it.
+DROP VIEW IF EXISTS session_records;
+CREATE VIEW session_records AS
+SELECT d.id AS document_row, d.document_id, d.version, d.kind, d.created_at, d.state, d.session_id AS session_row,
+       s.session_key AS session_id, p.identity AS project, d.subject_key, m.ordinal, m.message_key, m.role,
+       m.timestamp, m.text_start, m.end_byte
+FROM documents AS d
+JOIN messages AS m ON m.document_row = d.id
+JOIN sessions AS s ON s.id = d.session_id
+JOIN projects AS p ON p.id = d.project_id
+WHERE d.kind != 'checkpoint-part';
