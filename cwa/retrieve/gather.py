@@ -54,11 +54,12 @@ def gather(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         if record is not None and record.position[1:] not in chosen:
             chosen[record.position[1:]] = {"record": record, "anchor": True, "center": center, "result": result}
     anchors = list(chosen.values())
+    visible = frozenset(request.get("excludeVisibleSourceKeys", ()))
     for distance in range(1, max(before, after) + 1):  # nearest neighbours first, across anchors
         for entry in anchors:
             for direction, wanted in (("before", before), ("after", after)):
                 if distance <= wanted:
-                    _add_neighbour(conn, chosen, entry, direction, distance)
+                    _add_neighbour(conn, chosen, entry, direction, distance, visible)
     picked = _cap(chosen, request.get("maxEvidence", DEFAULT_MAX_EVIDENCE))
     picked.sort(key=lambda e: e["record"].position)
     secret = archive_secret(conn)
@@ -95,8 +96,10 @@ def _anchor_record(conn: apsw.Connection, result: dict[str, Any]) -> tuple[Recor
     return record, max(0, result["range"]["start"] - message.text_start)
 
 
-def _add_neighbour(conn: apsw.Connection, chosen: dict, entry: dict, direction: str, distance: int) -> None:
-    """The record `distance` steps from an anchor, readable ones only (cached per anchor). Before
+def _add_neighbour(conn: apsw.Connection, chosen: dict, entry: dict, direction: str, distance: int,
+                   visible: frozenset[str]) -> None:
+    """The record `distance` steps from an anchor, readable ones the caller cannot already see
+    (cached per anchor). Before
     the first record of a forked session, the walk goes on in its recorded parent (the verified
     lineage, at most LINEAGE_DEPTH sessions up), never into another session."""
     cache = entry.setdefault(direction, [])
@@ -111,7 +114,7 @@ def _add_neighbour(conn: apsw.Connection, chosen: dict, entry: dict, direction: 
             continue
         for record in found:
             walk["last"] = record.position
-            if record.readable:
+            if record.readable and record.key not in visible:
                 cache.append(record)
                 if len(cache) >= distance:
                     break
