@@ -184,7 +184,6 @@ class SessionEngine:
         self.taken: dict[str, int] = {}
         self.digest = EMPTY_DIGEST
         self.view = ProviderCopy()
-        self.start = 0
         self.tool_tokens = 0
         self.signatures: dict[tuple[str, str, str], Shown] = {}
         self.calls: dict[str, tuple[str, str]] = {}
@@ -217,8 +216,7 @@ class SessionEngine:
             self._after_compaction()
             keys = [e.key for e in self.entries]
             cut = self.epoch.cut_key
-            self.start = keys.index(cut) if cut in keys else 0
-            fresh = self.entries[self.start:]
+            fresh = self.entries[keys.index(cut) if cut in keys else 0:]
         else:
             fresh = new
         decided = session_state.load_replacements(self.host.conn, self.lineage, [e.key for e in fresh])
@@ -424,7 +422,6 @@ class SessionEngine:
         with write_transaction(self.host.conn):
             session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
         self.view = ProviderCopy(retained)
-        self.start = retained[0].entry.index if retained else arriving.entry.index
         self.tool_tokens = sum(s.tokens for s in retained if s.entry.role in TOOL_ROLES and s.action == "inline")
         self.signatures = {}
         for shown in retained:
