@@ -467,3 +467,16 @@ def test_another_process_replays_stored_decisions_under_other_settings(open_arch
     shown_first = Host(first).full(transcript)["messages"]
     assert other.context(transcript) == shown_first  # no second decision under the stricter settings
     assert not [e for e in other.events if e["type"] == "externalized"]
+
+
+def test_preflight_skips_the_still_visible_oversized_input(archive):
+    transcript, host = Transcript(), Host(archive)
+    transcript.user("The ZANZIBAR-9 rollout plan follows.\n" + oversized_text())
+    transcript.assistant("Read the plan.")
+    host.context(transcript)
+    transcript.user("Remind me what the ZANZIBAR-9 rollout plan said")
+    provider = host.context(transcript)
+    root = next(e["documentId"] for e in host.events if e["type"] == "oversized-archived")
+    decision = archive.call("why", {"project": PROJECT, "sessionId": "live"})
+    assert hints(provider) == [] and all(h["documentId"] != root for h in decision["hints"])
+    assert decision["reason"] in ("already-visible", "no-candidate")
