@@ -49,3 +49,9 @@ WHERE document_row IN (SELECT value FROM json_each(:rows)) AND text IS NOT NULL;
 -- carried over only when they do).
 SELECT 1 FROM documents AS d JOIN projects AS p ON p.id = d.project_id
 WHERE d.document_id = ? AND p.identity = ? AND d.state IN ('live', 'superseded') LIMIT 1;
+
+-- name: previous_turn
+-- The documents of the latest archive of a group (by its first message key) along the lineage.
+SELECT t.documents FROM session_turns AS t
+JOIN json_each(:sessions) AS s ON s.value = t.session_id
+WHERE t.group_key = :key ORDER BY t.archived_at DESC, t.rowid DESC LIMIT 1;

@@ -480,3 +480,21 @@ def test_preflight_skips_the_still_visible_oversized_input(archive):
     decision = archive.call("why", {"project": PROJECT, "sessionId": "live"})
     assert hints(provider) == [] and all(h["documentId"] != root for h in decision["hints"])
     assert decision["reason"] in ("already-visible", "no-candidate")
+
+
+def test_a_group_that_grows_after_settling_supersedes_its_earlier_archive(archive):
+    transcript, host = Transcript(), Host(archive)
+    transcript.turn("where is QUOKKA-17 configured?", "In config/quokka.toml.")
+    host.context(transcript)
+    first = archive.call("session-settled", {"project": PROJECT, "sessionId": "live"})["archived"]
+    transcript._add({"role": "custom", "customType": "reminder", "content": "check the staging value too",
+                     "display": True, "timestamp": transcript._at()})  # an extension message starts another turn
+    transcript.assistant("Staging has QUOKKA-17 = off.")
+    host.context(transcript)
+    second = archive.call("session-settled", {"project": PROJECT, "sessionId": "live"})["archived"]
+    assert len(first) == len(second) == 1 and second != first
+    old, new = archive.get({"documentId": first[0]}), archive.get({"documentId": second[0]})
+    assert old["state"] == "superseded" and new["supersedes"] == {"documentId": first[0], "version": 1}
+    found = archive.search({"project": PROJECT, "query": "QUOKKA-17", "leaseSeconds": 0})["results"]
+    assert [r["documentId"] for r in found] == second  # the group once, as it is now
+    assert archive.call("session-settled", {"project": PROJECT, "sessionId": "live"})["archived"] == []

@@ -53,6 +53,7 @@ from cwa.session.turns import archive_group, archive_tool_result
 from cwa.store import hint_ledger, session_state
 from cwa.store.connection import durable_writes, write_transaction
 from cwa.store.exposure_ledger import lineage as session_lineage
+from cwa.store.reads import find_document
 from cwa.store.session_state import EpochRow, Replacement
 from cwa.store.sessions import ensure_project, ensure_session
 from cwa.limits import MAX_VISIBLE_KEYS, PREFLIGHT_QUERY_CHARS
@@ -458,13 +459,25 @@ class SessionEngine:
             is_last = index == len(chosen) - 1
             if mark in self.archived or not group_complete(group, followed or not is_last, settled):
                 continue
-            documents = archive_group(self.host.admit, self.scope, group, shown)
+            documents = archive_group(self.host.admit, self.scope, group, shown, self._grown_from(group[0].key))
             with write_transaction(self.host.conn):
                 session_state.record_turn(self.host.conn, self.session, mark[0], mark[1],
                                           [d["rootId"] for d in documents], self.host.clock())
             self.archived.add(mark)
             ids.extend(d["rootId"] for d in documents)
         return ids
+
+    def _grown_from(self, first_key: str) -> dict[str, Any] | None:
+        """The live single turn document an earlier, shorter archive of this group made, which
+        the grown group's document supersedes (so search finds the group once)."""
+        earlier = session_state.previous_turn(self.host.conn, self.lineage, first_key)
+        if len(earlier) != 1:
+            return None
+        try:
+            found = find_document(self.host.conn, earlier[0], None)
+        except NotFound:
+            return None
+        return {"documentId": found["documentId"], "version": found["version"]} if found["state"] == "live" else None
 
     # -- host calls ----------------------------------------------------------------------------
 

@@ -46,9 +46,12 @@ def _split(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return parts
 
 
-def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown: dict[str, str]) -> list[dict[str, Any]]:
+def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown: dict[str, str],
+                  supersedes: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Admit one interaction group as turn document(s); `shown` maps the keys of externalized
-    messages to the text the provider saw. Returns one catalog entry per document, in order."""
+    messages to the text the provider saw. A group that grew since it was archived as one
+    document `supersedes` that document (when it is still one document). Returns one catalog
+    entry per document, in order."""
     messages = []
     for entry in group:
         text = shown.get(entry.key, entry.text)
@@ -63,6 +66,8 @@ def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown
                                    **_created([by_key[m["key"]] for m in part])}
         if len(parts) > 1:
             request["metadata"] = {"turnGroup": {"key": group[0].key, "part": number, "parts": len(parts)}}
+        elif supersedes is not None:
+            request["supersedes"] = supersedes
         admitted = admit(request)
         documents.append(_entry(admitted, part, [by_key[m["key"]] for m in part]))
     return documents

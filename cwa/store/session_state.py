@@ -72,6 +72,13 @@ def archived_groups(conn: apsw.Connection, lineage: list[int]) -> set[tuple[str,
     return {(r[0], r[1]) for r in conn.execute(queries("session")["archived_groups"], (orjson.dumps(lineage).decode(),))}
 
 
+def previous_turn(conn: apsw.Connection, lineage: list[int], first_key: str) -> list[str]:
+    """Document ids of the latest archive of the group that starts at `first_key` (none: [])."""
+    row = conn.execute(queries("session")["previous_turn"],
+                       {"sessions": orjson.dumps(lineage).decode(), "key": first_key}).fetchone()
+    return orjson.loads(row[0]) if row else []
+
+
 def record_turn(conn: apsw.Connection, session: int, first: str, last: str, documents: list[str], now: str) -> None:
     conn.execute(queries("session")["insert_turn"], (session, first, last, orjson.dumps(documents).decode(), now))
 
