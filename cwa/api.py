@@ -114,7 +114,8 @@ def method_named(name: Any) -> Method:
     """The method table's entry for `name`, or `invalid-request` (`unknown-method`)."""
     spec = METHODS.get(name) if isinstance(name, str) else None
     if spec is None:
-        raise InvalidRequest(f"unknown method {name!r}", reason="unknown-method", allowed=sorted(METHODS))
+        shown = repr(name[:64] + "…" if isinstance(name, str) and len(name) > 64 else name)[:80]  # never echo megabytes
+        raise InvalidRequest(f"unknown method {shown}", reason="unknown-method", allowed=sorted(METHODS))
     return spec
 
 

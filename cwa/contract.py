@@ -17,7 +17,7 @@ from cwa import limits
 from cwa.config import BY_KEY
 from cwa.errors import InvalidRequest, LimitExceeded
 from cwa.session.budget import SESSION_KEYS
-from cwa.timestamps import parse_timestamp
+from cwa.timestamps import OutOfRange, parse_timestamp
 from cwa.vocabulary import KINDS, RELATIONS, RETENTION_CLASSES, ROLES
 
 
@@ -152,6 +152,8 @@ class Timestamp(Spec):
             raise _wrong_type(path, "an ISO-8601 string or epoch milliseconds", value)
         try:
             return parse_timestamp(value)
+        except OutOfRange as exc:
+            raise InvalidRequest(f"{path}: {exc}", field=path, reason="out-of-range") from exc
         except ValueError as exc:
             raise InvalidRequest(
                 f"{path} is not a valid timestamp: {exc}",

@@ -23,6 +23,7 @@ from cwa.store.maintenance import PeriodicMaintenance
 from cwa.store.retention import plan_of
 
 ENVELOPE_FIELDS = {"id", "method", "params"}
+MAX_ID_CHARS = 256  # an id is echoed back in the reply: bounded, so a reply stays small
 
 
 def read_lines(stream: BinaryIO, max_bytes: int = limits.MAX_REQUEST_BYTES) -> Iterator[bytes | None]:
@@ -61,6 +62,9 @@ def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) 
             isinstance(candidate_id, bool) or not isinstance(candidate_id, (str, int))
         ):
             raise InvalidRequest("id must be a string or an integer", field="id", reason="wrong-type")
+        if isinstance(candidate_id, str) and len(candidate_id) > MAX_ID_CHARS:
+            raise InvalidRequest(f"id is longer than {MAX_ID_CHARS} characters", field="id", reason="too-long",
+                                 limit=MAX_ID_CHARS)
         request_id = candidate_id
         unknown = sorted(set(envelope) - ENVELOPE_FIELDS)
         if unknown:

@@ -7,14 +7,23 @@ Input may be an ISO-8601 string (a missing offset is read as UTC) or integer epo
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
-MAX_EPOCH_MS = 253402300799999  # 9999-12-31T23:59:59.999Z
+# The expiry schedule adds up to 36,500 days (100 years) to a creation time, in SQLite date
+# arithmetic, which stops at 9999-12-31: later creation times are refused.
+LATEST = "9899-12-31T23:59:59.999Z"
+MAX_EPOCH_MS = 250_246_627_199_999  # LATEST in epoch milliseconds
+
+
+class OutOfRange(ValueError):
+    """A well-formed timestamp outside what the archive can schedule."""
 
 
 def format_timestamp(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """Fixed width at every year (strftime's %Y drops leading zeros before 1000)."""
+    m = moment.astimezone(timezone.utc)
+    return (f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}."
+            f"{m.microsecond // 1000:03d}Z")
 
 
 def utc_now() -> str:
@@ -27,8 +36,9 @@ def parse_timestamp(value: str | int) -> str:
         raise ValueError("a boolean is not a timestamp")
     if isinstance(value, int):
         if not 0 <= value <= MAX_EPOCH_MS:
-            raise ValueError("epoch milliseconds out of range")
-        return format_timestamp(datetime.fromtimestamp(value / 1000, timezone.utc))
+            raise OutOfRange(f"epoch milliseconds must be between 0 and {MAX_EPOCH_MS} ({LATEST})")
+        seconds, millis = divmod(value, 1000)  # integers: a float would round the last millisecond
+        return format_timestamp(datetime.fromtimestamp(seconds, timezone.utc) + timedelta(milliseconds=millis))
     if not isinstance(value, str):
         raise ValueError("not a string or integer")
     text = value.strip()
@@ -39,9 +49,13 @@ def parse_timestamp(value: str | int) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     try:
-        return format_timestamp(moment)
+        canonical = format_timestamp(moment)
     except (OverflowError, ValueError) as exc:  # e.g. year 1 with a positive offset
-        raise ValueError("timestamp out of range") from exc
+        raise OutOfRange(f"a timestamp must be between 0001-01-01 and {LATEST[:10]}") from exc
+    if canonical > LATEST:
+        raise OutOfRange(f"a timestamp must be between 0001-01-01 and {LATEST[:10]} (the expiry schedule "
+                         "adds up to 100 years)")
+    return canonical
 
 
 def to_datetime(canonical: str) -> datetime:
@@ -50,8 +64,6 @@ def to_datetime(canonical: str) -> datetime:
 
 def shift(canonical: str, seconds: float) -> str:
     """A canonical timestamp moved by `seconds`."""
-    from datetime import timedelta
-
     return format_timestamp(to_datetime(canonical) + timedelta(seconds=seconds))
 
 

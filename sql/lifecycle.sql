@@ -2,9 +2,12 @@
 -- (cwa/store/retention.py, protection.py, redaction.py, purge.py).
 
 -- name: schedule_document
--- One document's expiry, from its creation time and its class's days (:days > 0).
+-- One document's expiry, from its creation time and its class's days (:days > 0). A due date past
+-- what SQLite's date arithmetic reaches (a creation time admitted before such times were refused)
+-- saturates at the last representable instant instead of stopping the schedule.
 INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
-SELECT d.id, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'), :days
+SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'),
+                      '9999-12-31T23:59:59.999Z'), :days
 FROM documents AS d
 WHERE d.id = :row AND d.pinned = 0 AND d.state IN ('live', 'superseded');
 
@@ -17,9 +20,10 @@ DELETE FROM expiry_schedule
 WHERE document_row IN (SELECT id FROM documents WHERE retention_class = :class);
 
 -- name: plan_class
--- Schedule every live or superseded, unpinned document of one class.
+-- Schedule every live or superseded, unpinned document of one class (due dates saturate as above).
 INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
-SELECT d.id, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'), :days
+SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'),
+                      '9999-12-31T23:59:59.999Z'), :days
 FROM documents AS d
 WHERE d.retention_class = :class AND d.pinned = 0 AND d.state IN ('live', 'superseded');
 

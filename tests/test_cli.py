@@ -154,4 +154,5 @@ def test_search_says_when_max_read_scope_narrowed_it_and_how_to_widen(tmp_path):
     user_config.parent.mkdir(parents=True)
     user_config.write_text('{"maxReadScope": "all"}')
     widened = run_cwa(["search", "--scope", "all", "ERR_LOCK_TIMEOUT"], env, cwd=tmp_path).stdout.decode()
-    assert "maxReadScope" not in widened and widened.startswith("1. exact-error")
+    assert "maxReadScope" not in widened and widened.splitlines()[1].startswith("1. exact-error")
+    assert widened.startswith("[cwa archive | search: historical results")

@@ -59,9 +59,12 @@ def verify_values(prefix: str, token: str, secret: bytes, count: int) -> list | 
     try:
         signature = _unb64(parts[2])
         expected = hmac.new(secret, body.encode(), hashlib.sha256).digest()
-        if not hmac.compare_digest(signature, expected):
+        if not hmac.compare_digest(signature, expected) or _b64(signature) != parts[2]:
+            return None  # only the canonical encoding: no padding, no stray low bits
+        payload = _unb64(parts[1])
+        if _b64(payload) != parts[1]:
             return None
-        values = orjson.loads(_unb64(parts[1]))
+        values = orjson.loads(payload)
     except (ValueError, TypeError, orjson.JSONDecodeError):
         return None
     return values if isinstance(values, list) and len(values) == count else None
