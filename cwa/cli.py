@@ -16,6 +16,7 @@ from pathlib import Path
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import blake3
 import click
 import orjson
 
@@ -355,14 +356,29 @@ def _write_text(archive: Archive, params: dict[str, Any]) -> None:
     if first.get("complete"):  # small enough to have come whole (a checkpoint root: its original)
         sys.stdout.buffer.write(first["text"].encode("utf-8"))
         return
-    fixed = {"documentId": first["documentId"], "version": first["version"]}
-    start, end = 0, first["byteLength"]
+    if isinstance(first.get("checkpoint"), dict):  # a large archived input: its parts, in order
+        digest = blake3.blake3()
+        for part in first["checkpoint"]["parts"]:
+            for data in _ranges(archive, part, part["start"], part["end"]):
+                digest.update(data)
+                sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        if digest.hexdigest() != first["checkpoint"]["blake3"]:
+            raise Internal("the reassembled input does not match its blake3 digest", reason="digest-mismatch")
+        return
+    for data in _ranges(archive, first, 0, first["byteLength"]):
+        sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def _ranges(archive: Archive, document: dict[str, Any], start: int, end: int) -> Iterator[bytes]:
+    """A document's bytes [start, end) in bounded range reads (each widened to character edges)."""
+    fixed = {"documentId": document["documentId"], "version": document["version"]}
     while start < end:
         stop = min(end, start + limits.GET_MAX_RANGE_BYTES - 4)  # room to widen to a character edge
         piece = archive.get({**fixed, "range": {"start": start, "end": stop}})
-        sys.stdout.buffer.write(piece["text"].encode("utf-8"))
+        yield piece["text"].encode("utf-8")
         start = piece["range"]["end"]
-    sys.stdout.buffer.flush()
 
 
 def _print_document(doc: dict[str, Any]) -> None:

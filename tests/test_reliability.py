@@ -101,3 +101,20 @@ def test_a_creation_time_past_the_schedule_never_stops_maintenance(tmp_path):
         result = archive.call("maintain", {})
         due = archive.conn.execute("SELECT due_at FROM expiry_schedule").fetchall()
     assert result["expired"] == 0 and due == [("9999-12-31T23:59:59.999Z",)]
+
+
+def test_get_text_of_a_20_mb_checkpoint_returns_every_byte(tmp_path):
+    from conftest import hermetic_env, run_cwa
+
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    line = "log line with ünïcode and a path src/app/module.py:{n}\n"
+    text = "".join(line.format(n=n) for n in range(360_000))  # about 20 MB
+    source = tmp_path / "input.txt"
+    source.write_text(text, encoding="utf-8")
+    archived = run_cwa(["checkpoint", "--file", str(source), "--project", "/work/p", "--json"], env)
+    assert archived.returncode == 0, archived.stderr.decode()
+    root = orjson.loads(archived.stdout)["rootId"]
+    printed = run_cwa(["get", root, "--text"], env)
+    assert printed.returncode == 0 and printed.stdout == text.encode("utf-8")
+    described = orjson.loads(run_cwa(["get", root, "--json"], env).stdout)
+    assert described["complete"] is False and len(described["checkpoint"]["parts"]) >= 19

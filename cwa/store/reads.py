@@ -178,6 +178,22 @@ def read_range(
     }
 
 
+def checkpoint_parts(conn: apsw.Connection, metadata: str | None) -> dict[str, Any] | None:
+    """A checkpoint root's original input as its parts, in order: `{bytes, blake3, parts:
+    [{documentId, version, start, end}]}` where [start, end) is each part's text in its
+    document (None: not a root, or a part is gone)."""
+    manifest = (orjson.loads(metadata) if metadata else {}).get("checkpoint")
+    if not manifest:
+        return None
+    parts = []
+    for document_id, version, size in manifest["parts"]:
+        row = conn.execute(queries("reads")["part_text_range"], (document_id, version)).fetchone()
+        if row is None or row[2] - row[1] != size:
+            return None
+        parts.append({"documentId": document_id, "version": version, "start": row[1], "end": row[2]})
+    return {"bytes": manifest["bytes"], "blake3": manifest["digest"], "parts": parts}
+
+
 def read_checkpoint(conn: apsw.Connection, metadata: str | None) -> str | None:
     """The original text of a checkpoint root, from its parts' message text (None: not a root)."""
     manifest = (orjson.loads(metadata) if metadata else {}).get("checkpoint")
@@ -211,8 +227,13 @@ def get_document(
         return read_range(conn, doc, byte_range["start"], byte_range["end"])
     result = _header(doc, conn)
     if doc["kind"] == "checkpoint-root":
-        original = read_checkpoint(conn, doc["metadata"])
-        if original is not None and len(original.encode("utf-8")) <= limits.GET_MAX_RESULT_BYTES:
+        parts = checkpoint_parts(conn, doc["metadata"])
+        if parts is not None and parts["bytes"] > limits.GET_MAX_RESULT_BYTES:
+            # Too large to answer inline: the parts, in order, to read by ranges (`cwa get --text`
+            # streams them); never the root's own preview as if it were the input.
+            return {**result, "complete": False, "checkpoint": parts}
+        original = read_checkpoint(conn, doc["metadata"]) if parts is not None else None
+        if original is not None:
             return {**result, "complete": True, "text": original, "checkpoint": True}
     if doc["byteLength"] <= limits.GET_INLINE_SOURCE_BYTES:
         data, _ = read_bytes(conn, doc["row"], 0, doc["byteLength"])
