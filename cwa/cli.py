@@ -24,6 +24,7 @@ from cwa import __version__, config, limits, model_variants
 from cwa.api import METHODS, Archive, method_named
 from cwa.contract import parse_json_body
 from cwa.errors import CwaError, Internal, InvalidRequest
+from cwa.input_files import read_file, read_stream
 from cwa.retrieve import render
 from cwa.retrieve.scope import SCOPES
 from cwa.session.checkpoint import CATALOG_TOKENS, PREVIEW_TOKENS
@@ -234,7 +235,8 @@ def _print_lifecycle(found: dict[str, Any]) -> None:
 
 def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
     """One JSON object, or JSON lines of them: [(line number, parsed request)]."""
-    body = (source.read_bytes() if source else sys.stdin.buffer.read(limits.MAX_REQUEST_BYTES + 1))
+    body = (read_file(source, limits.MAX_REQUEST_BYTES) if source
+            else read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "the input"))
     try:
         return [(1, parse_json_body(body, "input"))]
     except InvalidRequest:
@@ -618,7 +620,7 @@ _pin_command("unpin", "Let a pinned version expire again, on its retention class
 @click.option("--created-at", help="When it was written (ISO-8601) [default: now].")
 def checkpoint_command(ctx, source, session_id, project, created_at, as_json) -> None:
     try:
-        text = source.read_bytes().decode("utf-8")
+        text = read_file(source, limits.MAX_REQUEST_BYTES).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidRequest(f"{source} is not UTF-8 text", field="file", reason="not-utf8") from exc
     params: dict[str, Any] = {"project": project, "sessionId": session_id, "text": text}
@@ -712,7 +714,7 @@ def preflight_command(ctx, text, session_id, message_key, project, active, visib
             click.echo(_dump(decision)) if as_json else _print_decision(decision)
             return
         if text == "-":
-            text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+            text = read_stream(sys.stdin.buffer, limits.MAX_DOCUMENT_BYTES, "the message").decode("utf-8", errors="replace")
         params = {**identity, "text": text, "activeMessageKeys": list(active), "excludeVisibleSourceKeys": list(visible)}
         response = archive.call("preflight", params)
         decision = archive.call("why", identity) if explain else None
@@ -1020,7 +1022,7 @@ def demo(ctx: click.Context, as_json: bool) -> None:
 @handles_errors(always_json=True)
 def call(ctx: click.Context, method: str) -> None:
     method_named(method)  # an unknown method fails before stdin is read
-    params = parse_json_body(sys.stdin.buffer.read(limits.MAX_REQUEST_BYTES + 1), "params")
+    params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params")
     with _open(ctx) as archive:
         result = archive.call(method, params)
     sys.stdout.buffer.write(orjson.dumps(result) + b"\n")

@@ -118,3 +118,30 @@ def test_get_text_of_a_20_mb_checkpoint_returns_every_byte(tmp_path):
     assert printed.returncode == 0 and printed.stdout == text.encode("utf-8")
     described = orjson.loads(run_cwa(["get", root, "--json"], env).stdout)
     assert described["complete"] is False and len(described["checkpoint"]["parts"]) >= 19
+
+
+@pytest.mark.parametrize("command", [["admit", "--file", "/dev/zero"], ["checkpoint", "--file", "/dev/zero"],
+                                     ["session", "replay", "--session", "s", "--file", "/dev/zero"]])
+def test_an_endless_file_is_refused_at_the_limit_with_bounded_memory(tmp_path, command):
+    import resource
+    import subprocess
+    import sys
+
+    from conftest import hermetic_env
+
+    def cap_memory() -> None:  # far below what reading /dev/zero to the end would take
+        resource.setrlimit(resource.RLIMIT_AS, (1_500 * 2**20, 1_500 * 2**20))
+
+    done = subprocess.run([sys.executable, "-m", "cwa", *command], capture_output=True, timeout=120,
+                          env=hermetic_env(tmp_path, tmp_path / "a.db"), preexec_fn=cap_memory)
+    assert done.returncode == 5 and b"limit" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_a_large_regular_file_is_refused_before_it_is_read(tmp_path):
+    from conftest import hermetic_env, run_cwa
+
+    big = tmp_path / "big.json"
+    with big.open("wb") as file:
+        file.truncate(80 * 2**20)  # sparse: 80 MiB without writing them
+    done = run_cwa(["admit", "--file", str(big)], hermetic_env(tmp_path, tmp_path / "a.db"))
+    assert done.returncode == 5 and b"83,886,080 bytes" in done.stderr

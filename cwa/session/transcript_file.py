@@ -15,13 +15,15 @@ from typing import Any
 
 import orjson
 
+from cwa import limits
 from cwa.errors import InvalidRequest
+from cwa.input_files import read_file
 
 
 def read_transcript(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """(messages, Pi session header or None) of a transcript file."""
     lines = []
-    for number, line in enumerate(path.read_bytes().splitlines(), 1):
+    for number, line in enumerate(read_file(path, limits.MAX_REQUEST_BYTES).splitlines(), 1):
         if not line.strip():
             continue
         try:
