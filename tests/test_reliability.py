@@ -145,3 +145,21 @@ def test_a_large_regular_file_is_refused_before_it_is_read(tmp_path):
         file.truncate(80 * 2**20)  # sparse: 80 MiB without writing them
     done = run_cwa(["admit", "--file", str(big)], hermetic_env(tmp_path, tmp_path / "a.db"))
     assert done.returncode == 5 and b"83,886,080 bytes" in done.stderr
+
+
+def test_a_full_disk_mid_write_is_storage_unavailable_and_leaves_nothing_half_written(archive):
+    from cwa.errors import StorageUnavailable
+
+    archive.admit(turn("before the disk filled"))
+    pages = archive.conn.execute("PRAGMA page_count").fetchone()[0]
+    archive.conn.execute(f"PRAGMA max_page_count = {pages + 2}")  # SQLite's own SQLITE_FULL, as on a full disk
+    large = turn("x " * 400_000)
+    for method, params in (("admit", large), ("session-context", {
+            "project": "/work/p", "sessionId": "s2",
+            "messages": [{"role": "user", "content": "y " * 400_000, "timestamp": 1_795_000_000_000}]})):
+        with pytest.raises(StorageUnavailable) as full:
+            archive.call(method, params)
+        assert full.value.details["reason"] == "disk-full"
+    assert archive.status()["documents"]["total"] == 1
+    archive.conn.execute("PRAGMA max_page_count = 1073741823")
+    assert archive.admit(large)["created"] is True and archive.status()["documents"]["total"] == 2

@@ -24,6 +24,7 @@ from cwa.errors import (
     StorageUnavailable,
 )
 from cwa.store import migrations
+from cwa.store.transactions import roll_back
 from cwa.store.sqlfiles import resource_dir
 
 BUSY_TIMEOUT_MS = 10_000
@@ -161,18 +162,18 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
 
 @contextmanager
 def write_transaction(conn: apsw.Connection) -> Iterator[None]:
-    """One IMMEDIATE transaction: committed on success, rolled back on any exception."""
+    """One IMMEDIATE transaction: committed on success, rolled back on any exception (which is
+    re-raised as it was, never replaced by a failed rollback)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        roll_back(conn)
         raise
     try:
         conn.execute("COMMIT")
     except BaseException:
-        if not conn.get_autocommit():
-            conn.execute("ROLLBACK")
+        roll_back(conn)
         raise
 
 

@@ -87,6 +87,8 @@ def run_handlers(
                 raise ValueError(f"handler {handler.name} returned outcome {result.outcome!r}")
             if result.outcome == "skipped":
                 conn.execute(f"ROLLBACK TO {savepoint}")  # a skipped handler publishes nothing
+        except (apsw.FullError, apsw.IOError):
+            raise  # the storage failed, not the handler: the whole admission fails with it
         except Exception as exc:  # a failing handler must never cost the canonical document
             conn.execute(f"ROLLBACK TO {savepoint}")
             result = HandlerResult("skipped", f"error: {type(exc).__name__}: {exc}"[:1000])

@@ -16,6 +16,7 @@ import apsw
 
 from cwa.errors import ArchiveIncompatible
 from cwa.store.sqlfiles import resource_dir
+from cwa.store.transactions import roll_back
 
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -77,7 +78,7 @@ def apply_pending(conn: apsw.Connection, where: str, target: int | None = None) 
                 conn.execute(f"PRAGMA user_version = {migration.number:d}")
                 applied.append(migration.number)
         except BaseException:
-            conn.execute("ROLLBACK")
+            roll_back(conn)
             raise
         conn.execute("COMMIT")
     return applied
