@@ -23,6 +23,9 @@ from cwa.store.maintenance import PeriodicMaintenance
 from cwa.store.retention import plan_of
 
 ENVELOPE_FIELDS = {"id", "method", "params"}
+# An agent reads through serve within its own project: recall must name it (gather and traverse
+# already need one). `cwa get` and the human CLI stay the owner's direct reads of the whole file.
+PROJECT_BOUND = ("recall",)
 MAX_ID_CHARS = 256  # an id is echoed back in the reply: bounded, so a reply stays small
 
 
@@ -93,6 +96,18 @@ def serve(call: Callable[[str, Any], dict[str, Any]], stdin: BinaryIO, stdout: B
     return 0
 
 
+def project_bound(call: Callable[[str, Any], dict[str, Any]]) -> Callable[[str, Any], dict[str, Any]]:
+    """`call`, refusing an agent-facing read that does not name the caller's project."""
+
+    def bounded(method: str, params: Any) -> dict[str, Any]:
+        if method in PROJECT_BOUND and isinstance(params, dict) and not params.get("project"):
+            raise InvalidRequest(f"{method} through cwa serve needs the caller's project", field="project",
+                                 reason="missing")
+        return call(method, params)
+
+    return bounded
+
+
 def serve_archive(
     open_archive: Callable[[], Archive],
     stdin: BinaryIO,
@@ -121,7 +136,7 @@ def serve_archive(
         workers.append(PeriodicMaintenance(str(archive.path), archive.clock, plan_of(archive.settings),
                                            maintenance_interval).start())
     try:
-        return serve(archive.call, stdin, stdout)
+        return serve(project_bound(archive.call), stdin, stdout)
     finally:
         for worker in workers:
             worker.close()

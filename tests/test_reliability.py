@@ -163,3 +163,23 @@ def test_a_full_disk_mid_write_is_storage_unavailable_and_leaves_nothing_half_wr
     assert archive.status()["documents"]["total"] == 1
     archive.conn.execute("PRAGMA max_page_count = 1073741823")
     assert archive.admit(large)["created"] is True and archive.status()["documents"]["total"] == 2
+
+
+def test_recall_through_serve_must_name_the_callers_project(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import hermetic_env
+
+    db = tmp_path / "a.db"
+    with Archive.open(db) as archive:
+        doc = archive.admit(turn("the deploy key rotates monthly"))["documentId"]
+    lines = [{"id": 1, "method": "recall", "params": {"documentId": doc}},
+             {"id": 2, "method": "recall", "params": {"documentId": doc, "project": "/elsewhere"}},
+             {"id": 3, "method": "recall", "params": {"documentId": doc, "project": "/work/p"}}]
+    done = subprocess.run([sys.executable, "-m", "cwa", "serve", "--no-background"], capture_output=True, timeout=60,
+                          input=b"".join(orjson.dumps(line) + b"\n" for line in lines), env=hermetic_env(tmp_path, db))
+    first, second, third = (orjson.loads(line) for line in done.stdout.splitlines())
+    assert first["error"]["code"] == "invalid-request" and first["error"]["details"]["field"] == "project"
+    assert second["result"]["status"] == "missing" and "text" not in second["result"]
+    assert third["result"]["status"] == "resolved" and "deploy key" in third["result"]["text"]
