@@ -19,7 +19,7 @@ from typing import Any
 from cwa import limits
 from cwa.errors import NotFound
 from cwa.session.checkpoint import CATALOG_TOKENS, archive_previous_summary, catalog_entry, render_catalog
-from cwa.session.transcript import entries_of, groups, unique_keys
+from cwa.session.transcript import Entry, entries_of, groups, shown_text, unique_keys
 from cwa.session.turns import CATALOG_HEAD_CHARS, CATALOG_TAIL_CHARS, archive_group
 from cwa.store.reads import find_document, read_bytes
 from cwa.vocabulary import READABLE_STATES
@@ -41,7 +41,7 @@ def compact(host: Any, request: dict[str, Any]) -> dict[str, Any]:
         scope["parentSessionId"] = request["parentSessionId"]
     messages = list(request["messagesToSummarize"]) + list(request.get("turnPrefixMessages", []))
     entries = unique_keys(entries_of(messages), {})
-    shown = _shown_texts(host, project, session, [e.key for e in entries])
+    shown = _shown_texts(host, project, session, entries)
     new_entries: list[dict[str, Any]] = []
     for group in groups(entries):
         new_entries.extend(archive_group(host.admit, scope, group, shown))
@@ -67,13 +67,14 @@ def compact(host: Any, request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _shown_texts(host: Any, project: str, session: str, keys: list[str]) -> dict[str, str]:
-    """The provider's text of messages the engine externalized (their sources are archived)."""
+def _shown_texts(host: Any, project: str, session: str, entries: list[Entry]) -> dict[str, str]:
+    """What the provider saw of the messages the engine replaced (their sources are archived)."""
     row = session_row(host.conn, project, session)
     if row is None:
         return {}
-    decided = session_state.load_replacements(host.conn, session_lineage(host.conn, row), keys)
-    return {key: d.text for key, d in decided.items() if d.text is not None}
+    decided = session_state.load_replacements(host.conn, session_lineage(host.conn, row), [e.key for e in entries])
+    return {e.key: shown_text(e, decided[e.key].text) for e in entries
+            if e.key in decided and decided[e.key].text is not None}
 
 
 def trusted_entries(conn: Any, project: str, details: Any) -> list[dict[str, Any]]:

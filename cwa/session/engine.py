@@ -45,9 +45,11 @@ from cwa.session.transcript import (
     entries_of,
     group_complete,
     groups,
+    serialize,
     sizing_tokens,
     tool_calls,
     unique_keys,
+    with_text,
 )
 from cwa.session.turns import archive_group, archive_tool_result
 from cwa.store import hint_ledger, session_state
@@ -122,27 +124,6 @@ class ProviderCopy:
         self.messages.append(shown.hint)
         self.tokens += shown.hint_tokens
         self.hint_tokens += shown.hint_tokens
-
-
-def _replaced(entry: Entry, text: str) -> dict[str, Any]:
-    """The host's message with its text replaced; every other field (and non-text block) kept."""
-    raw = entry.raw
-    if entry.role == "bashExecution":
-        return {**raw, "output": text}
-    content = raw.get("content")
-    if not isinstance(content, list):
-        return {**raw, "content": text if entry.role in ("user", "custom") else [{"type": "text", "text": text}]}
-    blocks, placed = [], False
-    for block in content:
-        if isinstance(block, dict) and block.get("type") == "text":
-            if not placed:
-                blocks.append({"type": "text", "text": text})
-                placed = True
-            continue
-        blocks.append(block)
-    if not placed:
-        blocks.insert(0, {"type": "text", "text": text})
-    return {**raw, "content": blocks}
 
 
 def _visible_text(entry: Entry) -> str:
@@ -260,7 +241,7 @@ class SessionEngine:
     def _apply(self, entry: Entry, decision: Replacement) -> Shown:
         if decision.text is None:
             return Shown(entry, entry.raw, entry.tokens, decision.action, decision.document_id)
-        return Shown(entry, _replaced(entry, decision.text), decision.tokens, decision.action, decision.document_id)
+        return Shown(entry, with_text(entry, decision.text), decision.tokens, decision.action, decision.document_id)
 
     def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> Replacement:
         """Store a decision; the one stored first wins (another process serving the same session
@@ -448,7 +429,7 @@ class SessionEngine:
         return self._apply(entry, decision)
 
     def _shown_texts(self) -> dict[str, str]:
-        return {s.entry.key: _text_of(s) for s in self.view.shown if s.action != "inline"}
+        return {s.entry.key: serialize(s.message, "message")[1] for s in self.view.shown if s.action != "inline"}
 
     def _archive_groups(self, chosen: list[list[Entry]], followed: bool, settled: bool = False) -> list[str]:
         """Archive groups as turn documents (once each); their document ids."""
@@ -515,13 +496,6 @@ class SessionEngine:
             "toolResultTokens": self.tool_tokens,
             "digest": self.digest,
         }
-
-
-def _text_of(shown: Shown) -> str:
-    message = shown.message
-    if shown.entry.role == "bashExecution":
-        return f"$ {message.get('command')}\n{message.get('output')}"
-    return content_text(message.get("content"), "message")[0]
 
 
 class Engines:

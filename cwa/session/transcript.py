@@ -186,6 +186,33 @@ def unique_keys(entries: list[Entry], taken: dict[str, int]) -> list[Entry]:
     return result
 
 
+def with_text(entry: Entry, text: str) -> dict[str, Any]:
+    """The host's message with its text replaced; every other field (and non-text block) kept."""
+    raw = entry.raw
+    if entry.role == "bashExecution":
+        return {**raw, "output": text}
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return {**raw, "content": text if entry.role in ("user", "custom") else [{"type": "text", "text": text}]}
+    blocks, placed = [], False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            if not placed:
+                blocks.append({"type": "text", "text": text})
+                placed = True
+            continue
+        blocks.append(block)
+    if not placed:
+        blocks.insert(0, {"type": "text", "text": text})
+    return {**raw, "content": blocks}
+
+
+def shown_text(entry: Entry, text: str) -> str:
+    """The serialization of the message as the provider saw it, `text` in place of its own (what
+    an archived turn stores for an externalized message: the preview names the source)."""
+    return serialize(with_text(entry, text), "message")[1]
+
+
 def chain_digest(previous: str, key: str) -> str:
     """The running digest over message keys (`baseDigest`): blake3 of the previous digest and key."""
     return blake3.blake3(f"{previous}\x1f{key}".encode("utf-8")).hexdigest()[:32]
