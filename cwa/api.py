@@ -185,20 +185,24 @@ def _redact(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return redact(archive.conn, request["project"], request.get("sessionId"), request.get("confirm"), archive.clock())
 
 
+def _without_visible(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    """An agent's search or gather in a session this process serves also leaves out what its
+    provider copy still shows."""
+    if request.get("sessionId") and archive._engines is not None:
+        return archive.engines.with_visible(request)
+    return request
+
+
 def _search(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.search import search
 
-    if request.get("sessionId") and archive._engines is not None:  # an agent's search: skip what it still sees
-        request = archive.engines.with_visible(request)
-    return search(archive.conn, request, archive.settings, archive.clock())
+    return search(archive.conn, _without_visible(archive, request), archive.settings, archive.clock())
 
 
 def _gather(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.gather import gather
 
-    if request.get("sessionId") and archive._engines is not None:  # an agent's gather: skip what it still sees
-        request = archive.engines.with_visible(request)
-    return gather(archive.conn, request, archive.settings, archive.clock())
+    return gather(archive.conn, _without_visible(archive, request), archive.settings, archive.clock())
 
 
 def _traverse(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

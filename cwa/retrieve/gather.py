@@ -60,7 +60,8 @@ def gather(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             for direction, wanted in (("before", before), ("after", after)):
                 if distance <= wanted:
                     _add_neighbour(conn, chosen, entry, direction, distance, visible)
-    picked = _cap(chosen, request.get("maxEvidence", DEFAULT_MAX_EVIDENCE))
+    # anchors first (best first), then neighbours nearest first
+    picked = list(chosen.values())[: request.get("maxEvidence", DEFAULT_MAX_EVIDENCE)]
     picked.sort(key=lambda e: e["record"].position)
     secret = archive_secret(conn)
     items = [packet.record_item(conn, entry, secret, packet.reach(max_tokens, len(picked))) for entry in picked]
@@ -122,11 +123,6 @@ def _add_neighbour(conn: apsw.Connection, chosen: dict, entry: dict, direction: 
         record = cache[distance - 1]
         chosen.setdefault(record.position[1:], {"record": record, "anchor": False, "distance": distance,
                                                 "direction": direction})
-
-
-def _cap(chosen: dict, max_evidence: int) -> list[dict[str, Any]]:
-    entries = list(chosen.values())  # anchors first (best first), then neighbours nearest first
-    return entries[:max_evidence]
 
 
 def _flag_conflicts(conn: apsw.Connection, items: list[dict[str, Any]], picked: list[dict[str, Any]]) -> None:

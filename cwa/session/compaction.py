@@ -44,7 +44,7 @@ def compact(host: Any, request: dict[str, Any]) -> dict[str, Any]:
     shown = _shown_texts(host, project, session, entries)
     new_entries: list[dict[str, Any]] = []
     for group in groups(entries):
-        new_entries.extend(archive_group(host.admit, scope, group, shown))
+        new_entries.extend(archive_group(host.admit, scope, group, shown, describe=True))
     previous = None
     if request.get("previousSummary"):
         previous = archive_previous_summary(host.conn, host.admit, project, session, request["previousSummary"])

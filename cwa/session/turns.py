@@ -47,11 +47,12 @@ def _split(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown: dict[str, str],
-                  supersedes: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                  supersedes: dict[str, Any] | None = None, describe: bool = False) -> list[dict[str, Any]]:
     """Admit one interaction group as turn document(s); `shown` maps the keys of externalized
     messages to the text the provider saw. A group that grew since it was archived as one
-    document `supersedes` that document (when it is still one document). Returns one catalog
-    entry per document, in order."""
+    document `supersedes` that document (when it is still one document). Returns, per document
+    in order, its id and version, and with `describe` its catalog entry (terms, hash: work only a
+    compaction needs, not rotation or settling)."""
     messages = []
     for entry in group:
         text = shown.get(entry.key, entry.text)
@@ -69,7 +70,8 @@ def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown
         elif supersedes is not None:
             request["supersedes"] = supersedes
         admitted = admit(request)
-        documents.append(_entry(admitted, part, [by_key[m["key"]] for m in part]))
+        documents.append(_entry(admitted, part, [by_key[m["key"]] for m in part]) if describe
+                         else {"rootId": admitted["documentId"], "version": admitted["version"]})
     return documents
 
 
