@@ -20,6 +20,7 @@ from cwa.contract import Method
 from cwa.errors import CwaError, InvalidRequest, ModelMissing
 from cwa.index.handlers import default_handlers
 from cwa.index.rebuild import backfill_if_needed
+from cwa.retrieve import render
 from cwa.session.checkpoint import CATALOG_TOKENS, archive_checkpoint, archive_previous_summary, session_catalog
 from cwa.store.admission import admit
 from cwa.store.connection import default_archive_path, durable_writes, open_connection, storage_error
@@ -196,7 +197,10 @@ def _without_visible(archive: Archive, request: dict[str, Any]) -> dict[str, Any
 def _search(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.search import search
 
-    return search(archive.conn, _without_visible(archive, request), archive.settings, archive.clock())
+    now = archive.clock()
+    wanted = request.pop("render", False)
+    found = search(archive.conn, _without_visible(archive, request), archive.settings, now)
+    return _rendered(found, render.search_results, now) if wanted else found
 
 
 def _gather(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -217,7 +221,15 @@ def _traverse(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 def _recall(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.recall import recall
 
-    return recall(archive.conn, request, archive.clock())
+    now = archive.clock()
+    wanted = request.pop("render", False)
+    found = recall(archive.conn, request, now)
+    return _rendered(found, render.recall_result, now) if wanted else found
+
+
+def _rendered(found: dict[str, Any], renderer: Callable[[dict[str, Any], str], str], now: str) -> dict[str, Any]:
+    """`found` with `rendered`: the text a model reads (cwa/retrieve/render.py), as gather has it."""
+    return {**found, "rendered": renderer(found, now)}
 
 
 def _supersede(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -313,6 +325,16 @@ def _session_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]
     return archive.engines.status(request)
 
 
+def _session_open(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store.sessions import ensure_project, record_lineage
+
+    now = archive.clock()
+    with archive.conn:
+        project_id = ensure_project(archive.conn, request["project"], now)
+    lineage = record_lineage(archive.conn, project_id, request["sessionId"], request.get("lineage", []), now)
+    return {"sessionId": request["sessionId"], "lineage": lineage, "archive": str(archive.path)}
+
+
 def _session_rotate(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return archive.engines.rotate(request)
 
@@ -344,6 +366,8 @@ METHODS: dict[str, Method] = {
         Method("checkpoint", contract.CHECKPOINT, _checkpoint, "archive an oversized input exactly; preview + catalog entry"),
         Method("catalog", contract.CATALOG, _catalog, f"the session's checkpoint catalog, signed, within {CATALOG_TOKENS:,} tokens"),
         Method("redact", contract.REDACT, _redact, "tombstone a session's or project's documents (confirm token)"),
+        Method("session-open", contract.SESSION_OPEN, _session_open,
+               "record a session and its ancestors (nearest first); the host's readiness check"),
         Method("session-context", contract.SESSION_CONTEXT, _session_context,
                "a host's transcript in, the provider copy of the current epoch out"),
         Method("session-settled", contract.SESSION_SETTLED, _session_settled,

@@ -1053,6 +1053,45 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
         sys.exit(Internal.exit_code)
 
 
+@main.group("pi")
+def pi_group() -> None:
+    """The Pi extension (docs/pi.md): where it is, and its entry in Pi's settings."""
+
+
+@pi_group.command("path")
+def pi_path() -> None:
+    """Print the absolute path of the extension shipped with this installation."""
+    from cwa.integrations.pi_settings import extension_path
+
+    click.echo(str(extension_path()))
+
+
+def _pi_settings_command(name: str, summary: str) -> Callable:
+    @pi_group.command(name, help=summary)
+    @click.option("--project", "in_project", is_flag=True,
+                  help="Edit this project's .pi/settings.json [default: Pi's user settings].")
+    @json_option
+    @handles_errors
+    def command(in_project: bool, as_json: bool) -> None:
+        from cwa.integrations import pi_settings
+
+        result = getattr(pi_settings, name)(_project_dir() if in_project else None, os.environ)
+        if as_json:
+            click.echo(_dump(result))
+            return
+        verb = ("added to" if result["installed"] else "removed from") if result["changed"] else (
+            "already in" if result["installed"] else "not in")
+        click.echo(f"{result['extension']} {verb} {result['settings']}")
+        if result["installed"] and result["changed"]:
+            click.echo("Start pi as usual; /window shows cwa's status.")
+
+    return command
+
+
+_pi_settings_command("install", "Add the extension to Pi's settings `extensions` list (idempotent).")
+_pi_settings_command("uninstall", "Remove the extension from Pi's settings `extensions` list.")
+
+
 @main.group("session")
 def session_group() -> None:
     """The session engine as a host drives it: status, and replay of a transcript (for debugging a

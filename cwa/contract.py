@@ -354,6 +354,7 @@ SEMANTIC_POLICIES = ("auto", "always", "never")
 
 SEARCH = Obj(
     {
+        "render": Field(Bool()),
         "query": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True)),
         "relation": Field(Enum(tuple(RELATIONS))),
         "scope": Field(Enum(("session", "project", "all")), default="project"),
@@ -406,6 +407,7 @@ TRAVERSE = Obj(
 
 RECALL = Obj(
     {
+        "render": Field(Bool()),
         "locator": Field(Str(1, limits.MAX_LOCATOR_CHARS)),
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS)),
         "version": Field(Int(1, limits.MAX_VERSION)),
@@ -524,6 +526,14 @@ SESSION_COMPACT = Obj(
 SESSION_STATUS = Obj({**SESSION_SCOPE})
 
 SESSION_ROTATE = Obj({**SESSION_SCOPE})
+
+SESSION_OPEN = Obj(
+    {
+        "project": SESSION_SCOPE["project"],
+        "sessionId": SESSION_SCOPE["sessionId"],
+        "lineage": Field(List(Str(1, limits.MAX_SESSION_ID_CHARS), 0, limits.MAX_LINEAGE_DEPTH)),
+    }
+)
 
 PREFLIGHT_POLICY = Obj(
     {

@@ -21,8 +21,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("index", ("cwa.index",)),
     ("retrieve", ("cwa.retrieve",)),
     ("session", ("cwa.session",)),
-    ("api", ("cwa.api", "cwa.contract")),
-    ("host", ("cwa.cli", "cwa.serve", "cwa.demo", "cwa.__main__", "cwa.evaluation")),
+    ("api", ("cwa.api", "cwa.contract", "cwa.routing")),
+    ("host", ("cwa.cli", "cwa.serve", "cwa.integrations", "cwa.demo", "cwa.__main__", "cwa.evaluation")),
 )
 SOURCES = (("cwa", REPO / "cwa"), ("cwa.evaluation", REPO / "eval" / "retrieval"))
 

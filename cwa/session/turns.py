@@ -19,6 +19,7 @@ import blake3
 from cwa import limits
 from cwa.session.checkpoint import archive_checkpoint, catalog_entry
 from cwa.session.transcript import Entry
+from cwa.store.serialization import serialize_messages
 
 TURN_PART_BYTES = 4 * limits.MIB
 HEADER_BYTES = 256  # a generous bound of one message's header line and separator
@@ -78,7 +79,7 @@ def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown
 def _entry(admitted: dict[str, Any], part: list[dict[str, Any]], entries: list[Entry]) -> dict[str, Any]:
     """A catalog entry of one turn document: topic and terms from its head and tail only."""
     text = "\n\n".join(m["text"] for m in part)
-    data = text.encode("utf-8")
+    data = serialize_messages(part).text  # bytes and hash of the archived document, as `get` returns it
     head, tail = text[:CATALOG_HEAD_CHARS], text[-CATALOG_TAIL_CHARS:] if len(text) > CATALOG_HEAD_CHARS else ""
     stamps = [e.timestamp for e in entries if e.timestamp]
     return {

@@ -55,3 +55,15 @@ def ensure_session(
         )
     conn.execute(sql["set_session_parent"], (parent_row, session_row))
     return session_row
+
+
+def record_lineage(conn: apsw.Connection, project_id: int, session_key: str, lineage: list[str], now: str) -> list[str]:
+    """Record `lineage` (the session's ancestors, nearest first) link by link, farthest first, and
+    return the chain the archive now holds for the session. Each parent is still recorded once:
+    a link that contradicts a recorded one is `conflict`, and nothing of the call is kept."""
+    chain = [session_key, *lineage]
+    with conn:
+        for child, parent in reversed(list(zip(chain, chain[1:] + [None]))):
+            row = ensure_session(conn, project_id, child, parent, now)
+        held = [r[0] for r in conn.execute(queries("admission")["session_lineage_keys"], (row,))]
+    return held

@@ -1,0 +1,670 @@
+/**
+ * cwa for Pi: a thin adapter over one `cwa serve` child per session (docs/pi.md).
+ *
+ * Everything that decides lives in cwa (the session engine, search, the archive); this file only
+ * forwards Pi's events and tool calls as JSON lines and applies the answers. Its one rule of its
+ * own is the failure policy: cwa must never break the user's session. If the child dies it is
+ * restarted once; if that fails too, messages pass through unchanged (an oversized user input
+ * excepted: it is never forwarded raw) under a visible warning.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync, readSync, realpathSync, statSync } from "node:fs";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const GUIDANCE = JSON.parse(readFileSync(join(HERE, "..", "routing.json"), "utf8"));
+const STATUS_KEY = "cwa";
+const MAX_LINEAGE = 16; // ancestors named to the archive (contract limit MAX_LINEAGE_DEPTH)
+const HEADER_BYTES = 65536; // a session header is one short JSON line
+const OVERSIZED_CHARS = 16000 * 4; // maxInlineUserTokens (default) under the chars/4 estimate
+const TIMEOUT_MS: Record<string, number> = { "session-context": 120000, "session-compact": 300000, "session-settled": 120000 };
+const DEFAULT_TIMEOUT_MS = 60000;
+const STOP_GRACE_MS = 3000;
+const TIMING_WINDOW = 512; // context round trips kept for /window status
+
+type Json = any;
+
+class CwaError extends Error {
+	constructor(
+		public code: string,
+		message: string,
+		public details: Json = {},
+	) {
+		super(message);
+	}
+}
+
+/** The `cwa` command: $CWA_EXECUTABLE, else `cwa` on PATH, else the one of the environment this
+ * file was installed into (a venv's bin/, or a checkout's .venv/bin/). */
+function resolveCwa(): string[] {
+	const explicit = process.env.CWA_EXECUTABLE;
+	if (explicit) return [explicit];
+	for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+		if (dir && isFile(join(dir, "cwa"))) return [join(dir, "cwa")];
+	}
+	let dir = HERE;
+	for (let up = 0; up < 8; up++) {
+		for (const candidate of [join(dir, "bin", "cwa"), join(dir, ".venv", "bin", "cwa")]) {
+			if (isFile(candidate)) return [candidate];
+		}
+		dir = dirname(dir);
+	}
+	return ["python3", "-m", "cwa"];
+}
+
+function isFile(path: string): boolean {
+	try {
+		return statSync(path).isFile();
+	} catch {
+		return false;
+	}
+}
+
+/** The first line of a session file, if it is a structurally valid Pi session header. */
+function readHeader(path: string): { id: string; parentSession?: string } | undefined {
+	let fd: number | undefined;
+	try {
+		fd = openSync(path, "r");
+		const buffer = Buffer.alloc(HEADER_BYTES);
+		const length = readSync(fd, buffer, 0, HEADER_BYTES, 0);
+		const end = buffer.subarray(0, length).indexOf(10);
+		if (end < 0) return undefined;
+		const header = JSON.parse(buffer.subarray(0, end).toString("utf8"));
+		const validId = typeof header?.id === "string" && header.id.length > 0 && header.id.length <= 256;
+		if (header?.type !== "session" || !validId || typeof header.cwd !== "string") return undefined;
+		if (header.parentSession !== undefined && typeof header.parentSession !== "string") return undefined;
+		return { id: header.id, parentSession: header.parentSession };
+	} catch {
+		return undefined;
+	} finally {
+		if (fd !== undefined) closeSync(fd);
+	}
+}
+
+/** The session's ancestors, nearest first, read through `parentSession` links of valid headers only. */
+function parentLineage(parentSession: string | undefined, self: string): string[] {
+	const lineage: string[] = [];
+	const seen = new Set([self]);
+	let next = parentSession;
+	while (next && lineage.length < MAX_LINEAGE) {
+		const header = readHeader(next);
+		if (!header || seen.has(header.id)) break;
+		seen.add(header.id);
+		lineage.push(header.id);
+		next = header.parentSession;
+	}
+	return lineage;
+}
+
+/** One `cwa serve` child: requests as JSON lines, answers matched by id. */
+class Serve {
+	private child: ChildProcess;
+	private pending = new Map<number, { resolve: (v: Json) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+	private nextId = 1;
+	private buffered = "";
+	private stderrTail = "";
+	exited = false;
+	readonly exitedPromise: Promise<void>;
+
+	constructor(command: string[], env: NodeJS.ProcessEnv) {
+		this.child = spawn(command[0], [...command.slice(1), "serve"], { stdio: ["pipe", "pipe", "pipe"], env });
+		this.exitedPromise = new Promise((resolve) => {
+			const done = (why: string) => {
+				if (this.exited) return;
+				this.exited = true;
+				this.failAll(new CwaError("serve-died", `cwa serve ${why}${this.stderrTail ? `: ${this.stderrTail.trim().slice(-300)}` : ""}`));
+				resolve();
+			};
+			this.child.on("exit", (code, signal) => done(signal ? `was killed (${signal})` : `exited (${code})`));
+			this.child.on("error", (error) => done(`could not start (${error.message})`));
+		});
+		this.child.stdout!.setEncoding("utf8");
+		this.child.stdout!.on("data", (chunk: string) => this.receive(chunk));
+		this.child.stderr!.setEncoding("utf8");
+		this.child.stderr!.on("data", (chunk: string) => {
+			this.stderrTail = (this.stderrTail + chunk).slice(-4096);
+		});
+		this.child.stdin!.on("error", () => {}); // a dead child's pipe: reported by "exit"
+	}
+
+	get pid(): number | undefined {
+		return this.child.pid;
+	}
+
+	request(method: string, params: Json): Promise<Json> {
+		if (this.exited) return Promise.reject(new CwaError("serve-died", "cwa serve is not running"));
+		const id = this.nextId++;
+		return new Promise((resolve, reject) => {
+			const timer = setTimeout(() => {
+				this.pending.delete(id);
+				reject(new CwaError("timeout", `cwa serve did not answer ${method} in ${(TIMEOUT_MS[method] ?? DEFAULT_TIMEOUT_MS) / 1000} s`));
+			}, TIMEOUT_MS[method] ?? DEFAULT_TIMEOUT_MS);
+			this.pending.set(id, { resolve, reject, timer });
+			this.child.stdin!.write(JSON.stringify({ id, method, params }) + "\n");
+		});
+	}
+
+	private receive(chunk: string): void {
+		this.buffered += chunk;
+		let newline: number;
+		while ((newline = this.buffered.indexOf("\n")) >= 0) {
+			const line = this.buffered.slice(0, newline);
+			this.buffered = this.buffered.slice(newline + 1);
+			if (!line.trim()) continue;
+			let reply: Json;
+			try {
+				reply = JSON.parse(line);
+			} catch {
+				continue;
+			}
+			const waiter = this.pending.get(reply.id);
+			if (!waiter) continue;
+			this.pending.delete(reply.id);
+			clearTimeout(waiter.timer);
+			if (reply.error) waiter.reject(new CwaError(reply.error.code, reply.error.message, reply.error.details ?? {}));
+			else waiter.resolve(reply.result);
+		}
+	}
+
+	private failAll(error: Error): void {
+		for (const [id, waiter] of this.pending) {
+			clearTimeout(waiter.timer);
+			waiter.reject(error);
+			this.pending.delete(id);
+		}
+	}
+
+	/** End of input stops the child; a child that does not stop in time is terminated. */
+	async stop(): Promise<void> {
+		if (this.exited) return;
+		this.child.stdin!.end();
+		const timeout = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+		await Promise.race([this.exitedPromise, timeout(STOP_GRACE_MS)]);
+		if (!this.exited) {
+			this.child.kill("SIGTERM");
+			await Promise.race([this.exitedPromise, timeout(STOP_GRACE_MS)]);
+		}
+		if (!this.exited) this.child.kill("SIGKILL");
+	}
+}
+
+function textOf(message: Json): string {
+	const content = message?.content;
+	if (typeof content === "string") return content;
+	if (!Array.isArray(content)) return "";
+	return content.map((block: Json) => (block?.type === "text" && typeof block.text === "string" ? block.text : "")).join("");
+}
+
+/** Pi's quick identity of a message: enough to notice that the host's history changed under us. */
+function shallowKey(message: Json): string {
+	return `${message?.role}:${message?.timestamp}:${message?.toolCallId ?? ""}:${message?.customType ?? ""}`;
+}
+
+function percentile(values: number[], q: number): number {
+	if (!values.length) return 0;
+	const sorted = [...values].sort((a, b) => a - b);
+	return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+function compactNumber(tokens: number): string {
+	return tokens >= 1000 ? `${Math.round(tokens / 1000)}K` : `${tokens}`;
+}
+
+/** The footer: `Epoch 3 · 15/20 turns · ~92K/96K tokens`, flagged near (80%) and at the limit. */
+export function footer(status: Json): string {
+	if (!status || status.turns == null || !status.limits) return `cwa · epoch ${status?.epoch ?? 0}`;
+	const level = status.level === "at-limit" ? " · at limit" : status.level === "near-limit" ? " · near limit" : "";
+	return (
+		`Epoch ${status.epoch} · ${status.turns}/${status.limits.rotationTurns} turns · ` +
+		`~${compactNumber(status.tokens)}/${compactNumber(status.limits.rotationTokens)} tokens${level}`
+	);
+}
+
+function toolText(result: Json, fallback: string): string {
+	return typeof result?.rendered === "string" ? result.rendered : fallback;
+}
+
+export default function cwa(pi: Json) {
+	const state = {
+		serve: undefined as Serve | undefined,
+		ready: undefined as Promise<Json> | undefined,
+		command: [] as string[],
+		project: "",
+		sessionId: "",
+		lineage: [] as string[],
+		archivePath: "",
+		restarts: 0,
+		failed: undefined as string | undefined, // why cwa is off for this session
+		sent: undefined as { keys: string[]; digest: string } | undefined,
+		providerCopy: [] as Json[],
+		status: undefined as Json,
+		timings: [] as number[],
+		ui: undefined as Json,
+	};
+
+	const scope = () => ({
+		project: state.project,
+		sessionId: state.sessionId,
+		...(state.lineage.length ? { parentSessionId: state.lineage[0] } : {}),
+	});
+
+	const setStatus = (text: string | undefined) => state.ui?.setStatus?.(STATUS_KEY, text);
+	const notify = (text: string, kind: "info" | "warning" | "error" = "info") => state.ui?.notify?.(text, kind);
+
+	function start(): void {
+		const serve = new Serve(state.command, process.env);
+		state.serve = serve;
+		state.sent = undefined; // a new child holds no transcript: the next context call is full
+		state.ready = serve.request("session-open", { project: state.project, sessionId: state.sessionId, lineage: state.lineage }).then(
+			(opened) => {
+				state.archivePath = opened.archive;
+				return opened;
+			},
+			async (error: CwaError) => {
+				if (error.code === "conflict" && state.lineage.length) {
+					// a lineage the archive contradicts is not used: this session goes on without it
+					state.lineage = [];
+					notify(`cwa: the session's parent lineage was not recorded (${error.message})`, "warning");
+					return serve.request("session-open", { project: state.project, sessionId: state.sessionId });
+				}
+				throw error;
+			},
+		);
+		state.ready.catch(() => {}); // awaited (and reported) by the first request that needs it
+	}
+
+	function giveUp(why: string): void {
+		state.failed = why;
+		setStatus(`cwa off: ${why.slice(0, 160)} · messages pass through unchanged`);
+		notify(`cwa stopped for this session: ${why.slice(0, 500)}. Messages pass through unchanged.`, "warning");
+	}
+
+	/** A request to the child; a dead child is restarted once per session, then cwa gives up. */
+	async function call(method: string, params: Json): Promise<Json> {
+		if (state.failed) throw new CwaError("cwa-off", `cwa is off for this session: ${state.failed}`);
+		if (!state.serve) throw new CwaError("cwa-off", "cwa has not started");
+		try {
+			await state.ready;
+			return await state.serve.request(method, params);
+		} catch (error: any) {
+			if (!(error instanceof CwaError) || (error.code !== "serve-died" && !state.serve.exited)) throw error;
+			if (state.restarts >= 1) {
+				giveUp(error.message);
+				throw error;
+			}
+			state.restarts += 1;
+			start();
+			try {
+				await state.ready;
+				return await state.serve!.request(method, params);
+			} catch (again: any) {
+				if (again instanceof CwaError && (again.code === "serve-died" || state.serve!.exited)) giveUp(again.message);
+				throw again;
+			}
+		}
+	}
+
+	function showStatus(status: Json): void {
+		state.status = status;
+		if (!state.failed) setStatus(footer(status));
+	}
+
+	/** One `session-context` round trip: only the new messages when the prefix is unchanged. */
+	async function provide(messages: Json[], ctx: Json): Promise<Json[]> {
+		const model = ctx.model
+			? { id: ctx.model.id, provider: ctx.model.provider, contextWindow: ctx.model.contextWindow, maxTokens: ctx.model.maxTokens }
+			: undefined;
+		const reserve = pi.getSettings?.()?.compaction?.reserveTokens;
+		const base = { ...scope(), ...(model ? { model } : {}), ...(Number.isInteger(reserve) ? { reserveTokens: reserve } : {}) };
+		const keys = messages.map(shallowKey);
+		const sent = state.sent;
+		const unchanged = sent && sent.keys.length <= keys.length && sent.keys.every((key, i) => key === keys[i]);
+		let answer: Json;
+		if (sent && unchanged) {
+			try {
+				answer = await call("session-context", { ...base, messages: messages.slice(sent.keys.length), baseDigest: sent.digest, answer: "delta" });
+			} catch (error: any) {
+				if (!(error instanceof CwaError && error.code === "conflict" && error.details?.reason === "resync-required")) throw error;
+				answer = await call("session-context", { ...base, messages, answer: "full" });
+			}
+		} else {
+			answer = await call("session-context", { ...base, messages, answer: "full" });
+		}
+		state.providerCopy = answer.delta ? [...state.providerCopy.slice(0, answer.delta.keep), ...answer.delta.append] : answer.messages;
+		state.sent = { keys, digest: answer.digest };
+		showStatus(answer.status);
+		for (const event of answer.events ?? []) {
+			if (event.type === "checkpoint-needed") notify("cwa: the latest turn alone fills the window; compact the session (/compact).", "warning");
+			if (event.type === "emergency-retention") notify(`cwa: kept only ${event.kept} of ${event.wanted} recent turns to stay within the window.`, "warning");
+		}
+		return state.providerCopy;
+	}
+
+	/** What goes to the model when cwa cannot answer: the messages unchanged, except that an
+	 * oversized user input is replaced by a short notice (it stays in Pi's session file). */
+	function withoutOversized(messages: Json[], why: string): { messages: Json[]; latestOversized: boolean } {
+		let latestUser = -1;
+		messages.forEach((m, i) => {
+			if (m?.role === "user") latestUser = i;
+		});
+		let latestOversized = false;
+		const out = messages.map((message, i) => {
+			if (message?.role !== "user" || textOf(message).length <= OVERSIZED_CHARS) return message;
+			if (i === latestUser) latestOversized = true;
+			const notice = `[cwa: a user input of ${textOf(message).length} characters was not sent to the model: it could not be archived (${why.slice(0, 200)}). It is kept in Pi's session file.]`;
+			return { ...message, content: [{ type: "text", text: notice }] };
+		});
+		return { messages: out, latestOversized };
+	}
+
+	pi.on("session_start", async (_event: Json, ctx: Json) => {
+		state.ui = ctx.ui;
+		state.command = resolveCwa();
+		try {
+			state.project = realpathSync(ctx.cwd);
+		} catch {
+			state.project = ctx.cwd;
+		}
+		state.sessionId = ctx.sessionManager.getSessionId();
+		state.lineage = parentLineage(ctx.sessionManager.getHeader?.()?.parentSession, state.sessionId);
+		state.restarts = 0;
+		state.failed = undefined;
+		state.providerCopy = [];
+		start(); // readiness is answered asynchronously: session_start stays fast
+	});
+
+	pi.on("context", async (event: Json, ctx: Json) => {
+		if (!state.serve) return undefined;
+		const started = performance.now();
+		try {
+			const messages = await provide(event.messages, ctx);
+			state.timings.push(performance.now() - started);
+			if (state.timings.length > TIMING_WINDOW) state.timings.shift();
+			return { messages };
+		} catch (error: any) {
+			state.sent = undefined;
+			const why = error?.message ?? String(error);
+			const { messages, latestOversized } = withoutOversized(event.messages, why);
+			if (latestOversized) {
+				setStatus(`cwa: turn aborted: the input could not be archived (${why.slice(0, 120)})`);
+				notify(`cwa: your message was too large to send inline and could not be archived (${why.slice(0, 300)}). The turn was aborted; nothing of it was sent.`, "error");
+				ctx.abort();
+			} else if (!state.failed) {
+				setStatus(`cwa: this call passed through unchanged (${why.slice(0, 120)})`);
+			}
+			return { messages };
+		}
+	});
+
+	pi.on("agent_settled", async (event: Json) => {
+		if (!state.serve || state.failed) return;
+		try {
+			const settled = await call("session-settled", { ...scope(), aborted: Boolean(event?.aborted) });
+			if (settled.status) showStatus(settled.status);
+		} catch (error: any) {
+			if (!state.failed) setStatus(`cwa: settling failed (${String(error?.message).slice(0, 120)})`);
+		}
+	});
+
+	pi.on("session_before_compact", async (event: Json) => {
+		const prep = event.preparation;
+		const previous = [...(event.branchEntries ?? [])].reverse().find((entry: Json) => entry?.type === "compaction");
+		try {
+			const answer = await call("session-compact", {
+				...scope(),
+				messagesToSummarize: prep.messagesToSummarize,
+				turnPrefixMessages: prep.turnPrefixMessages ?? [],
+				isSplitTurn: Boolean(prep.isSplitTurn),
+				...(typeof prep.previousSummary === "string" ? { previousSummary: prep.previousSummary } : {}),
+				...(previous?.details && typeof previous.details === "object" ? { previousDetails: previous.details } : {}),
+				...(event.reason ? { reason: event.reason } : {}),
+				...(Number.isInteger(prep.tokensBefore) ? { tokensBefore: prep.tokensBefore } : {}),
+				...(prep.firstKeptEntryId ? { firstKeptEntryId: prep.firstKeptEntryId } : {}),
+			});
+			const fileOps = prep.fileOps ?? {};
+			const asList = (value: Json) => (value instanceof Set ? [...value] : Array.isArray(value) ? value : []);
+			return {
+				compaction: {
+					summary: answer.summary,
+					firstKeptEntryId: prep.firstKeptEntryId,
+					tokensBefore: prep.tokensBefore,
+					details: { ...answer.details, fileOps: { read: asList(fileOps.read), written: asList(fileOps.written), edited: asList(fileOps.edited) } },
+				},
+			};
+		} catch (error: any) {
+			notify(`cwa: compaction cancelled: the messages could not be archived first (${String(error?.message).slice(0, 300)})`, "error");
+			return { cancel: true };
+		}
+	});
+
+	pi.on("session_compact", async () => {
+		state.sent = undefined; // the transcript now starts with the new summary: send it whole
+	});
+
+	pi.on("model_select", async () => {
+		state.sent = undefined; // the next call carries the new model's limits
+	});
+
+	pi.on("session_shutdown", async () => {
+		const serve = state.serve;
+		if (!serve) return;
+		if (!state.failed && !serve.exited) {
+			try {
+				await serve.request("session-settled", scope());
+			} catch {
+				// shutting down: the archive already holds every group settled earlier
+			}
+		}
+		state.serve = undefined;
+		await serve.stop();
+	});
+
+	// ---- tools -------------------------------------------------------------------------------
+
+	const tools = GUIDANCE.tools;
+	const guidelines: string[] = GUIDANCE.guidelines;
+
+	function register(name: string, run: (params: Json) => Promise<{ text: string; details: Json }>, extra: Json = {}): void {
+		pi.registerTool({
+			name,
+			label: tools[name].label,
+			description: tools[name].description,
+			parameters: tools[name].parameters,
+			...extra,
+			async execute(_id: string, params: Json) {
+				try {
+					const { text, details } = await run(params ?? {});
+					return { content: [{ type: "text", text }], details };
+				} catch (error: any) {
+					const code = error instanceof CwaError ? error.code : "internal";
+					return {
+						content: [{ type: "text", text: `cwa ${code}: ${String(error?.message ?? error).slice(0, 1000)}` }],
+						details: { error: { code, message: String(error?.message ?? error), details: error?.details ?? {} } },
+						isError: true,
+					};
+				}
+			},
+		});
+	}
+
+	const searchScope = (scopeName: string | undefined) => (scopeName === "session" ? "session" : "project");
+
+	register(
+		"context_window_gather",
+		async (p) => {
+			const answer = await call("gather", { ...scope(), query: p.query, intent: p.intent ?? "auto", scope: searchScope(p.scope), ...(p.maxTokens ? { maxTokens: p.maxTokens } : {}) });
+			return { text: answer.rendered, details: answer };
+		},
+		{ promptSnippet: "Gather dated records from this project's archived conversation (cwa)", promptGuidelines: guidelines },
+	);
+
+	register("context_window_search", async (p) => {
+		if (!p.query && !p.relation) throw new CwaError("invalid-request", "give a query, a relation, or both");
+		const answer = await call("search", {
+			...scope(),
+			...(p.query ? { query: p.query } : {}),
+			...(p.relation ? { relation: p.relation } : {}),
+			scope: searchScope(p.scope),
+			limit: p.limit ?? 5,
+			render: true,
+		});
+		return { text: toolText(answer, "no results"), details: answer };
+	});
+
+	register("context_recall", async (p) => {
+		if (Boolean(p.locator) === Boolean(p.documentId)) throw new CwaError("invalid-request", "give exactly one of locator or documentId");
+		const answer = await call("recall", {
+			project: state.project,
+			...(p.locator ? { locator: p.locator } : { documentId: p.documentId }),
+			...(p.maxTokens ? { maxTokens: p.maxTokens } : {}),
+			render: true,
+		});
+		return { text: toolText(answer, answer.status), details: answer };
+	});
+
+	register("context_window_traverse", async (p) => {
+		const anchors = ["locator", "documentId", "cursor"].filter((key) => p[key]);
+		if (anchors.length !== 1) throw new CwaError("invalid-request", "give exactly one of locator, documentId or cursor");
+		const answer = await call("traverse", { project: state.project, [anchors[0]]: p[anchors[0]], direction: p.direction ?? "after", ...(p.limit ? { limit: p.limit } : {}) });
+		const more = answer.cursor ? `\n[more: call again with cursor ${answer.cursor}]` : "";
+		return { text: (answer.rendered ?? answer.status) + more, details: answer };
+	});
+
+	async function supersede(documentId: string, replacement?: string, note?: string): Promise<Json> {
+		if (Boolean(replacement) === Boolean(note)) throw new CwaError("invalid-request", "give exactly one of replacement or note");
+		if (replacement) return call("supersede", { documentId, by: { documentId: replacement } });
+		const current = await call("get", { documentId, range: { start: 0, end: 0 } });
+		return call("admit", {
+			...scope(),
+			kind: "decision",
+			messages: [{ role: "user", text: note }],
+			supersedes: { documentId, version: current.version },
+			metadata: { cwa: { note: "supersedes", documentId } },
+		});
+	}
+
+	register("context_window_supersede", async (p) => {
+		const answer = await supersede(p.documentId, p.replacement, p.note);
+		const by = answer.replacement ?? { documentId: answer.documentId, version: answer.version };
+		return { text: `${p.documentId} is superseded by ${by.documentId} v${by.version}`, details: answer };
+	});
+
+	async function archiveExactly(text: string, type: string, subjectKey?: string): Promise<Json> {
+		const request = {
+			...scope(),
+			kind: "manual",
+			retentionClass: "durable",
+			messages: [{ role: "user", text }],
+			metadata: { cwa: { type } },
+			...(subjectKey ? { subjectKey } : {}),
+		};
+		try {
+			return await call("admit", request);
+		} catch (error: any) {
+			const held = error instanceof CwaError && error.code === "conflict" && error.details?.reason === "subject-held";
+			if (!held) throw error;
+			return call("admit", { ...request, supersedes: { documentId: error.details.documentId, version: error.details.version } });
+		}
+	}
+
+	register("context_window_archive", async (p) => {
+		const answer = await archiveExactly(p.text, p.type ?? "note", p.subjectKey);
+		const verb = answer.created ? "archived" : "already archived";
+		return { text: `${verb} as ${answer.documentId} v${answer.version}${p.subjectKey ? ` (subject ${p.subjectKey})` : ""}`, details: answer };
+	});
+
+	// ---- /window --------------------------------------------------------------------------------
+
+	async function windowStatus(): Promise<string> {
+		const [session, storage] = await Promise.all([call("session-status", scope()).catch((e: Error) => ({ error: e.message })), call("status", { project: state.project })]);
+		const lines = [`cwa · session ${state.sessionId} · archive ${state.archivePath}`];
+		if (session.error) lines.push(`session: ${session.error}`);
+		else {
+			lines.push(session.inMemory ? footer(session) : `Epoch ${session.epoch} (transcript not loaded yet)`);
+			if (session.limits) {
+				lines.push(`limits: window ${session.limits.contextWindow}, usable ${session.limits.usableTokens}, rotation at ${session.limits.rotationTokens} tokens or ${session.limits.rotationTurns} turns`);
+			}
+			lines.push(`externalized ${session.externalized ?? 0} · oversized ${session.oversized ?? 0} · hint tokens ${session.hintTokens ?? 0}${session.rotationQueued ? " · rotation queued" : ""}${session.checkpointNeeded ? " · compaction needed" : ""}`);
+		}
+		lines.push(`storage: ${JSON.stringify(storage.documents ?? storage)} · ${storage.fileBytes ?? "?"} bytes`);
+		if (state.timings.length) {
+			lines.push(`context round trip: p50 ${percentile(state.timings, 0.5).toFixed(1)} ms · p95 ${percentile(state.timings, 0.95).toFixed(1)} ms over ${state.timings.length} calls`);
+		}
+		if (state.failed) lines.push(`cwa is off for this session: ${state.failed}`);
+		return lines.join("\n");
+	}
+
+	async function windowCommand(args: string): Promise<string> {
+		const [sub = "status", ...rest] = args.trim().split(/\s+/).filter(Boolean);
+		const tail = args.trim().slice(sub.length).trim();
+		switch (sub) {
+			case "status":
+				return windowStatus();
+			case "search": {
+				if (!tail) return "usage: /window search <terms>";
+				const answer = await call("search", { ...scope(), query: tail, scope: "project", limit: 5 });
+				if (!answer.results.length) return "no results";
+				return answer.results
+					.map((r: Json, i: number) => `${i + 1}. ${r.documentId} v${r.version} ${r.kind} ${r.createdAt.slice(0, 16)} ${r.matchType} ${r.band}\n   ${String(r.snippet).replace(/\s+/g, " ").slice(0, 200)}`)
+					.join("\n");
+			}
+			case "recall": {
+				if (rest[0] !== "why") return "usage: /window recall why";
+				const why = await call("why", scope());
+				const spans = (why.hints ?? []).map((h: Json) => h.kind ?? h.type).join(", ");
+				return `last preflight: ${why.outcome} (${why.reason}) for ${why.messageKey} at ${why.decidedAt}${spans ? ` · hints: ${spans}` : ""}`;
+			}
+			case "rotate": {
+				const answer = await call("session-rotate", scope());
+				return `rotation queued: the session rotates at its next message (epoch ${answer.status?.epoch ?? "?"})`;
+			}
+			case "supersede": {
+				if (!rest[0]) return "usage: /window supersede <documentId> [note]";
+				const note = tail.slice(rest[0].length).trim();
+				const answer = note ? await supersede(rest[0], undefined, note) : undefined;
+				if (!answer) return "usage: /window supersede <documentId> <note> (the note is archived in its place)";
+				return `${rest[0]} superseded by ${answer.documentId} v${answer.version}`;
+			}
+			case "archive":
+				return archiveCommand(rest);
+			default:
+				return "usage: /window [status | search <terms> | recall why | rotate | supersede <id> <note> | archive status | archive prune | archive redact session|project [TOKEN]]";
+		}
+	}
+
+	async function archiveCommand(rest: string[]): Promise<string> {
+		const [what, target, token] = rest;
+		if (what === "status") {
+			const found = await call("status", { project: state.project, archive: true });
+			return `archive ${state.archivePath}\n${JSON.stringify(found, null, 1).slice(0, 4000)}`;
+		}
+		if (what === "prune") {
+			const done = await call("maintain", {});
+			return `maintenance pass: ${JSON.stringify(done).slice(0, 2000)}`;
+		}
+		if (what === "redact" && (target === "session" || target === "project")) {
+			const request = { project: state.project, ...(target === "session" ? { sessionId: state.sessionId } : {}) };
+			const answer = await call("redact", token ? { ...request, confirm: token } : request);
+			if (!token) {
+				return `${answer.documents} document(s) of this ${target} would be tombstoned (out of search and recall at once, bytes removed by the next maintenance). To confirm: /window archive redact ${target} ${answer.confirm}`;
+			}
+			return `${answer.redacted} document(s) redacted.`;
+		}
+		return "usage: /window archive status | prune | redact session|project [TOKEN]";
+	}
+
+	pi.registerCommand("window", {
+		description: "cwa: status of the context window and archive; search, rotate, supersede, archive status/prune/redact",
+		handler: async (args: string, ctx: Json) => {
+			state.ui = ctx.ui ?? state.ui;
+			let text: string;
+			try {
+				text = await windowCommand(args ?? "");
+			} catch (error: any) {
+				text = `cwa: ${error?.code ?? "error"}: ${error?.message ?? error}`;
+			}
+			ctx.ui.notify(text, "info");
+		},
+	});
+}

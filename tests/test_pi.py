@@ -1,0 +1,223 @@
+"""The Pi extension against a real Pi 1.6.0 process (RPC mode, the faux model, no network)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from blake3 import blake3
+
+from cwa.api import Archive
+from cwa.tokens import estimate_tokens
+from pi_host import CWA, Pi, children, pi_env, pi_installed, serve_processes
+
+
+
+@pytest.fixture(autouse=True, scope="module")
+def pi_present() -> None:
+    if not pi_installed():  # a failure, not a skip: these tests are how the extension is checked
+        pytest.fail("Pi 1.6.0 and Node 22 are not installed in .cache/pi: run .ci/install-pi", pytrace=False)
+
+
+def call(name: str, **arguments) -> str:
+    return "CALL " + json.dumps({"name": name, "arguments": arguments})
+
+
+def tool_end(events: list[dict], name: str) -> dict:
+    ends = [e for e in events if e.get("type") == "tool_execution_end" and e.get("toolName") == name]
+    assert ends, f"no {name} call in the turn"
+    return ends[-1]
+
+
+def test_launch_is_clean_and_leaves_no_serve_process(tmp_path: Path) -> None:
+    before = set(serve_processes())
+    pi = Pi(tmp_path, pi_env(tmp_path))
+    try:
+        state = pi.command("get_state")
+        assert state["success"] is True and state["data"]["model"]["id"] == "faux-1"
+        pi.prompt("hello there")
+        assert children(pi.process.pid), "the extension started its cwa serve child"
+    finally:
+        code = pi.close()
+    assert code == 0
+    assert pi.stderr == b"", pi.stderr.decode(errors="replace")
+    time.sleep(0.2)
+    assert set(serve_processes()) - before == set(), "a cwa serve process was left behind"
+
+
+def test_rotation_search_and_recall_through_real_pi(tmp_path: Path) -> None:
+    env = pi_env(tmp_path, CWA_ROTATION_TURNS="2", CWA_RETAIN_TURNS="1")
+    pi = Pi(tmp_path, env)
+    sentinel = "zebra-striped-sentinel-ALPHA"
+    try:
+        pi.prompt(f"first topic: the {sentinel} setting lives in config/alpha.cfg and must stay at 7")
+        pi.prompt("second topic: the release train leaves on thursday")
+        pi.prompt("third topic: nothing about the first one")
+        # the epoch held two user messages: the third rotated the first group out
+        last = json.dumps(pi.requests()[-1])
+        assert sentinel not in last
+        assert "release train" in last
+        with Archive.open(tmp_path / "archive.db") as archive:
+            stored = archive.conn.execute(
+                "SELECT count(*) FROM documents WHERE kind = 'turn' AND state = 'live'").fetchone()[0]
+            assert stored >= 1
+        events = pi.prompt(call("context_window_search", query=sentinel))
+        found = tool_end(events, "context_window_search")
+        assert not found["isError"], found
+        results = found["result"]["details"]["results"]
+        assert results and sentinel in results[0]["snippet"]
+        locator = results[0]["locator"]
+        assert locator in found["result"]["content"][0]["text"]
+        events = pi.prompt(call("context_recall", locator=locator, maxTokens=4000))
+        recalled = tool_end(events, "context_recall")["result"]
+        assert recalled["details"]["status"] == "resolved"
+        exact = recalled["details"]["text"]
+        assert f"first topic: the {sentinel} setting lives in config/alpha.cfg and must stay at 7" in exact
+        # what the model reads is the same bytes, JSON-quoted under a historical label
+        assert json.dumps(exact)[1:-1] in recalled["content"][0]["text"]
+    finally:
+        assert pi.close() == 0
+    assert pi.stderr == b""
+
+
+OVERSIZED_SENTINEL = "MIDDLE-SENTINEL-0x5EED"
+
+
+def oversized_message() -> str:
+    """About 20K tokens of text (> maxInlineUserTokens, 16K) with a sentinel in the middle."""
+    filler = " ".join(f"line {i} of the pasted build log: step ok" for i in range(1000))
+    return f"please look at this log\n{filler}\n{OVERSIZED_SENTINEL}\n{filler}\nwhat failed?"
+
+
+def test_oversized_input_is_archived_and_never_sent(tmp_path: Path) -> None:
+    pi = Pi(tmp_path, pi_env(tmp_path))
+    text = oversized_message()
+    assert estimate_tokens(text) > 16_000
+    try:
+        pi.prompt(text)
+        pi.prompt("and the next step?")
+    finally:
+        assert pi.close() == 0
+    requests = pi.requests()
+    assert len(requests) >= 2
+    assert all(OVERSIZED_SENTINEL not in json.dumps(r) for r in requests)
+    assert "please look at this log" in json.dumps(requests[0])  # the preview's head
+    with Archive.open(tmp_path / "archive.db") as archive:
+        found = archive.call("search", {"query": OVERSIZED_SENTINEL, "project": str((tmp_path / "work").resolve())})
+        assert found["results"], "the archive holds the sentinel"
+        root = archive.conn.execute("SELECT document_id FROM documents WHERE kind = 'checkpoint-root'").fetchone()[0]
+        assert archive.get({"documentId": root})["text"] == text
+
+
+def test_oversized_input_that_cannot_be_archived_aborts_the_turn(tmp_path: Path) -> None:
+    # a disk guard above any disk's free space: every archive write is refused (disk-low)
+    pi = Pi(tmp_path, pi_env(tmp_path, CWA_DISK_CRITICAL_MEBIBYTES=str(1 << 30)))
+    try:
+        events = pi.prompt(oversized_message())
+    finally:
+        assert pi.close() == 0
+    assert all(OVERSIZED_SENTINEL not in json.dumps(r) for r in pi.requests())
+    settled = [e for e in events if e.get("type") == "agent_settled"][-1]
+    assert settled["aborted"] is True
+    assert any("aborted" in s for s in pi.statuses())
+    assert any("could not be archived" in n and len(n) < 1000 for n in pi.notices())
+
+
+def middle_sentinel_turn(number: int) -> str:
+    words = " ".join(f"detail{k}" for k in range(200))
+    return f"turn {number} notes: {words} COMPACT-SENTINEL-{number} {words} end of turn {number}"
+
+
+def compaction_settings(root: Path) -> None:
+    """Keep little after a compaction, so a few short turns give Pi something to compact."""
+    agent = root / "home" / ".pi" / "agent"
+    agent.mkdir(parents=True, exist_ok=True)
+    (agent / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 50}}))
+
+
+def test_compaction_returns_the_signed_catalog_without_archived_text(tmp_path: Path) -> None:
+    env = pi_env(tmp_path)
+    compaction_settings(tmp_path)
+    pi = Pi(tmp_path, env)
+    try:
+        pi.prompt(oversized_message())
+        for number in range(1, 4):
+            pi.prompt(middle_sentinel_turn(number))
+        answer = pi.command("compact")
+        assert answer["success"] is True, answer
+        result = answer["data"]
+        summary = result["summary"]
+        assert "cwa checkpoint catalog" in summary
+        assert estimate_tokens(summary) <= 1000
+        assert OVERSIZED_SENTINEL not in json.dumps(result)
+        assert "COMPACT-SENTINEL" not in json.dumps(result)
+        entries = result["details"]["cwa"]["entries"]
+        assert entries and result["details"]["fileOps"] == {"read": [], "written": [], "edited": []}
+        pi.prompt("after the compaction")
+        after = json.dumps(pi.requests()[-1])
+        assert "cwa checkpoint catalog" in after and "COMPACT-SENTINEL-1" not in after
+    finally:
+        assert pi.close() == 0
+    with Archive.open(tmp_path / "archive.db") as archive:
+        for entry in entries:  # each catalog entry names an exact archived source
+            text = archive.get({"documentId": entry["rootId"], "version": entry["version"]})["text"]
+            assert blake3(text.encode()).hexdigest() == entry["blake3"]
+        found = archive.call("search", {"query": "COMPACT-SENTINEL-1", "project": str((tmp_path / "work").resolve())})
+        assert found["results"]
+
+
+def test_compaction_is_cancelled_when_checkpointing_fails(tmp_path: Path) -> None:
+    compaction_settings(tmp_path)
+    pi = Pi(tmp_path, pi_env(tmp_path, CWA_DISK_CRITICAL_MEBIBYTES=str(1 << 30)))
+    try:
+        for number in range(1, 4):
+            pi.prompt(middle_sentinel_turn(number))
+        answer = pi.command("compact")
+        assert answer["success"] is False
+        assert "cancel" in json.dumps(answer).lower()
+        assert any("compaction cancelled" in n for n in pi.notices())
+        entries = pi.command("get_entries")
+        assert not any(e.get("type") == "compaction" for e in entries["data"]["entries"])
+    finally:
+        assert pi.close() == 0
+
+
+def serve_wrapper(root: Path, works: bool) -> Path:
+    """The `cwa` command the extension runs: the real one, or one that fails at once."""
+    wrapper = root / "cwa-wrapper"
+    body = f'exec "{CWA}" "$@"' if works else "echo 'cwa: broken install' >&2; exit 3"
+    wrapper.write_text(f"#!/bin/sh\n{body}\n")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_a_killed_serve_child_is_restarted_once_then_cwa_steps_aside(tmp_path: Path) -> None:
+    wrapper = serve_wrapper(tmp_path, works=True)
+    pi = Pi(tmp_path, pi_env(tmp_path, CWA_EXECUTABLE=str(wrapper)))
+    try:
+        pi.prompt("first message before the crash")
+        first = children(pi.process.pid)
+        assert len(first) == 1
+        os.kill(first[0], signal.SIGKILL)
+        events = pi.prompt("second message after the crash")
+        assert [e for e in events if e.get("type") == "agent_settled"][-1]["aborted"] is False
+        second = children(pi.process.pid)
+        assert len(second) == 1 and second != first, "restarted"
+        assert "second message after the crash" in json.dumps(pi.requests()[-1])
+        assert pi.statuses()[-1].startswith("Epoch ")
+        # the restart was the one allowed: now the command itself fails, and cwa steps aside
+        serve_wrapper(tmp_path, works=False)
+        os.kill(second[0], signal.SIGKILL)
+        events = pi.prompt("third message, cwa is gone")
+        assert [e for e in events if e.get("type") == "agent_settled"][-1]["aborted"] is False
+        assert "third message, cwa is gone" in json.dumps(pi.requests()[-1])
+        assert any(s.startswith("cwa off:") for s in pi.statuses())
+        assert any("Messages pass through unchanged" in n for n in pi.notices())
+        events = pi.prompt("fourth message still works")
+        assert "fourth message still works" in json.dumps(pi.requests()[-1])
+    finally:
+        assert pi.close() == 0
