@@ -507,7 +507,8 @@ SESSION_CONTEXT = Obj(
     }
 )
 
-SESSION_SETTLED = Obj({**SESSION_SCOPE, "aborted": Field(Bool()), "messages": Field(TRANSCRIPT)})
+SESSION_SETTLED = Obj({**SESSION_SCOPE, "aborted": Field(Bool()), "messages": Field(TRANSCRIPT),
+                       "baseDigest": Field(Str(1, limits.MAX_DIGEST_CHARS))})
 
 SESSION_COMPACT = Obj(
     {

@@ -52,12 +52,13 @@ class Pi:
     """`pi --mode rpc` with the faux model and the cwa extension; every stdout line is kept."""
 
     def __init__(self, root: Path, env: dict[str, str], *, extensions: tuple[Path, ...] = (FAUX, EXTENSION),
-                 args: tuple[str, ...] = ("--no-session",)) -> None:
+                 args: tuple[str, ...] = ("--no-session",), discover: bool = False) -> None:
         self.root = root
         self.work = root / "work"
         self.work.mkdir(parents=True, exist_ok=True)
-        command = [str(PI_BIN / "pi"), "--mode", "rpc", *args, "--offline", "-ne", "-nc", "-ns", "-np",
-                   "--provider", "faux", "--model", "faux-1"]
+        # -ne: no extension discovery (only -e); `discover` lets Pi load those its settings name
+        command = [str(PI_BIN / "pi"), "--mode", "rpc", *args, "--offline", *(() if discover else ("-ne",)),
+                   "-nc", "-ns", "-np", "--provider", "faux", "--model", "faux-1"]
         for extension in extensions:
             command += ["-e", str(extension)]
         self.process = subprocess.Popen(command, cwd=self.work, env=env, stdin=subprocess.PIPE,
@@ -114,6 +115,16 @@ class Pi:
         assert answer["success"], answer
         self.wait_for(lambda line: line.get("type") == "agent_settled", timeout)
         return self.events[start:]
+
+    def window(self, args: str = "", timeout: float = 60) -> str:
+        """Run `/window ARGS`; the text it shows (a notification)."""
+        start = len(self.events)
+        answer = self.command("prompt", message=f"/window {args}".rstrip())
+        assert answer["success"] and answer["data"]["disposition"] == "handled", answer
+        shown = [e for e in self.events[start:] if e.get("method") == "notify"]
+        if not shown:
+            shown = [self.wait_for(lambda line: line.get("method") == "notify", timeout)]
+        return shown[-1]["message"]
 
     def statuses(self) -> list[str]:
         return [e.get("statusText") or "" for e in self.events

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from blake3 import blake3
 
 from cwa.api import Archive
 from cwa.tokens import estimate_tokens
-from pi_host import CWA, Pi, children, pi_env, pi_installed, serve_processes
+from pi_host import CWA, FAUX, Pi, children, pi_env, pi_installed, serve_processes
 
 
 
@@ -219,5 +220,127 @@ def test_a_killed_serve_child_is_restarted_once_then_cwa_steps_aside(tmp_path: P
         assert any("Messages pass through unchanged" in n for n in pi.notices())
         events = pi.prompt("fourth message still works")
         assert "fourth message still works" in json.dumps(pi.requests()[-1])
+    finally:
+        assert pi.close() == 0
+
+
+def test_window_command_shows_status_searches_and_redacts_with_a_confirm_token(tmp_path: Path) -> None:
+    pi = Pi(tmp_path, pi_env(tmp_path, CWA_RETAIN_TURNS="1"))
+    try:
+        pi.prompt("the flaky test lives in tests/test_retry.py and fails with ETIMEDOUT")
+        pi.prompt("second turn, so the first one is complete")
+        status = pi.window()
+        assert "Epoch 1 · 2/20 turns · ~" in status and str(tmp_path / "archive.db") in status
+        assert "storage (this project): 2 documents (2 live)" in status
+        assert "context round trip: p50" in status
+        found = pi.window("search ETIMEDOUT")
+        assert found.startswith("1. doc-") and "ETIMEDOUT" in found
+        assert pi.window("recall why").startswith("last preflight: ")
+        assert "rotation queued" in pi.window("rotate")
+        pi.prompt("third turn rotates now")
+        assert pi.statuses()[-1].startswith("Epoch 2 ")
+        archive = pi.window("archive status")
+        assert "by retention class" in archive and "conversation:" in archive
+        assert pi.window("archive prune").startswith("maintenance pass: ")
+        asked = pi.window("archive redact session")
+        token = asked.rsplit(" ", 1)[1]
+        assert "would be tombstoned" in asked and token.startswith("redact-")
+        assert "document(s) redacted" in pi.window(f"archive redact session {token}")
+        assert pi.window("search ETIMEDOUT") == "no results"
+        assert pi.window("frobnicate").startswith("usage: /window")
+        assert pi.window("supersede doc-unknown because").startswith("cwa: not-found")
+    finally:
+        assert pi.close() == 0
+    assert pi.stderr == b""
+
+
+def test_tools_gather_traverse_archive_and_supersede(tmp_path: Path) -> None:
+    env = pi_env(tmp_path, CWA_ROTATION_TURNS="2", CWA_RETAIN_TURNS="1")
+    pi = Pi(tmp_path, env)
+    try:
+        pi.prompt("we decided to keep the retry budget at 5 attempts for the payment-gateway client")
+        pi.prompt("then we tried exponential backoff with jitter on payment-gateway and it worked")
+        pi.prompt("unrelated: update the changelog")
+        events = pi.prompt(call("context_window_gather", query="payment-gateway retry budget"))
+        gathered = tool_end(events, "context_window_gather")["result"]
+        assert "[cwa archive | " in gathered["content"][0]["text"]
+        assert any("retry budget at 5 attempts" in item["text"] for item in gathered["details"]["items"])
+        first = gathered["details"]["items"][0]
+        events = pi.prompt(call("context_window_traverse", documentId=first["documentId"], direction="after"))
+        page = tool_end(events, "context_window_traverse")["result"]
+        assert page["details"]["status"] == "ok" and page["details"]["records"]
+
+        events = pi.prompt(call("context_window_archive", text="Convention: payment retries stop after 5 attempts.",
+                                type="convention", subjectKey="payment-retries"))
+        kept = tool_end(events, "context_window_archive")["result"]["details"]
+        events = pi.prompt(call("context_window_archive", text="Convention: payment retries stop after 3 attempts.",
+                                type="convention", subjectKey="payment-retries"))
+        replaced = tool_end(events, "context_window_archive")["result"]["details"]
+        assert replaced["documentId"] == kept["documentId"] and replaced["version"] == kept["version"] + 1
+
+        events = pi.prompt(call("context_window_supersede", documentId=first["documentId"],
+                                note="The retry budget is now 3 attempts (see payment-retries)."))
+        retired = tool_end(events, "context_window_supersede")["result"]
+        assert not retired.get("isError"), retired
+        events = pi.prompt(call("context_recall", documentId="doc-does-not-exist"))
+        assert "missing" in tool_end(events, "context_recall")["result"]["content"][0]["text"]
+        events = pi.prompt(call("context_recall"))  # neither locator nor id: a typed tool error
+        failed = tool_end(events, "context_recall")
+        assert failed["isError"] and "invalid-request" in failed["result"]["content"][0]["text"]
+    finally:
+        assert pi.close() == 0
+    with Archive.open(tmp_path / "archive.db") as archive:
+        states = dict(archive.conn.execute(
+            "SELECT document_id || ' v' || version, state FROM documents WHERE kind = 'manual'").fetchall())
+        assert states == {f"{kept['documentId']} v1": "superseded", f"{kept['documentId']} v2": "live"}
+        row = archive.conn.execute("SELECT state FROM documents WHERE document_id = ? ORDER BY version DESC",
+                                   (first["documentId"],)).fetchone()
+        assert row[0] == "superseded"
+
+
+def test_a_new_session_records_its_verified_parent_lineage(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    pi = Pi(tmp_path, pi_env(tmp_path), args=("--session-dir", str(sessions)))
+    try:
+        pi.prompt("parent session message")
+        parent_file = pi.command("get_state")["data"]["sessionFile"]
+        parent_id = pi.command("get_state")["data"]["sessionId"]
+        assert pi.command("new_session", parentSession=parent_file)["success"]
+        pi.prompt("child session message")
+        child_id = pi.command("get_state")["data"]["sessionId"]
+        assert child_id != parent_id
+    finally:
+        assert pi.close() == 0
+    with Archive.open(tmp_path / "archive.db") as archive:
+        rows = dict(archive.conn.execute(
+            "SELECT s.session_key, p.session_key FROM sessions s LEFT JOIN sessions p ON s.parent_id = p.id"))
+    assert rows[child_id] == parent_id and rows[parent_id] is None
+
+
+def test_cwa_pi_install_and_uninstall_drive_what_pi_loads(tmp_path: Path) -> None:
+    env = pi_env(tmp_path)
+    path = subprocess.run([str(CWA), "pi", "path"], env=env, capture_output=True, check=True).stdout.decode().strip()
+    assert Path(path).is_file() and path.endswith("cwa/integrations/pi/extension.ts")
+    installed = subprocess.run([str(CWA), "pi", "install", "--json"], env=env, capture_output=True, check=True)
+    assert json.loads(installed.stdout)["changed"] is True
+    again = subprocess.run([str(CWA), "pi", "install", "--json"], env=env, capture_output=True, check=True)
+    assert json.loads(again.stdout)["changed"] is False
+    settings = json.loads((tmp_path / "home" / ".pi" / "agent" / "settings.json").read_text())
+    assert settings["extensions"] == [path]
+
+    pi = Pi(tmp_path, env, extensions=(FAUX,), discover=True)
+    try:
+        pi.prompt("hello from an installed extension")
+        assert pi.statuses() and pi.statuses()[-1].startswith("Epoch 1 ")
+    finally:
+        assert pi.close() == 0
+    assert pi.stderr == b""
+
+    subprocess.run([str(CWA), "pi", "uninstall"], env=env, capture_output=True, check=True)
+    assert json.loads((tmp_path / "home" / ".pi" / "agent" / "settings.json").read_text())["extensions"] == []
+    pi = Pi(tmp_path, env, extensions=(FAUX,), discover=True)
+    try:
+        pi.prompt("hello without it")
+        assert pi.statuses() == []
     finally:
         assert pi.close() == 0

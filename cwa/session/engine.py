@@ -527,9 +527,7 @@ class Engines:
         engine = self.get(project, session)
         base = request.get("baseDigest")
         if base is not None:
-            if engine is None or engine.digest != base:
-                raise Conflict("the engine does not hold the transcript this delta extends; send every message once",
-                               reason="resync-required", digest=engine.digest if engine else None)
+            engine = self._extending(engine, base)
         else:
             engine = self.fresh(project, session, request.get("parentSessionId"))
         budget = Budget.of(request.get("model", {}), request.get("reserveTokens"), self.host.settings,
@@ -541,6 +539,14 @@ class Engines:
             self.drop(project, session)  # half-applied: the next call must resend everything
             raise
         return self._answer(engine, request.get("answer", "full"), events)
+
+    @staticmethod
+    def _extending(engine: SessionEngine | None, base: str) -> SessionEngine:
+        """The engine a delta extends, when it holds exactly the prefix the host names."""
+        if engine is None or engine.digest != base:
+            raise Conflict("the engine does not hold the transcript this delta extends; send every message once",
+                           reason="resync-required", digest=engine.digest if engine else None)
+        return engine
 
     def _answer(self, engine: SessionEngine, mode: str, events: list[dict[str, Any]]) -> dict[str, Any]:
         copy = engine.provider_copy()
@@ -558,12 +564,21 @@ class Engines:
         """Archive the completed groups of the transcript this process holds (or of `messages`)."""
         project, session = request["project"], request["sessionId"]
         engine = self.get(project, session)
-        if request.get("messages") is not None:
+        if request.get("baseDigest") is not None:  # the messages that followed the last call
+            engine = self._extending(engine, request["baseDigest"])
+            try:
+                engine.extend(request.get("messages", []),
+                              engine.budget or Budget.of({}, None, self.host.settings, {}), [])
+            except BaseException:
+                self.drop(project, session)
+                raise
+        elif request.get("messages") is not None:
             engine = self.fresh(project, session, request.get("parentSessionId"))
             engine.extend(request["messages"], Budget.of({}, None, self.host.settings, {}), [])
         if engine is None:
-            return {"archived": [], "known": False, "status": None}
-        return {"archived": engine.settle(bool(request.get("aborted"))), "known": True, "status": engine.status()}
+            return {"archived": [], "known": False, "status": None, "digest": None, "count": 0}
+        return {"archived": engine.settle(bool(request.get("aborted"))), "known": True, "status": engine.status(),
+                "digest": engine.digest, "count": len(engine.entries)}
 
     def rotate(self, request: dict[str, Any]) -> dict[str, Any]:
         """Queue a rotation for the session's next user message."""

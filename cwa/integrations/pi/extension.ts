@@ -397,12 +397,34 @@ export default function cwa(pi: Json) {
 		}
 	});
 
-	pi.on("agent_settled", async (event: Json) => {
+	/** Archive the turns that are complete. The engine has seen the transcript up to the last
+	 * model call; the messages after it (the final answer, at least) go with the request. */
+	async function settle(ctx: Json, aborted: boolean): Promise<void> {
+		// the conversation as a `context` event shows it: Pi's own system messages left out
+		const messages: Json[] | undefined = ctx?.sessionManager?.buildSessionProjection?.()?.messages?.filter((m: Json) => m?.role !== "system");
+		const sent = state.sent;
+		const keys = messages?.map(shallowKey);
+		const extends_ = messages && sent && sent.keys.length <= keys!.length && sent.keys.every((key, i) => key === keys![i]);
+		let settled: Json;
+		try {
+			settled = extends_
+				? await call("session-settled", { ...scope(), aborted, messages: messages!.slice(sent!.keys.length), baseDigest: sent!.digest })
+				: await call("session-settled", { ...scope(), aborted, ...(messages ? { messages } : {}) });
+		} catch (error: any) {
+			if (!(error instanceof CwaError && error.code === "conflict" && error.details?.reason === "resync-required")) throw error;
+			settled = await call("session-settled", { ...scope(), aborted, messages });
+		}
+		// the engine now holds these messages: the next call extends them
+		state.sent = messages && settled.digest ? { keys: keys!, digest: settled.digest } : undefined;
+		if (settled.status) showStatus(settled.status);
+	}
+
+	pi.on("agent_settled", async (event: Json, ctx: Json) => {
 		if (!state.serve || state.failed) return;
 		try {
-			const settled = await call("session-settled", { ...scope(), aborted: Boolean(event?.aborted) });
-			if (settled.status) showStatus(settled.status);
+			await settle(ctx, Boolean(event?.aborted));
 		} catch (error: any) {
+			state.sent = undefined;
 			if (!state.failed) setStatus(`cwa: settling failed (${String(error?.message).slice(0, 120)})`);
 		}
 	});
@@ -587,12 +609,21 @@ export default function cwa(pi: Json) {
 			}
 			lines.push(`externalized ${session.externalized ?? 0} · oversized ${session.oversized ?? 0} · hint tokens ${session.hintTokens ?? 0}${session.rotationQueued ? " · rotation queued" : ""}${session.checkpointNeeded ? " · compaction needed" : ""}`);
 		}
-		lines.push(`storage: ${JSON.stringify(storage.documents ?? storage)} · ${storage.fileBytes ?? "?"} bytes`);
+		lines.push(storageLine(storage));
 		if (state.timings.length) {
 			lines.push(`context round trip: p50 ${percentile(state.timings, 0.5).toFixed(1)} ms · p95 ${percentile(state.timings, 0.95).toFixed(1)} ms over ${state.timings.length} calls`);
 		}
 		if (state.failed) lines.push(`cwa is off for this session: ${state.failed}`);
 		return lines.join("\n");
+	}
+
+	function mebibytes(bytes: number | undefined): string {
+		return `${((bytes ?? 0) / 1048576).toFixed(1)} MiB`;
+	}
+
+	function storageLine(storage: Json): string {
+		const states = Object.entries(storage.documents?.byState ?? {}).map(([name, n]) => `${n} ${name}`).join(", ");
+		return `storage (this project): ${storage.documents?.total ?? 0} documents${states ? ` (${states})` : ""}, ${mebibytes(storage.bytes?.logical)} archived · file ${mebibytes(storage.bytes?.file)} + WAL ${mebibytes(storage.bytes?.wal)}`;
 	}
 
 	async function windowCommand(args: string): Promise<string> {
@@ -603,7 +634,8 @@ export default function cwa(pi: Json) {
 				return windowStatus();
 			case "search": {
 				if (!tail) return "usage: /window search <terms>";
-				const answer = await call("search", { ...scope(), query: tail, scope: "project", limit: 5 });
+				// a person's search: everything of the project, what the model still sees included
+				const answer = await call("search", { project: state.project, query: tail, scope: "project", limit: 5 });
 				if (!answer.results.length) return "no results";
 				return answer.results
 					.map((r: Json, i: number) => `${i + 1}. ${r.documentId} v${r.version} ${r.kind} ${r.createdAt.slice(0, 16)} ${r.matchType} ${r.band}\n   ${String(r.snippet).replace(/\s+/g, " ").slice(0, 200)}`)
@@ -637,11 +669,21 @@ export default function cwa(pi: Json) {
 		const [what, target, token] = rest;
 		if (what === "status") {
 			const found = await call("status", { project: state.project, archive: true });
-			return `archive ${state.archivePath}\n${JSON.stringify(found, null, 1).slice(0, 4000)}`;
+			const life = found.archive ?? {};
+			const classes = Object.entries(life.byClass ?? {})
+				.map(([name, states]: [string, Json]) => `${name}: ` + Object.entries(states).map(([st, v]: [string, Json]) => `${v.documents} ${st} (${mebibytes(v.bytes)})`).join(", "))
+				.join("\n  ");
+			return [
+				`archive ${state.archivePath}`,
+				storageLine(found),
+				`by retention class (whole archive):\n  ${classes || "empty"}`,
+				`index ${mebibytes(life.bytes?.index)} · vectors ${mebibytes(life.bytes?.vectors)} · free ${mebibytes(life.bytes?.free)}`,
+				`due expirations ${life.dueExpirations ?? 0} · next expiry ${life.nextExpiry ?? "none"} · pinned ${life.pinned ?? 0} · leases ${life.activeLeases ?? 0} · protections ${life.contextProtections ?? 0} · purge pending ${life.purgePending ?? 0}`,
+			].join("\n");
 		}
 		if (what === "prune") {
 			const done = await call("maintain", {});
-			return `maintenance pass: ${JSON.stringify(done).slice(0, 2000)}`;
+			return `maintenance pass: ${done.expired} expired, ${done.purged} purged, ${done.leasesDeleted} leases and ${done.protectionsDeleted} protections dropped; file ${mebibytes(done.space?.fileBytesBefore)} → ${mebibytes(done.space?.fileBytesAfter)}${done.more ? " (more to do: run it again)" : ""}`;
 		}
 		if (what === "redact" && (target === "session" || target === "project")) {
 			const request = { project: state.project, ...(target === "session" ? { sessionId: state.sessionId } : {}) };
