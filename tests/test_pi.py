@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from blake3 import blake3
 
+from cwa import routing
 from cwa.api import Archive
 from cwa.tokens import estimate_tokens
 from pi_host import CWA, FAUX, Pi, children, pi_env, pi_installed, serve_processes
@@ -231,7 +232,7 @@ def test_window_command_shows_status_searches_and_redacts_with_a_confirm_token(t
         pi.prompt("second turn, so the first one is complete")
         status = pi.window()
         assert "Epoch 1 · 2/20 turns · ~" in status and str(tmp_path / "archive.db") in status
-        assert "storage (this project): 2 documents (2 live)" in status
+        assert "storage (this project): 2 document(s) (2 live)" in status
         assert "context round trip: p50" in status
         found = pi.window("search ETIMEDOUT")
         assert found.startswith("1. doc-") and "ETIMEDOUT" in found
@@ -344,3 +345,24 @@ def test_cwa_pi_install_and_uninstall_drive_what_pi_loads(tmp_path: Path) -> Non
         assert pi.statuses() == []
     finally:
         assert pi.close() == 0
+
+
+def test_the_model_sees_the_routing_guidance_and_a_labelled_hint_in_a_later_session(tmp_path: Path) -> None:
+    pi = Pi(tmp_path, pi_env(tmp_path), args=("--session-dir", str(tmp_path / "sessions")))
+    try:
+        pi.prompt("The nightly export to the warehouse fails with ERR_QUOTA_EXCEEDED when the batch is larger "
+                  "than 4096 rows; we fixed it by chunking in exporter/batch.py.")
+        pi.prompt("ok thanks")
+        assert pi.command("new_session")["success"]
+        pi.prompt("the nightly export fails again with ERR_QUOTA_EXCEEDED, what did we do last time?")
+    finally:
+        assert pi.close() == 0
+    request = pi.requests()[-1]
+    system = json.dumps([m for m in request if m["role"] == "system"])
+    for line in routing.guidance()["guidelines"]:
+        assert json.dumps(line)[1:-1] in system
+    question = next(i for i, m in enumerate(request) if m["role"] == "user" and "what did we do last time" in json.dumps(m))
+    hint = request[question + 1]
+    text = hint["content"][0]["text"] if isinstance(hint["content"], list) else hint["content"]
+    assert text.startswith("\n\n[cwa archive, ") and "historical evidence, may be outdated" in text
+    assert "chunking in exporter/batch.py" in text

@@ -37,7 +37,7 @@ function respond(context: any) {
 }
 
 export default function (pi: any) {
-	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow: 200000, maxTokens: 8192 }] });
+	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow: Number(process.env.CWA_TEST_FAUX_WINDOW ?? 200000), maxTokens: 8192 }] });
 	faux.setResponses(Array.from({ length: 2000 }, () => respond));
 	pi.registerProvider(faux.provider);
 }

@@ -8,7 +8,7 @@
  * excepted: it is never forwarded raw) under a visible warning.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readSync, realpathSync, statSync } from "node:fs";
+import { appendFileSync, closeSync, openSync, readFileSync, readSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -22,6 +22,7 @@ const TIMEOUT_MS: Record<string, number> = { "session-context": 120000, "session
 const DEFAULT_TIMEOUT_MS = 60000;
 const STOP_GRACE_MS = 3000;
 const TIMING_WINDOW = 512; // context round trips kept for /window status
+const TRACE = process.env.CWA_PI_TRACE; // a file: one JSON line per context round trip (docs/pi.md)
 
 type Json = any;
 
@@ -240,6 +241,7 @@ export default function cwa(pi: Json) {
 		providerCopy: [] as Json[],
 		status: undefined as Json,
 		timings: [] as number[],
+		lastMode: "full" as "full" | "delta",
 		ui: undefined as Json,
 	};
 
@@ -321,9 +323,11 @@ export default function cwa(pi: Json) {
 		const sent = state.sent;
 		const unchanged = sent && sent.keys.length <= keys.length && sent.keys.every((key, i) => key === keys[i]);
 		let answer: Json;
+		state.lastMode = "full";
 		if (sent && unchanged) {
 			try {
 				answer = await call("session-context", { ...base, messages: messages.slice(sent.keys.length), baseDigest: sent.digest, answer: "delta" });
+				state.lastMode = "delta";
 			} catch (error: any) {
 				if (!(error instanceof CwaError && error.code === "conflict" && error.details?.reason === "resync-required")) throw error;
 				answer = await call("session-context", { ...base, messages, answer: "full" });
@@ -379,8 +383,14 @@ export default function cwa(pi: Json) {
 		const started = performance.now();
 		try {
 			const messages = await provide(event.messages, ctx);
-			state.timings.push(performance.now() - started);
+			const ms = performance.now() - started;
+			state.timings.push(ms);
 			if (state.timings.length > TIMING_WINDOW) state.timings.shift();
+			if (TRACE) {
+				const last = event.messages[event.messages.length - 1];
+				const record = { ms, mode: state.lastMode, messages: event.messages.length, providerMessages: messages.length, last: last?.role, tokens: state.status?.tokens };
+				appendFileSync(TRACE, JSON.stringify(record) + "\n");
+			}
 			return { messages };
 		} catch (error: any) {
 			state.sent = undefined;
@@ -623,7 +633,7 @@ export default function cwa(pi: Json) {
 
 	function storageLine(storage: Json): string {
 		const states = Object.entries(storage.documents?.byState ?? {}).map(([name, n]) => `${n} ${name}`).join(", ");
-		return `storage (this project): ${storage.documents?.total ?? 0} documents${states ? ` (${states})` : ""}, ${mebibytes(storage.bytes?.logical)} archived · file ${mebibytes(storage.bytes?.file)} + WAL ${mebibytes(storage.bytes?.wal)}`;
+		return `storage (this project): ${storage.documents?.total ?? 0} document(s)${states ? ` (${states})` : ""}, ${mebibytes(storage.bytes?.logical)} archived · file ${mebibytes(storage.bytes?.file)} + WAL ${mebibytes(storage.bytes?.wal)}`;
 	}
 
 	async function windowCommand(args: string): Promise<string> {
