@@ -236,6 +236,10 @@ def test_window_command_shows_status_searches_and_redacts_with_a_confirm_token(t
         assert "context round trip: p50" in status
         found = pi.window("search ETIMEDOUT")
         assert found.startswith("1. doc-") and "ETIMEDOUT" in found
+        first = found.split()[1]
+        retired = pi.window(f"supersede {first}")
+        assert retired.startswith(f"{first} superseded by doc-")
+        assert "ETIMEDOUT" not in pi.window("search ETIMEDOUT")
         assert pi.window("recall why").startswith("last preflight: ")
         assert "rotation queued" in pi.window("rotate")
         pi.prompt("third turn rotates now")
@@ -248,8 +252,13 @@ def test_window_command_shows_status_searches_and_redacts_with_a_confirm_token(t
         assert "would be tombstoned" in asked and token.startswith("redact-")
         assert "document(s) redacted" in pi.window(f"archive redact session {token}")
         assert pi.window("search ETIMEDOUT") == "no results"
+        assert "1 rotation(s) in this run" in pi.window("status")
         assert pi.window("frobnicate").startswith("usage: /window")
         assert pi.window("supersede doc-unknown because").startswith("cwa: not-found")
+        # a smaller model: the footer shows its limits at once, without waiting for a message
+        assert pi.command("set_model", provider="faux", modelId="faux-small")["success"]
+        if not pi.statuses()[-1].endswith("/18K tokens"):  # 0.65 × (32,000 − 4,096)
+            pi.wait_for(lambda line: (line.get("statusText") or "").endswith("/18K tokens"), 30)
     finally:
         assert pi.close() == 0
     assert pi.stderr == b""
@@ -366,3 +375,22 @@ def test_the_model_sees_the_routing_guidance_and_a_labelled_hint_in_a_later_sess
     text = hint["content"][0]["text"] if isinstance(hint["content"], list) else hint["content"]
     assert text.startswith("\n\n[cwa archive, ") and "historical evidence, may be outdated" in text
     assert "chunking in exporter/batch.py" in text
+
+
+def test_parts_turn_off_as_docs_pi_md_says(tmp_path: Path) -> None:
+    agent = tmp_path / "home" / ".pi" / "agent"
+    agent.mkdir(parents=True)
+    (agent / "settings.json").write_text(json.dumps({"cwa": {"hintBudgetTokens": 0}}))
+    pi = Pi(tmp_path, pi_env(tmp_path),
+            args=("--session-dir", str(tmp_path / "sessions"), "--exclude-tools", "context_*"))
+    try:
+        pi.prompt("The nightly export fails with ERR_QUOTA_EXCEEDED above 4096 rows; we chunk in exporter/batch.py.")
+        pi.prompt("ok thanks")
+        assert pi.command("new_session")["success"]
+        pi.prompt("the nightly export fails again with ERR_QUOTA_EXCEEDED, what did we do last time?")
+    finally:
+        assert pi.close() == 0
+    request = json.dumps(pi.requests()[-1])
+    assert "context_window_gather" not in request and "context_recall" not in request  # no cwa tools
+    assert "[cwa archive, " not in request and "continuity marker" not in request  # no hint
+    assert pi.statuses()[-1].startswith("Epoch 1 ")  # the window engine itself still runs

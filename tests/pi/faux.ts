@@ -37,7 +37,13 @@ function respond(context: any) {
 }
 
 export default function (pi: any) {
-	const faux = fauxProvider({ provider: "faux", models: [{ id: "faux-1", contextWindow: Number(process.env.CWA_TEST_FAUX_WINDOW ?? 200000), maxTokens: 8192 }] });
+	const faux = fauxProvider({
+		provider: "faux",
+		models: [
+			{ id: "faux-1", contextWindow: Number(process.env.CWA_TEST_FAUX_WINDOW ?? 200000), maxTokens: 8192 },
+			{ id: "faux-small", contextWindow: 32000, maxTokens: 4096 },
+		],
+	});
 	faux.setResponses(Array.from({ length: 2000 }, () => respond));
 	pi.registerProvider(faux.provider);
 }

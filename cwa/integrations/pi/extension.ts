@@ -242,8 +242,19 @@ export default function cwa(pi: Json) {
 		status: undefined as Json,
 		timings: [] as number[],
 		lastMode: "full" as "full" | "delta",
+		rotations: 0, // seen by this Pi process in this session
 		ui: undefined as Json,
 	};
+
+	// Requests that move the engine's transcript forward run one at a time, so each starts from
+	// the digest the previous one returned (a settle still running when the next turn's first
+	// model call arrives would otherwise turn that call into a full resend).
+	let queue: Promise<unknown> = Promise.resolve();
+	function inOrder<T>(work: () => Promise<T>): Promise<T> {
+		const next = queue.then(work, work);
+		queue = next.catch(() => undefined);
+		return next;
+	}
 
 	const scope = () => ({
 		project: state.project,
@@ -339,6 +350,7 @@ export default function cwa(pi: Json) {
 		state.sent = { keys, digest: answer.digest };
 		showStatus(answer.status);
 		for (const event of answer.events ?? []) {
+			if (event.type === "rotated") state.rotations += 1;
 			if (event.type === "checkpoint-needed") notify("cwa: the latest turn alone fills the window; compact the session (/compact).", "warning");
 			if (event.type === "emergency-retention") notify(`cwa: kept only ${event.kept} of ${event.wanted} recent turns to stay within the window.`, "warning");
 		}
@@ -373,6 +385,7 @@ export default function cwa(pi: Json) {
 		state.sessionId = ctx.sessionManager.getSessionId();
 		state.lineage = parentLineage(ctx.sessionManager.getHeader?.()?.parentSession, state.sessionId);
 		state.restarts = 0;
+		state.rotations = 0;
 		state.failed = undefined;
 		state.providerCopy = [];
 		start(); // readiness is answered asynchronously: session_start stays fast
@@ -382,7 +395,7 @@ export default function cwa(pi: Json) {
 		if (!state.serve) return undefined;
 		const started = performance.now();
 		try {
-			const messages = await provide(event.messages, ctx);
+			const messages = await inOrder(() => provide(event.messages, ctx));
 			const ms = performance.now() - started;
 			state.timings.push(ms);
 			if (state.timings.length > TIMING_WINDOW) state.timings.shift();
@@ -409,9 +422,7 @@ export default function cwa(pi: Json) {
 
 	/** Archive the turns that are complete. The engine has seen the transcript up to the last
 	 * model call; the messages after it (the final answer, at least) go with the request. */
-	async function settle(ctx: Json, aborted: boolean): Promise<void> {
-		// the conversation as a `context` event shows it: Pi's own system messages left out
-		const messages: Json[] | undefined = ctx?.sessionManager?.buildSessionProjection?.()?.messages?.filter((m: Json) => m?.role !== "system");
+	async function settle(messages: Json[] | undefined, aborted: boolean): Promise<void> {
 		const sent = state.sent;
 		const keys = messages?.map(shallowKey);
 		const extends_ = messages && sent && sent.keys.length <= keys!.length && sent.keys.every((key, i) => key === keys![i]);
@@ -431,12 +442,13 @@ export default function cwa(pi: Json) {
 
 	pi.on("agent_settled", async (event: Json, ctx: Json) => {
 		if (!state.serve || state.failed) return;
-		try {
-			await settle(ctx, Boolean(event?.aborted));
-		} catch (error: any) {
+		// the conversation as a `context` event shows it (Pi's own system messages left out), taken
+		// now; the request runs in order behind any other, and Pi does not wait for it
+		const messages: Json[] | undefined = ctx?.sessionManager?.buildSessionProjection?.()?.messages?.filter((m: Json) => m?.role !== "system");
+		inOrder(() => settle(messages, Boolean(event?.aborted))).catch((error: any) => {
 			state.sent = undefined;
 			if (!state.failed) setStatus(`cwa: settling failed (${String(error?.message).slice(0, 120)})`);
-		}
+		});
 	});
 
 	pi.on("session_before_compact", async (event: Json) => {
@@ -474,19 +486,30 @@ export default function cwa(pi: Json) {
 		state.sent = undefined; // the transcript now starts with the new summary: send it whole
 	});
 
-	pi.on("model_select", async () => {
-		state.sent = undefined; // the next call carries the new model's limits
+	pi.on("model_select", async (event: Json) => {
+		// every request carries the current model; an empty delta now shows the new limits at once
+		if (!state.serve || state.failed || !event?.model) return;
+		const model = { id: event.model.id, provider: event.model.provider, contextWindow: event.model.contextWindow, maxTokens: event.model.maxTokens };
+		await inOrder(async () => {
+			const sent = state.sent;
+			if (!sent) return;
+			try {
+				const answer = await call("session-context", { ...scope(), model, messages: [], baseDigest: sent.digest, answer: "delta" });
+				state.providerCopy = [...state.providerCopy.slice(0, answer.delta.keep), ...answer.delta.append];
+				state.sent = { keys: sent.keys, digest: answer.digest };
+				showStatus(answer.status);
+			} catch {
+				state.sent = undefined; // the next call sends everything with the new model
+			}
+		});
 	});
 
 	pi.on("session_shutdown", async () => {
 		const serve = state.serve;
 		if (!serve) return;
 		if (!state.failed && !serve.exited) {
-			try {
-				await serve.request("session-settled", scope());
-			} catch {
-				// shutting down: the archive already holds every group settled earlier
-			}
+			// shutting down: a failure here loses nothing the last settle did not already archive
+			await inOrder(() => serve.request("session-settled", scope())).catch(() => undefined);
 		}
 		state.serve = undefined;
 		await serve.stop();
@@ -613,7 +636,7 @@ export default function cwa(pi: Json) {
 		const lines = [`cwa · session ${state.sessionId} · archive ${state.archivePath}`];
 		if (session.error) lines.push(`session: ${session.error}`);
 		else {
-			lines.push(session.inMemory ? footer(session) : `Epoch ${session.epoch} (transcript not loaded yet)`);
+			lines.push((session.inMemory ? footer(session) : `Epoch ${session.epoch} (transcript not loaded yet)`) + ` · ${state.rotations} rotation(s) in this run`);
 			if (session.limits) {
 				lines.push(`limits: window ${session.limits.contextWindow}, usable ${session.limits.usableTokens}, rotation at ${session.limits.rotationTokens} tokens or ${session.limits.rotationTurns} turns`);
 			}
@@ -663,10 +686,9 @@ export default function cwa(pi: Json) {
 			}
 			case "supersede": {
 				if (!rest[0]) return "usage: /window supersede <documentId> [note]";
-				const note = tail.slice(rest[0].length).trim();
-				const answer = note ? await supersede(rest[0], undefined, note) : undefined;
-				if (!answer) return "usage: /window supersede <documentId> <note> (the note is archived in its place)";
-				return `${rest[0]} superseded by ${answer.documentId} v${answer.version}`;
+				const note = tail.slice(rest[0].length).trim() || `${rest[0]} was retired by the user on ${new Date().toISOString().slice(0, 10)}: it is no longer current.`;
+				const answer = await supersede(rest[0], undefined, note);
+				return `${rest[0]} superseded by ${answer.documentId} v${answer.version} (the note is archived in its place)`;
 			}
 			case "archive":
 				return archiveCommand(rest);
