@@ -375,6 +375,7 @@ export default function cwa(pi: Json) {
 	}
 
 	pi.on("session_start", async (_event: Json, ctx: Json) => {
+		if (state.serve) void state.serve.stop(); // a start without a shutdown first: never two children
 		state.ui = ctx.ui;
 		state.command = resolveCwa();
 		try {
