@@ -293,7 +293,7 @@ def _maintain(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.retention import plan_of
 
     result = maintain(archive.conn, archive.clock(), request.get("limit", limits.DEFAULT_MAINTENANCE_STEPS),
-                      plan_of(archive.settings), request.get("vacuum", False))
+                      plan_of(archive.settings), request.get("vacuum", False), archive.handlers)
     if request.get("embed"):  # the embedding queue too, when asked (the model must be installed)
         embedded = _index_embed(archive, {"limit": request["embed"]})
         result.update(embedded=embedded["embedded"], embeddingPending=embedded["pending"])

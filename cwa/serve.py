@@ -134,7 +134,7 @@ def serve_archive(
         workers.append(BackgroundEmbedder(str(archive.path), archive.clock).start())
     if maintenance_interval > 0:
         workers.append(PeriodicMaintenance(str(archive.path), archive.clock, plan_of(archive.settings),
-                                           maintenance_interval).start())
+                                           maintenance_interval, archive.handlers).start())
     try:
         return serve(project_bound(archive.call), stdin, stdout)
     finally:

@@ -26,6 +26,9 @@ WITH RECURSIVE chain (id, parent_id) AS (
 )
 SELECT id FROM chain;
 
+-- name: latest_version_of
+SELECT max(version) FROM documents WHERE document_id = ?;
+
 -- name: find_live_subject
 SELECT id, document_id, version FROM documents
 WHERE project_id = ? AND subject_key = ? AND state = 'live';

@@ -18,26 +18,26 @@ INSERT INTO message_cues (document_row, ordinal, cue, score) VALUES (?, ?, ?, ?)
 -- name: add_windows
 UPDATE index_stats SET value = value + ? WHERE name = 'windows';
 
--- name: reset_window_count
-UPDATE index_stats SET value = 0 WHERE name = 'windows';
-
--- name: delete_window_fts
-DELETE FROM window_fts;
-
--- name: delete_windows
-DELETE FROM windows;
-
--- name: delete_anchors
-DELETE FROM anchors;
-
--- name: delete_cues
-DELETE FROM message_cues;
-
--- name: delete_outcomes
-DELETE FROM index_outcomes;
-
 -- name: all_documents
-SELECT id, kind, byte_length FROM documents WHERE state IN ('live', 'superseded') ORDER BY id;
+-- The documents that get derived rows: live or superseded, a checkpoint part only with its root
+-- (an orphan stays without them).
+SELECT id FROM documents AS d WHERE state IN ('live', 'superseded')
+  AND (kind != 'checkpoint-part' OR EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id))
+ORDER BY id;
+
+-- name: indexable_document
+-- One of them, still qualifying: its kind and length.
+SELECT kind, byte_length FROM documents AS d WHERE id = ? AND state IN ('live', 'superseded')
+  AND (kind != 'checkpoint-part' OR EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id));
+
+-- name: stale_derived_documents
+-- Documents holding derived rows they should not have (gone from every mode, or orphan parts).
+SELECT document_row FROM (
+  SELECT document_row FROM windows UNION SELECT document_row FROM anchors
+  UNION SELECT document_row FROM message_cues
+) AS held JOIN documents AS d ON d.id = held.document_row
+WHERE d.state NOT IN ('live', 'superseded')
+   OR d.kind = 'checkpoint-part' AND NOT EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id);
 
 -- name: document_messages
 SELECT message_key, role, tool_name, tool_call_id, timestamp, start_byte, text_start, end_byte

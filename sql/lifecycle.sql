@@ -121,6 +121,9 @@ DELETE FROM anchors WHERE document_row = ?;
 -- name: delete_cues_of
 DELETE FROM message_cues WHERE document_row = ?;
 
+-- name: delete_outcomes_of
+DELETE FROM index_outcomes WHERE document_row = ?;
+
 -- name: chunks_of
 SELECT DISTINCT chunk_id FROM document_chunks WHERE document_row = ?;
 

@@ -183,3 +183,76 @@ def test_recall_through_serve_must_name_the_callers_project(tmp_path):
     assert first["error"]["code"] == "invalid-request" and first["error"]["details"]["field"] == "project"
     assert second["result"]["status"] == "missing" and "text" not in second["result"]
     assert third["result"]["status"] == "resolved" and "deploy key" in third["result"]["text"]
+
+
+def _parts_only(archive: Archive, text: str, project: str = "/work/p", created: str | None = None) -> list[str]:
+    """What a checkpoint killed before its root leaves: its parts, admitted exactly as it writes them."""
+    import blake3
+
+    from cwa.session.checkpoint import split_parts
+
+    digest = blake3.blake3(text.encode()).hexdigest()
+    return [archive.admit({"project": project, "sessionId": "s", "kind": "checkpoint-part",
+                           **({"createdAt": created} if created else {}),
+                           "messages": [{"key": f"checkpoint:{digest[:24]}:{n}", "role": "user", "text": part}]})
+            ["documentId"] for n, part in enumerate(split_parts(text))]
+
+
+def _found(archive: Archive, query: str) -> int:
+    return len(archive.call("search", {"project": "/work/p", "query": query, "semanticPolicy": "never"})["results"])
+
+
+BIG_INPUT = ("alpha line of the pasted log\n" * 60_000) + "ORPHAN-SENTINEL-77 in the middle\n" + (
+    "omega line of the pasted log\n" * 60_000)
+
+
+def test_checkpoint_parts_stay_invisible_until_their_root_commits(archive):
+    parts = _parts_only(archive, BIG_INPUT)
+    assert len(parts) >= 3
+    assert _found(archive, "ORPHAN-SENTINEL-77") == 0  # the killed checkpoint left nothing usable
+    archive.call("index-rebuild", {})
+    assert _found(archive, "ORPHAN-SENTINEL-77") == 0  # a rebuild does not resurrect orphans
+    done = archive.call("checkpoint", {"project": "/work/p", "sessionId": "s", "text": BIG_INPUT})
+    assert done["partIds"] == parts  # the retry reuses the parts it finds, then commits the root
+    assert _found(archive, "ORPHAN-SENTINEL-77") == 1
+    archive.call("index-rebuild", {})
+    assert _found(archive, "ORPHAN-SENTINEL-77") == 1
+
+
+def test_maintenance_expires_orphan_parts_and_a_later_retry_writes_them_afresh(tmp_path):
+    from cwa.store.checkpoint_parts import ORPHAN_GRACE_HOURS, orphan_count
+
+    now = ["2026-11-01T10:00:00.000Z"]
+    with Archive.open(tmp_path / "a.db", clock=lambda: now[0]) as archive:
+        parts = _parts_only(archive, BIG_INPUT)
+        assert orphan_count(archive.conn) == len(parts)
+        now[0] = "2026-11-01T20:00:00.000Z"
+        assert archive.call("maintain", {})["orphanPartsExpired"] == 0  # within the grace period
+        assert ORPHAN_GRACE_HOURS == 24
+        now[0] = "2026-11-02T11:00:00.000Z"
+        assert archive.call("maintain", {})["orphanPartsExpired"] == len(parts)
+        assert orphan_count(archive.conn) == 0
+        done = archive.call("checkpoint", {"project": "/work/p", "sessionId": "s", "text": BIG_INPUT})
+        assert done["created"] is True and done["partIds"] == parts
+        manifest = orjson.loads(archive.conn.execute(
+            "SELECT metadata FROM documents WHERE document_id = ?", (done["rootId"],)).fetchone()[0])
+        assert {version for _, version, _ in manifest["checkpoint"]["parts"]} == {2}  # written afresh
+        assert archive.get({"documentId": done["rootId"]})["text"] == BIG_INPUT
+        assert _found(archive, "ORPHAN-SENTINEL-77") == 1
+
+
+def test_parts_of_a_root_whose_process_died_are_indexed_by_the_next_pass(archive, monkeypatch):
+    from cwa.store import checkpoint_parts
+
+    real = checkpoint_parts.index_linked
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # the process dies right after the root's transaction commits
+
+    monkeypatch.setattr(checkpoint_parts, "index_linked", killed)
+    with pytest.raises(KeyboardInterrupt):
+        archive.call("checkpoint", {"project": "/work/p", "sessionId": "s", "text": BIG_INPUT})
+    monkeypatch.setattr(checkpoint_parts, "index_linked", real)
+    assert _found(archive, "ORPHAN-SENTINEL-77") == 0
+    assert archive.call("maintain", {})["checkpointPartsIndexed"] >= 3
+    assert _found(archive, "ORPHAN-SENTINEL-77") == 1

@@ -1,33 +1,45 @@
 """`cwa index rebuild`: recompute every derived row from the canonical rows.
 
-The rebuild runs in one write transaction, so readers see either the old indexes or the new ones,
-never half of each; handlers are deterministic, so the same canonical rows give the same search
-results.
+The rebuild works through the documents in short transactions (about BATCH_SECONDS of work each,
+with a pause between them), so a read's small writes (a lease, a preflight decision) and other
+writers wait at most one batch, never the whole rebuild. Each document's derived rows are
+replaced in one transaction: a reader sees a document's old rows or its new ones, never a mix;
+handlers are deterministic, so the same canonical rows give the same search results. Derived rows
+of documents that no longer qualify (expired, redacted, orphan checkpoint parts) are dropped at
+the end, in batches too.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Sequence
 
 import apsw
 
-from cwa.store.derived import IndexHandler, IndexTarget, run_handlers
 from cwa.store.connection import write_transaction
-from cwa.store.reads import read_bytes
-from cwa.store.serialization import SerializedDocument, SerializedMessage
+from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
 from cwa.store.sqlfiles import queries
 
+BATCH_SECONDS = 0.2  # the longest a rebuild holds the write lock at a time
+YIELD_SECONDS = 0.03  # a gap for writers polling SQLite's lock (it is not a fair queue)
 
-def load_target(conn: apsw.Connection, document_row: int, kind: str, byte_length: int) -> IndexTarget:
-    """Rebuild a handler's input from canonical rows."""
-    text, _ = read_bytes(conn, document_row, 0, byte_length)
-    messages = tuple(
-        SerializedMessage(key, role, tool_name, tool_call_id, timestamp, start, text_start, end)
-        for key, role, tool_name, tool_call_id, timestamp, start, text_start, end in conn.execute(
-            queries("index")["document_messages"], (document_row,)
-        )
-    )
-    return IndexTarget(document_row, kind, SerializedDocument(text, messages))
+
+def _batches(conn: apsw.Connection, items: list, work: Callable[[object], None],
+             progress: Callable[[int, int], None] | None = None) -> None:
+    """Run `work` on each item inside write transactions of about BATCH_SECONDS each."""
+    done = 0
+    while done < len(items):
+        with write_transaction(conn):
+            deadline = time.monotonic() + BATCH_SECONDS
+            while done < len(items):
+                work(items[done])
+                done += 1
+                if time.monotonic() >= deadline:
+                    break
+        if progress:
+            progress(done, len(items))
+        if done < len(items):
+            time.sleep(YIELD_SECONDS)
 
 
 def rebuild_indexes(
@@ -40,20 +52,24 @@ def rebuild_indexes(
     admission = queries("admission")
     outcomes: dict[str, dict[str, int]] = {}
     with write_transaction(conn):
-        for name in ("delete_window_fts", "delete_windows", "reset_window_count", "delete_anchors",
-                     "delete_cues", "delete_outcomes"):
-            conn.execute(sql[name])
         conn.execute(admission["insert_generation"], ("rebuild", now))
         generation = conn.last_insert_rowid()
-        documents = conn.execute(sql["all_documents"]).fetchall()
-        for done, (row, kind, byte_length) in enumerate(documents, 1):
-            target = load_target(conn, row, kind, byte_length)
-            for handler, outcome in run_handlers(conn, handlers, generation, target).items():
-                counts = outcomes.setdefault(handler, {})
-                counts[outcome] = counts.get(outcome, 0) + 1
-            conn.execute(sql["set_generation"], (generation, row))
-            if progress:
-                progress(done, len(documents))
+    documents = [row for row, in conn.execute(sql["all_documents"])]
+
+    def reindex(row: object) -> None:
+        drop_derived(conn, row)
+        found = conn.execute(sql["indexable_document"], (row,)).fetchone()
+        if found is None:  # it left every mode (or lost its root) since the list was read
+            return
+        target = load_target(conn, row, found[0], found[1])
+        for handler, outcome in run_handlers(conn, handlers, generation, target).items():
+            counts = outcomes.setdefault(handler, {})
+            counts[outcome] = counts.get(outcome, 0) + 1
+        conn.execute(sql["set_generation"], (generation, row))
+
+    _batches(conn, documents, reindex, progress)
+    _batches(conn, [row for row, in conn.execute(sql["stale_derived_documents"])], lambda row: drop_derived(conn, row))
+    with write_transaction(conn):
         conn.execute(admission["finish_generation"], (now, generation))
     return {"generation": generation, "documents": len(documents), "outcomes": outcomes}
 

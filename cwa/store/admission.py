@@ -19,7 +19,7 @@ import orjson
 from cwa import limits
 from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
 from cwa.store.derived import IndexHandler, IndexTarget, prepare_handlers, run_handlers
-from cwa.store import retention
+from cwa.store import checkpoint_parts, retention
 from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction
 from cwa.store.reads import find_document
@@ -57,13 +57,16 @@ def admit(
     identity = identity_digest(request, document, created_explicit)
     existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
     if existing:
+        if request["kind"] == "checkpoint-root":  # a retry completes what a killed process left
+            checkpoint_parts.index_linked(conn, handlers, now, root_row=existing[0], limit=1 << 30)
         return _existing_response(conn, existing)
 
     spans = chunk_spans(document.text)
     pieces = [document.text[start:end] for start, end in spans]
     hashes = [blake3.blake3(piece).hexdigest() for piece in pieces]
     metadata = request.get("metadata")
-    prepared = prepare_handlers(handlers, request["kind"], document)  # pure work, before the lock
+    part = request["kind"] == "checkpoint-part"
+    prepared = {} if part else prepare_handlers(handlers, request["kind"], document)  # pure work, before the lock
 
     with write_transaction(conn):
         existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
@@ -108,7 +111,8 @@ def admit(
                 "metadata": orjson.dumps(metadata, option=orjson.OPT_SORT_KEYS).decode()
                 if metadata is not None
                 else None,
-                "index_generation": generation_id,
+                # a checkpoint part gets derived rows only once its root commits (checkpoint_parts.py)
+                "index_generation": None if part else generation_id,
             },
         )
         document_row = conn.last_insert_rowid()
@@ -142,13 +146,17 @@ def admit(
         if retention_plan is not None:
             retention.schedule(conn, document_row, request["retentionClass"], retention_plan)
             retention.adopt_plan_if_unset(conn, retention_plan)
-        outcomes = run_handlers(
+        outcomes = {} if part else run_handlers(
             conn,
             handlers,
             generation_id,
             IndexTarget(document_row, request["kind"], document, prepared),
         )
+        if request["kind"] == "checkpoint-root":
+            checkpoint_parts.link_parts(conn, document_row, metadata)
         conn.execute(sql["finish_generation"], (now, generation_id))
+    if request["kind"] == "checkpoint-root":  # its parts become findable now, one transaction each
+        checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=1 << 30)
 
     return {
         "documentId": document_id,
@@ -225,8 +233,10 @@ def _resolve_identity_and_supersession(
                 documentId=holder[1],
                 version=holder[2],
             )
-    if old is None:
-        return None, "doc-" + identity[:20], 1
-    if subject is not None and old["subjectKey"] == subject:
+    if old is not None and subject is not None and old["subjectKey"] == subject:
         return old["row"], old["documentId"], old["version"] + 1
-    return old["row"], "doc-" + identity[:20], 1
+    document_id = "doc-" + identity[:20]
+    # an id whose earlier version gave up its identity (an expired orphan checkpoint part) goes on
+    # at the next version
+    taken = conn.execute(sql["latest_version_of"], (document_id,)).fetchone()[0]
+    return (old["row"] if old is not None else None), document_id, (taken or 0) + 1

@@ -177,6 +177,20 @@ def write_transaction(conn: apsw.Connection) -> Iterator[None]:
         raise
 
 
+BRIEF_WAIT_MS = 250  # the most a read waits for its own bookkeeping write (a lease, a feedback row)
+
+
+@contextmanager
+def brief_wait(conn: apsw.Connection, milliseconds: int = BRIEF_WAIT_MS) -> Iterator[None]:
+    """Writes inside wait at most `milliseconds` for another writer's lock (then BusyError), so
+    the optional bookkeeping of a read never stalls the read behind a long writer."""
+    conn.set_busy_timeout(milliseconds)
+    try:
+        yield
+    finally:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+
 @contextmanager
 def durable_writes(conn: apsw.Connection) -> Iterator[None]:
     """synchronous=FULL for the writes inside: an oversized input is not sent again, so its

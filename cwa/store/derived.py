@@ -18,7 +18,8 @@ from typing import Any, Protocol, Sequence
 
 import apsw
 
-from cwa.store.serialization import SerializedDocument
+from cwa.store.reads import read_bytes
+from cwa.store.serialization import SerializedDocument, SerializedMessage
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import INDEX_OUTCOMES
 
@@ -99,3 +100,30 @@ def run_handlers(
         )
         outcomes[handler.name] = result.outcome
     return outcomes
+
+
+def load_target(conn: apsw.Connection, document_row: int, kind: str, byte_length: int) -> IndexTarget:
+    """Rebuild a handler's input from canonical rows."""
+    text, _ = read_bytes(conn, document_row, 0, byte_length)
+    messages = tuple(
+        SerializedMessage(key, role, tool_name, tool_call_id, timestamp, start, text_start, end)
+        for key, role, tool_name, tool_call_id, timestamp, start, text_start, end in conn.execute(
+            queries("index")["document_messages"], (document_row,)
+        )
+    )
+    return IndexTarget(document_row, kind, SerializedDocument(text, messages))
+
+
+def drop_derived(conn: apsw.Connection, document_row: int) -> list[str]:
+    """Delete one document's derived rows (windows and their BM25F rows, anchors, cues, index
+    outcomes), inside the caller's transaction; return the content hashes of its windows."""
+    sql = queries("lifecycle")
+    windows = conn.execute(sql["windows_of"], (document_row,)).fetchall()
+    for window_id, _ in windows:
+        conn.execute(sql["delete_window_fts_row"], (window_id,))
+    conn.execute(sql["delete_windows_of"], (document_row,))
+    conn.execute(sql["subtract_windows"], (len(windows),))
+    conn.execute(sql["delete_anchors_of"], (document_row,))
+    conn.execute(sql["delete_cues_of"], (document_row,))
+    conn.execute(sql["delete_outcomes_of"], (document_row,))
+    return sorted({content_hash for _, content_hash in windows})

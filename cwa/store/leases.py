@@ -7,7 +7,7 @@ import secrets
 
 import apsw
 
-from cwa.store.connection import write_transaction
+from cwa.store.connection import brief_wait, write_transaction
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import shift
 
@@ -17,11 +17,12 @@ DEFAULT_LEASE_SECONDS = 300
 def grant_lease(
     conn: apsw.Connection, project_id: int, document_rows: list[int], now: str, seconds: int
 ) -> tuple[str, str]:
-    """Create a lease over `document_rows`; return (lease id, expiry)."""
+    """Create a lease over `document_rows`; return (lease id, expiry). Waits at most a brief
+    moment for another writer (BusyError: the caller answers without a lease)."""
     sql = queries("search")
     lease_id = "lease-" + secrets.token_hex(8)
     expires = shift(now, seconds)
-    with write_transaction(conn):
+    with brief_wait(conn), write_transaction(conn):
         conn.execute(sql["insert_lease"], (lease_id, project_id, now, expires))
         conn.executemany(sql["insert_lease_document"], [(lease_id, row) for row in set(document_rows)])
     return lease_id, expires

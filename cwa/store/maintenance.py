@@ -17,26 +17,34 @@ work left. In order:
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import apsw
 
 from cwa import limits
-from cwa.store import exposure_ledger, hint_ledger, purge, retention
+from cwa.store import checkpoint_parts, exposure_ledger, hint_ledger, purge, retention
 from cwa.store.connection import write_transaction
+from cwa.store.derived import IndexHandler
 from cwa.store.sqlfiles import queries
 from cwa.store.workers import DaemonWorker
 
 RECLAIM_MIN_BYTES = 1 << 20
 PURGE_BATCH = 50  # documents purged per transaction
 YIELD_SECONDS = 0.03
+VACUUM_PAGES = 2048  # pages freed per incremental-vacuum step (8 MiB of 4 KiB pages)
+INCREMENTAL = 2  # PRAGMA auto_vacuum's value for incremental
 
 
-def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], vacuum: bool = False) -> dict[str, Any]:
+def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], vacuum: bool = False,
+             handlers: Sequence[IndexHandler] = ()) -> dict[str, Any]:
+    """One bounded pass. With the index `handlers`, it also indexes checkpoint parts whose root
+    committed but whose process died before indexing them."""
     sql = queries("lifecycle")
     with write_transaction(conn):
         replanned = retention.replan(conn, plan)
         expiry = retention.expire_due(conn, now, plan, limit)
+        orphans = checkpoint_parts.expire_orphans(conn, now, limit)
+    parts_indexed = checkpoint_parts.index_linked(conn, handlers, now, limit=limit) if handlers else 0
     purged = 0
     while purged < limit:  # in small transactions: a waiting request never waits for a whole pass
         wanted = min(PURGE_BATCH, limit - purged)
@@ -63,6 +71,8 @@ def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], 
         "exposuresTombstoned": tombstoned,
         "exposuresDeleted": deleted,
         "hintRecordsReclaimed": reclaimed,
+        "orphanPartsExpired": orphans,
+        "checkpointPartsIndexed": parts_indexed,
     }
     # (a postponed entry is due again only when its protection ends, so it never counts here)
     more = any(count >= limit for count in done.values()) or purge.pending(conn) > 0
@@ -76,11 +86,13 @@ def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:
     free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
     action = None
     if vacuum:
+        # asked for explicitly (--vacuum): the one step that holds the write lock throughout;
+        # readers still read, their own bookkeeping writes are skipped (brief_wait)
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # takes effect with the VACUUM below
         conn.execute("VACUUM")
         action = "vacuum"
-    elif free >= RECLAIM_MIN_BYTES:
-        conn.execute("PRAGMA incremental_vacuum").fetchall()  # frees pages as it is stepped: run it out
+    elif free >= RECLAIM_MIN_BYTES and conn.execute("PRAGMA auto_vacuum").fetchone()[0] == INCREMENTAL:
+        _incremental_vacuum(conn)
         action = "incremental-vacuum"
     if action:
         # PASSIVE never blocks writers (TRUNCATE holds them off while it copies the whole WAL); a
@@ -94,6 +106,14 @@ def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:
     return {"action": action, "freeBytesBefore": free, "fileBytesBefore": before, "fileBytesAfter": after}
 
 
+def _incremental_vacuum(conn: apsw.Connection) -> None:
+    """Give every free page back to the file system, VACUUM_PAGES at a time: each step is its own
+    short transaction, so a waiting writer (a lease, a preflight decision) gets in between."""
+    while conn.execute("PRAGMA freelist_count").fetchone()[0] > 0:
+        conn.execute(f"PRAGMA incremental_vacuum({VACUUM_PAGES:d})").fetchall()
+        time.sleep(YIELD_SECONDS)
+
+
 DEFAULT_INTERVAL_SECONDS = 600  # between the passes `cwa serve` runs
 
 
@@ -102,12 +122,13 @@ class PeriodicMaintenance(DaemonWorker):
 
     name = "cwa-maintain"
 
-    def __init__(self, path: str, clock, plan: dict[str, int], interval: float) -> None:
+    def __init__(self, path: str, clock, plan: dict[str, int], interval: float,
+                 handlers: Sequence[IndexHandler] = ()) -> None:
         super().__init__(path, interval)
-        self.clock, self.plan = clock, plan
+        self.clock, self.plan, self.handlers = clock, plan, tuple(handlers)
         self.passes = 0
 
     def step(self, conn: apsw.Connection) -> bool:
-        maintain(conn, self.clock(), limits.DEFAULT_MAINTENANCE_STEPS, self.plan)
+        maintain(conn, self.clock(), limits.DEFAULT_MAINTENANCE_STEPS, self.plan, handlers=self.handlers)
         self.passes += 1
         return True

@@ -1,7 +1,7 @@
 """The purge: bytes and derived rows of documents already out of every mode (expired, redacted).
 
-Run by maintenance in bounded batches. Per document: its windows (and their BM25F rows), anchors,
-structural cues, recall feedback and hint exposures; its chunk ranges, then every chunk no other
+Run by maintenance in bounded batches. Per document: its derived rows (windows and their BM25F
+rows, anchors, structural cues, index outcomes), recall feedback and hint exposures; its chunk ranges, then every chunk no other
 document shares; embeddings whose window content no longer exists anywhere. The `documents` row
 and its message coordinates stay (no text): enough to answer recall with `expired` (or `missing`
 for a redacted one), and to keep ids stable. A redacted document also loses its metadata.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import apsw
 
+from cwa.store.derived import drop_derived
 from cwa.store.sqlfiles import queries
 
 
@@ -19,15 +20,8 @@ def purge(conn: apsw.Connection, limit: int) -> int:
     sql = queries("lifecycle")
     queued = conn.execute(sql["next_purges"], {"limit": limit}).fetchall()
     for row, reason in queued:
-        windows = conn.execute(sql["windows_of"], (row,)).fetchall()
-        for window_id, _ in windows:
-            conn.execute(sql["delete_window_fts_row"], (window_id,))
-        conn.execute(sql["delete_windows_of"], (row,))
-        conn.execute(sql["subtract_windows"], (len(windows),))
-        for content_hash in {h for _, h in windows}:
+        for content_hash in drop_derived(conn, row):
             _forget_embedding(conn, content_hash)
-        conn.execute(sql["delete_anchors_of"], (row,))
-        conn.execute(sql["delete_cues_of"], (row,))
         conn.execute(sql["delete_feedback_of"], (row,))
         conn.execute(sql["delete_exposures_of"], (row,))
         chunks = [r[0] for r in conn.execute(sql["chunks_of"], (row,))]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import apsw
 
+from cwa.store.connection import brief_wait
 from cwa.store.sqlfiles import queries
 
 
@@ -11,6 +12,7 @@ def record(conn: apsw.Connection, document_row: int, now: str, lease_id: str | N
     """Log one recall of a locator a search handed out. Best effort: a busy or read-only archive
     still answers the recall."""
     try:
-        conn.execute(queries("ranking")["record_recall"], (document_row, now, lease_id))
+        with brief_wait(conn):
+            conn.execute(queries("ranking")["record_recall"], (document_row, now, lease_id))
     except (apsw.BusyError, apsw.ReadOnlyError):
         pass

@@ -1,0 +1,76 @@
+"""Checkpoint parts are usable only with their root.
+
+A checkpoint writes its parts first and its root last (cwa/session/checkpoint.py). A part is
+admitted without derived rows, so nothing finds it; the root's admission links the parts its
+manifest names (`checkpoint_parts`, in the root's transaction), and then each linked part is
+indexed in a transaction of its own. A part no root names — a checkpoint killed or failed before
+its root — is an orphan: never searchable, and expired by maintenance once it is older than
+ORPHAN_GRACE_HOURS (a checkpoint still writing its parts elsewhere is younger than that), its
+identity released so that a retry writes it afresh.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import apsw
+
+from cwa.store.connection import write_transaction
+from cwa.store.derived import IndexHandler, load_target, run_handlers
+from cwa.store.sqlfiles import queries
+from cwa.timestamps import shift
+
+ORPHAN_GRACE_HOURS = 24
+INDEX_BATCH = 64  # linked parts indexed per call of index_linked
+
+
+def link_parts(conn: apsw.Connection, root_row: int, metadata: dict[str, Any] | None) -> int:
+    """In the root's admission transaction: link the parts its manifest names; how many."""
+    manifest = (metadata or {}).get("checkpoint") if isinstance(metadata, dict) else None
+    parts = manifest.get("parts") if isinstance(manifest, dict) else None
+    linked = 0
+    for part in parts if isinstance(parts, list) else ():
+        if isinstance(part, list) and len(part) >= 2 and isinstance(part[0], str) and isinstance(part[1], int):
+            conn.execute(queries("checkpoints")["link_part"], {"root": root_row, "document_id": part[0],
+                                                                 "version": part[1]})
+            linked += conn.changes()
+    return linked
+
+
+def index_linked(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, root_row: int | None = None,
+                 limit: int = INDEX_BATCH) -> int:
+    """Index linked parts that have no derived rows yet (of one root, or any), each in its own
+    transaction; how many. Also what recovers a root whose process died before its parts were
+    indexed (maintenance runs it)."""
+    sql, admission = queries("checkpoints"), queries("admission")
+    done = 0
+    while done < limit:
+        rows = conn.execute(sql["unindexed_parts"], {"root": root_row, "limit": 1}).fetchall()
+        if not rows:
+            break
+        row, byte_length = rows[0]
+        with write_transaction(conn):
+            conn.execute(admission["insert_generation"], ("admit", now))  # the deferred part of its admission
+            generation = conn.last_insert_rowid()
+            run_handlers(conn, handlers, generation, load_target(conn, row, "checkpoint-part", byte_length))
+            conn.execute(queries("index")["set_generation"], (generation, row))
+            conn.execute(admission["finish_generation"], (now, generation))
+        done += 1
+    return done
+
+
+def expire_orphans(conn: apsw.Connection, now: str, limit: int) -> int:
+    """Expire the orphan parts older than the grace period (their bytes go with the purge)."""
+    lifecycle, sql = queries("lifecycle"), queries("checkpoints")
+    before = shift(now, -ORPHAN_GRACE_HOURS * 3600)
+    rows = [r[0] for r in conn.execute(sql["orphan_parts"], {"before": before, "limit": limit})]
+    for row in rows:
+        conn.execute(lifecycle["set_state"], {"row": row, "state": "expired", "now": now})
+        conn.execute(lifecycle["unschedule_document"], (row,))
+        conn.execute(lifecycle["queue_purge"], (row, "expired", now))
+        conn.execute(sql["release_identity"], {"row": row})
+    return len(rows)
+
+
+def orphan_count(conn: apsw.Connection) -> int:
+    return conn.execute(queries("checkpoints")["orphan_count"]).fetchone()[0]

@@ -1,0 +1,31 @@
+-- Checkpoint parts and their roots (cwa/store/checkpoint_parts.py, migration 0009).
+
+-- name: link_part
+-- A part named by a committed root's manifest (of the same project); the first root wins.
+INSERT OR IGNORE INTO checkpoint_parts (part_row, root_row)
+SELECT p.id, :root FROM documents AS p
+WHERE p.document_id = :document_id AND p.version = :version AND p.kind = 'checkpoint-part'
+  AND p.project_id = (SELECT project_id FROM documents WHERE id = :root);
+
+-- name: unindexed_parts
+-- Linked parts still without derived rows (indexed after their root commits, one at a time).
+SELECT d.id, d.byte_length FROM checkpoint_parts AS c JOIN documents AS d ON d.id = c.part_row
+WHERE d.index_generation IS NULL AND d.state = 'live' AND (:root IS NULL OR c.root_row = :root)
+ORDER BY d.id LIMIT :limit;
+
+-- name: orphan_parts
+-- Live parts no root names, admitted before :before: what a killed or failed checkpoint left.
+SELECT d.id FROM documents AS d
+WHERE d.kind = 'checkpoint-part' AND d.state = 'live' AND d.admitted_at < :before
+  AND NOT EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id)
+ORDER BY d.id LIMIT :limit;
+
+-- name: orphan_count
+SELECT count(*) FROM documents AS d
+WHERE d.kind = 'checkpoint-part' AND d.state = 'live'
+  AND NOT EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id);
+
+-- name: release_identity
+-- An expired orphan no longer answers a retry of its checkpoint: the retry writes a fresh part.
+UPDATE documents SET identity_digest = 'orphan:' || identity_digest WHERE id = :row
+  AND identity_digest NOT LIKE 'orphan:%';
