@@ -301,6 +301,34 @@ def _maintain(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store import checkpoint_parts, doctor
+
+    def diagnose() -> list[dict[str, Any]]:
+        return doctor.diagnose(archive.conn, archive.path, archive.settings["diskCriticalMebibytes"],
+                               request.get("sample", doctor.SAMPLE))
+
+    checks, repaired = diagnose(), []
+    failing = {c["name"] for c in checks if c["repairable"]}
+    if request.get("repair") and failing:
+        if "permissions" in failing:
+            doctor.fix_permissions(archive.path)
+            repaired.append("permissions")
+        if "checkpoint-parts" in failing:
+            from cwa.store.connection import write_transaction
+
+            with write_transaction(archive.conn):
+                expired = checkpoint_parts.expire_orphans(archive.conn, archive.clock(), 1 << 30)
+            indexed = checkpoint_parts.index_linked(archive.conn, archive.handlers, archive.clock(), limit=1 << 30)
+            repaired.append(f"checkpoint-parts: {expired} orphan(s) past the grace period expired, {indexed} part(s) indexed")
+        if failing & {"derived-index", "window-counts"}:
+            result = _index_rebuild(archive, {})
+            repaired.append(f"derived-index: rebuilt {result['documents']} document(s) in batches")
+        checks = diagnose()
+    return {"healthy": all(c["ok"] for c in checks), "checks": checks, "repaired": repaired,
+            "path": str(archive.path)}
+
+
 def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.index.rebuild import rebuild_indexes
 
@@ -351,6 +379,7 @@ METHODS: dict[str, Method] = {
         Method("traverse", contract.TRAVERSE, _traverse, "page through a session's chronology from an anchor"),
         Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another"),
         Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
+        Method("doctor", contract.DOCTOR, _doctor, "integrity, derived indexes, orphans, permissions, disk; repair"),
         Method("index-embed", contract.INDEX_EMBED, _index_embed, "embed queued windows for semantic search"),
         Method("models-status", contract.MODELS_STATUS, _models_status, "installed local models and their fingerprints"),
         Method("models-optimize", contract.MODELS_OPTIMIZE, _models_optimize,

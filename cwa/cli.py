@@ -23,7 +23,7 @@ import orjson
 from cwa import __version__, config, limits, model_variants
 from cwa.api import METHODS, Archive, method_named
 from cwa.contract import parse_json_body
-from cwa.errors import CwaError, Internal, InvalidRequest
+from cwa.errors import CwaError, Internal, InvalidRequest, StorageUnavailable
 from cwa.input_files import read_file, read_stream
 from cwa.retrieve import render
 from cwa.retrieve.scope import SCOPES
@@ -1051,6 +1051,94 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(Internal.exit_code)
+
+
+@archive_command(main, "doctor")
+@click.option("--repair", is_flag=True, help="Fix what derived data can fix: rebuild indexes (in batches), "
+              "index or expire checkpoint parts, tighten permissions.")
+@click.option("--sample", type=click.IntRange(1, limits.MAX_DOCTOR_SAMPLE), help="Documents and windows checked "
+              "against their digests [default: 64].")
+def doctor(ctx, repair, sample, as_json) -> None:
+    """Check the archive: integrity, schema, derived indexes against canonical rows, orphan
+    checkpoint parts, permissions, disk headroom. Exit 0 only when healthy (1 otherwise)."""
+    params = {"repair": repair, **({"sample": sample} if sample else {})}
+
+    def show(result: dict[str, Any]) -> None:
+        for check in result["checks"]:
+            click.echo(f"{'ok  ' if check['ok'] else 'FAIL'} {check['name']:18} {check['detail']}"
+                       + (" (--repair fixes it)" if check["repairable"] else ""))
+        for done in result["repaired"]:
+            click.echo(f"repaired: {done}")
+        click.echo(f"{result['path']}: {'healthy' if result['healthy'] else 'NOT healthy'}")
+
+    result = _run(ctx, "doctor", params, as_json, show, progress="rebuilding" if repair else None)
+    if not result["healthy"]:
+        sys.exit(1)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all (a temporary file renamed over it)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise StorageUnavailable(f"cannot write {path}: {exc.strerror}", path=str(path)) from exc
+
+
+@main.group("evidence", invoke_without_command=True)
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), help="Write the record here [default: stdout].")
+@click.option("--no-gates", is_flag=True, help="Leave out the hint-quality gates (they take a few seconds).")
+@click.pass_context
+@handles_errors(always_json=False)
+def evidence_group(ctx: click.Context, out: Path | None, no_gates: bool) -> None:
+    """Record a verification run in aggregates only: versions, the source hash, archive counts and
+    bytes, doctor and hint-gate results with durations and exit statuses. The record is checked by
+    `cwa evidence verify` before it is written; exit 1 when a check failed.
+
+    \b
+    cwa evidence --out evidence.json
+    cwa evidence verify evidence.json   # exit 1 (with the reasons) when it holds more than aggregates
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from cwa import evidence
+
+    with _open(ctx) as archive:
+        record = evidence.collect(archive.call, archive.clock(), gates=not no_gates)
+    problems = evidence.findings(record)
+    if problems:  # a bug of ours: never write such a record
+        raise Internal(f"the evidence record would hold more than aggregates: {problems[:3]}")
+    text = _dump(record)
+    if out is None:
+        click.echo(text)
+    else:
+        _write_atomically(out, text + "\n")
+        click.echo(f"evidence written to {out}: {'passed' if record['passed'] else 'a check FAILED'}", err=True)
+    if not record["passed"]:
+        sys.exit(1)
+
+
+@evidence_group.command("verify")
+@click.argument("record", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+@handles_errors
+def evidence_verify(record: Path, as_json: bool) -> None:
+    """Reject a record holding prompts or recalled text, environment values, credentials, home
+    directories or user names, absolute paths, session ids or raw database keys (exit 1)."""
+    from cwa import evidence
+
+    data = parse_json_body(read_file(record, limits.MAX_REQUEST_BYTES), "record")
+    problems = evidence.findings(data)
+    if as_json:
+        click.echo(_dump({"clean": not problems, "findings": problems}))
+    else:
+        for problem in problems:
+            click.echo(f"{problem['path']}: {problem['reason']}")
+        click.echo("clean: aggregates only" if not problems else f"REJECTED: {len(problems)} finding(s)")
+    if problems:
+        sys.exit(1)
 
 
 @main.group("pi")

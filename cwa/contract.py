@@ -569,6 +569,8 @@ WHY = Obj(
     }
 )
 
+DOCTOR = Obj({"repair": Field(Bool()), "sample": Field(Int(1, limits.MAX_DOCTOR_SAMPLE))})
+
 MAINTAIN = Obj(
     {
         "limit": Field(Int(1, limits.MAX_MAINTENANCE_STEPS)),

@@ -39,6 +39,14 @@ SELECT document_row FROM (
 WHERE d.state NOT IN ('live', 'superseded')
    OR d.kind = 'checkpoint-part' AND NOT EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id);
 
+-- name: recount_windows
+-- After a rebuild: the BM25 window total is what the windows table holds.
+UPDATE index_stats SET value = (SELECT count(*) FROM windows) WHERE name = 'windows';
+
+-- name: drop_stray_fts_rows
+-- After a rebuild: BM25F rows whose window no longer exists (only a damaged archive has them).
+DELETE FROM window_fts WHERE rowid NOT IN (SELECT id FROM windows);
+
 -- name: document_messages
 SELECT message_key, role, tool_name, tool_call_id, timestamp, start_byte, text_start, end_byte
 FROM messages WHERE document_row = ? ORDER BY ordinal;

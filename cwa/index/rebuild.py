@@ -70,6 +70,8 @@ def rebuild_indexes(
     _batches(conn, documents, reindex, progress)
     _batches(conn, [row for row, in conn.execute(sql["stale_derived_documents"])], lambda row: drop_derived(conn, row))
     with write_transaction(conn):
+        conn.execute(sql["drop_stray_fts_rows"])
+        conn.execute(sql["recount_windows"])
         conn.execute(admission["finish_generation"], (now, generation))
     return {"generation": generation, "documents": len(documents), "outcomes": outcomes}
 

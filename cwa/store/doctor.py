@@ -1,0 +1,127 @@
+"""`cwa doctor`: is this archive healthy, and what would make it so?
+
+Each check reads only; `repair` (run by the api with the index handlers) fixes what derived data
+can fix — canonical rows are never rewritten. A failed integrity check is not repairable here:
+the report says so, and the file should be restored from a copy (or salvaged with sqlite3's
+`.recover`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any
+
+import apsw
+import blake3
+
+from cwa.store import checkpoint_parts, migrations
+from cwa.store.connection import ARCHIVE_FILE_MODE
+from cwa.store.reads import read_bytes
+from cwa.store.sqlfiles import queries
+
+SAMPLE = 64  # documents (and windows) whose bytes are checked against their digests
+
+
+def _check(name: str, ok: bool, detail: str, repairable: bool = False, **facts: Any) -> dict[str, Any]:
+    return {"name": name, "ok": ok, "detail": detail, "repairable": repairable and not ok, **facts}
+
+
+def integrity(path: Path) -> dict[str, Any]:
+    """PRAGMA integrity_check (FTS5 included) from a connection of its own: one that has not read
+    since another process rewrote the FTS5 index may report stale-cache corruption falsely."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        messages = [row[0] for row in conn.execute("PRAGMA integrity_check(20)")]
+    finally:
+        conn.close()
+    ok = messages == ["ok"]
+    return _check("integrity", ok, "ok" if ok else f"{len(messages)} problem(s): restore a copy or run "
+                  "sqlite3's .recover; cwa cannot repair the file itself", problems=[] if ok else messages)
+
+
+def schema(conn: apsw.Connection) -> dict[str, Any]:
+    version, latest = migrations.user_version(conn), migrations.latest_version()
+    return _check("schema", version == latest, f"version {version} of {latest}", version=version, latest=latest)
+
+
+def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
+    """Derived indexes against canonical rows: counts, and a sample of byte digests."""
+    sql = queries("doctor")
+    indexable = conn.execute(sql["indexable_count"]).fetchone()[0]
+    unindexed = conn.execute(sql["unindexed_count"]).fetchone()[0]
+    no_windows = conn.execute(sql["without_windows"]).fetchone()[0]
+    windows, counted, fts = conn.execute(sql["window_totals"]).fetchone()
+    stale = len(conn.execute(queries("index")["stale_derived_documents"]).fetchall())
+    bad_documents = []
+    for row, document_id, version, byte_length, digest in conn.execute(sql["sample_documents"], {"limit": sample}).fetchall():
+        data, _ = read_bytes(conn, row, 0, byte_length)
+        if blake3.blake3(data).hexdigest() != digest:
+            bad_documents.append(f"{document_id} v{version}")
+    bad_windows = 0
+    for row, start, end, content_hash in conn.execute(sql["sample_windows"], {"limit": sample}).fetchall():
+        data, _ = read_bytes(conn, row, start, end)
+        bad_windows += blake3.blake3(data).hexdigest() != content_hash
+    return [
+        _check("canonical-digests", not bad_documents,
+               f"{min(sample, indexable)} sampled document(s) match their text digest" if not bad_documents
+               else f"text differs from its digest: {', '.join(bad_documents[:10])}", documents=bad_documents),
+        _check("derived-index", unindexed == 0 and no_windows == 0 and stale == 0 and bad_windows == 0,
+               f"{indexable} document(s) to index: {unindexed} never indexed, {no_windows} without windows, "
+               f"{stale} holding rows they should not, {bad_windows} sampled window(s) off their bytes",
+               repairable=True, indexable=indexable, unindexed=unindexed, withoutWindows=no_windows,
+               stale=stale, badWindows=bad_windows),
+        _check("window-counts", windows == counted == fts,
+               f"{windows} windows, {counted} counted for BM25, {fts} BM25F rows", repairable=True,
+               windows=windows, counted=counted, ftsRows=fts),
+    ]
+
+
+def checkpoints(conn: apsw.Connection) -> dict[str, Any]:
+    orphans = checkpoint_parts.orphan_count(conn)
+    pending = len(conn.execute(queries("checkpoints")["unindexed_parts"], {"root": None, "limit": 1 << 30}).fetchall())
+    return _check("checkpoint-parts", orphans == 0 and pending == 0,
+                  f"{orphans} orphan part(s) (a checkpoint killed before its root; never searchable), "
+                  f"{pending} part(s) of committed roots not indexed yet", repairable=True,
+                  orphans=orphans, unindexed=pending)
+
+
+def _archive_files(path: Path) -> list[Path]:
+    return [f for f in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")) if f.exists()]
+
+
+def permissions(path: Path) -> dict[str, Any]:
+    """The archive's own files are private to their owner (cwa creates them 0600). The folder is
+    not judged: it may be the user's own (cwa makes 0700 only the folders it creates)."""
+    wrong = []
+    for target in _archive_files(path):
+        mode = stat.S_IMODE(target.stat().st_mode)
+        if mode & ~ARCHIVE_FILE_MODE:  # more open than cwa makes it
+            wrong.append(f"{target.name} is {mode:o}, wanted {ARCHIVE_FILE_MODE:o}")
+    readable = os.access(path, os.R_OK | os.W_OK)
+    return _check("permissions", not wrong and readable, "; ".join(wrong) if wrong else
+                  ("private to its owner" if readable else "not readable and writable by this user"),
+                  repairable=bool(wrong), problems=wrong)
+
+
+def disk(path: Path, critical_mib: int) -> dict[str, Any]:
+    free = shutil.disk_usage(path.parent).free
+    headroom = free - critical_mib * (1 << 20)
+    return _check("disk", critical_mib <= 0 or headroom > 0,
+                  f"{free // (1 << 20)} MiB free, guard at {critical_mib} MiB" + (
+                      "" if critical_mib <= 0 or headroom > 0 else ": admission is refused (disk-low)"),
+                  freeBytes=free, criticalMebibytes=critical_mib)
+
+
+def diagnose(conn: apsw.Connection, path: Path, critical_mib: int, sample: int = SAMPLE) -> list[dict[str, Any]]:
+    return [integrity(path), schema(conn), *derived(conn, sample), checkpoints(conn), permissions(path),
+            disk(path, critical_mib)]
+
+
+def fix_permissions(path: Path) -> None:
+    for target in _archive_files(path):
+        target.chmod(ARCHIVE_FILE_MODE)
+
+
