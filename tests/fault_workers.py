@@ -15,10 +15,12 @@ QUIET = {"CWA_SEMANTIC_RETRIEVAL": "false", "CWA_DISK_CRITICAL_MEBIBYTES": "0"}
 
 
 def _open(db: str):
-    os.environ.update(QUIET)
+    """The archive with QUIET settings (never by changing this process's environment: the test
+    process calls this too)."""
     from cwa.api import Archive
+    from cwa.config import load_settings
 
-    return Archive.open(db)
+    return Archive.open(db, settings=load_settings(None, env={**os.environ, **QUIET}))
 
 
 def document_text(writer: int, number: int) -> str:
@@ -130,6 +132,18 @@ def orphan_count_safe(db: str) -> int:
         return orphan_count(archive.conn)
     finally:
         archive.close()
+
+
+def rebuilds_started(db: str) -> int:
+    """Index rebuilds begun and not finished (a killed one stays unfinished)."""
+    import apsw
+
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return conn.execute("SELECT count(*) FROM index_generations WHERE reason = 'rebuild' "
+                            "AND finished_at IS NULL").fetchone()[0]
+    finally:
+        conn.close()
 
 
 def integrity(db: str) -> str:

@@ -7,8 +7,6 @@ import subprocess
 import sys
 import time
 
-import apsw
-
 import fault_workers as workers
 from conftest import hermetic_env
 
@@ -32,15 +30,6 @@ def test_four_writers_and_four_readers_lose_nothing_and_surface_no_error(tmp_pat
     assert len({document_id for document_id, _ in acknowledged}) == len(acknowledged)
 
 
-def _rebuild_running(db: str) -> bool:
-    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return conn.execute("SELECT count(*) FROM index_generations WHERE reason = 'rebuild' "
-                            "AND finished_at IS NULL").fetchone()[0] > 0
-    finally:
-        conn.close()
-
-
 def test_reads_and_their_own_small_writes_complete_while_a_rebuild_runs(tmp_path):
     db = workers.path_of(tmp_path)
     workers.seed(db, 400)
@@ -49,7 +38,7 @@ def test_reads_and_their_own_small_writes_complete_while_a_rebuild_runs(tmp_path
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while not _rebuild_running(db):
+        while not workers.rebuilds_started(db):
             assert rebuild.poll() is None and time.monotonic() < deadline, "the rebuild never started"
             time.sleep(0.02)
         archive = workers._open(db)
@@ -62,7 +51,7 @@ def test_reads_and_their_own_small_writes_complete_while_a_rebuild_runs(tmp_path
                                            "messageKey": "k-during-rebuild", "text": "what about retry budget 17?"})
         archive.close()
         # every read answered while the rebuild was still going: none waited for all of it
-        assert rebuild.poll() is None and _rebuild_running(db)
+        assert rebuild.poll() is None and workers.rebuilds_started(db)
         assert found["results"] and recalled["status"] == "resolved"
         assert again["diagnostics"]["frozen"] is True  # the decision was recorded once, during the rebuild
         assert again.get("modelVisibleText") == decided.get("modelVisibleText")

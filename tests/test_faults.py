@@ -129,7 +129,7 @@ def test_sigkill_during_maintenance_and_vacuum_keeps_the_archive_whole(tmp_path,
 
 def test_sigkill_during_index_rebuild_leaves_search_working_and_a_rerun_gives_the_same_results(tmp_path, env):
     db = workers.path_of(tmp_path)
-    workers.seed(db, 150)
+    workers.seed(db, 300)
     archive = workers._open(db)
     queries = [f"retry budget {n}" for n in (3, 40, 77, 120)]
 
@@ -141,7 +141,13 @@ def test_sigkill_during_index_rebuild_leaves_search_working_and_a_rerun_gives_th
     before = results()
     rng = random.Random(14)
     for _ in range(REBUILD_KILLS):
-        assert _kill_after(_cwa(["index", "rebuild"], env), rng.uniform(0.5, 1.2))
+        begun = workers.rebuilds_started(db)
+        child = _cwa(["index", "rebuild"], env)
+        deadline = time.monotonic() + 60
+        while workers.rebuilds_started(db) == begun:  # killed inside the rebuild, not in Python's start-up
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        assert _kill_after(child, rng.uniform(0.05, 0.6))
         # from a new connection: one that has not read since another process rewrote the FTS5
         # index may report stale-cache "corruption" (docs/reliability.md)
         assert workers.integrity(db) == "ok"
