@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from cwa.api import Archive
-from cwa.errors import InvalidRequest
+from cwa.errors import Conflict, InvalidRequest
 from cwa.retrieve.locators import verify
 from cwa.serve import serve
 from cwa.store.secret import archive_secret
@@ -256,3 +256,11 @@ def test_parts_of_a_root_whose_process_died_are_indexed_by_the_next_pass(archive
     assert _found(archive, "ORPHAN-SENTINEL-77") == 0
     assert archive.call("maintain", {})["checkpointPartsIndexed"] >= 3
     assert _found(archive, "ORPHAN-SENTINEL-77") == 1
+
+
+def test_a_confirm_token_with_any_characters_is_a_stale_token_not_a_crash(archive):
+    # found by tests/test_fuzz.py: hmac.compare_digest raised TypeError on non-ASCII text
+    archive.admit(turn("to be redacted"))
+    with pytest.raises(Conflict) as refused:
+        archive.call("redact", {"project": "/work/p", "confirm": "redact-\u00e9\u00e9"})
+    assert refused.value.details["reason"] == "stale-token"

@@ -185,11 +185,13 @@ class SessionEngine:
 
     # -- the transcript ------------------------------------------------------------------------
 
-    def extend(self, messages: list[Any], budget: Budget, events: list[dict[str, Any]]) -> None:
-        """Take the messages after those already known; the epoch follows them."""
+    def extend(self, messages: list[Any], budget: Budget, events: list[dict[str, Any]],
+               parsed: list[Entry] | None = None) -> None:
+        """Take the messages after those already known (`parsed`: already read, from the start of
+        a fresh engine); the epoch follows them."""
         self.budget = budget
         first = not self.entries
-        new = unique_keys(entries_of(messages, len(self.entries)), self.taken)
+        new = unique_keys(parsed if parsed is not None else entries_of(messages, len(self.entries)), self.taken)
         for entry in new:
             self.digest = chain_digest(self.digest, entry.key)
         self.entries.extend(new)
@@ -526,15 +528,17 @@ class Engines:
         project, session = request["project"], request["sessionId"]
         engine = self.get(project, session)
         base = request.get("baseDigest")
+        parsed = None
         if base is not None:
             engine = self._extending(engine, base)
         else:
+            parsed = entries_of(request["messages"])  # a malformed message is refused before any write
             engine = self.fresh(project, session, request.get("parentSessionId"))
         budget = Budget.of(request.get("model", {}), request.get("reserveTokens"), self.host.settings,
                            request.get("settings", {}))
         events: list[dict[str, Any]] = []
         try:
-            engine.extend(request["messages"], budget, events)
+            engine.extend(request["messages"], budget, events, parsed)
         except BaseException:
             self.drop(project, session)  # half-applied: the next call must resend everything
             raise
@@ -573,8 +577,9 @@ class Engines:
                 self.drop(project, session)
                 raise
         elif request.get("messages") is not None:
+            parsed = entries_of(request["messages"])  # a malformed message is refused before any write
             engine = self.fresh(project, session, request.get("parentSessionId"))
-            engine.extend(request["messages"], Budget.of({}, None, self.host.settings, {}), [])
+            engine.extend(request["messages"], Budget.of({}, None, self.host.settings, {}), [], parsed)
         if engine is None:
             return {"archived": [], "known": False, "status": None, "digest": None, "count": 0}
         return {"archived": engine.settle(bool(request.get("aborted"))), "known": True, "status": engine.status(),

@@ -47,7 +47,8 @@ def redact(conn: apsw.Connection, project: str, session: str | None, confirm: st
     sql = queries("lifecycle")
     with write_transaction(conn):
         rows = _in_scope(conn, project, session)
-        if not hmac.compare_digest(confirm, _token(conn, project, session, rows)):
+        # as bytes: compare_digest refuses non-ASCII text, and a token is whatever the caller typed
+        if not hmac.compare_digest(confirm.encode("utf-8"), _token(conn, project, session, rows).encode()):
             raise Conflict("the confirm token does not match the documents now in scope (run without --confirm "
                            "again to see them)", reason="stale-token", documents=len(rows))
         listed = orjson.dumps(rows).decode()
