@@ -4,9 +4,12 @@ eval/reliability/soak.py): each opens the archive itself, as separate `cwa` proc
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import blake3
 
@@ -203,3 +206,177 @@ def child_checkpoint(db: str, ack: str, cycle: int) -> None:
     archive = _open(db)
     done = archive.call("checkpoint", {"project": PROJECT, "sessionId": "checkpoints", "text": checkpoint_text(cycle)})
     _acknowledge(ack, f"{done['rootId']} {cycle}")
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def child(code: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", f"import fault_workers as w; {code}"],
+                            env=env | {"PYTHONPATH": str(REPO / "tests")}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+def cwa(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "cwa", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+def kill_after(process: subprocess.Popen, seconds: float) -> bool:
+    """SIGKILL `process` after `seconds` unless it ended first; whether it was killed."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.wait(30)
+    return True
+
+
+def _search_ids(archive, query: str, limit: int = 5) -> list[str]:
+    return [r["documentId"] for r in archive.call("search", {"project": PROJECT, "query": query,
+                                                            "semanticPolicy": "never", "limit": limit})["results"]]
+
+
+def admission_kills(folder: Path, env: dict[str, str], kills: int, rng) -> dict[str, Any]:
+    """SIGKILL admission children at random moments; then check every acknowledged document and
+    retry each acknowledged request (it must give the same id and write nothing)."""
+    db, ack = path_of(folder), folder / "ack.txt"
+    done = 0
+    started = time.monotonic()
+    for _ in range(kills):
+        start = 1000 * done  # fresh numbers after each kill
+        process = child(f"w.child_admit({db!r}, {str(ack)!r}, 1, {start})", env)
+        done += kill_after(process, rng.uniform(0.6, 1.5))
+    seconds = time.monotonic() - started
+    lines = acknowledged_lines(ack)
+    checked = verify(db, [(document_id, digest) for document_id, _, digest in lines])
+    archive = _open(db)
+    mismatches = 0
+    for document_id, number, _ in lines:
+        again = archive.admit(admission_request(1, int(number)))
+        mismatches += again["documentId"] != document_id or again["created"] is not False
+    archive.close()
+    return {"kills": done, "acknowledged": len(lines), "missing": len(checked["missing"]), "wrong": len(checked["wrong"]),
+            "integrity": checked["integrity"], "retryMismatches": mismatches, "seconds": round(seconds, 1)}
+
+
+def checkpoint_kills(folder: Path, env: dict[str, str], cycles: int, rng, megabytes: int = 4) -> dict[str, Any]:
+    """SIGKILL checkpoint children; then: no part searchable without its root, and the retry of
+    each checkpoint completes with the same ids when its root had been acknowledged."""
+    db, ack = path_of(folder), folder / "ack.txt"
+    kills = 0
+    for cycle in range(cycles):
+        process = child(f"w.child_checkpoint({db!r}, {str(ack)!r}, {cycle})", env)
+        kills += kill_after(process, rng.uniform(0.3, 2.5) * megabytes / 4)
+    checked = integrity(db)
+    archive = _open(db)
+    roots = {int(cycle): root for root, cycle in acknowledged_lines(ack)}
+    partial_visible = retry_mismatches = incomplete = 0
+    for cycle in range(cycles):
+        text = checkpoint_text(cycle, megabytes)
+        sentinel = f"FAULT-SENTINEL-{cycle}-MIDDLE"
+        has_root = archive.conn.execute(
+            "SELECT count(*) FROM documents WHERE kind = 'checkpoint-root' AND metadata LIKE ?",
+            (f'%"bytes":{len(text.encode())}%',)).fetchone()[0] > 0
+        partial_visible += bool(_search_ids(archive, sentinel)) and not has_root
+        done = archive.call("checkpoint", {"project": PROJECT, "sessionId": "checkpoints", "text": text})
+        if cycle in roots:
+            retry_mismatches += done["rootId"] != roots[cycle] or done["created"] is not False
+        incomplete += archive.get({"documentId": done["rootId"]})["text"] != text or not _search_ids(archive, sentinel)
+    archive.close()
+    return {"kills": kills, "cycles": cycles, "acknowledged": len(roots), "integrity": checked,
+            "partialVisible": partial_visible, "retryMismatches": retry_mismatches, "incomplete": incomplete}
+
+
+def redacted_session(db: str, tag: int, documents: int = 60) -> None:
+    """A session of large tool outputs, redacted: work for maintenance (purge, space)."""
+    archive = _open(db)
+    for number in range(documents):
+        archive.admit({"project": PROJECT, "sessionId": f"doomed-{tag}", "kind": "tool-result",
+                       "messages": [{"role": "toolResult", "text": f"output {tag}-{number} " + "x" * 40_000}]})
+    asked = archive.call("redact", {"project": PROJECT, "sessionId": f"doomed-{tag}"})
+    archive.call("redact", {"project": PROJECT, "sessionId": f"doomed-{tag}", "confirm": asked["confirm"]})
+    archive.close()
+
+
+def maintenance_kills(folder: Path, env: dict[str, str], cycles: int, rng) -> dict[str, Any]:
+    """SIGKILL `maintain` (every other one with --vacuum) amid purges; every document written
+    before stays whole; a final pass finishes the purge."""
+    db = path_of(folder)
+    written = write_for(db, 2, 1.5)["acknowledged"]
+    kills, damaged = 0, []
+    for cycle in range(cycles):
+        redacted_session(db, cycle)
+        process = cwa(["maintain", "--vacuum"] if cycle % 2 else ["maintain"], env)
+        killed = kill_after(process, rng.uniform(0.05, 0.4))
+        kills += killed
+        if not killed and process.returncode != 0:
+            damaged.append(f"maintain exited {process.returncode}")
+        checked = verify(db, written)
+        if checked["integrity"] != "ok" or checked["missing"] or checked["wrong"]:
+            damaged.append(f"cycle {cycle}: {checked['integrity']}, {len(checked['missing'])} missing")
+    finished = subprocess.run([sys.executable, "-m", "cwa", "maintain"], env=env, capture_output=True)
+    archive = _open(db)
+    queued = archive.conn.execute("SELECT count(*) FROM purge_queue").fetchone()[0]
+    leftover = len(_search_ids(archive, "output"))
+    archive.close()
+    return {"kills": kills, "cycles": cycles, "documents": len(written), "damaged": damaged,
+            "finalExit": finished.returncode, "purgeQueued": queued, "redactedFound": leftover}
+
+
+def rebuild_kills(folder: Path, env: dict[str, str], kills: int, rng, documents: int = 300) -> dict[str, Any]:
+    """SIGKILL `index rebuild` inside its work; search keeps finding documents between kills and
+    a complete rerun gives the results of before."""
+    db = path_of(folder)
+    seed(db, documents)
+    archive = _open(db)
+    queries = [f"retry budget {n}" for n in (3, 40, 77, 120)]
+    before = [_search_ids(archive, q) for q in queries]
+    done, broken, blind = 0, 0, 0
+    for _ in range(kills):
+        begun = rebuilds_started(db)
+        process = cwa(["index", "rebuild"], env)
+        deadline = time.monotonic() + 60
+        while rebuilds_started(db) == begun and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        done += kill_after(process, rng.uniform(0.05, 0.6))
+        broken += integrity(db) != "ok"  # from a new connection (docs/reliability.md)
+        blind += not all(_search_ids(archive, q) for q in queries)
+    rerun = subprocess.run([sys.executable, "-m", "cwa", "index", "rebuild"], env=env, capture_output=True)
+    same = [_search_ids(archive, q) for q in queries] == before
+    archive.close()
+    return {"kills": done, "integrityFailures": broken, "searchesFindingNothing": blind,
+            "rerunExit": rerun.returncode, "sameResultsAfterRerun": same}
+
+
+def reads_during(db: str, env: dict[str, str], args: list[str], started: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Run `cwa ARGS` and, while it runs, search, recall and preflight in turn from this process:
+    how many reads, errors, and the longest single read (seconds)."""
+    from cwa.errors import CwaError
+
+    archive = _open(db)
+    process = cwa(args, env)
+    deadline = time.monotonic() + 120
+    while started is not None and not started() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    reads, errors, longest, number = 0, [], 0.0, 0
+    began = time.monotonic()
+    while process.poll() is None:
+        moment = time.monotonic()
+        try:
+            found = archive.call("search", {"project": PROJECT, "query": f"retry budget {number % 300}",
+                                            "semanticPolicy": "never"})
+            if found["results"]:
+                archive.call("recall", {"project": PROJECT, "locator": found["results"][0]["locator"]})
+            archive.call("preflight", {"project": PROJECT, "sessionId": "soak-reader", "messageKey": f"m{number}-{began}",
+                                       "text": f"what was the retry budget {number % 300}?"})
+            reads += 1
+        except CwaError as error:
+            errors.append(f"{error.code}: {error.message}")
+        longest = max(longest, time.monotonic() - moment)
+        number += 1
+    archive.close()
+    return {"command": " ".join(args), "seconds": round(time.monotonic() - began, 2), "exit": process.returncode,
+            "readRounds": reads, "errors": errors, "longestReadRoundMs": round(longest * 1000, 1)}

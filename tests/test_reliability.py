@@ -264,3 +264,70 @@ def test_a_confirm_token_with_any_characters_is_a_stale_token_not_a_crash(archiv
     with pytest.raises(Conflict) as refused:
         archive.call("redact", {"project": "/work/p", "confirm": "redact-\u00e9\u00e9"})
     assert refused.value.details["reason"] == "stale-token"
+
+
+@pytest.fixture
+def small_filesystem(tmp_path):
+    """A 6 MiB tmpfs mounted for the test (needs the right to mount: skipped, saying why, otherwise)."""
+    import subprocess
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode(errors='replace').strip()[:200]}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_really_full_disk_refuses_writes_with_a_typed_error_and_keeps_everything_acknowledged(small_filesystem):
+    from cwa.config import load_settings
+    from cwa.errors import CwaError
+
+    import subprocess
+
+    guard_off = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0", "CWA_SEMANTIC_RETRIEVAL": "false"})
+    with Archive.open(small_filesystem / "archive.db", settings=guard_off) as archive:
+        acknowledged, failures = [], []
+        for number in range(2_000):
+            request = turn(f"note {number}: " + " ".join(f"word{number}x{k}" for k in range(400)))
+            try:
+                acknowledged.append((archive.admit(request)["documentId"], request))
+            except CwaError as error:
+                failures.append(error.to_json())
+                if len(failures) >= 3:
+                    break
+        assert acknowledged and failures, "the file system filled up"
+        assert {(f["code"], f["details"].get("reason")) for f in failures} == {("storage-unavailable", "disk-full")}
+        with pytest.raises(CwaError) as checkpoint_failed:  # a checkpoint cut short leaves no usable part
+            archive.call("checkpoint", {"project": "/work/p", "sessionId": "s", "text": "ZZTOP " * 400_000})
+        assert checkpoint_failed.value.code == "storage-unavailable"
+        # reads go on, and every acknowledged document is whole
+        assert archive.call("search", {"project": "/work/p", "query": "note 3", "semanticPolicy": "never"})["results"]
+        for document_id, request in acknowledged[:: max(1, len(acknowledged) // 20)]:
+            assert archive.get({"documentId": document_id})["text"].endswith(request["messages"][-1]["text"])
+        assert archive.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert archive.call("search", {"project": "/work/p", "query": "ZZTOP", "semanticPolicy": "never"})["results"] == []
+        # space comes back (the file system grows): writing works again, a refused document included
+        subprocess.run(["mount", "-o", "remount,size=32m", str(small_filesystem)], check=True)
+        refused = turn("after the disk was full: " + "y " * 50_000)
+        assert archive.admit(refused)["created"] is True
+        assert archive.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_agent_reads_made_in_one_project_never_reach_another(archive):
+    mine = archive.admit(turn("the staging password rotation lives in ops/rotate.sh", project="/work/a"))
+    archive.admit(turn("unrelated notes about ops/rotate.sh", project="/work/b"))
+    locator = archive.search({"project": "/work/a", "query": "ops/rotate.sh"})["results"][0]["locator"]
+    by_id = archive.call("recall", {"project": "/work/b", "documentId": mine["documentId"]})
+    assert by_id["status"] == "missing" and "text" not in by_id
+    by_locator = archive.call("recall", {"project": "/work/b", "locator": locator})
+    assert by_locator["status"] == "locator-invalid" and "text" not in by_locator
+    for anchor in ({"documentId": mine["documentId"]}, {"locator": locator}):
+        page = archive.call("traverse", {"project": "/work/b", **anchor})
+        assert page["status"] in ("missing", "locator-invalid") and page["records"] == []
+    gathered = archive.call("gather", {"project": "/work/b", "query": "staging password rotation"})
+    assert all(item["documentId"] != mine["documentId"] for item in gathered["items"])
+    assert "staging password" not in gathered["rendered"]

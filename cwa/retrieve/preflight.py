@@ -176,7 +176,7 @@ def _replay(conn: apsw.Connection, session: int, key: str, frozen: hint_ledger.F
         try:
             with brief_wait(conn), write_transaction(conn):
                 hint_ledger.touch_active(conn, session, [key], now)
-        except (apsw.BusyError, apsw.ReadOnlyError):
+        except (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError):
             pass  # bookkeeping never costs a replay
     stored = frozen.response
     return {"modelVisibleText": frozen.text, **stored, "diagnostics": {**stored["diagnostics"], "frozen": True}}

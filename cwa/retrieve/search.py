@@ -581,7 +581,7 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
             lease_id, expires = grant_lease(
                 conn, chosen[0][1]["projectRow"], [s["row"] for _, s, _ in chosen], ctx.now, lease_seconds
             )
-        except (apsw.BusyError, apsw.ReadOnlyError):
+        except (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError):
             pass  # results without protection beat no results: their locators carry no lease
     secret = archive_secret(conn)
     share = max(SNIPPET_MIN_TOKENS, min(SNIPPET_MAX_TOKENS, budget // max(1, len(chosen)))) if budget else SNIPPET_MIN_TOKENS

@@ -14,5 +14,5 @@ def record(conn: apsw.Connection, document_row: int, now: str, lease_id: str | N
     try:
         with brief_wait(conn):
             conn.execute(queries("ranking")["record_recall"], (document_row, now, lease_id))
-    except (apsw.BusyError, apsw.ReadOnlyError):
+    except (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError):
         pass
