@@ -5,8 +5,10 @@ request writes nothing."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import apsw
@@ -133,15 +135,24 @@ def test_serve_answers_every_line_and_stays_bounded(tmp_path):
         lines.append(json.dumps({"id": ident, "method": method, "params": params}).encode())
 
     collect()
+    lines.insert(len(lines) // 2, b"x" * (70 << 20))  # a line over the 64 MiB limit, read in bounded pieces
     lines.append(b'{"id": "last", "method": "status", "params": {}}')
-    out, err = process.communicate(b"\n".join(lines) + b"\n", timeout=600)
+    feeder = threading.Thread(target=lambda: (process.stdin.write(b"\n".join(lines) + b"\n"), process.stdin.close()))
+    feeder.start()
+    out = process.stdout.read()
+    err = process.stderr.read()
+    feeder.join()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
     replies = [json.loads(line) for line in out.splitlines()]
     expected = [line for line in lines if line.strip()]
     assert len(replies) == len(expected)  # one answer per line, in order, serve still serving at the end
     assert replies[-1]["id"] == "last" and "result" in replies[-1]
     assert all(("result" in r) != ("error" in r) for r in replies)
     assert all(r["error"]["code"] != "internal" for r in replies if "error" in r)
+    assert any(r["error"]["code"] == "limit-exceeded" for r in replies if "error" in r)
     assert b"Traceback" not in err and process.returncode == 0
+    assert usage.ru_maxrss < 512 * 1024, f"serve peaked at {usage.ru_maxrss // 1024} MiB"  # kilobytes on Linux
 
 
 @pytest.mark.parametrize("command", [["admit", "--file"], ["checkpoint", "--file"], ["session", "replay", "--session", "s", "--file"],
