@@ -75,6 +75,8 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--documents", type=int, default=3000)
+    parser.add_argument("--phases", default="admission,checkpoint,maintenance,rebuild,concurrent,waits",
+                        help="comma-separated subset to run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cwa-soak-"))
@@ -82,17 +84,20 @@ def main() -> int:
     rng = random.Random(2026)
     started = time.monotonic()
     phases = {}
+    wanted = set(args.phases.split(","))
     for name, run, count in (("admission", workers.admission_kills, 2 * share),
                              ("checkpoint", lambda f, e, n, r: workers.checkpoint_kills(f, e, n, r, megabytes=2), share),
                              ("maintenance", workers.maintenance_kills, share),
                              ("rebuild", workers.rebuild_kills, args.kills - 4 * share)):
+        if name not in wanted:
+            continue
         folder, env = _folder(root, name)
         began = time.monotonic()
         phases[name] = {**run(folder, env, count, rng), "phaseSeconds": round(time.monotonic() - began, 1)}
         print(f"{name}: {phases[name]}", file=sys.stderr)
-    together = concurrent(root, args.seconds)
+    together = concurrent(root, args.seconds) if "concurrent" in wanted else None
     print(f"concurrent: {together}", file=sys.stderr)
-    during = waits(root, args.documents)
+    during = waits(root, args.documents) if "waits" in wanted else None
     result = {"kills": {name: p["kills"] for name, p in phases.items()},
               "killsTotal": sum(p["kills"] for p in phases.values()), "phases": phases,
               "concurrent": together, "readsDuring": during, "seconds": round(time.monotonic() - started, 1)}
