@@ -202,10 +202,11 @@ def checkpoint_text(cycle: int, megabytes: int = 4) -> str:
     return f"{half}FAULT-SENTINEL-{cycle}-MIDDLE\n{half}"
 
 
-def child_checkpoint(db: str, ack: str, cycle: int) -> None:
+def child_checkpoint(db: str, ack: str, cycle: int, megabytes: int) -> None:
     """One checkpoint of a few MB; acknowledge its root id once it returned."""
     archive = _open(db)
-    done = archive.call("checkpoint", {"project": PROJECT, "sessionId": "checkpoints", "text": checkpoint_text(cycle)})
+    done = archive.call("checkpoint", {"project": PROJECT, "sessionId": "checkpoints",
+                                       "text": checkpoint_text(cycle, megabytes)})
     _acknowledge(ack, f"{done['rootId']} {cycle}")
 
 
@@ -275,8 +276,9 @@ def checkpoint_kills(folder: Path, env: dict[str, str], cycles: int, rng, megaby
     db, ack = path_of(folder), folder / "ack.txt"
     kills = 0
     for cycle in range(cycles):
-        process = child(f"w.child_checkpoint({db!r}, {str(ack)!r}, {cycle})", env)
-        kills += kill_after(process, rng.uniform(0.3, 0.8 + 0.5 * megabytes))  # some finish, most do not
+        process = child(f"w.child_checkpoint({db!r}, {str(ack)!r}, {cycle}, {megabytes})", env)
+        # most are killed somewhere inside; one in four may finish, so retries of acknowledged roots are checked
+        kills += kill_after(process, rng.uniform(0.3, 0.8 + 0.5 * megabytes) if rng.random() < 0.75 else 60)
     checked = integrity(db)
     archive = _open(db)
     roots = {int(cycle): root for root, cycle in acknowledged_lines(ack)}

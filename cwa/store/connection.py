@@ -8,6 +8,7 @@ IMMEDIATE so it waits for the lock up front instead of failing on a read-to-writ
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -28,6 +29,7 @@ from cwa.store.transactions import roll_back
 from cwa.store.sqlfiles import resource_dir
 
 BUSY_TIMEOUT_MS = 10_000
+BUSY_POLL_SECONDS = 0.005  # how often a waiting writer retries the lock
 ARCHIVE_FILE_MODE = 0o600
 ARCHIVE_DIR_MODE = 0o700
 
@@ -142,7 +144,7 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
     except (apsw.Error, OSError) as exc:
         raise storage_error(exc, path) from exc
     try:
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        wait_for_lock(conn, BUSY_TIMEOUT_MS)
         if _is_empty(conn):
             # Only possible before the first table exists; lets maintenance reclaim space later.
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
@@ -180,15 +182,36 @@ def write_transaction(conn: apsw.Connection) -> Iterator[None]:
 BRIEF_WAIT_MS = 250  # the most a read waits for its own bookkeeping write (a lease, a feedback row)
 
 
+def wait_for_lock(conn: apsw.Connection, milliseconds: int) -> None:
+    """Retry a busy lock every BUSY_POLL_SECONDS for up to `milliseconds` (then BusyError).
+
+    SQLite's own busy timeout backs off to 100 ms sleeps, so a waiter keeps missing the short
+    gaps long work leaves between its batches (it is not a fair queue); polling often, a waiter
+    gets the lock in the first gap."""
+    limit = milliseconds / 1000
+    since = [0.0]
+
+    def retry(attempts: int) -> bool:
+        now = time.monotonic()
+        if attempts == 0:  # the first retry of this lock
+            since[0] = now
+        if now - since[0] >= limit:
+            return False
+        time.sleep(BUSY_POLL_SECONDS)
+        return True
+
+    conn.set_busy_handler(retry)
+
+
 @contextmanager
 def brief_wait(conn: apsw.Connection, milliseconds: int = BRIEF_WAIT_MS) -> Iterator[None]:
     """Writes inside wait at most `milliseconds` for another writer's lock (then BusyError), so
     the optional bookkeeping of a read never stalls the read behind a long writer."""
-    conn.set_busy_timeout(milliseconds)
+    wait_for_lock(conn, milliseconds)
     try:
         yield
     finally:
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        wait_for_lock(conn, BUSY_TIMEOUT_MS)
 
 
 @contextmanager

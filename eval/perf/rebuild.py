@@ -3,9 +3,9 @@
     python eval/perf/rebuild.py [--documents 3000] [--runs 3] [--json]
 
 Seeds an archive of `--documents` turns (two messages of 200 varied words each, semantic
-retrieval off), then times `Archive.call("index-rebuild")` `--runs` times; meanwhile a second
-connection in a thread tries a tiny write every 5 ms and records how long each waited for the lock
-(the longest is what a read's bookkeeping or a preflight decision could wait).
+retrieval off), then times `Archive.call("index-rebuild")` `--runs` times; meanwhile another
+process tries a tiny write every 5 ms (waiting for the lock as cwa's connections do) and records
+how long each waited (the longest is what a read's bookkeeping or a preflight decision could wait).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import json
 import random
 import statistics
 import sys
+import multiprocessing
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -37,17 +37,22 @@ def seed(archive: Archive, documents: int) -> None:
             {"role": "assistant", "text": " ".join(rng.choice(vocabulary) for _ in range(200))}]})
 
 
-def probe(path: Path, stop: threading.Event, waits: list[float]) -> None:
-    """A tiny write every 5 ms from another connection: how long each waited for the lock."""
-    import apsw
+def probe(path: str, stop, waits) -> None:
+    """In another process: a tiny write every 5 ms, waiting for the lock the way cwa's own
+    connections do; how long each waited."""
+    from cwa.store import connection
 
-    conn = apsw.Connection(str(path))
-    conn.set_busy_timeout(60_000)
-    conn.execute("CREATE TABLE IF NOT EXISTS probe (at REAL)")
-    while not stop.is_set():
+    conn = connection.open_connection(path)
+    if hasattr(connection, "wait_for_lock"):
+        connection.wait_for_lock(conn, 600_000)
+    else:  # a cwa from before wait_for_lock (a baseline run): SQLite's own busy timeout
+        conn.set_busy_timeout(600_000)
+    while True:  # at least one write, even one that waited for the whole rebuild
         started = time.perf_counter()
         conn.execute("INSERT INTO probe VALUES (?)", (started,))
         waits.append(time.perf_counter() - started)
+        if stop.is_set():
+            break
         time.sleep(0.005)
     conn.close()
 
@@ -61,18 +66,22 @@ def main() -> int:
     path = Path(tempfile.mkdtemp(prefix="cwa-rebuild-")) / "archive.db"
     archive = Archive.open(path, settings=load_settings(None, env=QUIET))
     seed(archive, args.documents)
+    archive.conn.execute("CREATE TABLE probe (at REAL)")  # the probe's own table (this archive is a throwaway)
     seconds, longest = [], []
+    spawn = multiprocessing.get_context("spawn")
     for _ in range(args.runs):
-        waits: list[float] = []
-        stop = threading.Event()
-        thread = threading.Thread(target=probe, args=(path, stop, waits))
-        thread.start()
-        started = time.perf_counter()
-        archive.call("index-rebuild", {})
-        seconds.append(time.perf_counter() - started)
-        stop.set()
-        thread.join()
-        longest.append(max(waits))
+        with spawn.Manager() as manager:
+            waits, stop = manager.list(), manager.Event()
+            prober = spawn.Process(target=probe, args=(str(path), stop, waits))
+            prober.start()
+            while not len(waits):  # the probe is writing before the rebuild starts
+                time.sleep(0.01)
+            started = time.perf_counter()
+            archive.call("index-rebuild", {})
+            seconds.append(time.perf_counter() - started)
+            stop.set()
+            prober.join()
+            longest.append(max(waits))
     result = {"documents": args.documents, "rebuildSeconds": [round(s, 2) for s in seconds],
               "rebuildSecondsMedian": round(statistics.median(seconds), 2),
               "longestLockWaitMs": [round(w * 1000, 1) for w in longest]}
