@@ -1141,6 +1141,45 @@ def evidence_verify(record: Path, as_json: bool) -> None:
         sys.exit(1)
 
 
+@main.group("mcp", invoke_without_command=True)
+@click.pass_context
+@handles_errors
+def mcp_group(ctx: click.Context) -> None:
+    """Serve the archive's agent tools over MCP on stdin/stdout (needs `pip install 'cwa[mcp]'`).
+
+    \b
+    Project: $CWA_PROJECT, else the real path of the working directory.
+    Session: $CWA_SESSION, else one id per server process.
+    cwa mcp install claude|codex|opencode [--write]   # the client's configuration (docs/mcp.md)
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from cwa.mcp_server import serve_stdio
+
+    sys.exit(serve_stdio(lambda: _open(ctx), os.environ))
+
+
+@mcp_group.command("install")
+@click.argument("client", type=click.Choice(("claude", "codex", "opencode")))
+@click.option("--write", is_flag=True, help="Merge the entry into the client's configuration file (idempotent).")
+@json_option
+@handles_errors
+def mcp_install(client: str, write: bool, as_json: bool) -> None:
+    """Print the configuration entry that starts `cwa mcp` in CLIENT, or merge it with --write:
+    claude → ./.mcp.json, codex → ~/.codex/config.toml, opencode → ./opencode.json."""
+    from cwa.integrations.mcp_clients import install
+
+    result = install(client, _project_dir(), os.environ, write)
+    if as_json:
+        click.echo(_dump(result))
+        return
+    if not write:
+        click.echo(f"# add to {result['config']} (or run again with --write):")
+        click.echo(result["entry"].rstrip("\n"))
+        return
+    click.echo(f"{'updated' if result['written'] else 'already up to date:'} {result['config']}")
+
+
 @main.group("pi")
 def pi_group() -> None:
     """The Pi extension (docs/pi.md): where it is, and its entry in Pi's settings."""

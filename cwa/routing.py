@@ -49,5 +49,6 @@ def guidelines_text() -> str:
     return "\n".join(lines)
 
 
-def tool_names() -> list[str]:
-    return list(guidance()["tools"])
+def tool_names(host: str | None = None) -> list[str]:
+    """The tools, or those a host offers (a tool without `hosts` is offered by every host)."""
+    return [name for name, tool in guidance()["tools"].items() if host is None or host in tool.get("hosts", [host])]

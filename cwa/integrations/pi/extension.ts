@@ -522,6 +522,7 @@ export default function cwa(pi: Json) {
 	const guidelines: string[] = GUIDANCE.guidelines;
 
 	function register(name: string, run: (params: Json) => Promise<{ text: string; details: Json }>, extra: Json = {}): void {
+		if (tools[name].hosts && !tools[name].hosts.includes("pi")) return; // offered by other hosts only
 		pi.registerTool({
 			name,
 			label: tools[name].label,
@@ -606,12 +607,13 @@ export default function cwa(pi: Json) {
 		return { text: `${p.documentId} is superseded by ${by.documentId} v${by.version}`, details: answer };
 	});
 
-	async function archiveExactly(text: string, type: string, subjectKey?: string): Promise<Json> {
+	async function archiveExactly(text: string | undefined, messages: Json[] | undefined, type: string, subjectKey?: string): Promise<Json> {
+		if (Boolean(text) === Boolean(messages)) throw new CwaError("invalid-request", "give exactly one of text or messages");
 		const request = {
 			...scope(),
 			kind: "manual",
 			retentionClass: "durable",
-			messages: [{ role: "user", text }],
+			messages: messages ?? [{ role: "user", text }],
 			metadata: { cwa: { type } },
 			...(subjectKey ? { subjectKey } : {}),
 		};
@@ -625,7 +627,7 @@ export default function cwa(pi: Json) {
 	}
 
 	register("context_window_archive", async (p) => {
-		const answer = await archiveExactly(p.text, p.type ?? "note", p.subjectKey);
+		const answer = await archiveExactly(p.text, p.messages, p.type ?? "note", p.subjectKey);
 		const verb = answer.created ? "archived" : "already archived";
 		return { text: `${verb} as ${answer.documentId} v${answer.version}${p.subjectKey ? ` (subject ${p.subjectKey})` : ""}`, details: answer };
 	});

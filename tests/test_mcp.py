@@ -1,0 +1,157 @@
+"""`cwa mcp` through the MCP SDK's own client over stdio, and `cwa mcp install`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from cwa import routing
+from cwa.integrations import mcp_clients
+from conftest import hermetic_env
+
+PROJECT = "/work/mcp-project"
+
+
+def server(tmp_path, session: str) -> StdioServerParameters:
+    env = hermetic_env(tmp_path, tmp_path / "archive.db") | {
+        "CWA_PROJECT": PROJECT, "CWA_SESSION": session, "CWA_SEMANTIC_RETRIEVAL": "false"}
+    return StdioServerParameters(command=sys.executable, args=["-m", "cwa", "mcp"], env=env)
+
+
+async def _tool(session: ClientSession, name: str, arguments: dict) -> tuple[str, dict, bool]:
+    result = await session.call_tool(name, arguments)
+    return result.content[0].text, result.structured_content, bool(result.is_error)
+
+
+def test_tools_instructions_archive_search_recall_and_gather(tmp_path):
+    async def scenario():
+        async with stdio_client(server(tmp_path, "s1")) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.instructions == routing.guidelines_text()
+            listed = {t.name: t for t in (await session.list_tools()).tools}
+            assert sorted(listed) == sorted(routing.tool_names("mcp")) and "context_window_status" in listed
+            assert listed["context_window_gather"].input_schema == routing.guidance()["tools"]["context_window_gather"]["parameters"]
+            text, first, failed = await _tool(session, "context_window_archive", {
+                "text": "Decision: payment retries stop after 5 attempts (see src/payments/retry.py).",
+                "type": "decision", "subjectKey": "payment-retries"})
+            assert not failed and text.startswith("archived as doc-")
+            _, second, _ = await _tool(session, "context_window_archive", {
+                "text": "Decision: payment retries stop after 3 attempts.", "subjectKey": "payment-retries"})
+            assert second["documentId"] == first["documentId"] and second["version"] == 2
+            await _tool(session, "context_window_archive", {"messages": [
+                {"role": "user", "text": "why does src/payments/retry.py sleep so long?"},
+                {"role": "assistant", "text": "Because of the exponential backoff cap of 30 s."}]})
+            text, found, failed = await _tool(session, "context_window_search", {"query": "src/payments/retry.py"})
+            assert not failed and text.startswith("[cwa archive | search: historical results")
+            assert found["results"] and all(r["documentId"] != first["documentId"] or r["version"] == 2
+                                            for r in found["results"])
+            text, recalled, failed = await _tool(session, "context_recall", {"locator": found["results"][0]["locator"]})
+            assert not failed and recalled["status"] == "resolved"
+            assert json.dumps(recalled["text"])[1:-1] in text  # the exact bytes, quoted as data
+            text, gathered, failed = await _tool(session, "context_window_gather", {"query": "backoff cap payment retries"})
+            assert not failed and any("30 s" in item["text"] for item in gathered["items"])
+            text, status, failed = await _tool(session, "context_window_status", {})
+            assert not failed and status["documents"]["total"] >= 3 and "Session s1" in text
+
+    anyio.run(scenario)
+
+
+def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(tmp_path):
+    async def scenario():
+        async with stdio_client(server(tmp_path, "s1")) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            cases = [
+                ("context_window_search", {"bogus": 1}, "unknown-field"),
+                ("context_window_search", {"query": 5}, "wrong-type"),
+                ("context_window_search", {}, "missing"),
+                ("context_recall", {"locator": "x", "documentId": "doc-1"}, "missing"),
+                ("context_window_gather", {"query": "x", "intent": "everything"}, "not-allowed"),
+                ("context_window_gather", {"query": "x", "maxTokens": 10}, "out-of-range"),
+                ("context_window_traverse", {"cursor": "cwa1t.forged.sig"}, None),
+                ("no_such_tool", {}, "unknown-tool"),
+            ]
+            for name, arguments, reason in cases:
+                text, details, failed = await _tool(session, name, arguments)
+                if reason is None:  # a forged cursor is an answer (status cursor-invalid), not an error
+                    assert not failed and details["status"] == "cursor-invalid"
+                    continue
+                assert failed and text.startswith("cwa invalid-request"), (name, arguments, text)
+                assert details["error"]["details"]["reason"] == reason
+            _, status, failed = await _tool(session, "context_window_status", {})
+            assert not failed and status["documents"]["total"] == 0  # nothing was written by a refusal
+
+    anyio.run(scenario)
+
+
+def test_two_clients_on_one_archive_at_once(tmp_path):
+    async def client(session_id: str, results: dict) -> None:
+        async with stdio_client(server(tmp_path, session_id)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            ids = []
+            for number in range(15):
+                _, done, failed = await _tool(session, "context_window_archive", {
+                    "text": f"{session_id} note {number}: the cache TTL of service-{session_id}-{number} is {number} s"})
+                assert not failed
+                ids.append(done["documentId"])
+            results[session_id] = ids
+
+    async def scenario():
+        results: dict = {}
+        async with anyio.create_task_group() as group:
+            group.start_soon(client, "alpha", results)
+            group.start_soon(client, "beta", results)
+        async with stdio_client(server(tmp_path, "gamma")) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            _, status, _ = await _tool(session, "context_window_status", {})
+            assert status["documents"]["total"] == 30 and status["sessions"] == 2
+            _, found, _ = await _tool(session, "context_window_search", {"query": "service-beta-7"})
+            assert found["results"][0]["documentId"] == results["beta"][7]
+
+    anyio.run(scenario)
+
+
+@pytest.mark.parametrize("client", mcp_clients.CLIENTS)
+def test_install_prints_or_merges_the_entry_idempotently(tmp_path, client):
+    env = {"HOME": str(tmp_path / "home")}
+    project = tmp_path / "project"
+    project.mkdir()
+    path = mcp_clients.config_file(client, project, env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if client == "codex":
+        path.write_text('model = "x"\n\n[mcp_servers.other]\ncommand = "other"\n\n[mcp_servers.cwa]\ncommand = "old"\n'
+                        'args = []\n\n[profiles.fast]\nmodel = "y"\n')
+    else:
+        section = "mcpServers" if client == "claude" else "mcp"
+        path.write_text(json.dumps({"keep": True, section: {"other": {"command": "other"}}}))
+    printed = mcp_clients.install(client, project, env, write=False)
+    assert printed["written"] is False and printed["changed"] is True and "mcp" in printed["entry"]
+    assert mcp_clients.install(client, project, env, write=True)["written"] is True
+    assert mcp_clients.install(client, project, env, write=True)["changed"] is False
+    text = path.read_text()
+    if client == "codex":
+        import tomllib
+
+        data = tomllib.loads(text)
+        assert data["model"] == "x" and data["profiles"]["fast"]["model"] == "y"
+        assert data["mcp_servers"]["other"]["command"] == "other"
+        assert data["mcp_servers"]["cwa"] == {"command": sys.executable, "args": ["-m", "cwa", "mcp"]}
+    else:
+        data = json.loads(text)
+        section = data["mcpServers"] if client == "claude" else data["mcp"]
+        assert data["keep"] is True and section["other"] == {"command": "other"}
+        command = section["cwa"]["command"]
+        assert (command if client == "opencode" else [command, *section["cwa"]["args"]]) == mcp_clients.command()
+
+
+def test_a_config_file_that_is_not_json_is_a_typed_error_and_left_alone(tmp_path):
+    from cwa.errors import InvalidRequest
+
+    (tmp_path / ".mcp.json").write_text("{oops")
+    with pytest.raises(InvalidRequest):
+        mcp_clients.install("claude", tmp_path, {"HOME": str(tmp_path)}, write=True)
+    assert (tmp_path / ".mcp.json").read_text() == "{oops"
