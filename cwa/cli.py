@@ -439,7 +439,20 @@ def search_command(ctx, words, relation, scope, project, session_id, limit, as_j
     for key, value in (("query", query), ("relation", relation), ("sessionId", session_id), ("limit", limit)):
         if value is not None:
             params[key] = value
-    _run(ctx, "search", params, as_json, _print_results)
+    found = _run(ctx, "search", params, as_json, _print_results)
+    if not found["results"] and not as_json and scope == "project":
+        _hint_other_projects(ctx, project)
+
+
+def _hint_other_projects(ctx: click.Context, project: str) -> None:
+    """Nothing found in this folder's project: say which projects do hold documents."""
+    with _open(ctx) as archive:
+        held = archive.status({})["projectsHeld"]
+    others = [p for p in held if p["project"] != project]
+    if others and not any(p["project"] == project for p in held):
+        listed = ", ".join(f"{p['project']} ({p['documents']})" for p in others[:5])
+        click.echo(f"(project {project} holds no documents; the archive holds {listed}"
+                   f"{' …' if len(others) > 5 else ''}: search one with --project NAME)", err=True)
 
 
 @archive_command(main, "recall")

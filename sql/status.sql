@@ -57,3 +57,8 @@ SELECT
 
 -- name: live_logical_bytes
 SELECT coalesce(sum(byte_length), 0) FROM documents WHERE state IN ('live', 'superseded');
+
+-- name: projects_held
+-- The projects holding live documents, most first (for a person choosing --project).
+SELECT p.identity, count(*) FROM documents AS d JOIN projects AS p ON p.id = d.project_id
+WHERE d.state = 'live' GROUP BY p.id ORDER BY count(*) DESC, p.identity LIMIT 20;

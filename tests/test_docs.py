@@ -11,7 +11,7 @@ import click
 from conftest import REPO
 from cwa.api import METHODS
 from cwa.cli import main
-from cwa.config import SETTINGS
+from cwa.config import SETTINGS, env_name
 
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"```(?:sh|bash|console)?\n(.*?)```", re.DOTALL)
@@ -62,6 +62,8 @@ def test_every_command_the_docs_show_exists():
 def test_every_setting_is_documented_with_its_default_and_nothing_more():
     text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
     rows = dict(re.findall(r"^\| `([a-zA-Z]+)` \| ([^|]+) \|", text, re.MULTILINE))
+    environment = dict(re.findall(r"^\| `([a-zA-Z]+)` \|[^|]+\|[^|]+\| `(CWA_[A-Z_]+)` \|", text, re.MULTILINE))
+    assert all(environment.get(s.key) == env_name(s.key) for s in SETTINGS), "each key's environment name"
     keys = {s.key for s in SETTINGS}
     assert keys <= set(rows), f"undocumented settings: {sorted(keys - set(rows))}"
     documented_settings = {k for k in rows if k[0].islower() and k not in ("environment", "project", "default")}
@@ -82,3 +84,14 @@ def test_every_method_has_its_section_in_the_contract():
     headed = set(re.findall(r"^## `([a-z-]+)`(?:, `([a-z-]+)`)?", text, re.MULTILINE))
     sections = {name for pair in headed for name in pair if name}
     assert set(METHODS) - sections == set(), f"methods without a section: {sorted(set(METHODS) - sections)}"
+
+
+def test_every_field_of_every_method_is_named_in_its_section():
+    text = (REPO / "docs" / "contract.md").read_text(encoding="utf-8")
+    sections: dict[str, str] = {}
+    for part in re.split(r"^## ", text, flags=re.MULTILINE):
+        for name in re.findall(r"`([a-z-]+)`", part.split("\n", 1)[0]):
+            sections[name] = part
+    missing = [f"{name}.{field}" for name, method in METHODS.items() for field in method.schema.fields
+               if not re.search(rf"(?<![A-Za-z]){re.escape(field)}(?![A-Za-z])", sections.get(name, ""))]
+    assert missing == []
