@@ -95,3 +95,18 @@ def test_every_field_of_every_method_is_named_in_its_section():
     missing = [f"{name}.{field}" for name, method in METHODS.items() for field in method.schema.fields
                if not re.search(rf"(?<![A-Za-z]){re.escape(field)}(?![A-Za-z])", sections.get(name, ""))]
     assert missing == []
+
+
+def test_every_test_the_docs_name_exists():
+    defined = set()
+    for path in (REPO / "tests").glob("test_*.py"):
+        defined |= set(re.findall(r"^def (test_\w+)", path.read_text(encoding="utf-8"), re.MULTILINE))
+        defined.add(path.stem)
+    named = []
+    for document in DOCUMENTS:
+        for name, cut in re.findall(r"\b(test_[a-z0-9_]+)(…)?", document.read_text(encoding="utf-8")):
+            named.append((document.name, name, bool(cut)))
+    assert len(named) >= 40
+    missing = [f"{doc}: {name}" for doc, name, prefix in named
+               if not (any(d.startswith(name) for d in defined) if prefix else name in defined)]
+    assert missing == []
