@@ -110,3 +110,10 @@ def test_every_test_the_docs_name_exists():
     missing = [f"{doc}: {name}" for doc, name, prefix in named
                if not (any(d.startswith(name) for d in defined) if prefix else name in defined)]
     assert missing == []
+
+
+def test_every_contract_section_names_what_shows_it():
+    text = (REPO / "docs" / "contract.md").read_text(encoding="utf-8")
+    sections = re.split(r"^## ", text, flags=re.MULTILINE)[1:]
+    unshown = [s.split("\n", 1)[0] for s in sections if "\nShown by: " not in s]
+    assert unshown == []
