@@ -1193,6 +1193,22 @@ def mcp_install(client: str, write: bool, as_json: bool) -> None:
     click.echo(f"{'updated' if result['written'] else 'already up to date:'} {result['config']}")
 
 
+@main.command("browse")
+@click.option("--port", type=click.IntRange(1, 65535), default=8001, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@click.pass_context
+@handles_errors
+def browse(ctx: click.Context, port: int, open_browser: bool) -> None:
+    """Look at the archive in a browser, read-only (Datasette; pip install 'cwa[browse]').
+
+    Sessions, turns, hints and why, rotations and previews, expiries and bytes, with facets and
+    full-text search; bound to 127.0.0.1 only. Stop it with Ctrl-C. See docs/browse.md.
+    """
+    from cwa.browse import serve
+
+    sys.exit(serve(Path(ctx.obj["db"]), port, open_browser))
+
+
 @main.group("pi")
 def pi_group() -> None:
     """The Pi extension (docs/pi.md): where it is, and its entry in Pi's settings."""

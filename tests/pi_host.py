@@ -1,7 +1,7 @@
 """A real Pi process in RPC mode for tests: a temporary HOME, the test-only faux model
 (tests/pi/faux.ts) and the cwa extension, driven by JSON lines (../shared/PI.md).
 
-Pi 1.6.0 and Node 22 come from the npm registry into REPO/.cache/pi (`.ci/install-pi`).
+Pi 1.6.0 and Node 22 come from the npm registry into REPO/.cache/pi (`.ci/install-tools`).
 """
 
 from __future__ import annotations

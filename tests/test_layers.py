@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("retrieve", ("cwa.retrieve",)),
     ("session", ("cwa.session",)),
     ("api", ("cwa.api", "cwa.contract", "cwa.routing")),
-    ("host", ("cwa.cli", "cwa.serve", "cwa.integrations", "cwa.evidence", "cwa.agent_tools", "cwa.mcp_server", "cwa.demo", "cwa.__main__", "cwa.evaluation")),
+    ("host", ("cwa.cli", "cwa.serve", "cwa.integrations", "cwa.evidence", "cwa.agent_tools", "cwa.mcp_server", "cwa.browse", "cwa.demo", "cwa.__main__", "cwa.evaluation")),
 )
 SOURCES = (("cwa", REPO / "cwa"), ("cwa.evaluation", REPO / "eval" / "retrieval"))
 

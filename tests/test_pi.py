@@ -22,7 +22,7 @@ from pi_host import CWA, FAUX, Pi, children, pi_env, pi_installed, serve_process
 @pytest.fixture(autouse=True, scope="module")
 def pi_present() -> None:
     if not pi_installed():  # a failure, not a skip: these tests are how the extension is checked
-        pytest.fail("Pi 1.6.0 and Node 22 are not installed in .cache/pi: run .ci/install-pi", pytrace=False)
+        pytest.fail("Pi 1.6.0 and Node 22 are not installed in .cache/pi: run .ci/install-tools", pytrace=False)
 
 
 def call(name: str, **arguments) -> str:

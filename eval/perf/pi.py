@@ -2,7 +2,7 @@
 
     python eval/perf/pi.py [--turns 40] [--session-tokens 150000] [--json]
 
-Needs Pi (`.ci/install-pi`). The extension's `context` handler is timed from the moment Pi hands it
+Needs Pi (`.ci/install-tools`). The extension's `context` handler is timed from the moment Pi hands it
 the messages to the moment it returns the provider copy: the `session-context` round trip to the
 `cwa serve` child, JSON on both sides, the engine's work and the rebuild of the copy
 (CWA_PI_TRACE). First the session is grown to `--session-tokens` provider tokens in one epoch
@@ -95,7 +95,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not pi_installed():
-        print("Pi is not installed: run .ci/install-pi", file=sys.stderr)
+        print("Pi is not installed: run .ci/install-tools", file=sys.stderr)
         return 2
     result = run(args.turns, args.session_tokens)
     if args.json:

@@ -1,0 +1,148 @@
+"""`cwa browse`: Datasette on a demo archive, read-only, its canned queries and facets through the
+JSON API, and the pages in a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from cwa.api import Archive
+from cwa.config import load_settings
+from conftest import hermetic_env
+from session_helpers import Transcript
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+@pytest.fixture(scope="module")
+def browsing(tmp_path_factory):
+    root = tmp_path_factory.mktemp("browse")
+    env = hermetic_env(root, root / "archive.db")
+    assert subprocess.run([sys.executable, "-m", "cwa", "demo"], env=env, capture_output=True).returncode == 0
+    with Archive.open(root / "archive.db", settings=load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})) as archive:
+        transcript = Transcript()  # a session the engine worked on: one tool output externalized
+        transcript.user("run the full test suite <script>alert('x')</script>")
+        transcript.tool("\n".join(f"test_case_{n} PASSED in 0.{n % 10}s" for n in range(3000)))
+        transcript.assistant("All green.")
+        archive.call("session-context", {"project": "/work/browse", "sessionId": "engine-session",
+                                         "messages": transcript.messages})
+        archive.call("session-settled", {"project": "/work/browse", "sessionId": "engine-session", "aborted": False})
+        documents = archive.status()["documents"]["total"]
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "cwa", "browse", "--port", str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if _get(f"{base}/archive.json")[0] == 200:
+                break
+        except OSError:
+            pass
+        assert server.poll() is None, server.stdout.read().decode()
+        assert time.monotonic() < deadline, "cwa browse did not answer"
+        time.sleep(0.2)
+    yield base, root, documents
+    server.terminate()
+    server.wait(30)
+
+
+def _rows(base: str, path: str) -> list[dict]:
+    status, body = _get(f"{base}/archive/{path}{'&' if '?' in path else '?'}_shape=array")
+    assert status == 200, body[:500]
+    return json.loads(body)
+
+
+def test_each_canned_query_answers_with_the_rows_expected(browsing):
+    base, _, _ = browsing
+    sessions = {r["session"]: r for r in _rows(base, "sessions_by_date.json")}
+    assert sessions["demo-session-1"]["documents"] == 4 and sessions["demo-session-2"]["parent_session"] == "demo-session-1"
+    turns = _rows(base, "session_turns.json?session=demo-session-1")
+    assert turns[0]["text"].startswith("The retry loop in src/retry.py never gives up")
+    assert turns[0]["exact_text_command"] == f"cwa get {turns[0]['document_id']} --version 1 --text"
+    hints = _rows(base, "hints_shown.json?session=demo-session-2")
+    assert {h["outcome"] for h in hints} == {"continuity-marker", "historical-snippet", "suppress"}
+    assert all(h["why_command"].startswith("cwa why --project 'demo:cwa-sample-project' --session demo-session-2")
+               for h in hints)
+    moved = _rows(base, "rotated_and_externalized.json?session=engine-session")
+    assert [m["action"] for m in moved] == ["preview"] and moved[0]["document_id"].startswith("doc-")
+    due = _rows(base, "documents_due_to_expire.json")
+    assert due and [d["due_at"] for d in due] == sorted(d["due_at"] for d in due)
+    assert {"decision"} & {d["kind"] for d in due} == set()  # durable documents never expire
+    kinds = {(r["kind"], r["state"]): r for r in _rows(base, "bytes_by_kind.json")}
+    assert kinds[("tool-result", "live")]["documents"] == 2 and kinds[("decision", "live")]["bytes"] > 0
+
+
+def test_facets_and_full_text_search(browsing):
+    base, _, documents = browsing
+    status, body = _get(f"{base}/archive/document_overview.json?_facet=kind&_facet=state&_facet=project")
+    facets = json.loads(body)["facet_results"]
+    facets = facets.get("results", facets)  # (the shape of Datasette's facet answer varies by version)
+    kinds = {item["value"]: item["count"] for item in facets["kind"]["results"]}
+    assert sum(kinds.values()) == documents and kinds["decision"] == 1
+    assert {item["value"] for item in facets["project"]["results"]} == {"demo:cwa-sample-project", "/work/browse"}
+    assert _rows(base, "windows.json?_search=retri")  # the BM25F terms are stemmed (retry → retri)
+
+
+def test_the_server_refuses_every_write(browsing):
+    base, root, documents = browsing
+    status, body = _get(f"{base}/archive.json?sql=delete+from+documents")
+    assert status == 400 and b"must be a SELECT" in body
+    request = urllib.request.Request(f"{base}/archive/bytes_by_kind", data=b"kind=x", method="POST")
+    try:
+        code = urllib.request.urlopen(request, timeout=30).status
+    except urllib.error.HTTPError as error:
+        code = error.code
+    assert code >= 400
+    with Archive.open(root / "archive.db") as archive:
+        assert archive.status()["documents"]["total"] == documents
+
+
+def test_archived_text_is_escaped_never_rendered(browsing):
+    base, _, _ = browsing
+    status, page = _get(f"{base}/archive/session_turns?session=engine-session")
+    assert status == 200
+    assert b"&lt;script&gt;alert(" in page and b"<script>alert(" not in page
+
+
+def test_without_an_archive_it_says_so_and_creates_nothing(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "missing" / "archive.db")
+    done = subprocess.run([sys.executable, "-m", "cwa", "browse"], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 3 and b"no archive" in done.stderr and b"Traceback" not in done.stderr
+    assert not (tmp_path / "missing").exists()
+
+
+def test_the_pages_in_headless_chromium(browsing, tmp_path):
+    if CHROMIUM is None:  # .ci/run installs Debian's chromium
+        pytest.fail("chromium is not installed (apt-get install chromium)", pytrace=False)
+    base, _, _ = browsing
+    for name, path in (("session", "session_turns?session=demo-session-1"), ("hints", "hints_shown?session=demo-session-2")):
+        shot = tmp_path / f"{name}.png"
+        subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        f"--user-data-dir={tmp_path / ('profile-' + name)}", "--window-size=1400,1000",
+                        f"--screenshot={shot}", f"{base}/archive/{path}"], capture_output=True, timeout=120)
+        assert shot.exists() and shot.stat().st_size > 20_000, name  # a page, not a blank
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
