@@ -137,3 +137,22 @@ def test_cli_get_text_of_a_root_prints_the_original(tmp_path):
         root = archive.call("checkpoint", {"project": P, "sessionId": "s1", "text": text})["rootId"]
     out = run_cwa(["get", root, "--text"], hermetic_env(tmp_path, db))
     assert out.returncode == 0 and out.stdout == text.encode("utf-8")
+
+
+def test_parts_end_at_a_line_so_a_phrase_at_the_boundary_is_found(archive):
+    from cwa.session.checkpoint import PART_BYTES, split_parts
+
+    line = "compiling module ok\n"
+    head = line * ((PART_BYTES - 10) // len(line))
+    text = head + "x" * (PART_BYTES - 10 - len(head)) + " FAULT-SENTINEL-BOUNDARY-PHRASE here\n" + line * 1000
+    parts = split_parts(text)
+    assert "".join(parts) == text and all(len(p.encode()) <= PART_BYTES for p in parts)
+    assert all(p.endswith((" ", "\n")) for p in parts[:-1])  # never inside a word
+    assert any("FAULT-SENTINEL-BOUNDARY-PHRASE" in p for p in parts)
+    done = archive.call("checkpoint", {"project": "/work/p", "sessionId": "s", "text": text})
+    assert archive.get({"documentId": done["rootId"]})["text"] == text
+    found = archive.call("search", {"project": "/work/p", "query": '"FAULT-SENTINEL-BOUNDARY-PHRASE"',
+                                    "semanticPolicy": "never"})["results"]
+    assert found and found[0]["matchType"] == "exact-quoted"
+    # one endless line has no place to cut: the limit still holds
+    assert all(len(p.encode()) <= PART_BYTES for p in split_parts("é" * (PART_BYTES // 2 + 7)))

@@ -37,6 +37,7 @@ from cwa.store.sqlfiles import queries
 from cwa.tokens import estimate_tokens, fit_around
 
 PART_BYTES = 1 << 20
+CUT_SEARCH_BYTES = 16 << 10  # how far back from a part's limit a line or word end is looked for
 PREVIEW_TOKENS = 800
 HEAD_SHARE = 0.7
 CATALOG_TOKENS = 1000
@@ -47,11 +48,20 @@ HEADER_TOKENS = estimate_tokens(f"{CATALOG_HEADER} {'f' * 16}]\n")
 
 
 def split_parts(text: str, part_bytes: int = PART_BYTES) -> list[str]:
-    """Consecutive pieces of at most `part_bytes` UTF-8 bytes, never cutting a character."""
+    """Consecutive pieces of at most `part_bytes` UTF-8 bytes, never cutting a character, and cut
+    after a line (else a word) when one ends within the last CUT_SEARCH_BYTES: a part is indexed
+    on its own, so a phrase cut in two could not be found."""
     data = text.encode("utf-8")
     parts, start = [], 0
     while start < len(data):
         end = min(len(data), start + part_bytes)
+        if end < len(data):
+            floor = max(start + 1, end - CUT_SEARCH_BYTES)
+            for separator in (b"\n", b" ", b"\t"):
+                at = data.rfind(separator, floor, end)
+                if at >= 0:
+                    end = at + 1
+                    break
         while end < len(data) and (data[end] & 0xC0) == 0x80:  # inside a character: back off
             end -= 1
         parts.append(data[start:end].decode("utf-8"))
