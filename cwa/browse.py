@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -118,10 +119,32 @@ def serve(archive: Path, port: int, open_browser: bool) -> int:
         # files, which Datasette's read-only connections need (they may not create them)
         holder = open_connection(archive)
         try:
-            return subprocess.call(args)
+            return _run_until_stopped(args)
         finally:
             holder.close()
-    except KeyboardInterrupt:
-        return 0
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_until_stopped(args: list[str]) -> int:
+    """Run Datasette; a signal that stops `cwa browse` (Ctrl-C, SIGTERM, SIGHUP) stops it too, so
+    no server outlives the command."""
+    child = subprocess.Popen(args)
+
+    def forward(signum: int, _frame: Any) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {number: signal.signal(number, forward) for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    try:
+        code = child.wait()
+        return 0 if code in (-signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP) else code
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
