@@ -23,7 +23,8 @@ import orjson
 from cwa import __version__, config, limits, model_variants
 from cwa.api import METHODS, Archive, method_named
 from cwa.contract import parse_json_body
-from cwa.errors import CwaError, Internal, InvalidRequest, StorageUnavailable
+from cwa.errors import CwaError, Internal, InvalidRequest
+from cwa.file_writes import write_atomically
 from cwa.input_files import read_file, read_stream
 from cwa.retrieve import render
 from cwa.retrieve.scope import SCOPES
@@ -1089,17 +1090,6 @@ def doctor(ctx, repair, sample, as_json) -> None:
         sys.exit(1)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` whole or not at all (a temporary file renamed over it)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise StorageUnavailable(f"cannot write {path}: {exc.strerror}", path=str(path)) from exc
-
-
 @main.group("evidence", invoke_without_command=True)
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), help="Write the record here [default: stdout].")
 @click.option("--no-gates", is_flag=True, help="Leave out the hint-quality gates (they take a few seconds).")
@@ -1127,7 +1117,7 @@ def evidence_group(ctx: click.Context, out: Path | None, no_gates: bool) -> None
     if out is None:
         click.echo(text)
     else:
-        _write_atomically(out, text + "\n")
+        write_atomically(out, (text + "\n").encode("utf-8"))
         click.echo(f"evidence written to {out}: {'passed' if record['passed'] else 'a check FAILED'}", err=True)
     if not record["passed"]:
         sys.exit(1)

@@ -1,6 +1,6 @@
 """`cwa mcp install claude|codex|opencode [--write]`: the entry that starts `cwa mcp` in an MCP
 client's configuration, printed, or merged into the file idempotently (every other entry and key
-kept, the file replaced atomically).
+kept, the file replaced atomically: cwa/file_writes.py).
 
 - claude: the project's `.mcp.json` (Claude Code's project scope), `mcpServers.cwa`
 - codex: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), table `[mcp_servers.cwa]`
@@ -13,14 +13,13 @@ the environment cwa was installed into.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 from cwa.errors import InvalidRequest, StorageUnavailable
+from cwa.file_writes import write_atomically
 
 CLIENTS = ("claude", "codex", "opencode")
 NAME = "cwa"
@@ -57,23 +56,6 @@ def _read(path: Path) -> str:
         return ""
     except (OSError, UnicodeDecodeError) as exc:
         raise StorageUnavailable(f"cannot read {path}: {exc}", path=str(path)) from exc
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise StorageUnavailable(f"cannot write {path}: {exc.strerror}", path=str(path)) from exc
 
 
 def _merge_json(path: Path, text: str, section: str, value: dict[str, Any]) -> str:
@@ -114,6 +96,6 @@ def install(client: str, project: Path, env: Mapping[str, str], write: bool) -> 
         after = json.dumps(data, indent=2) + "\n"
     changed = after != before
     if write and changed:
-        _write(path, after)
+        write_atomically(path, after.encode("utf-8"))
     return {"client": client, "config": str(path), "entry": entry_text(client), "changed": changed,
             "written": write and changed}

@@ -7,8 +7,6 @@ file atomically, so a failure leaves the old file whole.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
@@ -17,6 +15,7 @@ import orjson
 
 from cwa.config import pi_settings_path
 from cwa.errors import InvalidRequest, StorageUnavailable
+from cwa.file_writes import write_atomically
 
 EXTENSION_SUFFIX = ("integrations", "pi", "extension.ts")
 
@@ -55,23 +54,6 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".settings.", dir=path.parent)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise StorageUnavailable(f"cannot write {path}: {exc.strerror}", path=str(path)) from exc
-
-
 def install(project: Path | None, env: Mapping[str, str]) -> dict[str, Any]:
     """Name this installation's extension in the settings' `extensions` list (replacing the entry
     of another cwa installation, if any)."""
@@ -83,7 +65,7 @@ def install(project: Path | None, env: Mapping[str, str]) -> dict[str, Any]:
     if wanted not in kept:
         kept.append(wanted)
     if changed:
-        _write(path, {**data, "extensions": kept})
+        write_atomically(path, orjson.dumps({**data, "extensions": kept}, option=orjson.OPT_INDENT_2) + b"\n")
     return {"settings": str(path), "extension": wanted, "changed": changed, "installed": True}
 
 
@@ -95,5 +77,5 @@ def uninstall(project: Path | None, env: Mapping[str, str]) -> dict[str, Any]:
     kept = [e for e in entries if not _is_cwa_extension(e)]
     changed = kept != entries
     if changed:
-        _write(path, {**data, "extensions": kept})
+        write_atomically(path, orjson.dumps({**data, "extensions": kept}, option=orjson.OPT_INDENT_2) + b"\n")
     return {"settings": str(path), "extension": str(extension_path()), "changed": changed, "installed": False}
