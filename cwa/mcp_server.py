@@ -11,7 +11,9 @@ result with `isError` and the typed error code, never as a crash.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import threading
 import uuid
 from typing import Any, Callable, Mapping
@@ -48,48 +50,32 @@ def run_tool(call: Callable[[str, Any], dict[str, Any]], scope: agent_tools.Scop
         return f"cwa {error.code}: {error.message}", {"error": error.to_json()}, True
 
 
+# JSON Schema keywords → the contract's `reason` codes (docs/contract.md)
+_REASONS = {"additionalProperties": "unknown-field", "type": "wrong-type", "enum": "not-allowed",
+            "required": "missing", "minimum": "out-of-range", "maximum": "out-of-range",
+            "minLength": "out-of-range", "maxLength": "out-of-range", "minItems": "out-of-range",
+            "maxItems": "out-of-range"}
+
+
+@functools.cache
+def _validator(name: str):
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(routing.guidance()["tools"][name]["parameters"])
+
+
 def _check_arguments(name: str, arguments: dict[str, Any]) -> None:
-    """The tool's JSON Schema, as the Pi host enforces it: known fields, types, bounds, enums."""
-    schema = routing.guidance()["tools"][name]["parameters"]
-    properties = schema.get("properties", {})
-    for key, value in arguments.items():
-        spec = properties.get(key)
-        if spec is None:
-            raise InvalidRequest(f"unknown argument {key[:64]}", field=key, reason="unknown-field",
-                                 allowed=sorted(properties))
-        _check_value(key, spec, value)
-    for key in schema.get("required", []):
-        if key not in arguments:
-            raise InvalidRequest(f"{key} is required", field=key, reason="missing")
+    """The tool's JSON Schema (the one the Pi host enforces), as a typed `invalid-request`."""
+    from jsonschema.exceptions import best_match
 
-
-def _check_value(path: str, spec: dict[str, Any], value: Any) -> None:
-    kind = spec.get("type")
-    checks = {"string": lambda v: isinstance(v, str), "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "array": lambda v: isinstance(v, list), "object": lambda v: isinstance(v, dict)}
-    if kind in checks and not checks[kind](value):
-        raise InvalidRequest(f"{path} must be of type {kind}", field=path, reason="wrong-type")
-    if "enum" in spec and value not in spec["enum"]:
-        raise InvalidRequest(f"{path} must be one of {', '.join(spec['enum'])}", field=path, reason="not-allowed",
-                             allowed=spec["enum"])
-    if kind == "string" and not spec.get("minLength", 0) <= len(value) <= spec.get("maxLength", 1 << 30):
-        raise InvalidRequest(f"{path} has a length out of range", field=path, reason="out-of-range")
-    if kind == "integer" and not spec.get("minimum", -(1 << 62)) <= value <= spec.get("maximum", 1 << 62):
-        raise InvalidRequest(f"{path} is out of range", field=path, reason="out-of-range",
-                             minimum=spec.get("minimum"), maximum=spec.get("maximum"))
-    if kind == "array":
-        if not spec.get("minItems", 0) <= len(value) <= spec.get("maxItems", 1 << 30):
-            raise InvalidRequest(f"{path} has a number of items out of range", field=path, reason="out-of-range")
-        for number, item in enumerate(value):
-            _check_value(f"{path}[{number}]", spec.get("items", {}), item)
-    if kind == "object" and "properties" in spec:
-        for key, item in value.items():
-            if key not in spec["properties"]:
-                raise InvalidRequest(f"unknown field {path}.{key[:64]}", field=f"{path}.{key}", reason="unknown-field")
-            _check_value(f"{path}.{key}", spec["properties"][key], item)
-        for key in spec.get("required", []):
-            if key not in value:
-                raise InvalidRequest(f"{path}.{key} is required", field=f"{path}.{key}", reason="missing")
+    error = best_match(_validator(name).iter_errors(arguments))
+    if error is None:
+        return
+    path = ".".join(str(part) for part in error.absolute_path)
+    named = re.search(r"'([^']{1,64})'", error.message) if error.validator in ("required", "additionalProperties") else None
+    field = ".".join(part for part in (path, named.group(1) if named else "") if part) or "arguments"
+    raise InvalidRequest(f"{field}: {error.message[:200]}", field=field,
+                         reason=_REASONS.get(error.validator, "invalid"))
 
 
 def build_server(archive: Archive, scope: agent_tools.Scope):
