@@ -60,11 +60,9 @@ QUERIES = {
 def metadata() -> dict[str, Any]:
     """Datasette's metadata for an archive: titles, descriptions, facets, FTS, canned queries."""
     named = queries("browse")
-    tables: dict[str, Any] = {name: {"title": title, "description_html": None, "description": text,
+    tables: dict[str, Any] = {name: {"title": title, "description": text,
                                      **({"facets": FACETS[name]} if name in FACETS else {})}
                               for name, (title, text) in VIEWS.items()}
-    for table in tables.values():
-        table.pop("description_html")
     for hidden in ("window_vectors", "window_vectors_chunks", "window_vectors_rowids", "window_vectors_vector_chunks00",
                    "window_vectors_info"):
         tables[hidden] = {"hidden": True}

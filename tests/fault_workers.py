@@ -59,33 +59,50 @@ def write_for(db: str, writer: int, seconds: float) -> dict[str, Any]:
     return {"acknowledged": acknowledged, "errors": errors}
 
 
+def _read_loop(keep_going: Callable[[], bool], step: Callable[[int], None]) -> tuple[int, list[str], float]:
+    """Run `step(number)` while `keep_going()`: the steps that succeeded, the typed errors of the
+    others, the longest single step (seconds)."""
+    from cwa.errors import CwaError
+
+    done, errors, longest, number = 0, [], 0.0, 0
+    while keep_going():
+        started = time.monotonic()
+        try:
+            step(number)
+            done += 1
+        except CwaError as error:
+            errors.append(f"step {number}: {error.code}: {error.message}")
+        longest = max(longest, time.monotonic() - started)
+        number += 1
+    return done, errors, longest
+
+
+def _search_then_recall(archive, query: str) -> None:
+    found = archive.call("search", {"project": PROJECT, "query": query, "semanticPolicy": "never"})
+    if found["results"]:
+        archive.call("recall", {"project": PROJECT, "locator": found["results"][0]["locator"]})
+
+
 def read_for(db: str, reader: int, seconds: float) -> dict[str, Any]:
     """Search, preflight, recall and gather in turn for `seconds`: operations, errors, the
     longest single operation."""
-    from cwa.errors import CwaError
-
     archive = _open(db)
-    ops, errors, longest, number = 0, [], 0.0, 0
+
+    def step(number: int) -> None:
+        kind = number % 4
+        if kind == 0:
+            archive.call("search", {"project": PROJECT, "query": f"retry budget service {number % 5}",
+                                    "semanticPolicy": "never"})
+        elif kind == 1:
+            archive.call("preflight", {"project": PROJECT, "sessionId": f"reader-{reader}",
+                                       "messageKey": f"r{reader}-{number}", "text": "what was the retry budget again?"})
+        elif kind == 2:
+            _search_then_recall(archive, f"retry budget service {number % 5}")
+        else:
+            archive.call("gather", {"project": PROJECT, "query": "retry budget", "maxTokens": 800})
+
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        kind = ("search", "preflight", "recall", "gather")[number % 4]
-        started = time.monotonic()
-        try:
-            if kind == "search" or kind == "recall":
-                found = archive.call("search", {"project": PROJECT, "query": f"retry budget service {number % 5}",
-                                                "semanticPolicy": "never"})
-                if kind == "recall" and found["results"]:
-                    archive.call("recall", {"project": PROJECT, "locator": found["results"][0]["locator"]})
-            elif kind == "preflight":
-                archive.call("preflight", {"project": PROJECT, "sessionId": f"reader-{reader}",
-                                           "messageKey": f"r{reader}-{number}", "text": "what was the retry budget again?"})
-            else:
-                archive.call("gather", {"project": PROJECT, "query": "retry budget", "maxTokens": 800})
-            ops += 1
-        except CwaError as error:
-            errors.append(f"{kind}: {error.code}: {error.message}")
-        longest = max(longest, time.monotonic() - started)
-        number += 1
+    ops, errors, longest = _read_loop(lambda: time.monotonic() < deadline, step)
     archive.close()
     return {"ops": ops, "errors": errors, "longest": longest}
 
@@ -105,8 +122,10 @@ def seed(db: str, documents: int, words: int = 200) -> None:
 
 
 def verify(db: str, acknowledged: list[tuple[str, str]]) -> dict[str, Any]:
-    """Integrity check, every acknowledged document present with its exact text digest, no
-    duplicates, no partial (rootless) checkpoint visible."""
+    """Integrity check, every acknowledged document present with its exact text digest, and the
+    live turns (to compare with what was acknowledged: nothing lost or stored twice)."""
+    from cwa.errors import CwaError
+
     checked = integrity(db)
     archive = _open(db)
     conn = archive.conn
@@ -114,28 +133,14 @@ def verify(db: str, acknowledged: list[tuple[str, str]]) -> dict[str, Any]:
     for document_id, digest in acknowledged:
         try:
             text = archive.get({"documentId": document_id})["text"]
-        except Exception:
+        except CwaError:
             missing.append(document_id)
             continue
         if blake3.blake3(text.encode()).hexdigest() != digest:
             wrong.append(document_id)
     live = conn.execute("SELECT count(*) FROM documents WHERE state = 'live' AND kind = 'turn'").fetchone()[0]
-    orphans_indexed = conn.execute(
-        "SELECT count(*) FROM documents d WHERE kind = 'checkpoint-part' AND index_generation IS NOT NULL "
-        "AND NOT EXISTS (SELECT 1 FROM checkpoint_parts c WHERE c.part_row = d.id)").fetchone()[0]
     archive.close()
-    return {"integrity": checked, "missing": missing, "wrong": wrong, "liveTurns": live,
-            "orphanParts": orphan_count_safe(db), "orphansIndexed": orphans_indexed}
-
-
-def orphan_count_safe(db: str) -> int:
-    from cwa.store.checkpoint_parts import orphan_count
-
-    archive = _open(db)
-    try:
-        return orphan_count(archive.conn)
-    finally:
-        archive.close()
+    return {"integrity": checked, "missing": missing, "wrong": wrong, "liveTurns": live}
 
 
 def rebuilds_started(db: str) -> int:
@@ -375,30 +380,20 @@ def rebuild_kills(folder: Path, env: dict[str, str], kills: int, rng, documents:
 
 def reads_during(db: str, env: dict[str, str], args: list[str], started: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Run `cwa ARGS` and, while it runs, search, recall and preflight in turn from this process:
-    how many reads, errors, and the longest single read (seconds)."""
-    from cwa.errors import CwaError
-
+    how many read rounds, errors, and the longest round."""
     archive = _open(db)
     process = cwa(args, env)
     deadline = time.monotonic() + 120
     while started is not None and not started() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    reads, errors, longest, number = 0, [], 0.0, 0
     began = time.monotonic()
-    while process.poll() is None:
-        moment = time.monotonic()
-        try:
-            found = archive.call("search", {"project": PROJECT, "query": f"retry budget {number % 300}",
-                                            "semanticPolicy": "never"})
-            if found["results"]:
-                archive.call("recall", {"project": PROJECT, "locator": found["results"][0]["locator"]})
-            archive.call("preflight", {"project": PROJECT, "sessionId": "soak-reader", "messageKey": f"m{number}-{began}",
-                                       "text": f"what was the retry budget {number % 300}?"})
-            reads += 1
-        except CwaError as error:
-            errors.append(f"{error.code}: {error.message}")
-        longest = max(longest, time.monotonic() - moment)
-        number += 1
+
+    def step(number: int) -> None:
+        _search_then_recall(archive, f"retry budget {number % 300}")
+        archive.call("preflight", {"project": PROJECT, "sessionId": "soak-reader", "messageKey": f"m{number}-{began}",
+                                   "text": f"what was the retry budget {number % 300}?"})
+
+    reads, errors, longest = _read_loop(lambda: process.poll() is None, step)
     archive.close()
     return {"command": " ".join(args), "seconds": round(time.monotonic() - began, 2), "exit": process.returncode,
             "readRounds": reads, "errors": errors, "longestReadRoundMs": round(longest * 1000, 1)}
