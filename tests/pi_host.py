@@ -152,7 +152,7 @@ class Pi:
 
 
 def children(pid: int) -> list[int]:
-    """Direct child processes of `pid` (from /proc)."""
+    """Direct child processes of `pid` (from /proc); the browse tests use it too."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():

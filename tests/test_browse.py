@@ -18,21 +18,10 @@ import pytest
 from cwa.api import Archive
 from cwa.config import load_settings
 from conftest import hermetic_env
+from pi_host import children
 from session_helpers import Transcript
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
 
 
 def _free_port() -> int:
@@ -78,14 +67,14 @@ def browsing(tmp_path_factory):
         assert time.monotonic() < deadline, "cwa browse did not answer"
         time.sleep(0.2)
     yield base, root, documents
-    children = _children(server.pid)
-    assert children, "cwa browse runs Datasette as its child"
+    datasette = children(server.pid)
+    assert datasette, "cwa browse runs Datasette as its child"
     server.terminate()  # as a service manager stops it: SIGTERM to cwa browse alone
     assert server.wait(30) == 0
     deadline = time.monotonic() + 10
-    while any(Path(f"/proc/{pid}").exists() for pid in children) and time.monotonic() < deadline:
+    while any(Path(f"/proc/{pid}").exists() for pid in datasette) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(Path(f"/proc/{pid}").exists() for pid in children), "Datasette outlived cwa browse"
+    assert not any(Path(f"/proc/{pid}").exists() for pid in datasette), "Datasette outlived cwa browse"
 
 
 def _rows(base: str, path: str) -> list[dict]:

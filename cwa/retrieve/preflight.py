@@ -33,7 +33,7 @@ from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import frequencies, make_context
 from cwa.retrieve.search import find_candidates
 from cwa.store import exposure_ledger, hint_ledger
-from cwa.store.connection import brief_wait, write_transaction
+from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait, write_transaction
 from cwa.store.sessions import ensure_project, ensure_session
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
@@ -176,7 +176,7 @@ def _replay(conn: apsw.Connection, session: int, key: str, frozen: hint_ledger.F
         try:
             with brief_wait(conn), write_transaction(conn):
                 hint_ledger.touch_active(conn, session, [key], now)
-        except (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError):
+        except BOOKKEEPING_SKIPPED:
             pass  # bookkeeping never costs a replay
     stored = frozen.response
     return {"modelVisibleText": frozen.text, **stored, "diagnostics": {**stored["diagnostics"], "frozen": True}}

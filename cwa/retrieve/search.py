@@ -31,6 +31,7 @@ from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.semantic import semantic_candidates
 from cwa.retrieve.summary import document_summary
 from cwa.retrieve.windows import Ranking, WindowRow, best_admissible, distinct_candidates, window_candidate, window_evidence
+from cwa.store.connection import BOOKKEEPING_SKIPPED
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
 from cwa.store.reads import message_at, message_by_ordinal, read_bytes
 from cwa.store.secret import archive_secret
@@ -581,7 +582,7 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
             lease_id, expires = grant_lease(
                 conn, chosen[0][1]["projectRow"], [s["row"] for _, s, _ in chosen], ctx.now, lease_seconds
             )
-        except (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError):
+        except BOOKKEEPING_SKIPPED:
             pass  # results without protection beat no results: their locators carry no lease
     secret = archive_secret(conn)
     share = max(SNIPPET_MIN_TOKENS, min(SNIPPET_MAX_TOKENS, budget // max(1, len(chosen)))) if budget else SNIPPET_MIN_TOKENS

@@ -180,6 +180,8 @@ def write_transaction(conn: apsw.Connection) -> Iterator[None]:
 
 
 BRIEF_WAIT_MS = 250  # the most a read waits for its own bookkeeping write (a lease, a feedback row)
+# What a read's optional bookkeeping write may meet and skip: a long writer, a read-only file, a full disk
+BOOKKEEPING_SKIPPED = (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError)
 
 
 def wait_for_lock(conn: apsw.Connection, milliseconds: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import apsw
 
-from cwa.store.connection import brief_wait
+from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait
 from cwa.store.sqlfiles import queries
 
 
@@ -14,5 +14,5 @@ def record(conn: apsw.Connection, document_row: int, now: str, lease_id: str | N
     try:
         with brief_wait(conn):
             conn.execute(queries("ranking")["record_recall"], (document_row, now, lease_id))
-    except (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError):
+    except BOOKKEEPING_SKIPPED:
         pass
