@@ -177,3 +177,15 @@ SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'retention_backfill
 
 -- name: backfill_done
 DELETE FROM meta WHERE key = 'retention_backfill';
+
+-- name: indexed_successor
+-- The document just after the given one in its session (creation order, then row), when it has
+-- windows: its lexical context may hold the given document's terms (cwa/index/lexical.py).
+SELECT n.id FROM documents AS d
+JOIN documents AS n ON n.id = (
+  SELECT q.id FROM documents AS q
+  WHERE q.session_id = d.session_id
+    AND (q.created_at > d.created_at OR q.created_at = d.created_at AND q.id > d.id)
+    AND q.state IN ('live', 'superseded')
+  ORDER BY q.created_at, q.id LIMIT 1)
+WHERE d.id = ? AND EXISTS (SELECT 1 FROM windows AS w WHERE w.document_row = n.id);

@@ -32,7 +32,7 @@ def test_a_healthy_archive_passes_every_check(archive, tmp_path):
 
 def test_lost_derived_rows_are_found_and_repaired_in_batches(archive, tmp_path):
     admitted = archive.admit(turn("the flaky upload test fails with ETIMEDOUT"))
-    archive.admit(turn("release notes for version 2"))
+    archive.admit(turn("release notes for version 2", session="s2"))  # no context from the first
     archive.conn.execute("DELETE FROM anchors")
     archive.conn.execute("DELETE FROM windows WHERE document_row = (SELECT id FROM documents WHERE document_id = ?)",
                          (admitted["documentId"],))

@@ -421,3 +421,14 @@ def test_a_postponed_entry_does_not_hide_work_still_due(archive, clock):
     second = archive.call("maintain", {"limit": 2})
     assert second["expired"] == 1 and second["more"] is False
     assert [state(archive, d) for d in ids] == ["live", "expired", "expired"]
+
+
+def test_a_gone_document_stays_unfindable_through_the_next_one_s_context(archive, clock):
+    tool = admit(archive, "zanzibar quartz ledger: 3 entries reconciled", kind="tool-result", role="toolResult")
+    reply = admit(archive, "All of them balance now.", role="assistant")
+    assert found(archive, "zanzibar quartz") == {tool, reply}  # the reply through its context field
+    clock.at(15)  # the tool result's class expires; the reply's does not
+    maintain_all(archive)
+    assert state(archive, tool) == "expired" and state(archive, reply) == "live"
+    assert found(archive, "zanzibar quartz") == set()  # the purge indexed the reply again
+    assert found(archive, "balance") == {reply}

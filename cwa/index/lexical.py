@@ -8,29 +8,45 @@ window's terms go to one FTS5 column per field, and `bm25()` column weights make
     user  2.0  other user text
     assistant 1.5
     body  1.0  tool output and every other role
+    context 0.3  the last CONTEXT_TERMS terms of the message just before the window
 
 A document with no message-role structure lands entirely in `body`, whose weight 1.0 makes its
 score exactly unweighted BM25.
+
+The context field lets a turn be found by the words around it: a reply by the question it
+answers. It is the message before the window's first message in the same document, or, for a
+document's first window, the last message of the previous conversational document of its session
+(creation order, then row). Context terms are indexed only: the window's bytes, its recalled text,
+its exact anchors and its matched terms stay its own, and context terms carry a mark
+(cwa/index/terms.py) so a term's document frequency counts only the windows holding it as text. When that previous document leaves every
+mode, the purge indexes the next one again (cwa/store/purge.py), so no term of a gone document
+stays findable through its neighbour.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import apsw
 import blake3
+import orjson
 
 from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
-from cwa.index.terms import term_starts
+from cwa.index.terms import context_term, term_starts, terms
 from cwa.store.derived import HandlerResult, IndexTarget
+from cwa.store.reads import read_bytes
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import CUES
 
 WINDOW_TERMS = 200
 MAX_TERMS_PER_DOCUMENT = 1_200_000  # the lexical work budget of one document
-COLUMNS = ("title", "user", "assistant", "body")
-WEIGHTS = {"title": 3.0, "user": 2.0, "assistant": 1.5, "body": 1.0}
+COLUMNS = ("title", "user", "assistant", "body", "context")
+WEIGHTS = {"title": 3.0, "user": 2.0, "assistant": 1.5, "body": 1.0, "context": 0.3}
+CONTEXT_TERMS = 32
+CONTEXT_KINDS = ("turn", "tool-result", "preamble")  # conversational documents chain their context
 
 
 @dataclass
@@ -43,7 +59,8 @@ class Window:
 
     @property
     def term_count(self) -> int:
-        return sum(len(v) for v in self.columns.values())
+        """The window's own terms (its context is not its text)."""
+        return sum(len(v) for c, v in self.columns.items() if c != "context")
 
 
 def _column(role: str, cues: dict[str, float], kind: str) -> str:
@@ -61,9 +78,11 @@ def plan_windows(
     windows: list[Window] = []
     current: Window | None = None
     spent = 0
+    before: list[str] = []  # the previous message's last terms: a new window's context
     for ordinal, (message, view, cues) in enumerate(zip(document.messages, views, cue_scores)):
         column = _column(message.role, cues, kind)
         found = term_starts(view.text)
+        context, before = before, context_terms(term for term, _ in found)
         if spent + len(found) > budget:
             found = found[: max(0, budget - spent)]
             truncated = True
@@ -73,6 +92,7 @@ def plan_windows(
         if len(found) <= WINDOW_TERMS and not truncated:
             if current is None or current.term_count + len(found) > WINDOW_TERMS:
                 current = Window(message.start, message.end, ordinal, ordinal)
+                current.columns["context"].extend(context)
                 windows.append(current)
             current.end, current.last_message = message.end, ordinal
             current.columns[column].extend(term for term, _ in found)
@@ -91,11 +111,33 @@ def plan_windows(
             else:
                 slice_end = message.end
             window = Window(slice_start, slice_end, ordinal, ordinal)
+            if first == 0:
+                window.columns["context"].extend(context)
             window.columns[column].extend(term for term, _ in piece)
             windows.append(window)
         if truncated:
             return windows, True
     return windows, False
+
+
+def context_terms(found: Iterable[str]) -> list[str]:
+    """The distinct terms among the last CONTEXT_TERMS of a message (where a question usually
+    ends), marked as context."""
+    return [context_term(t) for t in dict.fromkeys(deque(found, maxlen=CONTEXT_TERMS))]
+
+
+def previous_context(conn: apsw.Connection, kind: str, document_row: int) -> list[str]:
+    """The context of a document's first window: the last terms of the previous conversational
+    document's last message in its session (none for other kinds)."""
+    if kind not in CONTEXT_KINDS:
+        return []
+    found = conn.execute(queries("index")["previous_in_session"], {"row": document_row,
+                                                                   "kinds": orjson.dumps(CONTEXT_KINDS).decode()}).fetchone()
+    if found is None:
+        return []
+    row, start, end = found
+    data, _ = read_bytes(conn, row, start, end)
+    return context_terms(terms(data.decode("utf-8", errors="ignore")))
 
 
 class LexicalHandler:
@@ -109,6 +151,8 @@ class LexicalHandler:
         prepared = target.prepared.get(self.name)
         windows, cut = prepared if prepared is not None else plan_windows(target.kind, target.document)
         data = target.document.text
+        if windows and not windows[0].columns["context"]:
+            windows[0].columns["context"] = previous_context(conn, target.kind, target.document_row)
         for ordinal, window in enumerate(windows):
             conn.execute(
                 sql["insert_window"],

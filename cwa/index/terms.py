@@ -20,6 +20,10 @@ from cwa.index.porter import stem
 
 MAX_QUERY_TERMS = 20
 MAX_TERM_CHARS = 64
+# Marks a term indexed as a window's context (cwa/index/lexical.py). `\w` never matches it, so a
+# marked term is never a term of text: its document frequency is the context's own, and the
+# window's own terms keep theirs.
+CONTEXT_MARK = "\u00b7"
 
 STOP_WORDS = frozenset(
     """a an and are as at be been but by do does did for from had has have he her his i if in
@@ -106,3 +110,12 @@ def query_terms(text: str) -> list[str]:
 def fts_phrase(term: str) -> str:
     """A term as an FTS5 string literal."""
     return '"' + term.replace('"', '""') + '"'
+
+
+def context_term(term: str) -> str:
+    return CONTEXT_MARK + term
+
+
+def fts_term_or_context(term: str) -> str:
+    """An FTS5 expression matching a term in a window's own fields or in its context field."""
+    return f"({fts_phrase(term)} OR {fts_phrase(context_term(term))})"

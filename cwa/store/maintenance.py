@@ -49,7 +49,7 @@ def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], 
     while purged < limit:  # in small transactions: a waiting request never waits for a whole pass
         wanted = min(PURGE_BATCH, limit - purged)
         with write_transaction(conn):
-            batch = purge.purge(conn, wanted)
+            batch = purge.purge(conn, wanted, handlers, now)
         purged += batch
         if batch < wanted:  # the queue ran dry
             break

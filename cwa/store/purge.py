@@ -5,21 +5,29 @@ rows, anchors, structural cues, index outcomes), recall feedback and hint exposu
 document shares; embeddings whose window content no longer exists anywhere. The `documents` row
 and its message coordinates stay (no text): enough to answer recall with `expired` (or `missing`
 for a redacted one), and to keep ids stable. A redacted document also loses its metadata.
+
+The next document of its session may hold some of its terms as lexical context
+(cwa/index/lexical.py): given the index `handlers`, that document is indexed again, so no term of
+the gone document stays findable through it.
 """
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import apsw
 
-from cwa.store.derived import drop_derived
+from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
 from cwa.store.sqlfiles import queries
 
 
-def purge(conn: apsw.Connection, limit: int) -> int:
+def purge(conn: apsw.Connection, limit: int, handlers: Sequence[IndexHandler] = (), now: str = "") -> int:
     """Purge at most `limit` queued documents (inside the caller's transaction)."""
     sql = queries("lifecycle")
     queued = conn.execute(sql["next_purges"], {"limit": limit}).fetchall()
+    successors: set[int] = set()
     for row, reason in queued:
+        successors.update(r for r, in conn.execute(sql["indexed_successor"], (row,)))
         for content_hash in drop_derived(conn, row):
             _forget_embedding(conn, content_hash)
         conn.execute(sql["delete_feedback_of"], (row,))
@@ -31,7 +39,24 @@ def purge(conn: apsw.Connection, limit: int) -> int:
         if reason == "redacted":
             conn.execute(sql["forget_metadata"], (row,))
         conn.execute(sql["done_purge"], (row,))
+    if handlers and successors:
+        _reindex(conn, handlers, now, sorted(successors))
     return len(queued)
+
+
+def _reindex(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, rows: list[int]) -> None:
+    """Index again the documents whose lexical context came from a purged one."""
+    admission, index = queries("admission"), queries("index")
+    conn.execute(admission["insert_generation"], ("rebuild", now))
+    generation = conn.last_insert_rowid()
+    for row in rows:
+        found = conn.execute(index["indexable_document"], (row,)).fetchone()
+        if found is None:  # gone too (a session purged together)
+            continue
+        drop_derived(conn, row)
+        run_handlers(conn, handlers, generation, load_target(conn, row, found[0], found[1]))
+        conn.execute(index["set_generation"], (generation, row))
+    conn.execute(admission["finish_generation"], (now, generation))
 
 
 def _forget_embedding(conn: apsw.Connection, content_hash: str) -> None:
