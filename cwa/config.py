@@ -161,6 +161,15 @@ SETTINGS: tuple[Setting, ...] = (
         "folder with a cross-encoder's model.onnx and tokenizer.json (default: the models folder)",
         user_global_only=True,
     ),
+    Setting("ranker", "learned", _one_of("learned", "fused"),
+            "order of search's lexical/semantic tier: the learned ranker, or the earlier rank fusion"),
+    Setting(
+        "rankerPath",
+        "",
+        _optional_absolute_path,
+        "ranker weights to use instead of the shipped ones (eval/retrieval/train_ranker.py writes them)",
+        user_global_only=True,
+    ),
     Setting(
         "neighborCredit",
         0.0,

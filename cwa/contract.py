@@ -351,6 +351,7 @@ GET = Obj(
 STATUS = Obj({"project": Field(Str(1, limits.MAX_PROJECT_CHARS)), "archive": Field(Bool())})
 
 SEMANTIC_POLICIES = ("auto", "always", "never")
+RANKERS = ("learned", "fused")
 
 SEARCH = Obj(
     {
@@ -369,6 +370,8 @@ SEARCH = Obj(
         "semanticPolicy": Field(Enum(SEMANTIC_POLICIES)),
         "expansion": Field(Bool()),
         "neighborCredit": Field(Fraction()),
+        "ranker": Field(Enum(RANKERS)),
+        "explain": Field(Bool()),
         "rerank": Field(Bool()),
     }
 )

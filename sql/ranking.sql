@@ -35,3 +35,12 @@ SELECT found, before_row,
        after_row,
        (SELECT w.id FROM windows AS w WHERE w.document_row = after_row ORDER BY w.ordinal LIMIT 1)
 FROM near;
+
+-- name: window_vectors
+-- The stored embeddings of the given windows (:ids is a JSON array of window ids); a window whose
+-- content is not embedded yet has no row.
+SELECT w.id, v.embedding
+FROM windows AS w
+JOIN window_embeddings AS e ON e.content_hash = w.content_hash
+JOIN window_vectors AS v ON v.rowid = e.id
+WHERE w.id IN (SELECT value FROM json_each(:ids));

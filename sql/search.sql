@@ -45,7 +45,7 @@ LIMIT :k;
 -- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible
 -- (:ids is a JSON array of window ids).
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
-       w.last_message, w.content_hash, d.created_at, d.session_id, d.text_digest
+       w.last_message, w.content_hash, d.created_at, d.session_id, d.text_digest, d.kind
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
 WHERE w.id IN (SELECT value FROM json_each(:ids))

@@ -49,14 +49,16 @@ def test_prior_is_one_without_signals_and_never_above_the_cap():
 
 
 def test_a_decision_wins_a_near_tie(archive):
+    # a near tie of the rank fusion (the learned ranker's features separate the two by more)
     texts = ["Seen again: flaky upload retry on staging, after the nightly build.",
              "We keep the flaky upload retry on staging until the Friday review of all the open pipeline work."]
 
     def admit(project, second_kind):
         first = archive.admit({**turn("s1", texts[0]), "project": project})["documentId"]
-        second = archive.admit({**turn("s1", texts[1], kind=second_kind), "project": project})["documentId"]
+        # another session: the second turn does not get the first's words as its context
+        second = archive.admit({**turn("s2", texts[1], kind=second_kind), "project": project})["documentId"]
         found = archive.search({"project": project, "query": "flaky upload retry staging", "limit": 10,
-                                "semanticPolicy": "never", "expansion": False})["results"]
+                                "semanticPolicy": "never", "expansion": False, "ranker": "fused"})["results"]
         assert found[0]["score"] == found[1]["score"]  # the same evidence: a near tie
         return [r["documentId"] for r in found[:2]], first, second
 
@@ -67,8 +69,14 @@ def test_a_decision_wins_a_near_tie(archive):
 
 
 def test_recalls_of_a_result_lift_it_in_a_near_tie(archive):
+    # a near tie of the rank fusion; the learned ranker's rank features separate these two by more
+    # than the prior's 15%
+    def search(archive, query):
+        return archive.search({"project": P, "query": query, "limit": 10, "semanticPolicy": "never",
+                               "expansion": False, "ranker": "fused"})
+
     first = archive.admit(turn("s1", "Deploy notes: the canary gate compares error budgets hourly."))["documentId"]
-    second = archive.admit(turn("s1", "Reminder that each canary gate reads two error budgets."))["documentId"]
+    second = archive.admit(turn("s2", "Reminder that each canary gate reads two error budgets."))["documentId"]
     assert ids_of(search(archive, "canary gate error budgets"))[:2] == [first, second]
     for _ in range(3):  # three searches, each recalling the second result under its own lease
         result = next(r for r in search(archive, "canary gate error budgets")["results"] if r["documentId"] == second)
@@ -116,23 +124,38 @@ def dialogue(archive):
     return archive, [a["documentId"] for a in admitted]
 
 
-def test_neighbours_are_off_by_default(dialogue):
+def test_fused_ranking_takes_no_neighbours_by_default(dialogue):
     archive, ids = dialogue
-    response = search(archive, "gaming party invite")
-    assert ids_of(response) == [ids[1]]
+    response = search(archive, "gaming party invite", ranker="fused")
+    assert ids_of(response)[0] == ids[1]
     assert all(r["modes"] != ["neighbor"] for r in response["results"])
+
+
+def test_the_learned_ranker_brings_the_reply_and_keeps_the_hit_first(dialogue):
+    archive, ids = dialogue
+    response = search(archive, "gaming party invite", explain=True)
+    results = response["results"]
+    assert results[0]["documentId"] == ids[1] and results[0]["matchedTerms"] == ["game", "parti", "invit"]
+    reply = next(r for r in results if r["documentId"] == ids[2])  # found through its context field
+    assert reply["matchedTerms"] == [] and reply["score"] == 0.0
+    assert ids[3] not in ids_of(response)
+    pool = response["ranking"]
+    assert pool["ranker"] == "learned" and pool["model"] == "lexical"
+    probabilities = [c["probability"] for c in pool["pool"]]
+    assert probabilities == sorted(probabilities, reverse=True)
+    assert all(len(c["features"]) == len(pool["features"]) for c in pool["pool"])
 
 
 def test_the_next_turn_joins_as_a_neighbour_without_changing_scores(dialogue):
     archive, ids = dialogue
-    plain = search(archive, "gaming party invite")["results"]
-    response = search(archive, "gaming party invite", neighborCredit=0.5)
+    plain = search(archive, "gaming party invite", ranker="fused")["results"]
+    response = search(archive, "gaming party invite", neighborCredit=0.5, ranker="fused")
     found = {r["documentId"]: r for r in response["results"]}
-    assert response["results"][0]["documentId"] == ids[1]  # the hit itself stays first
-    assert response["results"][0]["score"] == plain[0]["score"]
-    assert {ids[0], ids[2]} <= set(found)  # both neighbours in its session
-    for neighbour in (ids[0], ids[2]):
-        assert found[neighbour]["modes"] == ["neighbor"] and found[neighbour]["matchType"] == "neighbor"
+    # the hit and the reply (which its context field found) lead; the hit's score is unchanged
+    assert set(ids_of(response)[:2]) == {ids[1], ids[2]}
+    assert found[ids[1]]["score"] == plain[0]["score"]
+    assert found[ids[0]]["modes"] == ["neighbor"] and found[ids[0]]["matchType"] == "neighbor"
+    for neighbour in (ids[0], ids[2]):  # both neighbours in its session, with no evidence of their own
         assert found[neighbour]["score"] == 0.0 and found[neighbour]["matchedTerms"] == []
     assert ids[3] not in found  # another session is never a neighbour
     recalled = archive.recall({"locator": found[ids[2]]["locator"]})
@@ -144,15 +167,17 @@ def test_neighbours_respect_visibility(dialogue):
     key = archive.conn.execute(
         "SELECT m.message_key FROM messages AS m JOIN documents AS d ON d.id = m.document_row "
         "WHERE d.document_id = ?", (ids[2],)).fetchone()[0]
-    hidden = search(archive, "gaming party invite", neighborCredit=0.5, excludeVisibleSourceKeys=[key])
+    hidden = search(archive, "gaming party invite", neighborCredit=0.5, ranker="fused", excludeVisibleSourceKeys=[key])
     assert ids[2] not in ids_of(hidden) and ids[0] in ids_of(hidden)
+    learned = search(archive, "gaming party invite", excludeVisibleSourceKeys=[key], explain=True)
+    assert ids[2] not in ids_of(learned) and ids[2] not in {c["documentId"] for c in learned["ranking"]["pool"]}
 
 
 def test_a_superseded_neighbour_is_skipped_for_its_successor(dialogue):
     archive, ids = dialogue
     successor = archive.admit(turn("s1", "Actually: my cousins and the old teammates.", at="2026-11-01T09:02:00Z",
                                    supersedes={"documentId": ids[2], "version": 1}))
-    found = search(archive, "gaming party invite", neighborCredit=0.5)["results"]
+    found = search(archive, "gaming party invite", neighborCredit=0.5, ranker="fused")["results"]
     versions = {(r["documentId"], r["version"]) for r in found}
     assert (ids[2], 1) not in versions
     assert (successor["documentId"], successor["version"]) in versions

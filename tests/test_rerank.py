@@ -59,15 +59,15 @@ def open_archive(tmp_path, folder, **env):
         ("the garden plans again, with tomatoes", "Pixel the cat sleeps in the garden all spring."),
         ("ERR_GARDEN_42 broke the watering job", "The watering job failed with ERR_GARDEN_42."),
     ]
-    for user, assistant in texts:
-        archive.admit({"project": PROJECT, "sessionId": "s", "kind": "turn",
+    for n, (user, assistant) in enumerate(texts):  # a session each: no turn is another's context
+        archive.admit({"project": PROJECT, "sessionId": f"s{n}", "kind": "turn",
                        "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}]})
     return archive
 
 
 def ask(archive, query):
     return archive.search({"project": PROJECT, "query": query, "limit": 3, "leaseSeconds": 0,
-                           "semanticPolicy": "never", "expansion": False})
+                           "semanticPolicy": "never", "expansion": False, "ranker": "fused"})
 
 
 def test_reranker_reorders_only_its_tier_and_never_changes_scores(tmp_path):
@@ -130,12 +130,13 @@ def test_locomo_runner_has_a_rerank_mode_when_a_reranker_is_installed(tmp_path):
     config.parent.mkdir(parents=True)
     config.write_text(json.dumps({"rerankerPath": str(folder)}))
     turns = [{"speaker": "Ana", "dia_id": f"D1:{i}", "text": text} for i, text in enumerate(
-        ["I adopted a cat.", "Ben plays music.", "The violin lessons start soon.", "Music is fun, lessons too."], 1)]
+        ["I adopted a cat.", "The violin lessons start soon.", "Ben plays music.", "Music is fun, lessons too."], 1)]
     data = tmp_path / "locomo.json"
     data.write_bytes(orjson.dumps([{
         "sample_id": "c", "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns},
-        "qa": [{"question": "When do Ben's music lessons start?", "evidence": ["D1:3"], "category": 1}]}]))
-    out = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "hybrid,hybrid+rerank", "--json"], env)
+        "qa": [{"question": "When do Ben's music lessons start?", "evidence": ["D1:2"], "category": 1}]}]))
+    out = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "hybrid,hybrid+rerank", "--no-coding-training",
+                   "--json"], env)
     assert out.returncode == 0, out.stderr
     report = orjson.loads(out.stdout)
     assert set(report["modes"]) == {"hybrid", "hybrid+rerank"} and "skipped" not in report

@@ -96,9 +96,15 @@ def test_fixed_evidence_for_common_word_and_distinctive_terms(corpus):
     total = conn.execute("SELECT count(*) FROM windows").fetchone()[0]
     df = dict(conn.execute("SELECT term, doc FROM window_vocab").fetchall())
 
-    common = search(archive, "tests", expansion=False)  # weak on its own: expansion would widen it
-    assert [r["matchType"] for r in common] == ["bm25", "bm25"]
+    # the fused order (the learned one adds session neighbours): weak on its own, expansion would widen it
+    found = search(archive, "tests", expansion=False, ranker="fused")
+    assert [r["matchType"] for r in found] == ["bm25", "bm25", "bm25"]
+    common, context = found[:2], found[2]
     assert {r["documentId"] for r in common} == {ids[1], ids[4]}
+    # the reply after the failing test output is found through its context field, last, and holds
+    # no query term of its own: its evidence is nothing
+    assert context["documentId"] == ids[2]
+    assert context["matchedTerms"] == [] and context["score"] == 0.0 and context["band"] == "low"
     for r in common:
         assert r["matchedTerms"] == ["test"] and r["termCoverage"] == 1.0
         assert r["maxNormalizedIdf"] == normalized_idf(df["test"], total)
@@ -115,7 +121,7 @@ def test_fixed_evidence_for_common_word_and_distinctive_terms(corpus):
 
 def test_weak_evidence_is_expanded_and_keeps_its_own_scores(corpus):
     archive, ids = corpus
-    weak = archive.search({"project": P, "query": "tests", "limit": 10})
+    weak = archive.search({"project": P, "query": "tests", "limit": 10, "ranker": "fused"})
     assert weak["expandedTerms"] and len(weak["expandedTerms"]) <= 8
     assert "test" not in weak["expandedTerms"]
     for result in weak["results"]:  # scores and matched terms stay those of the query itself

@@ -46,7 +46,10 @@ def term_prior(term: str) -> float:
 def lexical_score(query_terms: list[str], matched: list[str]) -> float:
     if not query_terms:
         return 0.0
-    coverage = len(matched) / len(query_terms)
+    return lexical_score_of(len(matched) / len(query_terms), matched)
+
+
+def lexical_score_of(coverage: float, matched: list[str]) -> float:
     evidence = sum(term_prior(t) for t in matched)
     return round(coverage * (1 - math.exp(-evidence)), 4)
 

@@ -27,3 +27,9 @@ class Candidate:
     modes: list[str] = field(default_factory=list)  # lexical tier: the modes that found it (fusion)
     occurrences: dict[str, int] = field(default_factory=dict)  # window candidates: matched term counts
     reranked: bool = False  # scored by the cross-encoder (order only; `score` is unchanged)
+    # window candidates: what the learned ranker reads (cwa/retrieve/ranker.py)
+    window_id: int | None = None
+    session_row: int | None = None
+    kind: str = ""
+    bm25: float = 0.0  # BM25F relevance (−bm25()), when BM25F found it
+    similarity: float = 0.0  # cosine similarity to the query, when the embeddings found it

@@ -6,7 +6,9 @@ evidence. It returns one of three outcomes with a stable reason code:
 - `historical-snippet` (`explicit-history-strong-evidence`): the user points at history and one
   candidate is strong and unambiguous — its score beats the next candidate of the same mode by
   more than SNIPPET_MARGIN (for exact anchors, weighed by how much of the message's content the
-  evidence around the anchor holds; see `_support`).
+  evidence around the anchor holds; see `_support`), and, for a lexical candidate, it holds at
+  least SNIPPET_MIN_SHARE of the lexical candidates' learned-ranker probability (see
+  `probability_share`); otherwise `ambiguous-snippet`.
 - `continuity-marker` (`implicit-concept-continuity`): a conversation source shares a concept with
   the message — a verbatim exact anchor of the message, or at least MARKER_MIN_TERMS matched terms
   in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum normalized IDF ≥ MARKER_MIN_IDF.
@@ -53,6 +55,7 @@ REASONS = (
 )
 
 SNIPPET_MARGIN = 0.05
+SNIPPET_MIN_SHARE = 0.6  # a lexical snippet's share of the lexical candidates' learned probability
 STRONG_EXACT_SCORE = 0.75  # an error, path, URL, commit, quoted phrase or case-exact symbol
 STRONG_LEXICAL_SCORE = 0.5
 MARKER_MIN_EXACT_SCORE = 0.65  # a value ("30 s", "8080") alone is too incidental to mark a concept
@@ -98,6 +101,7 @@ class Evidence:
     superseded: bool = False
     visible: bool = False  # still in the provider context
     recently_surfaced: bool = False  # revealed within the cooldown in this session's lineage
+    probability: float | None = None  # lexical: the learned ranker's probability that it is the source asked for
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
             if c is not top and c.mode == top.mode and not c.superseded and not c.visible
         ]
         margin = round(_support(top) - max(rivals, default=0.0), 4)
-        if margin > SNIPPET_MARGIN:
+        if margin > SNIPPET_MARGIN and probability_share(top, candidates) >= SNIPPET_MIN_SHARE:
             return Decision(SNIPPET, "explicit-history-strong-evidence", top, margin=margin, historical=True)
         return Decision(SUPPRESS, "ambiguous-snippet", top, margin=margin, historical=True)
 
@@ -163,6 +167,16 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
         if backed:  # the evidence is there, but only in sources a marker may not stand on
             return Decision(SUPPRESS, "source-ineligible", backed[0][0], historical=historical)
     return Decision(SUPPRESS, first_block or "weak-evidence", top, historical=historical)
+
+
+def probability_share(top: Evidence, candidates: Sequence[Evidence]) -> float:
+    """How likely a lexical candidate is the source asked for rather than one of its rivals: its
+    share of the lexical candidates' learned-ranker probabilities (cwa/retrieve/ranker.py). Relative,
+    so it means the same in an archive of ten documents or of a million. 1.0 for exact hits."""
+    if top.mode != "lexical" or top.probability is None:
+        return 1.0
+    total = sum(c.probability for c in candidates if c.mode == "lexical" and c.probability is not None)
+    return top.probability / total if total > 0 else 1.0
 
 
 def auto_eligible(candidate: Evidence, age_limits: Mapping[str, int]) -> bool:

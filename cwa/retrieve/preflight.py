@@ -25,12 +25,13 @@ from cwa import limits
 from cwa.config import Settings
 from cwa.errors import CwaError, NotFound
 from cwa.index.terms import terms, tokens
-from cwa.retrieve import calibration, hint_text
-from cwa.retrieve.continuity import FILLER_TERMS, MARKER, MARKER_MIN_IDF, SNIPPET, SUPPRESS, Decision, Evidence, Policy, decide
+from cwa.retrieve import calibration, hint_text, ranker
+from cwa.retrieve.continuity import (FILLER_TERMS, MARKER, MARKER_MIN_IDF, SNIPPET, SUPPRESS, Decision, Evidence, Policy,
+                                     decide, probability_share)
 from cwa.retrieve.intent import HISTORICAL_WORDS
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import frequencies, make_context
+from cwa.retrieve.context import Context, frequencies, make_context
 from cwa.retrieve.search import find_candidates
 from cwa.store import exposure_ledger, hint_ledger
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait, write_transaction
@@ -197,13 +198,15 @@ def _evidence(
     visible = request.get("excludeVisibleSourceKeys", [])
     pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
     query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
-    _, qterms, tiers = find_candidates(ctx, query, pool, IGNORED_TERMS, _specific)
+    # own words only: a hint stands on what its source says, never on the turn before it
+    _, qterms, tiers = find_candidates(ctx, query, pool, IGNORED_TERMS, _specific, context=False)
     ranked = [c for tier in tiers for c in tier[: pool + 1]]  # the top and its nearest rivals
+    probability = _probabilities(ctx, tiers, qterms, settings)
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     idf = {t: calibration.normalized_idf(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
     shown = frozenset(visible)
-    found = [(_source_evidence(conn, c, content, idf, shown, now), c) for c in ranked]
+    found = [(_source_evidence(conn, c, content, idf, shown, now, probability.get(c.document_row)), c) for c in ranked]
     # Among exact hits, more of the message's anchors first, then more of its words around them.
     exact = sorted((f for f in found if f[0].mode == "exact"), key=lambda f: (-len(f[0].anchors), -f[0].coverage))
     return exact + [f for f in found if f[0].mode != "exact"]
@@ -216,6 +219,7 @@ def _source_evidence(
     idf: dict[str, float],
     visible: frozenset[str],
     now: str,
+    probability: float | None,
 ) -> Evidence:
     kind, retention_class, created_at, state, tool_output, keys = conn.execute(
         queries("hints")["source_facts"],
@@ -234,11 +238,21 @@ def _source_evidence(
         "visible": bool(is_visible),
     }
     if candidate.mode == "lexical":
-        return Evidence(**facts, **_lexical_evidence(candidate, content, idf))
+        return Evidence(**facts, **_lexical_evidence(candidate, content, idf), probability=probability)
     near = candidate.text[max(0, candidate.center - COVERAGE_REACH_CHARS): candidate.center + COVERAGE_REACH_CHARS]
     held = {token.term for token in tokens(near)}
     coverage = round(sum(t in held for t in content) / len(content), 4) if content else 0.0
     return Evidence(**facts, score=candidate.score, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
+
+
+def _probabilities(ctx: Context, tiers: list[list[Candidate]], qterms: list[str], settings: Settings) -> dict[int, float]:
+    """The learned ranker's probability for each lexical candidate (lexical model, no neighbours
+    fetched: preflight stays cheap)."""
+    if len(tiers) < 2 or not tiers[1]:
+        return {}
+    taken = {c.document_row for c in tiers[0]}
+    pool = ranker.order(ctx, tiers[1], None, None, qterms, taken, ranker.load(settings["rankerPath"]), neighbors=False)
+    return {c.document_row: c.order for c in pool.candidates}
 
 
 def _specific(term: str, normalized_idf: float) -> bool:
@@ -329,6 +343,9 @@ def _response(
             ageClass=chosen.retention_class,
             ageDays=round(chosen.age_days, 1),
         )
+        if chosen.probability is not None:
+            metrics["probability"] = round(chosen.probability, 4)
+            metrics["probabilityShare"] = round(probability_share(chosen, evidence), 4)
     return {
         "modelVisibleText": text,
         "hints": hints,

@@ -19,16 +19,16 @@ from cwa.index.exact import SPECIFICITY, Anchor, fold, query_anchors
 from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.index.semantic import pending
 from cwa.index.structure import CUE_THRESHOLD
-from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, query_terms, terms, tokens
+from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, fts_term_or_context, query_terms, terms, tokens
 from cwa.models import ModelUnavailable, reranker, reranker_dir
-from cwa.retrieve import calibration, expansion, importance, neighbors
+from cwa.retrieve import calibration, expansion, importance, neighbors, ranker
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies, make_context
 from cwa.retrieve.fusion import fuse
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
-from cwa.retrieve.semantic import semantic_candidates
+from cwa.retrieve.semantic import query_vector, semantic_candidates
 from cwa.retrieve.summary import document_summary
 from cwa.retrieve.windows import Ranking, WindowRow, best_admissible, distinct_candidates, window_candidate, window_evidence
 from cwa.store.connection import BOOKKEEPING_SKIPPED
@@ -41,6 +41,7 @@ from cwa.tokens import estimate_tokens, fit_around
 from cwa.vocabulary import RELATIONS
 
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
+RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 RELATION_POOL = 200  # newest cue messages considered
 RELATION_EXTRA_MATCHES = 5  # with a query: older matches examined for ambiguity
@@ -59,17 +60,20 @@ def find_candidates(
     limit: int,
     ignored_terms: frozenset[str] = frozenset(),
     matchable: Callable[[str, float], bool] | None = None,
+    pool: int | None = None,
+    context: bool = True,
 ) -> tuple[list[Anchor], list[str], list[list[Candidate]]]:
     """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
-    while the exact tier has room). `ignored_terms` never count as lexical query terms;
-    `matchable(term, normalized_idf)`, when given, picks the terms a window must hold one of to be
-    fetched at all (the others still count in each window's matched terms and coverage)."""
+    while the exact tier has room; `pool` lexical candidates, default `limit`). `ignored_terms`
+    never count as lexical query terms; `matchable(term, normalized_idf)`, when given, picks the
+    terms a window must hold one of to be fetched at all (the others still count in each window's
+    matched terms and coverage); without `context`, a window is fetched only for its own terms."""
     anchors = query_anchors(query)
     exact = _exact_search(ctx, anchors, limit)
     qterms = [t for t in _select_terms(ctx, query) if t not in ignored_terms]
     tiers = [exact]
     if len(exact) < limit:
-        tiers.append(_lexical_search(ctx, qterms, limit, {c.document_row for c in exact}, matchable))
+        tiers.append(_lexical_search(ctx, qterms, pool or limit, {c.document_row for c in exact}, matchable, context))
     return anchors, qterms, tiers
 
 
@@ -99,6 +103,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     semantic: dict[str, Any] | None = None
     expanded: list[str] = []
     reranked = False
+    explained: ranker.Pool | None = None
     resolution = None
     qterms: list[str] = []
     anchors: list[Anchor] = []
@@ -109,6 +114,11 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             found, status = _relation_search(ctx, RELATIONS[relation], query, limit)
             tiers.append(found)
             resolution = {"relation": relation, "status": status}
+        elif request.get("ranker", settings["ranker"]) == "learned":
+            anchors, qterms, found = find_candidates(ctx, query, limit, pool=max(limit, RANKER_POOL))
+            tiers.extend(found)
+            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, tiers, limit)
+            reranked = _rerank(settings, request.get("rerank", True), query, tiers)
         else:
             anchors, qterms, found = find_candidates(ctx, query, limit)
             tiers.extend(found)
@@ -135,7 +145,68 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         expandedTerms=expanded,
         reranked=reranked,
     )
+    if request.get("explain"):
+        response["ranking"] = _explain(ctx, explained, request.get("ranker", settings["ranker"]))
     return response
+
+
+def _learned_tier(
+    ctx: Context,
+    request: dict[str, Any],
+    settings: Settings,
+    query: str,
+    qterms: list[str],
+    tiers: list[list[Candidate]],
+    limit: int,
+) -> tuple[dict[str, Any] | None, ranker.Pool | None]:
+    """The lexical/semantic tier ordered by the learned ranker (in place), with the semantic
+    report: the embeddings are asked as the semantic policy says (`auto`: on weak evidence)."""
+    exact = tiers[0]
+    lexical = tiers[1] if len(tiers) > 1 else []
+    taken = {c.document_row for c in exact}
+    policy = request.get("semanticPolicy", "auto") if settings["semanticRetrieval"] else "never"
+    report: dict[str, Any] | None = None if policy == "never" else {"policy": policy, "used": False,
+                                                                     "pendingWindows": None}
+    semantic, vector = None, None
+    if report is not None and (policy == "always" or _weak(tiers)) and len(exact) < limit:
+        report["pendingWindows"] = pending(ctx.conn)
+        vector = query_vector(ctx, query)
+        if vector is None:
+            report["unavailable"] = True
+        else:
+            semantic = semantic_candidates(ctx, vector, qterms, max(limit, RANKER_POOL), taken)
+            report["used"] = semantic is not None
+    if not lexical and not semantic:
+        return report, None
+    weights = ranker.load(settings["rankerPath"])
+    pool = ranker.order(ctx, lexical, semantic, vector, qterms, taken, weights, anchored=[c.document_row for c in exact])
+    tier = collapse(importance.reorder(ctx.conn, pool.kept))
+    if len(tiers) > 1:
+        tiers[1] = tier
+    else:
+        tiers.append(tier)
+    return report, pool
+
+
+def _explain(ctx: Context, pool: ranker.Pool | None, name: str) -> dict[str, Any]:
+    """The ranker's view of the lexical/semantic tier: every pool candidate's features and
+    probability, in its order, and whether the tier kept it (`explain: true`)."""
+    if pool is None:
+        return {"ranker": name, "model": None, "features": list(ranker.FEATURES), "pool": []}
+    kept = {c.document_row for c in pool.kept}
+    return {
+        "ranker": name,
+        "model": pool.model,
+        "features": list(ranker.FEATURES),
+        "pool": [
+            {"documentId": document_summary(ctx.conn, c.document_row)["documentId"],
+             "version": document_summary(ctx.conn, c.document_row)["version"],
+             "messageKey": getattr(message_at(ctx.conn, c.document_row, c.start), "key", None),
+             "modes": c.modes, "probability": round(float(p), 6), "kept": c.document_row in kept,
+             "features": [round(float(x), 6) for x in f]}
+            for c, f, p in zip(pool.candidates, pool.features, pool.probability)
+        ],
+    }
 
 
 def _order_tier(
@@ -163,7 +234,7 @@ RERANK_PASSAGE_TOKENS = 256
 def _rerank(settings: Settings, wanted: bool, query: str, tiers: list[list[Candidate]]) -> bool:
     """Reorder the top of the lexical/semantic tier by a cross-encoder, when one is installed and
     `rerankerEnabled` (in place; stable; `score` untouched). Any failure keeps the fused order."""
-    if not wanted or not settings["rerankerEnabled"] or not tiers[1]:
+    if not wanted or not settings["rerankerEnabled"] or len(tiers) < 2 or not tiers[1]:
         return False
     try:
         model = reranker(reranker_dir(settings["rerankerPath"]))
@@ -377,13 +448,14 @@ def _select_terms(ctx: Context, query: str) -> list[str]:
     return [t for t in distinct if t in keep]
 
 
-def match_expressions(qterms: list[str], df: dict[str, int]) -> list[str]:
+def match_expressions(qterms: list[str], df: dict[str, int], context: bool = True) -> list[str]:
     """FTS5 queries to run in turn, least-common posting lists first, within a work budget.
 
     The rarest terms are OR-ed while their postings add up to at most POSTINGS_BUDGET; commoner
     terms stay out of the MATCH (they still count in each candidate's matched terms and coverage).
     When even the rarest term is over the budget, the terms must first all occur together (AND),
-    and the OR of the rarest follows only if that finds too little.
+    and the OR of the rarest follows only if that finds too little. The OR also matches a term in
+    a window's context field (a reply found by its question's words), unless not `context`.
     """
     present = sorted((t for t in qterms if df[t] > 0), key=lambda t: (df[t], t))
     if not present:
@@ -394,7 +466,7 @@ def match_expressions(qterms: list[str], df: dict[str, int]) -> list[str]:
             break
         chosen.append(term)
         spent += df[term]
-    broad = " OR ".join(fts_phrase(t) for t in chosen)
+    broad = " OR ".join(fts_term_or_context(t) if context else fts_phrase(t) for t in chosen)
     if df[present[0]] > POSTINGS_BUDGET and len(present) > 1:
         return [" AND ".join(fts_phrase(t) for t in present), broad]
     return [broad]
@@ -409,6 +481,7 @@ def _lexical_search(
     limit: int,
     taken: set[int],
     matchable: Callable[[str, float], bool] | None = None,
+    context: bool = True,
 ) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
     per identical content."""
@@ -420,7 +493,7 @@ def _lexical_search(
         wanted = [t for t in qterms if matchable(t, calibration.normalized_idf(df[t], total))]
     rows: list[WindowRow] = []
     seen_windows: set[int] = set()
-    for match in match_expressions(wanted, df):
+    for match in match_expressions(wanted, df, context):
         for found in best_admissible(ctx, _bm25f(ctx, match), max(LEXICAL_POOL, 8 * limit), limit, taken):
             if found.window_id not in seen_windows:
                 seen_windows.add(found.window_id)
@@ -434,7 +507,7 @@ def _lexical_search(
         evidence = window_evidence(ctx.conn, window, qterms)
         idf = max((calibration.normalized_idf(df[t], total) for t in evidence.matched), default=0.0)
         return window_candidate("lexical", "bm25", calibration.lexical_score(qterms, evidence.matched), window.score,
-                                window, evidence, max_idf=idf, order=preferred[window.window_id])
+                                window, evidence, max_idf=idf, order=preferred[window.window_id], bm25=window.score)
 
     return distinct_candidates(rows, taken, limit, candidate)
 

@@ -8,6 +8,7 @@ of another model) yields None: search then stays lexical.
 
 from __future__ import annotations
 
+import numpy as np
 import orjson
 
 from cwa.index import semantic as semantic_index
@@ -23,23 +24,33 @@ SEMANTIC_POOL = 40  # nearest contents asked for first (at least 8 × limit)
 MAX_K = 4096  # sqlite-vec's largest k
 
 
-def semantic_candidates(
-    ctx: Context, query: str, qterms: list[str], limit: int, taken: set[int]
-) -> list[Candidate] | None:
-    """Candidates by cosine similarity, best first, one per document; None when unavailable."""
-    conn = ctx.conn
-    stored = semantic_index.stored_fingerprint(conn)
+def query_vector(ctx: Context, query: str) -> np.ndarray | None:
+    """The query's embedding; None when the embeddings cannot answer (not installed, failing,
+    nothing embedded yet, or vectors of another model: never mixed)."""
+    stored = semantic_index.stored_fingerprint(ctx.conn)
     try:
-        files = active(conn.filename)
+        files = active(ctx.conn.filename)
         if stored is None or files.fingerprint != stored:
-            return None  # nothing embedded yet, or vectors of another model: never mixed
+            return None
         model = embedder(files)
     except ModelUnavailable:
         return None
     try:
-        vector = model.embed([query])[0].tobytes()
+        return model.embed([query])[0]
     except Exception:  # a failing model degrades to the lexical result
         return None
+
+
+def semantic_candidates(
+    ctx: Context, query: str | np.ndarray, qterms: list[str], limit: int, taken: set[int]
+) -> list[Candidate] | None:
+    """Candidates by cosine similarity to a query (or its embedding), best first, one per
+    document; None when the embeddings are unavailable."""
+    conn = ctx.conn
+    embedded = query_vector(ctx, query) if isinstance(query, str) else query
+    if embedded is None:
+        return None
+    vector = embedded.astype(np.float32).tobytes()
     sql = queries("semantic")
     available = min(conn.execute(sql["embedded_count"]).fetchone()[0], MAX_K)
     if not available:
@@ -54,5 +65,5 @@ def semantic_candidates(
     rows = best_admissible(ctx, nearest, max(SEMANTIC_POOL, 8 * limit), limit, taken)
     return distinct_candidates(rows, taken, limit, lambda window: window_candidate(
         "semantic", "semantic", calibration.semantic_score(window.score), round(window.score, 4),
-        window, window_evidence(conn, window, qterms),
+        window, window_evidence(conn, window, qterms), similarity=window.score,
     ))

@@ -43,6 +43,7 @@ class WindowRow(NamedTuple):
     created_at: str
     session_row: int
     text_digest: str
+    kind: str
     score: float = 0.0  # higher is better: BM25F relevance, cosine similarity
 
 
@@ -142,5 +143,5 @@ def window_candidate(
     return Candidate(mode=mode, document_row=window.document_row, match_type=match_type, score=score, raw=raw,
                      start=window.start, end=window.end, window=window.ordinal, matched=evidence.matched,
                      coverage=evidence.coverage, text=evidence.text, center=evidence.center,
-                     occurrences=evidence.occurrences,
-                     alias=window.content_hash, **extra)
+                     occurrences=evidence.occurrences, alias=window.content_hash, window_id=window.window_id,
+                     session_row=window.session_row, kind=window.kind, **extra)

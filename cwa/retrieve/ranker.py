@@ -1,0 +1,269 @@
+"""The learned ranker: the lexical/semantic tier ordered by a small logistic model.
+
+The pool is the BM25F candidates, the embedding candidates (when asked) and the session
+neighbours of the best of both. Each candidate gets FEATURES, all computed from what search has
+already read: its BM25F relevance (over its own fields and its context field) and rank, how much of
+the query its own text holds, its cosine similarity to the query and rank, the same evidence of
+the documents just before and after it in its session, and its session's share of the pool's
+evidence. Small boosted trees (logistic loss) turn them into the probability that the candidate is
+what the query asks for; the tier is ordered by it (ties keep the pool order), and a neighbour
+found by neither mode is kept only at NEIGHBOR_MIN_PROBABILITY or more. The presented `score` stays the
+candidate's own calibrated evidence (cwa/retrieve/calibration.py) and exact and structural hits
+still rank above the whole tier.
+
+The trees ship as package data (ranker.json: one model for the lexical pool, one for the hybrid
+pool) and are evaluated in numpy; `eval/retrieval/train_ranker.py` trains them again. Evaluation is out of fold: a model is
+only ever scored on conversations it was not trained on (docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from cwa.errors import InvalidRequest
+from cwa.retrieve import calibration
+from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.context import Context, frequencies
+from cwa.retrieve.windows import WindowRow, admissible, window_candidate, window_evidence
+from cwa.store.sqlfiles import queries
+
+FEATURES = (
+    "bm25",  # BM25F relevance / the pool's best (0 when BM25F did not find it)
+    "lexicalRank",  # 1 / (1 + rank) among the BM25F candidates, 0 when absent
+    "coverage",  # share of the query terms its own text holds
+    "evidence",  # its calibrated lexical score
+    "maxIdf",  # normalized IDF of its rarest matched term
+    "contextOnly",  # found by BM25F through its context field alone
+    "cosine",  # cosine similarity of its window to the query (0 without embeddings)
+    "cosineGap",  # cosine − the pool's best cosine
+    "semanticRank",  # 1 / (1 + rank) among the embedding candidates, 0 when absent
+    "idfCoverage",  # IDF-weighted share of the query terms its own text holds
+    "bm25Strength",  # BM25F relevance / the query terms' summed IDF: evidence across queries
+    "queryTerms",  # log(1 + the query's terms)
+    "length",  # log(1 + its text's characters / 100)
+    "bm25Cosine",  # bm25 × cosine: both modes agree
+    "beforeBm25",  # bm25 of the document just before it in its session
+    "afterBm25",  # bm25 of the document just after it
+    "beforeCosine",  # cosine of the window of the document just before it nearest to it
+    "afterCosine",  # cosine of the window of the document just after it nearest to it
+    "sessionShare",  # its session's share of the pool's bm25 + cosine mass
+    "toolOutput",  # a tool-result document
+)
+MODELS = ("lexical", "hybrid")
+NEIGHBOR_SOURCES = 10  # the best candidates of the pool whose neighbours join it
+NEIGHBOR_MIN_PROBABILITY = 0.03  # a neighbour found by neither mode needs this much to be kept
+
+
+@dataclass(frozen=True)
+class Model:
+    """Boosted regression trees of one depth, complete (a node that did not split sends every
+    row left), on the log-odds scale: `base` + the sum of each tree's leaf."""
+
+    base: float
+    feature: np.ndarray  # (trees, 2**depth − 1) feature index of each inner node, breadth first
+    threshold: np.ndarray  # (trees, 2**depth − 1) a row goes right when its feature ≥ this
+    leaf: np.ndarray  # (trees, 2**depth) leaf values
+
+    def probability(self, features: np.ndarray) -> np.ndarray:
+        rows, trees = len(features), len(self.feature)
+        node = np.zeros((rows, trees), dtype=np.int64)
+        columns = np.arange(trees)
+        for _ in range(int(np.log2(self.leaf.shape[1]))):
+            split = self.feature[columns, node]
+            right = features[np.arange(rows)[:, None], split] >= self.threshold[columns, node]
+            node = 2 * node + 1 + right
+        inner = self.feature.shape[1]
+        log_odds = self.base + self.leaf[columns, node - inner].sum(axis=1)
+        return 1.0 / (1.0 + np.exp(-log_odds))
+
+
+@dataclass(frozen=True)
+class Weights:
+    models: dict[str, Model]
+    fingerprint: str
+    source: str
+
+
+@lru_cache(maxsize=8)
+def load(path: str = "") -> Weights:
+    """The shipped weights, or those of a file (the `rankerPath` setting); `invalid-request` when
+    the file is not a ranker of these FEATURES."""
+    try:
+        data = Path(path).read_bytes() if path else resources.files("cwa.retrieve").joinpath("ranker.json").read_bytes()
+        found = orjson.loads(data)
+        if tuple(found["features"]) != FEATURES:
+            raise ValueError("trained on other features")
+        models = {name: _model(found["models"][name]) for name in MODELS}
+    except (OSError, ValueError, KeyError, TypeError, IndexError, orjson.JSONDecodeError) as exc:
+        raise InvalidRequest(f"ranker weights {path or 'ranker.json'} are unusable: {exc}",
+                             field="rankerPath", reason="invalid-ranker") from exc
+    return Weights(models, str(found.get("fingerprint", "")), path or "package")
+
+
+def _model(found: dict) -> Model:
+    feature = np.asarray(found["feature"], dtype=np.int64)
+    threshold = np.asarray(found["threshold"], dtype=np.float64)
+    leaf = np.asarray(found["leaf"], dtype=np.float64)
+    if feature.ndim != 2 or feature.shape != threshold.shape or leaf.shape != (len(feature), feature.shape[1] + 1):
+        raise ValueError("trees of inconsistent shapes")
+    if feature.size and (feature.min() < 0 or feature.max() >= len(FEATURES)):
+        raise ValueError("a split on an unknown feature")
+    return Model(float(found["base"]), feature, threshold, leaf)
+
+
+@dataclass
+class Pool:
+    """Every candidate of one query by the model's probability, its features, and those the
+    tier keeps."""
+
+    candidates: list[Candidate]
+    features: np.ndarray
+    probability: np.ndarray
+    model: str
+    kept: list[Candidate]
+
+
+def order(
+    ctx: Context,
+    lexical: list[Candidate],
+    semantic: list[Candidate] | None,
+    vector: np.ndarray | None,
+    qterms: list[str],
+    taken: set[int],
+    weights: Weights,
+    neighbors: bool = True,
+    anchored: list[int] = (),
+) -> Pool:
+    """The pool ordered by the model's probability, best first; each candidate's `order` is it.
+    `anchored`: the exact tier's documents, above the pool, whose neighbours count as those of
+    the best candidates. Without `neighbors`, only the given candidates are scored (preflight:
+    cheap, own evidence)."""
+    candidates = _merge(lexical, semantic or [])
+    rank_lexical = {c.document_row: i for i, c in enumerate(lexical)}
+    rank_semantic = {c.document_row: i for i, c in enumerate(semantic or [])}
+    rows = [*anchored, *(c.document_row for c in candidates)]
+    found = ctx.conn.execute(queries("ranking")["session_neighbors"], {"rows": orjson.dumps(rows).decode()}).fetchall()
+    around = {hit: (before, before_window, after, after_window) for hit, before, before_window, after, after_window in found}
+    head = sorted(candidates, key=lambda c: min(rank_lexical.get(c.document_row, 1 << 30),
+                                                 rank_semantic.get(c.document_row, 1 << 30)))[:NEIGHBOR_SOURCES]
+    if neighbors:
+        sources = [*anchored, *(c.document_row for c in head)]
+        candidates += _neighbors(ctx, sources, around, {c.document_row for c in candidates} | taken, qterms)
+    windows = {c.window_id for c in candidates if c.window_id is not None}
+    windows |= {w for row in around.values() for w in (row[1], row[3]) if w is not None}
+    cosine = _cosines(ctx, vector, windows) if vector is not None else {}
+    df, total = frequencies(ctx, qterms)
+    idf = {t: calibration.idf(df[t], total) for t in qterms}
+    features = _features(candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored))
+    model = "hybrid" if semantic is not None else "lexical"
+    probability = weights.models[model].probability(features)
+    ranked = sorted(range(len(candidates)), key=lambda i: -probability[i])  # stable: pool order on ties
+    ordered = [replace(candidates[i], order=float(probability[i])) for i in ranked]
+    kept = [c for c in ordered if c.mode != "neighbor" or c.order >= NEIGHBOR_MIN_PROBABILITY]
+    return Pool(ordered, features[ranked], probability[ranked], model, kept)
+
+
+def _merge(lexical: list[Candidate], semantic: list[Candidate]) -> list[Candidate]:
+    """One candidate per document, in pool order: the better-scored mode supplies the evidence
+    shown (as fusion did), and it carries both modes' relevance."""
+    merged: dict[int, Candidate] = {}
+    for candidate in lexical + semantic:
+        row = candidate.document_row
+        held = merged.get(row)
+        if held is None:
+            merged[row] = replace(candidate, modes=[candidate.mode])
+            continue
+        better = candidate if candidate.score > held.score else held
+        merged[row] = replace(better, modes=sorted({*held.modes, candidate.mode}), bm25=max(held.bm25, candidate.bm25),
+                              similarity=max(held.similarity, candidate.similarity),
+                              max_idf=max(held.max_idf, candidate.max_idf))
+    return list(merged.values())
+
+
+def _neighbors(ctx: Context, sources: list[int], around: dict, held: set[int], qterms: list[str]) -> list[Candidate]:
+    """The admissible documents just before and after the given ones, not in the pool yet."""
+    outside: dict[int, int] = {}
+    for source in sources:
+        before, before_window, after, after_window = around.get(source, (None,) * 4)
+        for row, window in ((before, before_window), (after, after_window)):
+            if row is not None and window is not None and row not in held:
+                outside.setdefault(row, window)
+    rows: dict[int, WindowRow] = {r.document_row: r for r in admissible(ctx, dict.fromkeys(outside.values(), 0.0))}
+    added = []
+    for row, window in rows.items():
+        evidence = window_evidence(ctx.conn, window, qterms)
+        added.append(window_candidate("neighbor", "neighbor", calibration.lexical_score(qterms, evidence.matched), 0.0,
+                                      window, evidence, modes=["neighbor"]))
+    return added
+
+
+def _cosines(ctx: Context, vector: np.ndarray, windows: set[int]) -> dict[int, float]:
+    """Cosine similarity of each window's stored embedding to the query's (windows not embedded
+    are absent)."""
+    if not windows:
+        return {}
+    found = ctx.conn.execute(queries("ranking")["window_vectors"], {"ids": orjson.dumps(sorted(windows)).decode()})
+    query = vector / (np.linalg.norm(vector) or 1.0)
+    cosine = {}
+    for window, blob in found:
+        stored = np.frombuffer(blob, dtype=np.float32)
+        cosine[window] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
+    return cosine
+
+
+def _features(
+    candidates: list[Candidate],
+    around: dict,
+    rank_lexical: dict[int, int],
+    rank_semantic: dict[int, int],
+    cosine: dict[int, float],
+    idf: dict[str, float],
+    anchored: set[int],
+) -> np.ndarray:
+    """One row of FEATURES per candidate. For its neighbours' evidence, an exact hit counts as
+    the best BM25F candidate."""
+    query_idf = sum(idf.values()) or 1.0
+    best_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
+    bm25 = {c.document_row: c.bm25 / best_bm25 for c in candidates}
+    strength = {**dict.fromkeys(anchored, 1.0), **bm25}
+    similarity = {c.document_row: cosine.get(c.window_id, c.similarity) for c in candidates}
+    best_cosine = max(similarity.values(), default=0.0)
+    mass: dict[int | None, float] = {}
+    for c in candidates:
+        mass[c.session_row] = mass.get(c.session_row, 0.0) + bm25[c.document_row] + max(0.0, similarity[c.document_row])
+    total = sum(mass.values()) or 1.0
+    rows = []
+    for c in candidates:
+        row = c.document_row
+        before, before_window, after, after_window = around.get(row, (None,) * 4)
+        in_lexical = row in rank_lexical
+        rows.append((
+            bm25[row],
+            1.0 / (1 + rank_lexical[row]) if in_lexical else 0.0,
+            c.coverage,
+            calibration.lexical_score_of(c.coverage, c.matched),
+            c.max_idf,
+            float(in_lexical and not c.matched),
+            similarity[row],
+            similarity[row] - best_cosine if cosine else 0.0,
+            1.0 / (1 + rank_semantic[row]) if row in rank_semantic else 0.0,
+            sum(idf.get(t, 0.0) for t in c.matched) / query_idf,
+            c.bm25 / query_idf,
+            math.log1p(len(idf)),
+            math.log1p(len(c.text) / 100),
+            bm25[row] * similarity[row],
+            strength.get(before, 0.0),
+            strength.get(after, 0.0),
+            cosine.get(before_window, 0.0),
+            cosine.get(after_window, 0.0),
+            mass[c.session_row] / total,
+            float(c.kind == "tool-result"),
+        ))
+    return np.asarray(rows, dtype=np.float64).reshape(len(candidates), len(FEATURES))

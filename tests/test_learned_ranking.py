@@ -1,0 +1,138 @@
+"""The context field and the learned ranker: a turn found through the words around it keeps only
+its own bytes and evidence; exact anchors still lead; the shipped ranker loads from package data
+and orders deterministically."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cwa.api import Archive
+from cwa.errors import InvalidRequest
+from cwa.retrieve import ranker
+
+P = "/work/app"
+
+
+def turn(session, role, text, at):
+    return {"project": P, "sessionId": session, "kind": "turn", "createdAt": at,
+            "messages": [{"role": role, "text": text}]}
+
+
+@pytest.fixture
+def dialogue(db_path):
+    with Archive.open(db_path) as archive:
+        ids = [archive.admit(turn("s1", role, text, at))["documentId"] for role, text, at in (
+            ("user", "Which port does the staging proxy in deploy/proxy.yaml listen on?", "2026-11-01T10:00:00Z"),
+            ("assistant", "It listens on 8443 behind the load balancer.", "2026-11-01T10:01:00Z"),
+            ("user", "Thanks. Next, the nightly backup window.", "2026-11-01T10:02:00Z"),
+        )]
+        archive.admit(turn("s2", "user", "The proxy for the office printer is unrelated.", "2026-11-02T10:00:00Z"))
+        archive.call("index-embed", {})
+        yield archive, ids
+
+
+def test_a_reply_found_through_its_context_recalls_only_its_own_bytes(dialogue):
+    archive, ids = dialogue
+    results = archive.search({"project": P, "query": "staging proxy port", "limit": 5, "semanticPolicy": "never"})["results"]
+    reply = next(r for r in results if r["documentId"] == ids[1])
+    assert reply["matchedTerms"] == [] and reply["termCoverage"] == 0.0  # its evidence is its own text
+    recalled = archive.recall({"locator": reply["locator"]})
+    assert recalled["status"] == "resolved"
+    assert "8443" in recalled["text"] and "staging" not in recalled["text"] and "proxy" not in recalled["text"]
+    # the question's exact anchor belongs to the question only
+    exact = archive.search({"project": P, "query": "deploy/proxy.yaml", "limit": 5})["results"]
+    assert [r["documentId"] for r in exact if r["matchType"].startswith("exact-")] == [ids[0]]
+
+
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_an_exact_anchor_still_ranks_first(dialogue, policy):
+    archive, ids = dialogue
+    found = archive.search({"project": P, "query": "proxy listens on 8443 deploy/proxy.yaml", "limit": 5,
+                            "semanticPolicy": policy, "explain": True})
+    results = found["results"]
+    assert results[0]["documentId"] == ids[0] and results[0]["matchType"] == "exact-path"
+    assert all(not r["matchType"].startswith("exact-") for r in results[1:])
+    assert found["ranking"]["model"] == ("hybrid" if policy == "always" else "lexical")
+
+
+def test_the_shipped_ranker_loads_from_package_data_and_orders_deterministically(dialogue):
+    archive, _ = dialogue
+    weights = ranker.load("")
+    assert weights.source == "package" and weights.fingerprint.startswith("k1-")
+    assert set(weights.models) == set(ranker.MODELS)
+    for model in weights.models.values():  # complete trees over the known features
+        assert model.feature.shape == model.threshold.shape and model.leaf.shape[1] == model.feature.shape[1] + 1
+        assert 0 <= model.feature.min() and model.feature.max() < len(ranker.FEATURES)
+    assert ranker.load("") is weights  # loaded once per process
+    request = {"project": P, "query": "what did the proxy listen on", "limit": 5, "semanticPolicy": "always",
+               "explain": True, "leaseSeconds": 0}
+    first, second = archive.search(request), archive.search(request)
+    assert first["ranking"] == second["ranking"]
+    assert [r["documentId"] for r in first["results"]] == [r["documentId"] for r in second["results"]]
+    pool = first["ranking"]["pool"]
+    assert pool and [c["probability"] for c in pool] == sorted((c["probability"] for c in pool), reverse=True)
+
+
+def test_ranker_weights_of_other_features_are_refused(dialogue, tmp_path):
+    archive, _ = dialogue
+    bad = tmp_path / "ranker.json"
+    bad.write_text(json.dumps({"features": ["bm25"], "models": {}}))
+    with pytest.raises(InvalidRequest) as raised:
+        ranker.load(str(bad))
+    assert raised.value.details["reason"] == "invalid-ranker"
+
+
+def _trees(path, coverage_split: bool) -> str:
+    """A one-tree ranker: by own term coverage (≥ 0.9: very likely, else unlikely), or flat."""
+    inner = [2, 0, 0] if coverage_split else [0, 0, 0]
+    threshold = [0.9, 1e308, 1e308] if coverage_split else [1e308] * 3
+    leaf = [-5.0, 0.0, 5.0, 0.0] if coverage_split else [0.0] * 4
+    model = {"base": 0.0, "feature": [inner], "threshold": [threshold], "leaf": [leaf]}
+    path.write_text(json.dumps({"features": list(ranker.FEATURES), "models": {"lexical": model, "hybrid": model}}))
+    return str(path)
+
+
+@pytest.mark.parametrize("coverage_split, outcome", [(True, "historical-snippet"), (False, "suppress")])
+def test_a_snippet_needs_most_of_the_rankers_probability(tmp_path, coverage_split, outcome):
+    from conftest import DISK_GUARD_OFF
+    from cwa.config import load_settings
+
+    config = tmp_path / "cfg" / "cwa" / "config.json"  # rankerPath is honoured from here only
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"rankerPath": _trees(tmp_path / "ranker.json", coverage_split)}))
+    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF})
+    with Archive.open(tmp_path / "a.db", settings=settings) as archive:
+        texts = ["The staging proxy listens on port 8443 behind the balancer.", "Port scans hit the staging firewall.",
+                 *(f"Lunch order number {n} for the {word} team." for n, word in enumerate("abcdefghijklmnopq"))]
+        for n, text in enumerate(texts):  # a session each: no turn is another's context
+            archive.admit(turn(f"s{n}", "user", text, "2026-11-20T10:00:00Z"))
+        found = archive.call("preflight", {"project": P, "sessionId": "now", "messageKey": "m1",
+                                           "text": "Remind me: which port does the staging proxy listen on?"})
+    diagnostics = found["diagnostics"]
+    assert diagnostics["outcome"] == outcome
+    assert diagnostics["metrics"]["mode"] == "lexical" and diagnostics["metrics"]["margin"] > 0.05
+    if coverage_split:  # nearly all of the probability: the snippet shows the proxy's port
+        assert diagnostics["metrics"]["probabilityShare"] > 0.9 and "8443" in found["modelVisibleText"]
+    else:  # a flat ranker splits it evenly between the two: too ambiguous for a snippet
+        assert diagnostics["reason"] == "ambiguous-snippet" and diagnostics["metrics"]["probabilityShare"] == 0.5
+        assert found["modelVisibleText"] == ""
+
+
+def test_training_is_deterministic_and_learns_the_signal():
+    import numpy as np
+
+    from cwa.evaluation import ranker_training as training
+
+    rng = np.random.default_rng(3)
+    x = rng.random((3000, len(ranker.FEATURES)))
+    y = (x[:, 2] > 0.7).astype(float)  # coverage decides
+    first, second = training.fit(x, y), training.fit(x, y)
+    assert first == second
+    model = ranker._model(first)
+    p = model.probability(x)
+    assert ((p > 0.5) == (y == 1)).mean() > 0.97  # a threshold between quantile bins costs a few
+    splits = {f for features, thresholds in zip(first["feature"], first["threshold"])
+              for f, t in zip(features, thresholds) if t < 1e308}
+    assert 2 in splits
