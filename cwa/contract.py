@@ -546,6 +546,7 @@ PREFLIGHT_POLICY = Obj(
         "hintSourceCooldownHours": Field(Int(0, limits.MAX_COOLDOWN_HOURS)),
         "snippets": Field(Bool()),
         "markers": Field(Bool()),
+        "snippetMinShare": Field(Fraction()),
     }
 )
 

@@ -178,10 +178,14 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
     }
     data = tmp_path / "locomo.json"
     data.write_bytes(orjson.dumps([conversation]))
-    out = run_cwa(["eval", "locomo", "--data", str(data), "--json"], hermetic_env(tmp_path))
+    out = run_cwa(["eval", "locomo", "--data", str(data), "--no-coding-training", "--json"], hermetic_env(tmp_path))
     assert out.returncode == 0, out.stderr
     report = orjson.loads(out.stdout)
-    assert set(report["modes"]) == {"lexical", "auto", "hybrid", "neighbors"}  # no reranker installed
+    assert set(report["modes"]) == {"fts5", "fused-lexical", "fused-hybrid", "neighbors", "lexical", "auto",
+                                    "hybrid"}  # no reranker installed
+    for learned in ("lexical", "auto", "hybrid"):  # out of fold, with the training figures beside
+        assert report["modes"][learned]["training"]["questions"] == 2
+    assert report["preflight"]["questions"] == 2 and report["codingTraining"] is False
     assert "hybrid+rerank" in report["skipped"]
     assert report["droppedEvidenceIds"] == 1 and report["turns"] == 4
     for mode in report["modes"].values():

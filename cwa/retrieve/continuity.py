@@ -109,6 +109,7 @@ class Policy:
     age_limits: Mapping[str, int]  # retention class → automatic age limit in days (0: none)
     snippets: bool = True
     markers: bool = True
+    snippet_min_share: float = SNIPPET_MIN_SHARE  # a request may override it
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
             if c is not top and c.mode == top.mode and not c.superseded and not c.visible
         ]
         margin = round(_support(top) - max(rivals, default=0.0), 4)
-        if margin > SNIPPET_MARGIN and probability_share(top, candidates) >= SNIPPET_MIN_SHARE:
+        if margin > SNIPPET_MARGIN and probability_share(top, candidates) >= policy.snippet_min_share:
             return Decision(SNIPPET, "explicit-history-strong-evidence", top, margin=margin, historical=True)
         return Decision(SUPPRESS, "ambiguous-snippet", top, margin=margin, historical=True)
 

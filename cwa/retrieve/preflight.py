@@ -27,7 +27,7 @@ from cwa.errors import CwaError, NotFound
 from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text, ranker
 from cwa.retrieve.continuity import (FILLER_TERMS, MARKER, MARKER_MIN_IDF, SNIPPET, SUPPRESS, Decision, Evidence, Policy,
-                                     decide, probability_share)
+                                     SNIPPET_MIN_SHARE, decide, probability_share)
 from cwa.retrieve.intent import HISTORICAL_WORDS
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.candidate import Candidate
@@ -82,6 +82,7 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
         {cls: settings[name] for cls, name in AGE_LIMIT_KEYS.items()},
         snippets=overrides.get("snippets", True),
         markers=overrides.get("markers", True),
+        snippet_min_share=overrides.get("snippetMinShare", SNIPPET_MIN_SHARE),
     )
     bounds = Budgets.of(overrides, settings)
     enabled = policy.snippets or policy.markers

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cwa.api import Archive  # noqa: E402
 from bench import percentile, timed  # noqa: E402
-from sessions import synthetic_sessions  # noqa: E402
+from cwa.evaluation.sessions import synthetic_sessions  # noqa: E402
 
 def synthetic_documents(count: int) -> list[dict]:
     return list(synthetic_sessions(count))

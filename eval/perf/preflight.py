@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cwa.api import Archive  # noqa: E402
 from bench import for_each_size, latency  # noqa: E402
 from search import PROJECT, build  # noqa: E402
-from sessions import ERRORS, MODULES, WORDS, word  # noqa: E402
+from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, word  # noqa: E402
 
 
 def messages(seed: int = 5) -> list[str]:

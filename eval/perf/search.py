@@ -2,7 +2,7 @@
 
     python eval/perf/search.py --windows 10000 [--windows 100000] [--json]
 
-Builds an archive of synthetic coding sessions (eval/perf/sessions.py) until it holds at least the
+Builds an archive of synthetic coding sessions (eval/retrieval/sessions.py) until it holds at least the
 requested number of windows, then times, in the same process:
 - cwa search (exact, lexical and relation queries; each search also grants its lease),
 - cwa recall of the returned locators,
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cwa.api import Archive  # noqa: E402
 from bench import for_each_size, latency, timed  # noqa: E402
-from sessions import ERRORS, MODULES, WORDS, synthetic_sessions, word  # noqa: E402
+from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, synthetic_sessions, word  # noqa: E402
 
 PROJECT = "/bench/project"
 

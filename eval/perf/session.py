@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency  # noqa: E402
 from cwa.session.transcript import entry_of  # noqa: E402
-from sessions import ERRORS, _path, _sentence, _symbol, _tool_output  # noqa: E402
+from cwa.evaluation.sessions import ERRORS, _path, _sentence, _symbol, _tool_output  # noqa: E402
 
 PROJECT = "/bench/session"
 T0 = 1_795_000_000_000

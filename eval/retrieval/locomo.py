@@ -1,19 +1,27 @@
-"""LoCoMo turn-level retrieval through cwa's public search, lexical and hybrid.
+"""LoCoMo turn-level retrieval through cwa's public search, per mode, the learned ranker out of fold.
 
-    cwa eval locomo --data ../shared/data/locomo/locomo10.json [--modes lexical,hybrid] [--json]
+    cwa eval locomo --data ../shared/data/locomo/locomo10.json [--modes …] [--no-coding-training] [--json]
     python eval/locomo.py --data …                            (the same, from a checkout)
 
 Each dialog turn is admitted as one document (message key = its normalized `dia_id`, created at
 its session's real date), one project per conversation, one session per LoCoMo session: a search
 result then maps to exactly one dialog turn, which is the unit the evidence names. Every question
 with evidence searches only its own conversation through `Archive.search` (scope project, limit
-10). Modes: `plain` (exact + BM25F only: no embeddings, no expansion), `lexical` (semanticPolicy
-never, expansion on weak evidence), `auto` (explicit search's default: embeddings only
-when no exact anchor matched and the lexical evidence is weak), `hybrid` (semanticPolicy always:
-BM25F and embeddings fused for every question), `neighbors` (hybrid with conversation-neighbour
-credit 0.5), `hybrid+rerank` (hybrid, then the cross-encoder; reported as skipped when none is installed,
-as none ships). `--embedding optimized` first runs `models-optimize` on the temporary archive and
-embeds with the variant if it is accepted.
+10). Modes: `fts5` (the floor: bare SQLite FTS5 over the same turn texts, `porter unicode61`, the
+question's words less stop words OR-ed, `bm25()`); the rank fusion before the learned ranker,
+`plain` (exact + BM25F, no expansion), `fused-lexical`, `fused-hybrid` (embeddings for every
+question) and `neighbors` (fused-hybrid with conversation-neighbour credit 0.5); the learned
+ranker, `lexical` (semanticPolicy never), `auto` (explicit search's default: embeddings on weak
+evidence), `hybrid` (always) and `hybrid+rerank` (then the cross-encoder; skipped when none is
+installed, as none ships). `--embedding optimized` first runs `models-optimize` on the temporary
+archive and embeds with the variant if it is accepted.
+
+Out of fold: the conversations are split in FOLDS contiguous groups; the ranker is trained (from
+the pools search reports with `explain`, cwa/evaluation/ranker_training.py) on every group but
+one, plus the synthetic coding facts unless `--no-coding-training`, and scores that one. The
+training figures (each group scored by a ranker trained on it) are reported beside. Preflight
+is measured the same way: each question as "Remind me: <question>" and as asked, age limits
+lifted (`preflight_figures`).
 
 Metrics, averaged over questions: R@k = share of a question's evidence turns in the top k turns;
 hit@k = some evidence turn in the top k; nDCG@10 with binary gains; session R@k = share of the
@@ -24,6 +32,7 @@ copied into the repository.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import math
 import re
 import sys
@@ -33,23 +42,31 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import apsw
 import orjson
 
 from cwa.api import Archive
 from cwa.errors import InvalidRequest
+from cwa.index.terms import STOP_WORDS
 from cwa.models import reranker_status
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "locomo10.json"
 MODES = {  # mode → search parameters
-    "plain": {"semanticPolicy": "never", "expansion": False, "rerank": False},
-    "lexical": {"semanticPolicy": "never", "rerank": False},
-    "auto": {"semanticPolicy": "auto", "rerank": False},
-    "hybrid": {"semanticPolicy": "always", "rerank": False},
-    "neighbors": {"semanticPolicy": "always", "neighborCredit": 0.5, "rerank": False},
-    "hybrid+rerank": {"semanticPolicy": "always", "rerank": True},  # only with a reranker installed
+    "plain": {"semanticPolicy": "never", "expansion": False, "rerank": False, "ranker": "fused"},
+    "fused-lexical": {"semanticPolicy": "never", "rerank": False, "ranker": "fused"},
+    "fused-hybrid": {"semanticPolicy": "always", "rerank": False, "ranker": "fused"},
+    "neighbors": {"semanticPolicy": "always", "neighborCredit": 0.5, "rerank": False, "ranker": "fused"},
+    "lexical": {"semanticPolicy": "never", "rerank": False, "ranker": "learned"},
+    "auto": {"semanticPolicy": "auto", "rerank": False, "ranker": "learned"},
+    "hybrid": {"semanticPolicy": "always", "rerank": False, "ranker": "learned"},
+    "hybrid+rerank": {"semanticPolicy": "always", "rerank": True, "ranker": "learned"},  # only with a reranker installed
 }
-DEFAULT_MODES = ("lexical", "auto", "hybrid", "neighbors", "hybrid+rerank")
+FLOOR = "fts5"  # bare SQLite FTS5: the turn texts in one table, the question's words OR-ed, bm25()
+LEARNED = {m for m, p in MODES.items() if p["ranker"] == "learned"}
+POOLS = {"lexical": {"semanticPolicy": "never"}, "hybrid": {"semanticPolicy": "always"}}  # ranker model → pool
+DEFAULT_MODES = (FLOOR, "fused-lexical", "fused-hybrid", "neighbors", "lexical", "auto", "hybrid", "hybrid+rerank")
 RERANK_MODE = "hybrid+rerank"
+FOLDS = 2
 KS = (1, 5, 10)
 
 
@@ -79,6 +96,14 @@ def evidence_ids(raw: list[str]) -> tuple[set[str], int]:
     return found, dropped
 
 
+def turn_text(turn: dict[str, Any]) -> str:
+    """A dialog turn as one document's text: the speaker, the words, a shared photo's caption."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
 def ingest(archive: Archive, conversations: list[dict[str, Any]]) -> int:
     turns = 0
     for conversation in conversations:
@@ -96,9 +121,7 @@ def ingest(archive: Archive, conversations: list[dict[str, Any]]) -> int:
                 raise InvalidRequest(f"conversation {conversation['sample_id']}: a turn of {key} lacks speaker, "
                                      "text or dia_id", field="data", reason="not-locomo")
             for turn in value:
-                text = f"{turn['speaker']}: {turn['text']}"
-                if turn.get("blip_caption"):
-                    text += f" [shares a photo: {turn['blip_caption']}]"
+                text = turn_text(turn)
                 archive.admit({
                     "project": project, "sessionId": key, "kind": "turn", "createdAt": created,
                     "messages": [{"key": normal_id(turn["dia_id"]) or turn["dia_id"], "role": "custom", "text": text}],
@@ -145,9 +168,144 @@ def load(data_path: Path) -> list[dict[str, Any]]:
     return conversations
 
 
-def run(data_path: Path, modes: list[str], progress=None, embedding: str = "installed") -> dict[str, Any]:
+def fold_of(index: int, conversations: int) -> int:
+    """Conversations split in FOLDS contiguous groups by their order in the file."""
+    return index * FOLDS // conversations
+
+
+def questions(conversation: dict[str, Any]) -> list[tuple[dict[str, Any], set[str], int]]:
+    """(qa, evidence turn ids, unreadable evidence pieces) of each question."""
+    return [(qa, *evidence_ids(qa.get("evidence", []))) for qa in conversation["qa"]]
+
+
+def floor_table(conversation: dict[str, Any]) -> apsw.Connection:
+    """Bare SQLite FTS5 over one conversation, as the data's README measures it: the turn texts
+    cwa admits, in one in-memory table with the `porter unicode61` tokenizer."""
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE turns USING fts5 (id UNINDEXED, text, tokenize = 'porter unicode61')")
+    dialog = conversation["conversation"]
+    for key, value in dialog.items():
+        if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
+            for turn in value:
+                conn.execute("INSERT INTO turns VALUES (?, ?)", (normal_id(turn["dia_id"]) or turn["dia_id"], turn_text(turn)))
+    return conn
+
+
+def floor_search(conn: apsw.Connection, question: str) -> list[str]:
+    """The question's words less stop words, OR-ed, ordered by bm25(): the top 10 turn ids."""
+    words = dict.fromkeys(w for w in re.findall(r"\w+", question.lower()) if w not in STOP_WORDS)
+    if not words:
+        return []
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return [r[0] for r in conn.execute("SELECT id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT 10", (match,))]
+
+
+CODING = "coding"  # the examples of synthetic coding facts, in every fold's training
+
+
+def collect_examples(archive: Archive, conversations: list[dict[str, Any]], folder: Path,
+                     with_coding: bool = True) -> dict[str, Any]:
+    """Every question's pool for each ranker model, as search reports it, labelled by evidence;
+    `with_coding`, the synthetic coding facts' (cwa/evaluation/coding.py) too, under CODING."""
+    from cwa.evaluation import coding, ranker_training as training  # noqa: PLC0415 (only to train: ingest stays light)
+
+    examples = {name: training.Examples() for name in POOLS}
+    for name, (features, labels) in (coding.training_examples(folder, POOLS) if with_coding else {}).items():
+        for rows, marks in zip(features, labels):
+            examples[name].add(CODING, rows, marks)
+    for name, pool in POOLS.items():
+        for conversation in conversations:
+            project = f"locomo:{conversation['sample_id']}"
+            for qa, wanted, _ in questions(conversation):
+                if wanted:
+                    features, labels = training.collect(archive, project, qa["question"], wanted, pool)
+                    examples[name].add(conversation["sample_id"], features, labels)
+    return examples
+
+
+def train_folds(archive: Archive, conversations: list[dict[str, Any]], folder: Path,
+                with_coding: bool = True) -> dict[str, list[Path]]:
+    """Ranker weights per fold, from the pools search reports: `outOfFold[k]` is trained on every
+    fold but k (it scores fold k), `inFold[k]` on fold k alone (the training figures); both also
+    on the coding facts, as the shipped ranker is, unless not `with_coding`."""
+    from cwa.evaluation import ranker_training as training  # noqa: PLC0415
+
+    examples = collect_examples(archive, conversations, folder, with_coding)
+    ids = [c["sample_id"] for c in conversations]
+    files: dict[str, list[Path]] = {"outOfFold": [], "inFold": []}
+    for k in range(FOLDS):
+        held = [i for n, i in enumerate(ids) if fold_of(n, len(ids)) == k]
+        rest = [i for i in ids if i not in held]
+        for kind, trained_on in (("outOfFold", [*rest, CODING]), ("inFold", [*held, CODING])):
+            path = folder / f"ranker-{kind}-{k}.json"
+            path.write_bytes(training.train(examples, trained_on))
+            files[kind].append(path)
+    return files
+
+
+REMIND = "Remind me: "
+AGE_LIMITS = ("ephemeralAutoRetrievalDays", "conversationAutoRetrievalDays", "derivedAutoRetrievalDays")
+SHARES = (0.0, 0.5, 0.7, 0.8)  # other snippet thresholds measured ("Remind me" only); 0.0: no share gate
+
+
+def preflight_figures(archive: Archive, conversations: list[dict[str, Any]], files: list[Path], tag: str) -> dict[str, Any]:
+    """Each question as a user message through preflight, age limits lifted (the turns are years
+    old), each conversation scored with the ranker of the fold that did not see it: once prefixed
+    "Remind me: " (historical intent: may a snippet be shown, and is its source an evidence turn?),
+    at the shipped snippet threshold and at the other SHARES (the `snippetMinShare` policy), and
+    once as asked (how many hints, snippet or marker, stand on an evidence turn?)."""
+    base = archive.settings
+    turn_of: dict[str, str] = {}
+    shown: dict[str, list[tuple[str, bool]]] = {}  # per run, per hint: (type, source is an evidence turn)
+    asked, latencies = 0, []
+    runs = {"plain": (None, ""), "remind": (None, REMIND), **{f"remind@{s}": (s, REMIND) for s in SHARES}}
+    for index, conversation in enumerate(conversations):
+        archive.settings = replace(base, values={**base.values, **dict.fromkeys(AGE_LIMITS, 0),
+                                                 "rankerPath": str(files[fold_of(index, len(conversations))])})
+        project = f"locomo:{conversation['sample_id']}"
+        for number, (qa, wanted, _) in enumerate(questions(conversation)):
+            if not wanted:
+                continue
+            asked += 1
+            for run_name, (share, prefix) in runs.items():
+                request = {"project": project, "sessionId": f"eval-{tag}-{run_name}-{number}", "messageKey": "m",
+                           "text": prefix + qa["question"]}
+                if share is not None:
+                    request["policy"] = {"snippetMinShare": share}
+                begin = time.perf_counter()
+                found = archive.call("preflight", request)
+                if share is None:
+                    latencies.append((time.perf_counter() - begin) * 1000)
+                for hint in found["hints"]:
+                    source = hint["source"]["documentId"]
+                    if source not in turn_of:
+                        turn_of[source] = archive.get({"documentId": source})["sourceKeys"]["first"]
+                    shown.setdefault(run_name, []).append((hint["type"], turn_of[source] in wanted))
+    archive.settings = base
+    latencies.sort()
+
+    def snippets(run_name: str) -> dict[str, Any]:
+        right = [r for kind, r in shown.get(run_name, []) if kind == "historical-snippet"]
+        return {"fireRate": round(len(right) / asked, 4) if asked else 0.0, "snippets": len(right),
+                "precision": round(sum(right) / len(right), 4) if right else None}
+
+    plain = shown.get("plain", [])
+    return {
+        "questions": asked,
+        "preflightP50Ms": round(latencies[len(latencies) // 2], 2) if latencies else None,
+        "preflightP95Ms": round(latencies[int(len(latencies) * 0.95)], 2) if latencies else None,
+        "remind": snippets("remind"),
+        "remindByShare": {str(s): snippets(f"remind@{s}") for s in SHARES},
+        "plain": {"hintRate": round(len(plain) / asked, 4) if asked else 0.0, "hints": len(plain),
+                  "snippets": sum(kind == "historical-snippet" for kind, _ in plain),
+                  "evidenceShare": round(sum(right for _, right in plain) / len(plain), 4) if plain else None},
+    }
+
+
+def run(data_path: Path, modes: list[str], progress=None, embedding: str = "installed",
+        coding_training: bool = True) -> dict[str, Any]:
     conversations = load(data_path)
-    report: dict[str, Any] = {"modes": {}}
+    report: dict[str, Any] = {"modes": {}, "folds": FOLDS, "codingTraining": coding_training}
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "locomo.db") as archive:
         started = time.perf_counter()
         report["turns"] = ingest(archive, conversations)
@@ -158,40 +316,55 @@ def run(data_path: Path, modes: list[str], progress=None, embedding: str = "inst
         if embedding == "optimized":
             verdict = archive.call("models-optimize", {})
             report["optimize"] = {k: verdict[k] for k in ("accepted", "speedup", "meanCosine", "windows", "fingerprint")}
-        if any(MODES[m]["semanticPolicy"] != "never" for m in modes):
+        if any(m != FLOOR and MODES[m]["semanticPolicy"] != "never" for m in modes) or LEARNED & set(modes):
             started = time.perf_counter()
             archive.progress = progress
             embedded = archive.call("index-embed", {})["embedded"]
             seconds = time.perf_counter() - started
             report["embedding"] = {"windows": embedded, "seconds": round(seconds, 1),
                                    "windowsPerSecond": round(embedded / seconds, 1) if seconds else None}
-        dropped = 0
+        weights = train_folds(archive, conversations, Path(folder), coding_training) if LEARNED & set(modes) else None
+        report["droppedEvidenceIds"] = sum(bad for c in conversations for _, _, bad in questions(c))
+        base = archive.settings
         for mode in modes:
-            rows, by_category, latencies = [], {}, []
-            for conversation in conversations:
-                project = f"locomo:{conversation['sample_id']}"
-                for qa in conversation["qa"]:
-                    wanted, bad = evidence_ids(qa.get("evidence", []))
-                    if mode == modes[0]:
-                        dropped += bad
-                    if not wanted:
-                        continue
-                    begin = time.perf_counter()
-                    results = archive.search({"project": project, "query": qa["question"], "limit": 10,
-                                              "leaseSeconds": 0, **MODES[mode]})["results"]
-                    latencies.append((time.perf_counter() - begin) * 1000)
-                    row = score_question(wanted, [r["source"]["messageKey"] for r in results])
-                    rows.append(row)
-                    by_category.setdefault(str(qa["category"]), []).append(row)
-            latencies.sort()
-            report["modes"][mode] = {
-                "overall": _mean(rows),
-                "byCategory": {c: _mean(v) for c, v in sorted(by_category.items())},
-                "questions": len(rows),
-                "searchP50Ms": round(latencies[len(latencies) // 2], 2),
-                "searchP95Ms": round(latencies[int(len(latencies) * 0.95)], 2),
-            }
-        report["droppedEvidenceIds"] = dropped
+            figures = {"outOfFold": weights["outOfFold"], "inFold": weights["inFold"]} if mode in LEARNED else {"": None}
+            for kind, files in figures.items():
+                rows, by_category, latencies = [], {}, []
+                for index, conversation in enumerate(conversations):
+                    project = f"locomo:{conversation['sample_id']}"
+                    if files:
+                        archive.settings = replace(base, values={**base.values, "rankerPath": str(files[fold_of(index, len(conversations))])})
+                    floor = floor_table(conversation) if mode == FLOOR else None
+                    for qa, wanted, _ in questions(conversation):
+                        if not wanted:
+                            continue
+                        begin = time.perf_counter()
+                        if floor is not None:
+                            ranked = floor_search(floor, qa["question"])
+                        else:
+                            results = archive.search({"project": project, "query": qa["question"], "limit": 10,
+                                                      "leaseSeconds": 0, **MODES[mode]})["results"]
+                            ranked = [r["source"]["messageKey"] for r in results]
+                        latencies.append((time.perf_counter() - begin) * 1000)
+                        row = score_question(wanted, ranked)
+                        rows.append(row)
+                        by_category.setdefault(str(qa["category"]), []).append(row)
+                archive.settings = base
+                latencies.sort()
+                found = {
+                    "overall": _mean(rows),
+                    "byCategory": {c: _mean(v) for c, v in sorted(by_category.items())},
+                    "questions": len(rows),
+                    "searchP50Ms": round(latencies[len(latencies) // 2], 2),
+                    "searchP95Ms": round(latencies[int(len(latencies) * 0.95)], 2),
+                }
+                if kind == "inFold":
+                    report["modes"][mode]["training"] = found
+                else:
+                    report["modes"][mode] = found
+        if weights:
+            report["preflight"] = preflight_figures(archive, conversations, weights["outOfFold"], "oof")
+            report["preflight"]["training"] = preflight_figures(archive, conversations, weights["inFold"], "in")
     return report
 
 
@@ -200,11 +373,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--modes", default=",".join(DEFAULT_MODES))
     parser.add_argument("--embedding", choices=("installed", "optimized"), default="installed")
+    parser.add_argument("--no-coding-training", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not args.data.exists():
         sys.exit(f"LoCoMo data not found at {args.data}; pass --data PATH")
-    report = run(args.data, [m for m in args.modes.split(",") if m], embedding=args.embedding)
+    report = run(args.data, [m for m in args.modes.split(",") if m], embedding=args.embedding,
+                 coding_training=not args.no_coding_training)
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
@@ -225,9 +400,23 @@ def print_report(report: dict[str, Any]) -> None:
         print(f"embedded {e['windows']} windows in {e['seconds']} s ({e['windowsPerSecond']}/s)")
     for mode, found in report["modes"].items():
         overall = "  ".join(f"{k} {v:.3f}" for k, v in found["overall"].items())
-        print(f"{mode:8} {overall}  (n={found['questions']}, search p50 {found['searchP50Ms']} ms)")
+        label = f"{mode} (out of fold)" if "training" in found else mode
+        print(f"{label:24} {overall}  (n={found['questions']}, search p50 {found['searchP50Ms']} ms, "
+              f"p95 {found['searchP95Ms']} ms)")
         for category, values in found["byCategory"].items():
-            print(f"  category {category}: R@5 {values['R@5']:.3f}  R@10 {values['R@10']:.3f}")
+            print(f"  category {category}: R@1 {values['R@1']:.3f}  R@5 {values['R@5']:.3f}  R@10 {values['R@10']:.3f}")
+        if "training" in found:
+            trained = "  ".join(f"{k} {v:.3f}" for k, v in found["training"]["overall"].items())
+            print(f"  {'training figures (in fold)':22} {trained}")
+    if "preflight" in report:
+        for label, found in (("out of fold", report["preflight"]), ("training", report["preflight"]["training"])):
+            remind, plain = found["remind"], found["plain"]
+            print(f"preflight ({label}): \"Remind me\" snippets fire {remind['fireRate']:.3f}, precision "
+                  f"{remind['precision']}; plain questions: hints {plain['hintRate']:.3f}, "
+                  f"on evidence turns {plain['evidenceShare']} (preflight p50 {found['preflightP50Ms']} ms, "
+                  f"p95 {found['preflightP95Ms']} ms)")
+            for share, other in found["remindByShare"].items():
+                print(f"  snippetMinShare {share}: fire {other['fireRate']:.3f}, precision {other['precision']}")
 
 
 if __name__ == "__main__":

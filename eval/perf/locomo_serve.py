@@ -1,0 +1,120 @@
+"""Search and preflight latency at LoCoMo scale through `cwa serve`, against a baseline tree.
+
+    python eval/perf/locomo_serve.py --data ../shared/data/locomo/locomo10.json [--baseline /tmp/base]
+                                     [--rounds 2] [--json]
+
+Each tree (this checkout, and a baseline checkout such as `git worktree add /tmp/base <rev>`)
+gets its own archive of the 5,882 LoCoMo turns (one document each, embedded), built by that
+tree's code. Then, alternating between the trees each round, one `cwa serve` child per tree
+answers every question with evidence: a hybrid search (`semanticPolicy: always`), a lexical
+search (`never`) and a preflight of "Remind me: <question>" (a fresh session each, so nothing
+replays). Latency is measured at the client, request written to reply read; admission is timed
+while building (turns/s through the public API, in process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import latency  # noqa: E402
+
+BUILD = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from cwa.api import Archive
+from cwa.evaluation.locomo import ingest, load
+conversations = load(Path(sys.argv[3]))
+with Archive.open(Path(sys.argv[2])) as archive:
+    started = time.perf_counter()
+    turns = ingest(archive, conversations)
+    seconds = time.perf_counter() - started
+    archive.call("index-embed", {})
+print(turns / seconds)
+"""
+SERVE = "import sys; sys.path.insert(0, sys.argv[1]); sys.argv = ['cwa', 'serve']; from cwa.cli import main; main()"
+
+
+def build(tree: Path, archive: Path, data: Path) -> float:
+    """The archive built by `tree`'s code; its admission rate in turns/s."""
+    out = subprocess.run([sys.executable, "-c", BUILD, str(tree), str(archive), str(data)], check=True,
+                         capture_output=True, env={**os.environ, "CWA_ARCHIVE": str(archive)})
+    return float(out.stdout.decode().split()[-1])
+
+
+def measure(tree: Path, archive: Path, questions: list[tuple[str, str]], tag: str) -> dict[str, list[float]]:
+    """Client-side milliseconds of each request kind through one `cwa serve` child."""
+    child = subprocess.Popen([sys.executable, "-c", SERVE, str(tree)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env={**os.environ, "CWA_ARCHIVE": str(archive)})
+    timings: dict[str, list[float]] = {"hybrid": [], "lexical": [], "preflight": []}
+    try:
+        for number, (project, question) in enumerate(questions):
+            requests = {
+                "hybrid": ("search", {"project": project, "query": question, "limit": 10, "leaseSeconds": 0,
+                                      "semanticPolicy": "always"}),
+                "lexical": ("search", {"project": project, "query": question, "limit": 10, "leaseSeconds": 0,
+                                       "semanticPolicy": "never"}),
+                "preflight": ("preflight", {"project": project, "sessionId": f"bench-{tag}-{number}",
+                                            "messageKey": "m", "text": "Remind me: " + question}),
+            }
+            for kind, (method, params) in requests.items():
+                line = orjson.dumps({"id": number, "method": method, "params": params}) + b"\n"
+                started = time.perf_counter()
+                child.stdin.write(line)
+                child.stdin.flush()
+                reply = orjson.loads(child.stdout.readline())
+                timings[kind].append((time.perf_counter() - started) * 1000)
+                if "error" in reply:
+                    raise SystemExit(f"{tree}: {method} failed: {reply['error']}")
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--baseline", type=Path, help="a checkout of the baseline revision")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    conversations = orjson.loads(args.data.read_bytes())
+    questions = [(f"locomo:{c['sample_id']}", qa["question"]) for c in conversations for qa in c["qa"]
+                 if qa.get("evidence")]
+    trees = {"this tree": Path(__file__).resolve().parents[2]}
+    if args.baseline:
+        trees = {"baseline": args.baseline.resolve(), **trees}
+    report: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        archives = {name: Path(folder) / f"{n}.db" for n, name in enumerate(trees)}
+        admission = {name: build(tree, archives[name], args.data) for name, tree in trees.items()}
+        timings: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
+        for round_number in range(args.rounds):
+            for name, tree in trees.items():
+                for kind, values in measure(tree, archives[name], questions, f"{round_number}").items():
+                    timings[name].setdefault(kind, []).extend(values)
+        for name in trees:
+            report[name] = {"admissionTurnsPerSecond": round(admission[name], 1),
+                            **{kind: latency(values) for kind, values in timings[name].items()}}
+    if args.json:
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
+    for name, found in report.items():
+        print(f"{name}: admission {found['admissionTurnsPerSecond']} turns/s; " + "; ".join(
+            f"{kind} p50 {found[kind]['p50_ms']} / p95 {found[kind]['p95_ms']} ms" for kind in ("hybrid", "lexical", "preflight")))
+
+
+if __name__ == "__main__":
+    main()

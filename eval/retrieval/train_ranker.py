@@ -1,0 +1,46 @@
+"""Train the shipped ranker weights (cwa/retrieve/ranker.json) on every LoCoMo conversation.
+
+    python eval/retrieval/train_ranker.py --data ../shared/data/locomo/locomo10.json [--out PATH]
+
+Admits the conversations into a temporary archive, embeds them, collects each question's pool
+through the public search (`explain: true`) for the lexical and the hybrid model, adds the pools
+of synthetic coding facts (cwa/evaluation/coding.py, its training seed), and fits both models
+(cwa/evaluation/ranker_training.py). `cwa eval locomo` reports these models only out of fold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cwa.api import Archive  # noqa: E402
+from cwa.evaluation import locomo  # noqa: E402
+from cwa.evaluation import ranker_training as training  # noqa: E402
+from cwa.file_writes import write_atomically  # noqa: E402
+
+SHIPPED = Path(__file__).resolve().parents[2] / "cwa" / "retrieve" / "ranker.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=SHIPPED)
+    args = parser.parse_args()
+    if not args.data.exists():
+        sys.exit(f"LoCoMo data not found at {args.data}; pass --data PATH")
+    conversations = locomo.load(args.data)
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "train.db") as archive:
+        locomo.ingest(archive, conversations)
+        archive.call("index-embed", {})
+        examples = locomo.collect_examples(archive, conversations, Path(folder))
+        data = training.train(examples, [*(c["sample_id"] for c in conversations), locomo.CODING])
+    write_atomically(args.out, data)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
