@@ -9,18 +9,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?);
 INSERT INTO window_fts (rowid, title, user, assistant, body, context) VALUES (?, ?, ?, ?, ?, ?);
 
 -- name: previous_in_session
--- The last message of the document just before :row in its session (creation order, then row),
--- when that document is readable and one of the conversational :kinds (a JSON array).
-SELECT p.id, m.text_start, m.end_byte
-FROM documents AS d
-JOIN documents AS p ON p.id = (
-  SELECT q.id FROM documents AS q
-  WHERE q.session_id = d.session_id
-    AND (q.created_at < d.created_at OR q.created_at = d.created_at AND q.id < d.id)
+-- The last message of the readable document just before :row in its session (creation order,
+-- then row; a row-value range on documents_session_created), and that document's kind.
+SELECT p.id, p.kind, m.text_start, m.end_byte
+FROM documents AS p
+JOIN messages AS m ON m.document_row = p.id
+WHERE p.id = (
+  SELECT q.id FROM documents AS d, documents AS q
+  WHERE d.id = :row AND q.session_id = d.session_id AND (q.created_at, q.id) < (d.created_at, d.id)
     AND q.state IN ('live', 'superseded')
   ORDER BY q.created_at DESC, q.id DESC LIMIT 1)
-JOIN messages AS m ON m.document_row = p.id
-WHERE d.id = :row AND p.kind IN (SELECT value FROM json_each(:kinds))
 ORDER BY m.ordinal DESC LIMIT 1;
 
 -- name: insert_anchor

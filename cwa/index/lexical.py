@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 
 import apsw
 import blake3
-import orjson
 
 from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
 from cwa.index.terms import context_term, term_starts, terms
@@ -131,11 +130,10 @@ def previous_context(conn: apsw.Connection, kind: str, document_row: int) -> lis
     document's last message in its session (none for other kinds)."""
     if kind not in CONTEXT_KINDS:
         return []
-    found = conn.execute(queries("index")["previous_in_session"], {"row": document_row,
-                                                                   "kinds": orjson.dumps(CONTEXT_KINDS).decode()}).fetchone()
-    if found is None:
+    found = conn.execute(queries("index")["previous_in_session"], {"row": document_row}).fetchone()
+    if found is None or found[1] not in CONTEXT_KINDS:
         return []
-    row, start, end = found
+    row, _, start, end = found
     data, _ = read_bytes(conn, row, start, end)
     return context_terms(terms(data.decode("utf-8", errors="ignore")))
 

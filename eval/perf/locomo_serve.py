@@ -49,14 +49,14 @@ SERVE = "import sys; sys.path.insert(0, sys.argv[1]); sys.argv = ['cwa', 'serve'
 def build(tree: Path, archive: Path, data: Path) -> float:
     """The archive built by `tree`'s code; its admission rate in turns/s."""
     out = subprocess.run([sys.executable, "-c", BUILD, str(tree), str(archive), str(data)], check=True,
-                         capture_output=True, env={**os.environ, "CWA_ARCHIVE": str(archive)})
+                         capture_output=True)
     return float(out.stdout.decode().split()[-1])
 
 
 def measure(tree: Path, archive: Path, questions: list[tuple[str, str]], tag: str) -> dict[str, list[float]]:
     """Client-side milliseconds of each request kind through one `cwa serve` child."""
     child = subprocess.Popen([sys.executable, "-c", SERVE, str(tree)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             env={**os.environ, "CWA_ARCHIVE": str(archive)})
+                             env={**os.environ, "CWA_DB": str(archive)})
     timings: dict[str, list[float]] = {"hybrid": [], "lexical": [], "preflight": []}
     try:
         for number, (project, question) in enumerate(questions):
