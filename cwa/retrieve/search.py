@@ -163,28 +163,13 @@ def _learned_tier(
     report: the embeddings are asked as the semantic policy says (`auto`: on weak evidence)."""
     exact = tiers[0]
     lexical = tiers[1] if len(tiers) > 1 else []
-    taken = {c.document_row for c in exact}
-    policy = request.get("semanticPolicy", "auto") if settings["semanticRetrieval"] else "never"
-    report: dict[str, Any] | None = None if policy == "never" else {"policy": policy, "used": False,
-                                                                     "pendingWindows": None}
-    semantic, vector = None, None
-    if report is not None and (policy == "always" or _weak(tiers)) and len(exact) < limit:
-        report["pendingWindows"] = pending(ctx.conn)
-        vector = query_vector(ctx, query)
-        if vector is None:
-            report["unavailable"] = True
-        else:
-            semantic = semantic_candidates(ctx, vector, qterms, max(limit, RANKER_POOL), taken)
-            report["used"] = semantic is not None
+    report, semantic, vector = _ask_embeddings(ctx, request, settings, query, qterms, tiers, limit, max(limit, RANKER_POOL))
     if not lexical and not semantic:
         return report, None
     weights = ranker.load(settings["rankerPath"])
-    pool = ranker.order(ctx, lexical, semantic, vector, qterms, taken, weights, anchored=[c.document_row for c in exact])
-    tier = collapse(importance.reorder(ctx.conn, pool.kept))
-    if len(tiers) > 1:
-        tiers[1] = tier
-    else:
-        tiers.append(tier)
+    pool = ranker.order(ctx, lexical, semantic, vector, qterms, {c.document_row for c in exact}, weights,
+                        anchored=[c.document_row for c in exact])
+    _set_tier(tiers, collapse(importance.reorder(ctx.conn, pool.kept)))
     return report, pool
 
 
@@ -297,29 +282,42 @@ def _semantic_rescue(
     tiers: list[list[Candidate]],
     limit: int,
 ) -> dict[str, Any] | None:
-    """Fuse semantic candidates into the lexical tier when the policy says so (in place).
-    `auto`: only when no exact anchor matched and the lexical evidence is weak."""
+    """Fuse semantic candidates into the lexical tier when the policy says so (in place)."""
+    report, found, _ = _ask_embeddings(ctx, request, settings, query, qterms, tiers, limit, limit)
+    if found is not None:
+        _set_tier(tiers, fuse(tiers[1] if len(tiers) > 1 else [], found))
+    return report
+
+
+def _ask_embeddings(
+    ctx: Context, request: dict[str, Any], settings: Settings, query: str, qterms: list[str],
+    tiers: list[list[Candidate]], limit: int, size: int,
+) -> tuple[dict[str, Any] | None, list[Candidate] | None, Any]:
+    """The semantic report, and `size` semantic candidates with the query's embedding when the
+    policy asks for them (`auto`: only when no exact anchor matched and the lexical evidence is
+    weak) and the exact tier leaves room; the report is None when the policy is `never`."""
     policy = request.get("semanticPolicy", "auto") if settings["semanticRetrieval"] else "never"
     if policy == "never":
-        return None
+        return None, None, None
     exact = tiers[0]
-    lexical = tiers[1] if len(tiers) > 1 else []
-    wanted = policy == "always" or _weak(tiers)
     report: dict[str, Any] = {"policy": policy, "used": False, "pendingWindows": None}
-    if not wanted or len(exact) >= limit:
-        return report
+    if not (policy == "always" or _weak(tiers)) or len(exact) >= limit:
+        return report, None, None
     report["pendingWindows"] = pending(ctx.conn)  # counted only when the embeddings are asked
-    found = semantic_candidates(ctx, query, qterms, limit, {c.document_row for c in exact})
-    if found is None:
+    vector = query_vector(ctx, query)
+    if vector is None:
         report["unavailable"] = True
-        return report
+        return report, None, None
     report["used"] = True
-    fused = fuse(lexical, found)
+    return report, semantic_candidates(ctx, vector, qterms, size, {c.document_row for c in exact}), vector
+
+
+def _set_tier(tiers: list[list[Candidate]], tier: list[Candidate]) -> None:
+    """Put the lexical/semantic tier in place (after the exact one)."""
     if len(tiers) > 1:
-        tiers[1] = fused
+        tiers[1] = tier
     else:
-        tiers.append(fused)
-    return report
+        tiers.append(tier)
 
 
 # --- exact -------------------------------------------------------------------------------------
