@@ -44,7 +44,7 @@ def reorder(ctx: Context, tier: list[Candidate], qterms: list[str], limit: int, 
         for row, window in ((before_row, before_window), (after_row, after_window)):
             if row is not None and window is not None and row not in value and row not in taken:
                 outside.setdefault(row, window)
-    admissible = _admissible(ctx, outside)
+    admissible = admissible_neighbors(ctx, outside)
     lent = {c.document_row: share * value[c.document_row] * c.score for c in head}
     credit = dict(value)
     for hit, before_row, _, after_row, _ in found:
@@ -54,16 +54,16 @@ def reorder(ctx: Context, tier: list[Candidate], qterms: list[str], limit: int, 
     ranked = sorted(credit, key=lambda row: -credit[row])
     in_tier = {c.document_row: c for c in tier}
     shown = {row: admissible[row] for row in ranked[: limit + 1] if row not in in_tier}
-    added = _neighbor_candidates(ctx, shown, qterms)
+    added = neighbor_candidates(ctx, shown, qterms)
     return [in_tier.get(row) or added[row] for row in ranked if row in in_tier or row in added]
 
 
-def _admissible(ctx: Context, windows: dict[int, int]) -> dict[int, WindowRow]:
+def admissible_neighbors(ctx: Context, windows: dict[int, int]) -> dict[int, WindowRow]:
     """Of the neighbours' windows, those live, in scope and not visible, by document row."""
     return {r.document_row: r for r in admissible(ctx, dict.fromkeys(windows.values(), 0.0))}
 
 
-def _neighbor_candidates(ctx: Context, windows: dict[int, WindowRow], qterms: list[str]) -> dict[int, Candidate]:
+def neighbor_candidates(ctx: Context, windows: dict[int, WindowRow], qterms: list[str]) -> dict[int, Candidate]:
     """Candidates for admissible neighbour windows, with their own evidence."""
     found: dict[int, Candidate] = {}
     for row, window in windows.items():

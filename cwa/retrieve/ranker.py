@@ -31,7 +31,7 @@ from cwa.errors import InvalidRequest
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies
-from cwa.retrieve.windows import WindowRow, admissible, window_candidate, window_evidence
+from cwa.retrieve.neighbors import admissible_neighbors, neighbor_candidates
 from cwa.store.sqlfiles import queries
 
 FEATURES = (
@@ -195,13 +195,7 @@ def _neighbors(ctx: Context, sources: list[int], around: dict, held: set[int], q
         for row, window in ((before, before_window), (after, after_window)):
             if row is not None and window is not None and row not in held:
                 outside.setdefault(row, window)
-    rows: dict[int, WindowRow] = {r.document_row: r for r in admissible(ctx, dict.fromkeys(outside.values(), 0.0))}
-    added = []
-    for row, window in rows.items():
-        evidence = window_evidence(ctx.conn, window, qterms)
-        added.append(window_candidate("neighbor", "neighbor", calibration.lexical_score(qterms, evidence.matched), 0.0,
-                                      window, evidence, modes=["neighbor"]))
-    return added
+    return list(neighbor_candidates(ctx, admissible_neighbors(ctx, outside), qterms).values())
 
 
 def _cosines(ctx: Context, vector: np.ndarray, windows: set[int]) -> dict[int, float]:

@@ -123,7 +123,9 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             anchors, qterms, found = find_candidates(ctx, query, limit)
             tiers.extend(found)
             expanded = _expand(ctx, request, qterms, tiers, limit)
-            semantic = _semantic_rescue(ctx, request, settings, query, qterms, tiers, limit)
+            semantic, found_by_meaning, _ = _ask_embeddings(ctx, request, settings, query, qterms, tiers, limit, limit)
+            if found_by_meaning is not None:
+                _set_tier(tiers, fuse(tiers[1] if len(tiers) > 1 else [], found_by_meaning))
             if len(tiers) > 1:
                 tiers[1] = _order_tier(ctx, request, settings, tiers, qterms, limit)
                 tiers[1] = collapse(tiers[1])
@@ -179,13 +181,14 @@ def _explain(ctx: Context, pool: ranker.Pool | None, name: str) -> dict[str, Any
     if pool is None:
         return {"ranker": name, "model": None, "features": list(ranker.FEATURES), "pool": []}
     kept = {c.document_row for c in pool.kept}
+    summaries = {c.document_row: document_summary(ctx.conn, c.document_row) for c in pool.candidates}
     return {
         "ranker": name,
         "model": pool.model,
         "features": list(ranker.FEATURES),
         "pool": [
-            {"documentId": document_summary(ctx.conn, c.document_row)["documentId"],
-             "version": document_summary(ctx.conn, c.document_row)["version"],
+            {"documentId": summaries[c.document_row]["documentId"],
+             "version": summaries[c.document_row]["version"],
              "messageKey": getattr(message_at(ctx.conn, c.document_row, c.start), "key", None),
              "modes": c.modes, "probability": round(float(p), 6), "kept": c.document_row in kept,
              "features": [round(float(x), 6) for x in f]}
@@ -271,22 +274,6 @@ def _expand(ctx: Context, request: dict[str, Any], qterms: list[str], tiers: lis
 
 RESCUE_SCORE = 0.55  # below this top lexical score (or coverage 0.5), `auto` asks the embeddings too
 RESCUE_COVERAGE = 0.5
-
-
-def _semantic_rescue(
-    ctx: Context,
-    request: dict[str, Any],
-    settings: Settings,
-    query: str,
-    qterms: list[str],
-    tiers: list[list[Candidate]],
-    limit: int,
-) -> dict[str, Any] | None:
-    """Fuse semantic candidates into the lexical tier when the policy says so (in place)."""
-    report, found, _ = _ask_embeddings(ctx, request, settings, query, qterms, tiers, limit, limit)
-    if found is not None:
-        _set_tier(tiers, fuse(tiers[1] if len(tiers) > 1 else [], found))
-    return report
 
 
 def _ask_embeddings(

@@ -42,14 +42,11 @@ def query_vector(ctx: Context, query: str) -> np.ndarray | None:
 
 
 def semantic_candidates(
-    ctx: Context, query: str | np.ndarray, qterms: list[str], limit: int, taken: set[int]
-) -> list[Candidate] | None:
-    """Candidates by cosine similarity to a query (or its embedding), best first, one per
-    document; None when the embeddings are unavailable."""
+    ctx: Context, embedded: np.ndarray, qterms: list[str], limit: int, taken: set[int]
+) -> list[Candidate]:
+    """Candidates by cosine similarity to the query's embedding (`query_vector`), best first,
+    one per document."""
     conn = ctx.conn
-    embedded = query_vector(ctx, query) if isinstance(query, str) else query
-    if embedded is None:
-        return None
     vector = embedded.astype(np.float32).tobytes()
     sql = queries("semantic")
     available = min(conn.execute(sql["embedded_count"]).fetchone()[0], MAX_K)
