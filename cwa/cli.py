@@ -838,6 +838,42 @@ def eval_coding(documents, facts, seed, as_json) -> None:
     click.echo(_dump(report)) if as_json else print_report(report)
 
 
+@eval_group.command("perf")
+@click.option("--sizes", default="10000", show_default=True,
+              help="Comma-separated window counts, e.g. 10000,100000,1000000 (larger sizes take long: about "
+                   "an hour for 1M on two cores).")
+@click.option("--corpora", default="coding,chat", show_default=True,
+              help="Comma-separated: coding (synthetic coding sessions), chat (LoCoMo-shaped short turns).")
+@click.option("--queries", "count", type=click.IntRange(10, 10_000), default=200, show_default=True,
+              help="Requests per operation.")
+@click.option("--embed-sample", type=click.IntRange(0, 10_000_000), default=1000, show_default=True,
+              help="Windows embedded with the model (the throughput figure); the rest get seeded random "
+                   "vectors, which cost the vector scan the same.")
+@json_option
+@handles_errors
+def eval_perf(sizes, corpora, count, embed_sample, as_json) -> None:
+    """Admission, search, preflight, recall and gather cost, archive bytes by kind, serve RSS
+    and cold start at each size, against a bare-FTS5 floor of the same texts (temporary
+    archives; docs/performance.md)."""
+    from cwa.evaluation.perf.scale import CORPORA, print_report, run
+
+    try:
+        chosen_sizes = [int(s.replace("_", "")) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        chosen_sizes = []
+    if not chosen_sizes or any(not 1_000 <= s <= 10_000_000 for s in chosen_sizes):
+        raise InvalidRequest(f"sizes must be window counts from 1,000 to 10,000,000, got {sizes!r}",
+                             field="sizes", reason="invalid-size")
+    chosen = [c.strip() for c in corpora.split(",") if c.strip()]
+    unknown = sorted(set(chosen) - set(CORPORA))
+    if unknown or not chosen:
+        raise InvalidRequest(f"unknown corpus {', '.join(unknown) or '(none)'}; choose from {', '.join(CORPORA)}",
+                             field="corpora", reason="unknown-corpus")
+    say = (lambda _: None) if as_json else (lambda line: click.echo(f"… {line}", err=True))
+    report = run(chosen_sizes, chosen, count, embed_sample, say)
+    click.echo(_dump(report)) if as_json else print_report(report)
+
+
 @eval_group.command("hints")
 @click.option("--fixture", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Case file [default: the shipped eval/retrieval/hint_cases.json].")
 @json_option

@@ -86,3 +86,20 @@ def synthetic_sessions(documents: int, seed: int = 7, project: str = "/bench/pro
                    {"role": "assistant", "timestamp": at + 500,
                     "text": f"{_sentence(rng, 20, 80)}. I changed {_path(rng)} and {_symbol(rng)}."},
                ]}
+
+
+_SPEAKERS = ("Ana", "Bo", "Caro", "Dev", "Eli", "Fay")
+_CHAT = ("i", "you", "we", "it", "was", "so", "really", "that", "the", "a", "and", "to", "my", "with", "just",
+         "last", "week", "yesterday", "going", "love", "think", "great", "fun", "time", "friends", "family")
+
+
+def chat_sessions(documents: int, seed: int = 7, project: str = "/bench/chat") -> Iterator[dict]:
+    """`documents` admit requests shaped like LoCoMo: one short dated turn each ("Name: text", about
+    140 bytes), two speakers per session of 20 turns."""
+    rng = random.Random(seed)
+    for n in range(documents):
+        pair = _SPEAKERS[(n // 20) % len(_SPEAKERS)], _SPEAKERS[(n // 20 + 1) % len(_SPEAKERS)]
+        words = [rng.choice(_CHAT) if rng.random() < 0.45 else word(rng) for _ in range(rng.randint(7, 38))]
+        yield {"project": project, "sessionId": f"chat-{n // 20:05d}", "kind": "turn",
+               "createdAt": 1793527200000 + n * 60_000,
+               "messages": [{"role": "custom", "text": f"{pair[n % 2]}: {' '.join(words)}"}]}
