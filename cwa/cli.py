@@ -14,25 +14,23 @@ import shutil
 import sys
 from pathlib import Path
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import blake3
 import click
 import orjson
 
-from cwa import __version__, config, limits, model_variants
-from cwa.api import METHODS, Archive, method_named
-from cwa.contract import parse_json_body
+from cwa import __version__, config, limits
 from cwa.errors import CwaError, Internal, InvalidRequest
 from cwa.file_writes import write_atomically
 from cwa.input_files import read_file, read_stream
-from cwa.retrieve import render
-from cwa.retrieve.scope import SCOPES
-from cwa.session.checkpoint import CATALOG_TOKENS, PREVIEW_TOKENS
-from cwa.store.connection import default_archive_path
-from cwa.store.maintenance import DEFAULT_INTERVAL_SECONDS
 from cwa.timestamps import utc_now
-from cwa.vocabulary import RELATIONS
+from cwa.vocabulary import RELATIONS, SCOPES
+
+if TYPE_CHECKING:
+    from cwa.api import Archive
+
+# The archive, the indexes and the models are imported by the commands that use them, so that
+# `cwa --version` and `--help` start in a fraction of the time (docs/performance.md).
 
 
 # The command worked and its answer is "no" (a recall that did not resolve, a failed quality
@@ -104,6 +102,8 @@ def project_option(help_text: str = "Project identity [default: the real path of
 
 
 def _open(ctx: click.Context) -> Archive:
+    from cwa.api import Archive
+
     settings = config.load_settings(_project_dir())
     return Archive.open(ctx.obj["db"], settings=settings)
 
@@ -169,6 +169,8 @@ def main(ctx: click.Context, db: Path | None) -> None:
       echo '{}' | cwa call status   any serve method, JSON in and out
     """
     ctx.ensure_object(dict)
+    from cwa.store.connection import default_archive_path
+
     ctx.obj["db"] = db if db is not None else default_archive_path()
 
 
@@ -236,6 +238,8 @@ def _print_lifecycle(found: dict[str, Any]) -> None:
 
 def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
     """One JSON object, or JSON lines of them: [(line number, parsed request)]."""
+    from cwa.contract import parse_json_body
+
     body = (read_file(source, limits.MAX_REQUEST_BYTES) if source
             else read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "the input"))
     try:
@@ -360,6 +364,8 @@ def _write_text(archive: Archive, params: dict[str, Any]) -> None:
         sys.stdout.buffer.write(first["text"].encode("utf-8"))
         return
     if isinstance(first.get("checkpoint"), dict):  # a large archived input: its parts, in order
+        import blake3
+
         digest = blake3.blake3()
         for part in first["checkpoint"]["parts"]:
             for data in _ranges(archive, part, part["start"], part["end"]):
@@ -411,6 +417,8 @@ def _print_results(response: dict[str, Any]) -> None:
     resolution = response.get("resolution")
     if resolution:
         click.echo(f"{resolution['relation']}: {resolution['status']}")
+    from cwa.retrieve import render
+
     click.echo(render.search_results(response, utc_now(), for_model=False))
 
 
@@ -512,6 +520,8 @@ def gather_command(ctx, words, intent, scope, project, session_id, limit, before
 
 def _print_packet(found: dict[str, Any], what: str) -> None:
     items = found.get("records", found.get("items", []))
+    from cwa.retrieve import render
+
     click.echo(render.packet(what, items, utc_now(), for_model=False))
     if found.get("omitted"):
         click.echo(f"\n({found['omitted']} more record(s) did not fit the budget)")
@@ -577,6 +587,8 @@ def _invocation() -> list[str]:
 def _command_line(ctx: click.Context, *args: str) -> str:
     """A command line to print for the user to type: quoted, runnable from any folder, and naming
     the archive when it is not the one a plain `cwa` would open."""
+    from cwa.store.connection import default_archive_path
+
     archive = [] if ctx.obj["db"] == default_archive_path() else ["--db", str(ctx.obj["db"])]
     return shlex.join((*_invocation(), *archive, *args))
 
@@ -587,6 +599,8 @@ def _project_args(project: str) -> tuple[str, ...]:
 
 
 def _print_recall(ctx: click.Context, result: dict[str, Any], project: str) -> None:
+    from cwa.retrieve import render
+
     click.echo(render.recall_result(result, utc_now(), for_model=False))
     if result["status"] == "resolved" and not result["text"]:
         click.echo(_dump(result.get("tableOfContents")))
@@ -625,7 +639,7 @@ _pin_command("unpin", "Let a pinned version expire again, on its retention class
 
 @archive_command(main, "checkpoint", help=(
     "Archive a large input exactly, in parts, and print the preview that may stand in for it in a "
-    f"prompt (head and tail within {PREVIEW_TOKENS:,} tokens) and its catalog entry. Idempotent: running it "
+    f"prompt (head and tail within {limits.CHECKPOINT_PREVIEW_TOKENS:,} tokens) and its catalog entry. Idempotent: running it "
     "again archives nothing new and prints the same ids. `cwa get ROOT_ID --text` returns the text."))
 @click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
               help="The oversized input to archive (UTF-8).")
@@ -652,7 +666,7 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
 
 @archive_command(main, "catalog", help=(
     "The session's checkpoint catalog: one line per archived input (id, topic, terms, bytes, hash), "
-    f"newest first, within {CATALOG_TOKENS:,} tokens, under a header signed by this archive."))
+    f"newest first, within {limits.CHECKPOINT_CATALOG_TOKENS:,} tokens, under a header signed by this archive."))
 @click.option("--session", "session_id", required=True, help="The session whose checkpoints to list.")
 @project_option()
 def catalog_command(ctx, session_id, project, as_json) -> None:
@@ -967,8 +981,8 @@ def _print_models(result: dict[str, Any]) -> None:
 @archive_command(models_group, "optimize", help=(
     "Build a per-channel int8 re-quantization of the embedding model beside the archive, then measure it "
     "on the archive's windows against the installed model. It is used for this archive only if it is at "
-    f"least {model_variants.MIN_SPEEDUP}x faster with known-item recall not lower and mean cosine >= "
-    f"{model_variants.MIN_COSINE}; the archive's vectors are then rebuilt in the background. Needs the onnx "
+    f"least {limits.VARIANT_MIN_SPEEDUP}x faster with known-item recall not lower and mean cosine >= "
+    f"{limits.VARIANT_MIN_COSINE}; the archive's vectors are then rebuilt in the background. Needs the onnx "
     "package (pip install 'cwa[optimize]')."))
 def models_optimize(ctx, as_json) -> None:
     _run(ctx, "models-optimize", {}, as_json, _print_optimized, progress="optimizing")
@@ -1088,16 +1102,33 @@ def demo(ctx: click.Context, as_json: bool) -> None:
     click.echo(_dump(report)) if as_json else _print_demo(ctx, report)
 
 
-@main.command(help=(
-    "Run one serve method: JSON params on stdin, JSON result on stdout.\n\n"
-    "On failure the JSON error {\"error\": {\"code\", \"message\", \"details\"}} is printed on stdout and the "
-    "exit status names the code (docs/contract.md).\n\n\b\nMethods:\n"
-    + "\n".join(f"  {name:<17}{method.summary}" for name, method in sorted(METHODS.items()))
-    + "\n\n\b\nExample:\n  echo '{\"documentId\": \"doc-1a2b3c\"}' | cwa call get"))
+class _CallCommand(click.Command):
+    """`cwa call`, whose help lists the archive's methods: read from cwa.api only when shown."""
+
+    @property
+    def help(self) -> str:
+        from cwa.api import METHODS
+
+        return (
+            "Run one serve method: JSON params on stdin, JSON result on stdout.\n\n"
+            "On failure the JSON error {\"error\": {\"code\", \"message\", \"details\"}} is printed on stdout and "
+            "the exit status names the code (docs/contract.md).\n\n\b\nMethods:\n"
+            + "\n".join(f"  {name:<17}{method.summary}" for name, method in sorted(METHODS.items()))
+            + "\n\n\b\nExample:\n  echo '{\"documentId\": \"doc-1a2b3c\"}' | cwa call get")
+
+    @help.setter
+    def help(self, _value: str | None) -> None:
+        pass  # the property above is the help
+
+
+@main.command(cls=_CallCommand, short_help="Run one serve method: JSON params on stdin, JSON result on stdout.")
 @click.argument("method", metavar="METHOD")
 @click.pass_context
 @handles_errors(always_json=True)
 def call(ctx: click.Context, method: str) -> None:
+    from cwa.api import method_named
+    from cwa.contract import parse_json_body
+
     method_named(method)  # an unknown method fails before stdin is read
     params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params")
     with _open(ctx) as archive:
@@ -1107,7 +1138,7 @@ def call(ctx: click.Context, method: str) -> None:
 
 @main.command()
 @click.option("--background/--no-background", default=True, show_default=True, help="Embed queued windows while serving.")
-@click.option("--maintenance-interval", type=click.FloatRange(0), default=DEFAULT_INTERVAL_SECONDS, show_default=True,
+@click.option("--maintenance-interval", type=click.FloatRange(0), default=limits.MAINTENANCE_INTERVAL_SECONDS, show_default=True,
               help="Seconds between bounded maintenance passes while serving (0: none).")
 @click.pass_context
 def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> None:
@@ -1194,6 +1225,8 @@ def evidence_verify(record: Path, as_json: bool) -> None:
     """Reject a record holding prompts or recalled text, environment values, credentials, home
     directories or user names, absolute paths, session ids or raw database keys (exit 1)."""
     from cwa import evidence
+
+    from cwa.contract import parse_json_body
 
     data = parse_json_body(read_file(record, limits.MAX_REQUEST_BYTES), "record")
     problems = evidence.findings(data)

@@ -78,3 +78,12 @@ MAX_EMBED_WINDOWS = 10_000_000  # window contents one `index-embed` call may emb
 MAX_PROTECTED_VERSIONS = 1000  # document versions in one `protect` request
 MAX_CLIENT_ID_CHARS = 256
 MAX_PROTECTION_SECONDS = 7 * 86_400
+
+
+# Numbers shown in `--help`, kept here so that the command line starts without importing the
+# modules that apply them (cwa/session/checkpoint.py, cwa/store/maintenance.py, cwa/model_variants.py).
+CHECKPOINT_PREVIEW_TOKENS = 800  # a checkpoint's head-and-tail preview
+CHECKPOINT_CATALOG_TOKENS = 1000  # the session's checkpoint catalog
+MAINTENANCE_INTERVAL_SECONDS = 600  # between the passes `cwa serve` runs
+VARIANT_MIN_SPEEDUP = 1.2  # an optimized embedding variant is used only this much faster
+VARIANT_MIN_COSINE = 0.98  # and with vectors at least this close to the installed model's

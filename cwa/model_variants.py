@@ -30,13 +30,14 @@ from typing import Any, Callable
 
 import orjson
 
+from cwa import limits
 from cwa.errors import Conflict, ModelMissing
 from cwa.models import Embedder, ModelFiles, ModelUnavailable, locate
 
 VARIANT = "int8-dynamic-per-channel"
 MANIFEST = "embedding-variant.json"
-MIN_SPEEDUP = 1.2
-MIN_COSINE = 0.98
+MIN_SPEEDUP = limits.VARIANT_MIN_SPEEDUP
+MIN_COSINE = limits.VARIANT_MIN_COSINE
 QUERY_WORDS = 8
 SAMPLE_MIN_WORDS = QUERY_WORDS + 4  # a sampled window holds a query span and more
 MIN_SAMPLE = 40  # windows of at least SAMPLE_MIN_WORDS words

@@ -49,6 +49,8 @@ INDEX_OUTCOMES = ("complete", "partial", "skipped")
 CUES = ("question", "request", "correction", "answer", "decision")
 RELATIONS = {f"latest-{cue}": cue for cue in CUES}  # relation name → its cue
 
+SCOPES = ("session", "project", "all")  # where a search or gather may look
+
 # What automatic preflight decided for a user message (the hint ledger stores it).
 SNIPPET = "historical-snippet"
 MARKER = "continuity-marker"

@@ -13,8 +13,8 @@ import orjson
 
 from cwa.errors import InvalidRequest
 from cwa.store.sqlfiles import queries
+from cwa.vocabulary import SCOPES
 
-SCOPES = ("session", "project", "all")
 
 
 @dataclass(frozen=True)

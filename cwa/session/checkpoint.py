@@ -30,6 +30,7 @@ import apsw
 import blake3
 import orjson
 
+from cwa import limits
 from cwa.errors import Internal
 from cwa.index.terms import terms
 from cwa.store.secret import archive_mac
@@ -38,9 +39,9 @@ from cwa.tokens import estimate_tokens, fit_around
 
 PART_BYTES = 1 << 20
 CUT_SEARCH_BYTES = 16 << 10  # how far back from a part's limit a line or word end is looked for
-PREVIEW_TOKENS = 800
+PREVIEW_TOKENS = limits.CHECKPOINT_PREVIEW_TOKENS
 HEAD_SHARE = 0.7
-CATALOG_TOKENS = 1000
+CATALOG_TOKENS = limits.CHECKPOINT_CATALOG_TOKENS
 TOPIC_WORDS = 12
 SALIENT_TERMS = 10
 CATALOG_HEADER = "[cwa checkpoint catalog"

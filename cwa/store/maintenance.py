@@ -114,7 +114,7 @@ def _incremental_vacuum(conn: apsw.Connection) -> None:
         time.sleep(YIELD_SECONDS)
 
 
-DEFAULT_INTERVAL_SECONDS = 600  # between the passes `cwa serve` runs
+DEFAULT_INTERVAL_SECONDS = limits.MAINTENANCE_INTERVAL_SECONDS
 
 
 class PeriodicMaintenance(DaemonWorker):
