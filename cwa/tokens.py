@@ -13,6 +13,7 @@ It upper-bounds the lexical index's term count for the same text (cwa/index/term
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from cwa.identifiers import identifier_parts
 
@@ -34,6 +35,7 @@ def _word_cost(word: str) -> int:
     return max(-(-len(word) // 4), 1 + identifier_parts(word))
 
 
+@lru_cache(maxsize=65_536)  # words recur: a snippet prices hundreds of pieces
 def _piece_cost(piece: str) -> int:
     first = piece[0]
     if first == " ":

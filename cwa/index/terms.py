@@ -89,6 +89,14 @@ def term_starts(text: str) -> list[tuple[str, int]]:
     return [(term, match.start()) for match in _RAW_TOKEN.finditer(text) for term in _expand(match.group())]
 
 
+def first_start(text: str, wanted: set[str]) -> int:
+    """Character offset of the first raw token with a term in `wanted` (0 when none)."""
+    for match in _RAW_TOKEN.finditer(text):
+        if not wanted.isdisjoint(_expand(match.group())):
+            return match.start()
+    return 0
+
+
 def tokens(text: str) -> Iterator[Token]:
     for match in _RAW_TOKEN.finditer(text):
         for term in _expand(match.group()):
@@ -96,7 +104,7 @@ def tokens(text: str) -> Iterator[Token]:
 
 
 def terms(text: str) -> list[str]:
-    return [term for match in _RAW_TOKEN.finditer(text) for term in _expand(match.group())]
+    return [term for raw in _RAW_TOKEN.findall(text) for term in _expand(raw)]
 
 
 def query_terms(text: str) -> list[str]:

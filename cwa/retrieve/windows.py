@@ -11,7 +11,7 @@ filter on a global top-k in Python.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -19,7 +19,7 @@ from typing import NamedTuple
 import apsw
 import orjson
 
-from cwa.index.terms import tokens
+from cwa.index.terms import first_start, terms
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import NEAR_DUPLICATE_SLACK, Context
 from cwa.store.reads import window_text
@@ -103,35 +103,30 @@ class WindowEvidence:
     occurrences: dict[str, int]  # how often each matched term occurs in the window
 
 
-_TERMS: OrderedDict[tuple[str, int], tuple[dict[str, int], dict[str, int]]] = OrderedDict()
+_TERMS: OrderedDict[tuple[str, int], Counter[str]] = OrderedDict()
 
 
-def window_terms(content_hash: str, text: str) -> tuple[dict[str, int], dict[str, int]]:
-    """(count, first character offset) of each term of a window's text. Keyed by the blake3 of
-    the window's bytes (and the text's length), so the same window text is tokenized once per
-    process (LRU)."""
+def window_terms(content_hash: str, text: str) -> Counter[str]:
+    """How often each term occurs in a window's text. Keyed by the blake3 of the window's bytes
+    (and the text's length), so the same window text is tokenized once per process (LRU)."""
     key = (content_hash, len(text))
     found = _TERMS.get(key)
     if found is not None:
         _TERMS.move_to_end(key)
         return found
-    counts: dict[str, int] = {}
-    firsts: dict[str, int] = {}
-    for token in tokens(text):
-        counts[token.term] = counts.get(token.term, 0) + 1
-        firsts.setdefault(token.term, token.start)
-    _TERMS[key] = (counts, firsts)
+    counts = Counter(terms(text))
+    _TERMS[key] = counts
     if len(_TERMS) > TERM_CACHE_WINDOWS:
         _TERMS.popitem(last=False)
-    return counts, firsts
+    return counts
 
 
 def window_evidence(conn: apsw.Connection, window: WindowRow, qterms: list[str]) -> WindowEvidence:
     """A window's text and what of the query it holds: the evidence every mode's candidate carries."""
     text = window_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
-    counts, firsts = window_terms(window.content_hash, text)
+    counts = window_terms(window.content_hash, text)
     matched = [t for t in qterms if t in counts]
-    center = min((firsts[t] for t in matched), default=0)
+    center = first_start(text, set(matched)) if matched else 0
     coverage = round(len(matched) / len(qterms), 4) if qterms else 0.0
     return WindowEvidence(text, matched, coverage, center, {t: counts[t] for t in matched})
 
