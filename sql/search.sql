@@ -35,11 +35,15 @@ WHERE (a.text = :anchor AND (:folded = 0 OR a.folded IS NULL)
 LIMIT 1000;
 
 -- name: lexical_top
--- Phase 1: the best windows by BM25F (most negative first), straight from FTS5.
+-- Phase 1: the best windows by BM25F (most negative first), straight from FTS5, among those with
+-- an id above :low (0: all; FTS5 seeks to it in each posting list).
 SELECT rowid, rank FROM window_fts
-WHERE window_fts MATCH :match AND rank MATCH :ranking
+WHERE window_fts MATCH :match AND rank MATCH :ranking AND rowid > :low
 ORDER BY rank
 LIMIT :k;
+
+-- name: newest_window
+SELECT coalesce(max(id), 0) FROM windows;
 
 -- name: admissible_windows
 -- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible

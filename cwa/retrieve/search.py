@@ -43,6 +43,9 @@ from cwa.vocabulary import RELATIONS
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
+# An expression expected to match more windows than this is scored newest windows first (_bm25f).
+SLICE_MATCHES = 2 * POSTINGS_BUDGET
+SLICE_GROWTH = 4
 RELATION_POOL = 200  # newest cue messages considered
 RELATION_EXTRA_MATCHES = 5  # with a query: older matches examined for ambiguity
 SNIPPET_MIN_TOKENS = 16
@@ -433,7 +436,7 @@ def _select_terms(ctx: Context, query: str) -> list[str]:
     return [t for t in distinct if t in keep]
 
 
-def match_expressions(qterms: list[str], df: dict[str, int], context: bool = True) -> list[str]:
+def match_expressions(qterms: list[str], df: dict[str, int], total: int, context: bool = True) -> list[tuple[str, float]]:
     """FTS5 queries to run in turn, least-common posting lists first, within a work budget.
 
     The rarest terms are OR-ed while their postings add up to at most POSTINGS_BUDGET; commoner
@@ -441,6 +444,7 @@ def match_expressions(qterms: list[str], df: dict[str, int], context: bool = Tru
     When even the rarest term is over the budget, the terms must first all occur together (AND),
     and the OR of the rarest follows only if that finds too little. The OR also matches a term in
     a window's context field (a reply found by its question's words), unless not `context`.
+    Each comes with the number of windows it is expected to match (terms taken as independent).
     """
     present = sorted((t for t in qterms if df[t] > 0), key=lambda t: (df[t], t))
     if not present:
@@ -453,8 +457,11 @@ def match_expressions(qterms: list[str], df: dict[str, int], context: bool = Tru
         spent += df[term]
     broad = " OR ".join(fts_term_or_context(t) if context else fts_phrase(t) for t in chosen)
     if df[present[0]] > POSTINGS_BUDGET and len(present) > 1:
-        return [" AND ".join(fts_phrase(t) for t in present), broad]
-    return [broad]
+        together = float(total)
+        for term in present:
+            together *= df[term] / max(total, 1)
+        return [(" AND ".join(fts_phrase(t) for t in present), together), (broad, float(spent))]
+    return [(broad, float(spent))]
 
 
 RANKING = "bm25({})".format(", ".join(str(WEIGHTS[c]) for c in COLUMNS))
@@ -478,8 +485,8 @@ def _lexical_search(
         wanted = [t for t in qterms if matchable(t, calibration.normalized_idf(df[t], total))]
     rows: list[WindowRow] = []
     seen_windows: set[int] = set()
-    for match in match_expressions(wanted, df, context):
-        for found in best_admissible(ctx, _bm25f(ctx, match), max(LEXICAL_POOL, 8 * limit), limit, taken):
+    for match, expected in match_expressions(wanted, df, total, context):
+        for found in best_admissible(ctx, _bm25f(ctx, match, expected), max(LEXICAL_POOL, 8 * limit), limit, taken):
             if found.window_id not in seen_windows:
                 seen_windows.add(found.window_id)
                 rows.append(found)
@@ -497,12 +504,27 @@ def _lexical_search(
     return distinct_candidates(rows, taken, limit, candidate)
 
 
-def _bm25f(ctx: Context, match: str) -> Ranking:
-    """FTS5's own top k for an expression (its fastest path), as relevance: -bm25(), higher better."""
+def _bm25f(ctx: Context, match: str, expected: float) -> Ranking:
+    """FTS5's own top k for an expression (its fastest path), as relevance: -bm25(), higher better.
+
+    FTS5 scores every window an expression matches before it sorts, so an unselective one (only
+    common terms: expected to match more than SLICE_MATCHES windows) is scored over the newest
+    windows first: the newest id range expected to hold POSTINGS_BUDGET matches, grown until it
+    holds k of them. The cost is then bounded by the budget, not by the archive's size; BM25
+    keeps the whole index's statistics, and a selective expression is scored everywhere at once.
+    """
+    sql = queries("search")
+    newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
+    span = newest if expected <= SLICE_MATCHES else max(1, int(newest * POSTINGS_BUDGET / expected))
 
     def rank(k: int) -> tuple[dict[int, float], bool]:
-        top = ctx.conn.execute(queries("search")["lexical_top"], {"match": match, "ranking": RANKING, "k": k}).fetchall()
-        return {window: -raw for window, raw in top}, len(top) < k
+        nonlocal span
+        while True:
+            low = max(0, newest - span)
+            top = ctx.conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": k, "low": low}).fetchall()
+            if len(top) >= k or low == 0:
+                return {window: -raw for window, raw in top}, len(top) < k
+            span *= SLICE_GROWTH
 
     return rank
 
