@@ -57,7 +57,7 @@ def hermetic_env(tmp_path: Path, db: Path | None = None) -> dict[str, str]:
     return env
 
 
-def run_cwa(args: list[str], env: dict[str, str], stdin: bytes = b"", cwd: Path | None = None):
+def run_cwa(args: list[str], env: dict[str, str], stdin: bytes = b"", cwd: Path | None = None, timeout: float = 120):
     """Run the real `cwa` entry point in a child process."""
     return subprocess.run(
         [sys.executable, "-m", "cwa", *args],
@@ -65,7 +65,7 @@ def run_cwa(args: list[str], env: dict[str, str], stdin: bytes = b"", cwd: Path 
         capture_output=True,
         env=env,
         cwd=cwd,
-        timeout=120,
+        timeout=timeout,
     )
 
 

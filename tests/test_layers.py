@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import REPO
 
 # Lowest first. A package name covers every module under it; `cwa.evaluation` is eval/retrieval/
-# (shipped inside the package under that name).
+# and `cwa.evaluation.perf` is eval/perf/ (shipped inside the package under those names).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("leaf", ("cwa", "cwa.config", "cwa.errors", "cwa.limits", "cwa.tokens", "cwa.timestamps", "cwa.vocabulary",
               "cwa.identifiers", "cwa.models", "cwa.model_variants", "cwa.model_install", "cwa.input_files", "cwa.file_writes")),
@@ -24,7 +24,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("api", ("cwa.api", "cwa.contract", "cwa.routing")),
     ("host", ("cwa.cli", "cwa.serve", "cwa.integrations", "cwa.evidence", "cwa.agent_tools", "cwa.mcp_server", "cwa.browse", "cwa.demo", "cwa.__main__", "cwa.evaluation")),
 )
-SOURCES = (("cwa", REPO / "cwa"), ("cwa.evaluation", REPO / "eval" / "retrieval"))
+SOURCES = (("cwa", REPO / "cwa"), ("cwa.evaluation", REPO / "eval" / "retrieval"),
+           ("cwa.evaluation.perf", REPO / "eval" / "perf"))
 
 
 def module_files(sources) -> dict[str, Path]:

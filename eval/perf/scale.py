@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -39,14 +40,14 @@ from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, chat_sessions, synth
 PROJECTS = {"coding": "/bench/project", "chat": "/bench/chat"}
 CORPORA: dict[str, Callable[..., Iterator[dict]]] = {"coding": synthetic_sessions, "chat": chat_sessions}
 OPERATIONS = ("preflight", "exact", "lexical", "hybrid", "recall3", "gather")
-# The kinds a file's bytes are split into, by table name prefix (first match wins).
+# The kinds a file's bytes are split into, by table (or index) name prefix, first match wins:
+# chunks is the canonical store (documents, their messages and content-addressed text).
 KINDS = (
     ("fts", ("window_fts",)),
     ("vectors", ("window_vectors", "window_embeddings", "embedding_queue")),
     ("exact postings", ("anchors",)),
     ("structure", ("windows", "message_cues", "session_", "supersessions", "index_stats", "checkpoint_parts")),
-    ("chunks", ("chunks", "document_chunks", "documents", "messages", "sessions", "projects", "sqlite_autoindex_documents",
-                "sqlite_autoindex_chunks", "sqlite_autoindex_messages")),
+    ("chunks", ("chunks", "document_chunks", "documents", "messages", "sessions", "projects")),
     ("ledgers", ("hint_", "lease", "recall_feedback", "index_outcomes", "expiry_schedule", "context_protections",
                  "purge_queue", "index_generations")),
 )
@@ -158,7 +159,8 @@ def bytes_by_kind(path: Path, text_bytes: int) -> dict:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     split: dict[str, int] = {kind: 0 for kind, _ in KINDS} | {"other": 0}
     for name, size in conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
-        kind = next((k for k, prefixes in KINDS if name.startswith(prefixes)), "other")
+        table = re.sub(r"^sqlite_autoindex_(.+)_\d+$", r"\1", name)  # a UNIQUE constraint's index
+        kind = next((k for k, prefixes in KINDS if table.startswith(prefixes)), "other")
         split[kind] += size
     free = conn.execute("PRAGMA freelist_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
     conn.close()

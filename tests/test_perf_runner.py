@@ -1,0 +1,46 @@
+"""`cwa eval perf` at 10K windows: the CI smoke test of the scale runner (no timing assertions;
+the figures live in docs/performance.md)."""
+
+from __future__ import annotations
+
+import orjson
+
+from conftest import hermetic_env, run_cwa
+from cwa.evaluation.perf.scale import OPERATIONS
+
+
+def test_the_runner_measures_every_operation_against_the_floor_at_10k_windows(tmp_path):
+    out = run_cwa(["eval", "perf", "--sizes", "10000", "--queries", "12", "--embed-sample", "32", "--json"],
+                  hermetic_env(tmp_path), timeout=900)
+    assert out.returncode == 0, out.stderr.decode()
+    report = orjson.loads(out.stdout)
+    assert report["coldVersion"]["runs"] == 7 and report["coldVersion"]["best_ms"] > 0
+    assert [r["corpus"] for r in report["runs"]] == ["coding", "chat"]
+    for found in report["runs"]:
+        admission = found["admission"]
+        assert admission["windows"] >= 10_000 and admission["textBytes"] > 0
+        assert found["embedding"]["embedded"] == 32
+        assert found["embedding"]["embedded"] + found["embedding"]["syntheticVectors"] >= admission["windows"] - 1000
+        for name in OPERATIONS:
+            if name == "exact" and found["corpus"] == "chat":
+                continue  # short chat turns may hold no identifiers to look up
+            timing = found["latency"][name]
+            assert timing["n"] >= 10 and 0 < timing["p50_ms"] <= timing["p95_ms"] <= timing["p99_ms"], name
+        assert found["floor"]["lexical"]["n"] == 12 and found["floor"]["windowsPerSecond"] > 0
+        size = found["bytes"]
+        # dbstat's pages plus the free list are the whole file (within the header page and
+        # pointer-map pages), and vectors are the difference the embedding made.
+        assert 0.97 * size["file"] <= sum(size["kinds"].values()) <= size["file"]
+        assert size["kinds"]["vectors"] > found["bytesBeforeEmbedding"]["kinds"]["vectors"]
+        assert size["withoutVectors"] < size["perTextByte"]
+        assert 20 * 2**20 < found["servePeakRssBytes"] < 4 * 2**30
+        assert found["coldCallSearch"]["runs"] == 3
+
+
+def test_bad_sizes_and_corpora_are_refused_before_any_work(tmp_path):
+    for args, reason in ((["--sizes", "12"], "invalid-size"), (["--sizes", "ten"], "invalid-size"),
+                         (["--corpora", "novels"], "unknown-corpus")):
+        out = run_cwa(["eval", "perf", *args, "--json"], hermetic_env(tmp_path))
+        assert out.returncode != 0
+        error = orjson.loads(out.stdout)["error"]
+        assert error["code"] == "invalid-request" and error["details"]["reason"] == reason
