@@ -29,7 +29,10 @@ TOKENIZER_FILE = "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 DIMENSIONS = 384
 MAX_TOKENS = 256
 POOLING = "mean-l2"
-BATCH = 32
+BATCH = 32  # texts per model run, at most
+# ... and padded tokens per run, at most: the attention's memory grows with batch × length², so a
+# run of 32 × 256 tokens held 1.4 GiB; texts are grouped by length, which also spares padding.
+BATCH_TOKENS = 2048
 
 
 class ModelUnavailable(RuntimeError):
@@ -118,27 +121,42 @@ class Embedder:
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
         # The shipped tokenizer pads and cuts everything to 128; use the model's own recipe.
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer.no_padding()  # embed() pads each run to its longest text
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> Any:
         """float32 array [len(texts), 384], rows of unit length."""
         np = self._np
-        rows = []
-        for start in range(0, len(texts), BATCH):
-            encoded = self._tokenizer.encode_batch(texts[start : start + BATCH])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        encoded = self._tokenizer.encode_batch(texts)
+        lengths = [len(e.ids) for e in encoded]
+        vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for run in length_batches(lengths):
+            width = max(lengths[i] for i in run)
+            ids = np.zeros((len(run), width), dtype=np.int64)  # 0 is [PAD]
+            mask = np.zeros((len(run), width), dtype=np.int64)
+            for row, i in enumerate(run):
+                ids[row, : lengths[i]] = encoded[i].ids
+                mask[row, : lengths[i]] = 1
             with self._lock:
                 hidden = self._session.run(
                     None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
                 )[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            rows.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
-        if not rows:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        return np.concatenate(rows).astype(np.float32)
+            vectors[run] = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return vectors
+
+
+def length_batches(lengths: list[int]) -> list[list[int]]:
+    """Indexes of texts grouped into model runs: shortest first, each run at most BATCH texts and
+    BATCH_TOKENS padded tokens (a longer text runs alone)."""
+    runs: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], i)):
+        if runs and len(runs[-1]) < BATCH and (len(runs[-1]) + 1) * lengths[i] <= BATCH_TOKENS:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
 
 
 _LOADED: dict[str, Embedder] = {}

@@ -8,7 +8,7 @@ import pytest
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import EXIT_CODES, InvalidRequest
-from cwa.models import embedder, status
+from cwa.models import BATCH, BATCH_TOKENS, embedder, length_batches, status
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.fusion import fuse
 
@@ -51,6 +51,27 @@ def test_quickstart_similarities_match_the_reference_model():
     assert abs(similarity[0, 2] - 0.1046) < 0.01
     assert abs(similarity[1, 2] - 0.1411) < 0.01
     assert vectors.shape == (3, 384)
+
+
+def test_texts_of_any_length_embed_alike_alone_or_in_a_batch():
+    # embed() groups texts by length into runs of bounded size and pads each run to its longest
+    # text; a text's vector must not depend on its neighbours, its position or the padding.
+    texts = ["ok", "The weather is lovely today.", "", "retry " * 400, "He drove to the stadium."] + [
+        " ".join(f"word{n}" for n in range(k)) for k in range(1, 120, 7)]
+    together = embedder().embed(texts)
+    alone = [embedder().embed([text])[0] for text in texts]
+    for vector, single in zip(together, alone):
+        assert float(vector @ single) > 0.9999
+    assert embedder().embed([]).shape == (0, 384)
+
+
+def test_model_runs_stay_within_their_text_and_token_bounds():
+    lengths = [256, 3, 40, 256, 12, 128, 7] + [20] * 100
+    runs = length_batches(lengths)
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+    for run in runs:
+        assert len(run) <= BATCH
+        assert len(run) == 1 or len(run) * max(lengths[i] for i in run) <= BATCH_TOKENS
 
 
 def test_models_status_names_files_and_fingerprint():
