@@ -326,3 +326,54 @@ def test_any_query_text_is_answered_without_error(corpus, pieces):
     response = archive.search({"project": P, "query": query, "limit": 5, "leaseSeconds": 0})
     for result in response["results"]:
         assert 0.0 <= result["score"] <= 1.0 and result["band"] in ("high", "moderate", "some", "low")
+
+
+def test_a_common_term_s_count_is_reused_until_the_archive_grows_by_a_tenth(tmp_path, monkeypatch):
+    # fts5vocab reads a term's whole posting list to count it; a common term's count is kept per
+    # archive file and read again only once the window count has moved by more than 10%.
+    from cwa.retrieve import context
+
+    monkeypatch.setattr(context, "COMMON_TERM_WINDOWS", 5)
+    first, second = tmp_path / "one.db", tmp_path / "two.db"
+    with Archive.open(first) as one, Archive.open(second) as two:
+        for n in range(30):
+            one.admit(doc(f"s{n}", ("user", f"alpha note {n}")))
+        two.admit(doc("s1", ("user", "alpha once")))
+
+        def alpha(archive) -> int:
+            ctx = context.Context(archive.conn, None, None, frozenset(), "", set())
+            return context.frequencies(ctx, ["alpha", "note"])[0]["alpha"]
+
+        windows = one.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+        assert alpha(one) == windows
+        one.admit(doc("t1", ("user", "alpha again")))  # within a tenth: the kept count is used
+        assert alpha(one) == windows
+        assert alpha(two) == 1  # another archive file counts its own
+        for n in range(4):
+            one.admit(doc(f"u{n}", ("user", f"alpha more {n}")))
+        assert alpha(one) == one.conn.execute("SELECT count(*) FROM windows").fetchone()[0] == windows + 5
+
+
+def test_an_unselective_query_is_scored_over_the_newest_windows_first_and_grows_to_fill_its_page(tmp_path, monkeypatch):
+    # Every window holds both words: FTS5 would score them all. The newest id range expected to
+    # hold POSTINGS_BUDGET matches is scored first, and grows while the scope finds too few.
+    from cwa.retrieve import search as searching
+
+    monkeypatch.setattr(searching, "POSTINGS_BUDGET", 200)
+    monkeypatch.setattr(searching, "SLICE_MATCHES", 300)
+    with Archive.open(tmp_path / "a.db") as archive:
+        rows = []
+        for n in range(400):
+            # The oldest half matches best (both words twice, nothing else); the twenty newest are
+            # another project's.
+            text = "common word common word" if n < 200 else f"common word in a longer note, number {n}"
+            request = doc(f"s{n}", ("user", text), at=f"2026-11-{1 + n // 60:02d}T10:{n % 60:02d}:00Z")
+            request["project"] = P if n < 380 else "/work/other"
+            rows.append(archive.admit(request)["documentId"])
+        search = {"query": "common word", "limit": 3, "leaseSeconds": 0, "semanticPolicy": "never"}
+        found = archive.search({**search, "project": P})["results"]
+        assert len(found) == 3 and {r["documentId"] for r in found} <= set(rows[200:380])  # the newest 200 ids
+        # Wanting more than the newest slice holds grows it to the older, better matches.
+        monkeypatch.setattr(searching, "LEXICAL_POOL", 400)
+        many = archive.search({**search, "project": P, "limit": 50})["results"]
+        assert len(many) == 50 and {r["documentId"] for r in many} & set(rows[:200])

@@ -41,13 +41,33 @@ def make_context(
     return Context(conn, scope, orjson.dumps(visible).decode() if visible else None, frozenset(visible), now, lineage)
 
 
+# fts5vocab counts a term's windows by reading its whole posting list: for a term in most windows
+# of a million-window archive that costs 10-20 ms, more than the rest of a search. A common term's
+# count moves slowly, so a process reuses it until the archive's window count has moved by more
+# than COMMON_TERM_DRIFT; rarer terms are counted afresh (cheap, and exact where IDF matters).
+COMMON_TERM_WINDOWS = 5_000
+COMMON_TERM_DRIFT = 0.1
+_COMMON: dict[tuple[str, str], tuple[int, int]] = {}  # (archive file, term) → (windows holding it, windows then)
+COMMON_TERM_CACHE = 100_000  # entries, at most
+
+
 def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
     """Window frequency of each term and the number of windows, each looked up once per search."""
     sql = queries("search")
-    for word in words:
-        if word not in ctx.frequencies:  # one indexed lookup: fts5vocab does not push IN down
-            row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()
-            ctx.frequencies[word] = row[0] if row else 0
     if ctx.windows is None:
         ctx.windows = ctx.conn.execute(sql["window_count"]).fetchone()[0]
+    for word in words:
+        if word in ctx.frequencies:
+            continue
+        key = (ctx.conn.filename, word)
+        known = _COMMON.get(key)
+        if known is not None and abs(ctx.windows - known[1]) <= COMMON_TERM_DRIFT * known[1]:
+            ctx.frequencies[word] = known[0]
+            continue
+        row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()  # fts5vocab does not push IN down
+        ctx.frequencies[word] = row[0] if row else 0
+        if ctx.frequencies[word] > COMMON_TERM_WINDOWS:
+            if len(_COMMON) >= COMMON_TERM_CACHE:
+                _COMMON.clear()
+            _COMMON[key] = (ctx.frequencies[word], ctx.windows)
     return {w: ctx.frequencies[w] for w in words}, ctx.windows
