@@ -8,6 +8,7 @@ it writes anything, with `disk-low`, and keeps answering reads.
 from __future__ import annotations
 
 import shutil
+from functools import lru_cache
 from pathlib import Path
 
 from cwa.errors import DiskLow
@@ -16,7 +17,7 @@ from cwa.errors import DiskLow
 def check_free_space(archive_path: Path | str, critical_mib: int) -> None:
     if critical_mib <= 0:
         return
-    folder = Path(archive_path).expanduser().resolve().parent
+    folder = _folder(str(archive_path))
     free = shutil.disk_usage(folder).free
     if free < critical_mib * (1 << 20):
         raise DiskLow(
@@ -26,3 +27,9 @@ def check_free_space(archive_path: Path | str, critical_mib: int) -> None:
             criticalBytes=critical_mib * (1 << 20),
             path=str(folder),
         )
+
+
+@lru_cache(maxsize=64)
+def _folder(archive_path: str) -> Path:
+    """The folder holding the archive, resolved once per process (every admission asks)."""
+    return Path(archive_path).expanduser().resolve().parent
