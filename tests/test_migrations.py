@@ -11,6 +11,8 @@ import apsw
 import pytest
 import sqlite_vec
 
+from conftest import REPO
+
 from cwa import contract
 from cwa.api import Archive
 from cwa.index.exact import ExactHandler
@@ -90,6 +92,22 @@ def snapshot(path: Path) -> dict[str, list]:
         return {table: conn.execute(query).fetchall() for table, query in CANONICAL.items()}
     finally:
         conn.close()
+
+
+def test_the_previous_schema_with_its_inspection_views_upgrades_and_gets_them_back(tmp_path):
+    # cwa creates sql/views.sql's views on open; a migration that recreates a table they read
+    # must not trip over them, and the views must read the new table afterwards.
+    path = tmp_path / "old.db"
+    archive_at(path, LATEST - 1)
+    conn = apsw.Connection(str(path))
+    conn.execute((REPO / "sql" / "views.sql").read_text(encoding="utf-8")).fetchall()
+    conn.execute("INSERT INTO meta (key, value) VALUES ('views_digest', 'as the previous cwa left it')")
+    conn.close()
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        assert migrations.user_version(archive.conn) == LATEST
+        status = archive.conn.execute("SELECT handler, outcome FROM index_status").fetchall()
+        assert status and {outcome for _, outcome in status} == {"complete"}
+        assert archive.search({"project": PROJECT, "query": "multipart stream"})["results"]
 
 
 @pytest.mark.parametrize("version", range(1, LATEST))
