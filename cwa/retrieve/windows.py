@@ -15,6 +15,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
+from weakref import WeakKeyDictionary
 
 import apsw
 import orjson
@@ -26,7 +27,7 @@ from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
 
 WIDEN = 4  # each further batch a mode ranks is this many times larger
-TERM_CACHE_WINDOWS = 4_096  # windows whose term counts a process keeps (a session's own turns recur)
+TERM_CACHE_WINDOWS = 4_096  # windows whose term counts (and, per connection, texts) are kept: a session's own turns recur
 
 
 class WindowRow(NamedTuple):
@@ -121,9 +122,29 @@ def window_terms(content_hash: str, text: str) -> Counter[str]:
     return counts
 
 
+# Window texts each connection read lately: a document row's bytes never change (rows are never
+# reused, and a gone document's windows are never admissible), and searches of one session
+# revisit the same windows, so a hit spares two queries and the decoding.
+_TEXTS: WeakKeyDictionary[apsw.Connection, OrderedDict[tuple[int, int, int], str]] = WeakKeyDictionary()
+
+
+def cached_window_text(conn: apsw.Connection, window: WindowRow) -> str:
+    texts = _TEXTS.setdefault(conn, OrderedDict())
+    key = (window.document_row, window.start, window.end)
+    text = texts.get(key)
+    if text is not None:
+        texts.move_to_end(key)
+        return text
+    text = window_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
+    texts[key] = text
+    if len(texts) > TERM_CACHE_WINDOWS:
+        texts.popitem(last=False)
+    return text
+
+
 def window_evidence(conn: apsw.Connection, window: WindowRow, qterms: list[str]) -> WindowEvidence:
     """A window's text and what of the query it holds: the evidence every mode's candidate carries."""
-    text = window_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
+    text = cached_window_text(conn, window)
     counts = window_terms(window.content_hash, text)
     matched = [t for t in qterms if t in counts]
     center = first_start(text, set(matched)) if matched else 0

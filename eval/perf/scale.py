@@ -201,16 +201,19 @@ class Serve:
         self.child.wait(timeout=120)
 
 
-def exact_queries(db: Path, count: int) -> list[str]:
-    """Identifiers the archive holds (paths, symbols, error codes), sampled with a fixed seed."""
-    conn = apsw.Connection(str(db))
-    names = sorted({text for (text,) in conn.execute("SELECT text FROM anchors LIMIT 200000")})
-    conn.close()
-    return random.Random(3).sample(names, min(count, len(names)))
+def exact_queries(corpus: str, count: int, seed: int = 3) -> list[str]:
+    """Paths and error codes of the coding corpus's vocabulary (the same at every size); the chat
+    corpus holds no identifiers."""
+    if corpus != "coding":
+        return []
+    rng = random.Random(seed)
+    return [rng.choice((f"src/{rng.choice(MODULES)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py", rng.choice(ERRORS)))
+            for _ in range(count)]
 
 
-def operations(db: Path, project: str, count: int) -> tuple[dict, int]:
+def operations(db: Path, corpus: str, count: int) -> tuple[dict, int]:
     """Client-side latency of each operation through one `cwa serve`, and its peak RSS."""
+    project = PROJECTS[corpus]
     server = Serve(db)
     timings: dict[str, list[float]] = {name: [] for name in OPERATIONS}
     try:
@@ -221,7 +224,7 @@ def operations(db: Path, project: str, count: int) -> tuple[dict, int]:
         for number, text in enumerate(preflight_messages(count)):
             timings["preflight"].append(server.call("preflight", {
                 "project": project, "sessionId": f"perf-{number}", "messageKey": "m", "text": text})[0])
-        for query in exact_queries(db, count):
+        for query in exact_queries(corpus, count):
             timings["exact"].append(server.call("search", {**search, "query": query})[0])
         for query in lexical_queries(count):
             elapsed, found = server.call("search", {**search, "query": query, "semanticPolicy": "never"})
@@ -265,7 +268,7 @@ def measure(corpus: str, windows: int, count: int, embed_sample: int, progress: 
         del texts
         size = bytes_by_kind(db, admission["textBytes"])
         progress("serving")
-        latency, rss = operations(db, project, count)
+        latency, rss = operations(db, corpus, count)
         one_shot = cold_start(["call", "search"], orjson.dumps({"project": project, "query": queries[0]}),
                               {"CWA_DB": str(db)}, runs=3)
     return {"corpus": corpus, "requested": windows, "admission": admission, "embedding": embedding, "floor": bare,
