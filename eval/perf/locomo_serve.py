@@ -9,13 +9,16 @@ tree's code. Then, alternating between the trees each round, one `cwa serve` chi
 answers every question with evidence: a hybrid search (`semanticPolicy: always`), a lexical
 search (`never`) and a preflight of "Remind me: <question>" (a fresh session each, so nothing
 replays). Latency is measured at the client, request written to reply read; admission is timed
-while building (turns/s through the public API, in process).
+while building (turns/s through the public API, in process). Also reported: the archive file's
+bytes per byte of turn text, after admission and after embedding, and each serve child's peak RSS
+(the embedding model loaded).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency  # noqa: E402
+from cwa.evaluation.locomo import turn_text  # noqa: E402
 
 BUILD = """
 import sys, time
@@ -36,27 +40,36 @@ sys.path.insert(0, sys.argv[1])
 from cwa.api import Archive
 from cwa.evaluation.locomo import ingest, load
 conversations = load(Path(sys.argv[3]))
-with Archive.open(Path(sys.argv[2])) as archive:
+path = Path(sys.argv[2])
+def size(archive):
+    archive.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    return path.stat().st_size
+with Archive.open(path) as archive:
     started = time.perf_counter()
     turns = ingest(archive, conversations)
     seconds = time.perf_counter() - started
+    before = size(archive)
     archive.call("index-embed", {})
-print(turns / seconds)
+    after = size(archive)
+print(turns / seconds, before, after)
 """
 SERVE = "import sys; sys.path.insert(0, sys.argv[1]); sys.argv = ['cwa', 'serve']; from cwa.cli import main; main()"
 
 
-def build(tree: Path, archive: Path, data: Path) -> float:
-    """The archive built by `tree`'s code; its admission rate in turns/s."""
+def build(tree: Path, archive: Path, data: Path) -> tuple[float, int, int]:
+    """The archive built by `tree`'s code: its admission rate in turns/s and the file's bytes
+    before and after embedding (WAL checkpointed)."""
     out = subprocess.run([sys.executable, "-c", BUILD, str(tree), str(archive), str(data)], check=True,
-                         capture_output=True)
-    return float(out.stdout.decode().split()[-1])
+                         capture_output=True, cwd=archive.parent)
+    rate, before, after = out.stdout.decode().split()[-3:]
+    return float(rate), int(before), int(after)
 
 
-def measure(tree: Path, archive: Path, questions: list[tuple[str, str]], tag: str) -> dict[str, list[float]]:
-    """Client-side milliseconds of each request kind through one `cwa serve` child."""
+def measure(tree: Path, archive: Path, questions: list[tuple[str, str]], tag: str) -> tuple[dict[str, list[float]], int]:
+    """Client-side milliseconds of each request kind through one `cwa serve` child, and the
+    child's peak RSS (VmHWM) at the end."""
     child = subprocess.Popen([sys.executable, "-c", SERVE, str(tree)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             env={**os.environ, "CWA_DB": str(archive)})
+                             env={**os.environ, "CWA_DB": str(archive)}, cwd=archive.parent)
     timings: dict[str, list[float]] = {"hybrid": [], "lexical": [], "preflight": []}
     try:
         for number, (project, question) in enumerate(questions):
@@ -77,10 +90,12 @@ def measure(tree: Path, archive: Path, questions: list[tuple[str, str]], tag: st
                 timings[kind].append((time.perf_counter() - started) * 1000)
                 if "error" in reply:
                     raise SystemExit(f"{tree}: {method} failed: {reply['error']}")
+        status = Path(f"/proc/{child.pid}/status").read_text()
+        peak = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
     finally:
         child.stdin.close()
         child.wait(timeout=60)
-    return timings
+    return timings, peak
 
 
 def main() -> None:
@@ -93,27 +108,39 @@ def main() -> None:
     conversations = orjson.loads(args.data.read_bytes())
     questions = [(f"locomo:{c['sample_id']}", qa["question"]) for c in conversations for qa in c["qa"]
                  if qa.get("evidence")]
+    text_bytes = sum(len(turn_text(turn).encode()) for c in conversations for key, turns in c["conversation"].items()
+                     if re.fullmatch(r"session_\d+", key) and isinstance(turns, list) for turn in turns)
     trees = {"this tree": Path(__file__).resolve().parents[2]}
     if args.baseline:
         trees = {"baseline": args.baseline.resolve(), **trees}
     report: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as folder:
         archives = {name: Path(folder) / f"{n}.db" for n, name in enumerate(trees)}
-        admission = {name: build(tree, archives[name], args.data) for name, tree in trees.items()}
+        built = {name: build(tree, archives[name], args.data) for name, tree in trees.items()}
         timings: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
+        peaks: dict[str, int] = {}
         for round_number in range(args.rounds):
             for name, tree in trees.items():
-                for kind, values in measure(tree, archives[name], questions, f"{round_number}").items():
+                found, peak = measure(tree, archives[name], questions, f"{round_number}")
+                peaks[name] = max(peaks.get(name, 0), peak)
+                for kind, values in found.items():
                     timings[name].setdefault(kind, []).extend(values)
         for name in trees:
-            report[name] = {"admissionTurnsPerSecond": round(admission[name], 1),
+            rate, before, after = built[name]
+            report[name] = {"admissionTurnsPerSecond": round(rate, 1),
+                            "archiveBytesPerTextByte": {"withoutVectors": round(before / text_bytes, 2),
+                                                        "withVectors": round(after / text_bytes, 2)},
+                            "servePeakRssBytes": peaks[name],
                             **{kind: latency(values) for kind, values in timings[name].items()}}
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
     for name, found in report.items():
         print(f"{name}: admission {found['admissionTurnsPerSecond']} turns/s; " + "; ".join(
-            f"{kind} p50 {found[kind]['p50_ms']} / p95 {found[kind]['p95_ms']} ms" for kind in ("hybrid", "lexical", "preflight")))
+            f"{kind} p50 {found[kind]['p50_ms']} / p95 {found[kind]['p95_ms']} ms" for kind in ("hybrid", "lexical", "preflight"))
+            + f"; archive {found['archiveBytesPerTextByte']['withoutVectors']}x the text without vectors, "
+              f"{found['archiveBytesPerTextByte']['withVectors']}x with; serve peak RSS "
+              f"{found['servePeakRssBytes'] / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":
