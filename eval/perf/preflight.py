@@ -12,7 +12,6 @@ Builds the synthetic archive of eval/perf/search.py, then times in the same proc
 
 from __future__ import annotations
 
-import random
 import sys
 import tempfile
 import time
@@ -25,22 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cwa.api import Archive  # noqa: E402
 from bench import for_each_size, latency  # noqa: E402
 from search import PROJECT, build  # noqa: E402
-from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, word  # noqa: E402
-
-
-def messages(seed: int = 5) -> list[str]:
-    rng = random.Random(seed)
-    shapes = [
-        lambda: f"could {word(rng)} {word(rng)} help here?",
-        lambda: f"what did we decide about the {word(rng)} {word(rng)}?",
-        lambda: f"remind me why we changed {word(rng)} {word(rng)} {word(rng)}",
-        lambda: f"src/{rng.choice(MODULES)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py keeps failing",
-        lambda: f"{rng.choice(ERRORS)} again in the {word(rng)} worker",
-        lambda: "do the tests pass right now?",
-        lambda: "thanks, looks good",
-        lambda: " ".join(word(rng) for _ in range(rng.randint(8, 20))),
-    ]
-    return [rng.choice(shapes)() for _ in range(400)]
+from cwa.evaluation.perf.scale import preflight_messages  # noqa: E402
 
 
 def run(windows: int) -> dict:
@@ -50,7 +34,7 @@ def run(windows: int) -> dict:
             documents = build(archive, windows)
             build_seconds = time.perf_counter() - started
             window_count = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
-            texts = messages()
+            texts = preflight_messages(400)
             decide, replay, search = [], [], []
             outcomes: dict[str, int] = {}
             for number, text in enumerate(texts):
