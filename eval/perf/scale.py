@@ -95,8 +95,9 @@ def admit_until(archive: Archive, corpus: str, windows: int, progress: Callable[
             text_bytes += sum(len(m["text"].encode()) for m in document["messages"])
             archive.admit(document)
             documents += 1
-        count = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
-        progress(f"admitted {documents:,} documents, {count:,} windows")
+        before, count = count, archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+        if count * 10 // windows > before * 10 // windows:  # every tenth of the way
+            progress(f"admitted {documents:,} documents, {count:,} windows")
     seconds = time.perf_counter() - started
     return {"documents": documents, "windows": count, "textBytes": text_bytes, "seconds": round(seconds, 1),
             "windowsPerSecond": round(count / seconds, 1), "documentsPerSecond": round(documents / seconds, 1),
