@@ -44,6 +44,7 @@ def rows(run: dict) -> dict[str, str]:
             found[f"· {kind}, × text"] = f"{ratio}"
     found["· embedding queue (until embedded), × text"] = f"{before['kindsPerTextByte']['vectors']}"
     found["archive with vectors, × text"] = f"{b['perTextByte']}"
+    found["floor file (FTS5 with its content), × text"] = f"{f['fileBytes'] / a['textBytes']:.2f}"
     found["serve peak RSS, MiB"] = f"{run['servePeakRssBytes'] / 2**20:.0f}"
     found["cold `cwa call search`, median ms"] = f"{run['coldCallSearch']['median_ms']:.0f}"
     return found
