@@ -514,8 +514,10 @@ def _bm25f(ctx: Context, match: str, expected: float) -> Ranking:
     keeps the whole index's statistics, and a selective expression is scored everywhere at once.
     """
     sql = queries("search")
-    newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
-    span = newest if expected <= SLICE_MATCHES else max(1, int(newest * POSTINGS_BUDGET / expected))
+    newest, span = 0, 0  # a selective expression: every id at once
+    if expected > SLICE_MATCHES:
+        newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
+        span = max(1, int(newest * POSTINGS_BUDGET / expected))
 
     def rank(k: int) -> tuple[dict[int, float], bool]:
         nonlocal span
