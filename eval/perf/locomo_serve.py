@@ -17,12 +17,10 @@ bytes per byte of turn text, after admission and after embedding, and each serve
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import orjson
@@ -32,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency  # noqa: E402
 from cwa.evaluation.locomo import turn_text  # noqa: E402
+from cwa.evaluation.perf.scale import Serve  # noqa: E402
 
 BUILD = """
 import sys, time
@@ -53,9 +52,6 @@ with Archive.open(path) as archive:
     after = size(archive)
 print(turns / seconds, before, after)
 """
-SERVE = "import sys; sys.path.insert(0, sys.argv[1]); sys.argv = ['cwa', 'serve']; from cwa.cli import main; main()"
-
-
 def build(tree: Path, archive: Path, data: Path) -> tuple[float, int, int]:
     """The archive built by `tree`'s code: its admission rate in turns/s and the file's bytes
     before and after embedding (WAL checkpointed)."""
@@ -68,33 +64,22 @@ def build(tree: Path, archive: Path, data: Path) -> tuple[float, int, int]:
 def measure(tree: Path, archive: Path, questions: list[tuple[str, str]], tag: str) -> tuple[dict[str, list[float]], int]:
     """Client-side milliseconds of each request kind through one `cwa serve` child, and the
     child's peak RSS (VmHWM) at the end."""
-    child = subprocess.Popen([sys.executable, "-c", SERVE, str(tree)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             env={**os.environ, "CWA_DB": str(archive)}, cwd=archive.parent)
+    server = Serve(archive, tree)
     timings: dict[str, list[float]] = {"hybrid": [], "lexical": [], "preflight": []}
     try:
         for number, (project, question) in enumerate(questions):
+            search = {"project": project, "query": question, "limit": 10, "leaseSeconds": 0}
             requests = {
-                "hybrid": ("search", {"project": project, "query": question, "limit": 10, "leaseSeconds": 0,
-                                      "semanticPolicy": "always"}),
-                "lexical": ("search", {"project": project, "query": question, "limit": 10, "leaseSeconds": 0,
-                                       "semanticPolicy": "never"}),
+                "hybrid": ("search", {**search, "semanticPolicy": "always"}),
+                "lexical": ("search", {**search, "semanticPolicy": "never"}),
                 "preflight": ("preflight", {"project": project, "sessionId": f"bench-{tag}-{number}",
                                             "messageKey": "m", "text": "Remind me: " + question}),
             }
             for kind, (method, params) in requests.items():
-                line = orjson.dumps({"id": number, "method": method, "params": params}) + b"\n"
-                started = time.perf_counter()
-                child.stdin.write(line)
-                child.stdin.flush()
-                reply = orjson.loads(child.stdout.readline())
-                timings[kind].append((time.perf_counter() - started) * 1000)
-                if "error" in reply:
-                    raise SystemExit(f"{tree}: {method} failed: {reply['error']}")
-        status = Path(f"/proc/{child.pid}/status").read_text()
-        peak = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
+                timings[kind].append(server.call(method, params)[0])
+        peak = server.peak_rss()
     finally:
-        child.stdin.close()
-        child.wait(timeout=60)
+        server.close()
     return timings, peak
 
 

@@ -35,6 +35,7 @@ import apsw
 import orjson
 
 from cwa.api import Archive
+from cwa.evaluation.perf.bench import percentile
 from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, chat_sessions, synthetic_sessions, word
 
 PROJECTS = {"coding": "/bench/project", "chat": "/bench/chat"}
@@ -54,11 +55,9 @@ KINDS = (
 
 
 def percentiles(values: list[float]) -> dict:
-    ordered = sorted(values)
-    if not ordered:
+    if not values:
         return {"n": 0}
-    at = lambda f: round(ordered[min(len(ordered) - 1, int(f * len(ordered)))], 3)  # noqa: E731
-    return {"p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99), "n": len(ordered)}
+    return {f"p{round(f * 100)}_ms": round(percentile(values, f), 3) for f in (0.5, 0.95, 0.99)} | {"n": len(values)}
 
 
 def lexical_queries(count: int, seed: int = 11) -> list[str]:
@@ -172,13 +171,19 @@ def bytes_by_kind(path: Path, text_bytes: int) -> dict:
             "kinds": split, "kindsPerTextByte": {k: round(v / text_bytes, 3) for k, v in split.items()}}
 
 
-class Serve:
-    """One `cwa serve` child answering JSON lines; every request timed at the client."""
+# `cwa serve` run from the checkout in argv[1] (a baseline tree), not from the installed package.
+SERVE_FROM_TREE = "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'cwa'; from cwa.cli import main; main()"
 
-    def __init__(self, db: Path) -> None:
+
+class Serve:
+    """One `cwa serve` child answering JSON lines (from `tree`'s code when given, in a neutral
+    working directory); every request timed at the client."""
+
+    def __init__(self, db: Path, tree: Path | None = None) -> None:
+        start = [sys.executable, "-c", SERVE_FROM_TREE, str(tree)] if tree else [sys.executable, "-m", "cwa"]
         self.child = subprocess.Popen(
-            [sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "CWA_DB": str(db)})
+            [*start, "serve", "--no-background", "--maintenance-interval", "0"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "CWA_DB": str(db)}, cwd=db.parent)
         self.number = 0
 
     def call(self, method: str, params: dict) -> tuple[float, dict]:
@@ -260,7 +265,7 @@ def measure(corpus: str, windows: int, count: int, embed_sample: int, progress: 
         with Archive.open(db) as archive:
             admission = admit_until(archive, corpus, windows, progress)
             texts = window_texts(archive.conn)
-            without_vectors = bytes_by_kind_open(archive, db, admission["textBytes"])
+            without_vectors = bytes_by_kind(db, admission["textBytes"])  # checkpoints the WAL itself
             progress(f"embedding {embed_sample:,} windows")
             embedding = embed(archive, embed_sample)
         progress("bare FTS5 floor")
@@ -279,12 +284,6 @@ def measure(corpus: str, windows: int, count: int, embed_sample: int, progress: 
                 "lexicalP95OverFloor": _ratio(latency["lexical"], bare["lexical"], "p95_ms"),
                 "lexicalP50OverFloor": _ratio(latency["lexical"], bare["lexical"], "p50_ms"),
                 "admissionOverFloorInsert": round(admission["windowsPerSecond"] / bare["windowsPerSecond"], 3)}}
-
-
-def bytes_by_kind_open(archive: Archive, db: Path, text_bytes: int) -> dict:
-    """bytes_by_kind of an archive still open (its WAL checkpointed first)."""
-    archive.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    return bytes_by_kind(db, text_bytes)
 
 
 def _ratio(mine: dict, base: dict, key: str) -> float | None:
