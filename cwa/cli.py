@@ -238,7 +238,7 @@ def _print_lifecycle(found: dict[str, Any]) -> None:
 
 def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
     """One JSON object, or JSON lines of them: [(line number, parsed request)]."""
-    from cwa.contract import parse_json_body
+    from cwa.json_input import parse_json_body
 
     body = (read_file(source, limits.MAX_REQUEST_BYTES) if source
             else read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "the input"))
@@ -1127,7 +1127,7 @@ class _CallCommand(click.Command):
 @handles_errors(always_json=True)
 def call(ctx: click.Context, method: str) -> None:
     from cwa.api import method_named
-    from cwa.contract import parse_json_body
+    from cwa.json_input import parse_json_body
 
     method_named(method)  # an unknown method fails before stdin is read
     params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params")
@@ -1226,7 +1226,7 @@ def evidence_verify(record: Path, as_json: bool) -> None:
     directories or user names, absolute paths, session ids or raw database keys (exit 1)."""
     from cwa import evidence
 
-    from cwa.contract import parse_json_body
+    from cwa.json_input import parse_json_body
 
     data = parse_json_body(read_file(record, limits.MAX_REQUEST_BYTES), "record")
     problems = evidence.findings(data)

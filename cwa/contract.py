@@ -16,6 +16,7 @@ import orjson
 from cwa import limits
 from cwa.config import BY_KEY
 from cwa.errors import InvalidRequest, LimitExceeded
+from cwa.json_input import check_depth
 from cwa.session.budget import SESSION_KEYS
 from cwa.timestamps import OutOfRange, parse_timestamp
 from cwa.vocabulary import KINDS, RELATIONS, RETENTION_CLASSES, ROLES
@@ -585,22 +586,10 @@ MAINTAIN = Obj(
 
 
 def validate(schema: Obj, params: Any) -> dict[str, Any]:
-    """Validate `params` against `schema`; return the normalized request."""
+    """Validate `params` against `schema`; return the normalized request. Nesting is bounded
+    first, for every host alike: a value no code below may walk or write back is refused here."""
+    check_depth(params, "params", field="params")
     return schema.check(params, "params")
-
-
-def parse_json_body(body: bytes, what: str = "request") -> Any:
-    """Decode one JSON document from bytes, mapping every decoding failure to a typed error."""
-    if len(body) > limits.MAX_REQUEST_BYTES:
-        raise LimitExceeded(
-            f"the {what} is {len(body)} bytes; the limit is {limits.MAX_REQUEST_BYTES}",
-            reason="too-large",
-            limit=limits.MAX_REQUEST_BYTES,
-        )
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"the {what} is not valid JSON: {exc}", reason="bad-json") from exc
 
 
 # A method's schema and its implementation: `handler(archive, normalized_params) -> result`.

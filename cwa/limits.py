@@ -33,6 +33,7 @@ GET_MAX_RANGE_BYTES = 1 * MIB  # one byte-range read
 
 # Transport
 MAX_REQUEST_BYTES = 64 * MIB  # one `cwa call` body or one `cwa serve` line
+MAX_JSON_DEPTH = 128  # nesting of arrays and objects in one request, its envelope included
 
 # Search and recall
 MAX_QUERY_CHARS = 65_536

@@ -14,15 +14,18 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 import threading
 import uuid
-from typing import Any, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, BinaryIO, Callable, Mapping
 
 import orjson
 
-from cwa import agent_tools, routing
+from cwa import agent_tools, limits, routing
 from cwa.api import Archive
-from cwa.errors import CwaError, InvalidRequest
+from cwa.errors import CwaError, InvalidRequest, LimitExceeded
+from cwa.json_input import check_depth, parse_json_body
 
 HOST = "mcp"
 
@@ -108,11 +111,140 @@ def build_server(archive: Archive, scope: agent_tools.Scope):
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+# JSON-RPC 2.0's error codes for frames that never reach a method
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+
+def _rpc_error(request_id: Any, code: int, error: CwaError) -> bytes:
+    data = {"code": error.code, **error.details}
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id,
+                         "error": {"code": code, "message": error.message, "data": data}}) + b"\n"
+
+
+def frame_error(line: bytes | None) -> bytes | None:
+    """The JSON-RPC error reply to a frame the SDK would drop without answering (so the client
+    waiting on its id would hang), or None when the frame may go on to the SDK. `None` as the
+    line stands for one longer than MAX_REQUEST_BYTES. A notification (no id) that is a valid
+    request object gets no reply, as JSON-RPC says."""
+    if line is None:
+        return _rpc_error(None, INVALID_REQUEST, LimitExceeded(
+            f"a frame is limited to {limits.MAX_REQUEST_BYTES} bytes", reason="too-large", limit=limits.MAX_REQUEST_BYTES))
+    try:
+        frame = parse_json_body(line, "frame", bounded=False)
+    except CwaError as error:
+        return _rpc_error(None, PARSE_ERROR if error.details.get("reason") == "bad-json" else INVALID_REQUEST, error)
+    if not isinstance(frame, dict):
+        return _rpc_error(None, INVALID_REQUEST, InvalidRequest("a frame must be one JSON-RPC object (no batches)",
+                                                                reason="not-an-object"))
+    request_id = frame.get("id")
+    if "id" in frame and (isinstance(request_id, bool) or not isinstance(request_id, (str, int, type(None)))):
+        return _rpc_error(None, INVALID_REQUEST, InvalidRequest("id must be a string or an integer", field="id",
+                                                                reason="wrong-type"))
+    try:
+        _check_frame(frame)
+    except CwaError as error:
+        code = INVALID_PARAMS if error.details.get("field", "").startswith("params") else INVALID_REQUEST
+        if code == INVALID_PARAMS and "id" not in frame:
+            return None  # a notification's params: nobody waits for an answer
+        return _rpc_error(request_id, code, error)
+    return _sdk_refusal(line, request_id)
+
+
+def _sdk_refusal(line: bytes, request_id: Any) -> bytes | None:
+    """What the SDK's own message model still refuses (it would drop it unanswered)."""
+    import mcp_types
+
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:
+        first = str(exc).splitlines()[0][:200]
+        return _rpc_error(request_id, INVALID_REQUEST, InvalidRequest(f"not a JSON-RPC message MCP knows: {first}",
+                                                                      reason="not-jsonrpc"))
+    return None
+
+
+def _check_frame(frame: dict[str, Any]) -> None:
+    if frame.get("jsonrpc") != "2.0":
+        raise InvalidRequest('jsonrpc must be "2.0"', field="jsonrpc", reason="not-allowed")
+    if "method" not in frame:
+        if "id" in frame and ("result" in frame or "error" in frame):
+            return  # the client's answer to a request of the server's
+        raise InvalidRequest("a request needs a method", field="method", reason="missing")
+    if not isinstance(frame["method"], str):
+        raise InvalidRequest("method must be a string", field="method", reason="wrong-type")
+    params = frame.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise InvalidRequest("params must be an object", field="params", reason="wrong-type")
+    check_depth(params, "params", field="params")
+    if frame["method"] == "tools/call":
+        if not isinstance((params or {}).get("name"), str):
+            raise InvalidRequest("params.name must be the tool's name, a string", field="params.name",
+                                 reason="missing" if (params or {}).get("name") is None else "wrong-type")
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise InvalidRequest("params.arguments must be an object", field="params.arguments", reason="wrong-type")
+
+
+@asynccontextmanager
+async def checked_stdio(stdin: BinaryIO, stdout: BinaryIO):
+    """The SDK's stdio transport, with every frame checked first (frame_error): a malformed
+    frame is answered here with its JSON-RPC error instead of being dropped. Replies and errors
+    go out through one writer, a whole line at a time."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    lock = anyio.Lock()
+
+    class Wire:
+        async def write(self, text: str) -> None:
+            async with lock:
+                await anyio.to_thread.run_sync(stdout.write, text.encode("utf-8"))
+
+        async def flush(self) -> None:
+            async with lock:
+                await anyio.to_thread.run_sync(stdout.flush)
+
+    wire = Wire()
+
+    class Frames:
+        def __aiter__(self):
+            return self
+
+        async def __anext__(self) -> str:
+            while True:
+                line = await anyio.to_thread.run_sync(_read_frame, stdin)
+                if line == b"":
+                    raise StopAsyncIteration
+                if line is not None and not line.strip():
+                    continue
+                reply = frame_error(line)
+                if reply is None:
+                    return line.decode("utf-8")
+                await wire.write(reply.decode("utf-8"))
+                await wire.flush()
+
+    async with stdio_server(Frames(), wire) as streams:
+        yield streams
+
+
+def _read_frame(stdin: BinaryIO) -> bytes | None:
+    """One line without its newline; b"" at the end of input; None for an oversized line (whose
+    rest is skipped)."""
+    line = stdin.readline(limits.MAX_REQUEST_BYTES + 1)
+    if not line:
+        return b""
+    if len(line) > limits.MAX_REQUEST_BYTES and not line.endswith(b"\n"):
+        while (rest := stdin.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass
+        return None
+    return line.rstrip(b"\r\n")
+
+
 def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> int:
     """Serve MCP on stdin/stdout until the client closes them."""
     try:
         import anyio
-        from mcp.server.stdio import stdio_server
+        import mcp.server.stdio  # noqa: F401
     except ImportError as missing:
         raise InvalidRequest("cwa mcp needs the MCP SDK: pip install 'cwa[mcp]'", reason="missing-extra",
                              module=str(missing.name)) from missing
@@ -121,7 +253,7 @@ def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> 
 
     async def main() -> None:
         server = build_server(archive, scope)
-        async with stdio_server() as (read_stream, write_stream):
+        async with checked_stdio(sys.stdin.buffer, sys.stdout.buffer) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     try:

@@ -16,7 +16,7 @@ import orjson
 
 from cwa import limits
 from cwa.api import Archive
-from cwa.contract import parse_json_body
+from cwa.json_input import parse_json_body
 from cwa.errors import CwaError, Internal, InvalidRequest, LimitExceeded
 from cwa.index.semantic import BackgroundEmbedder
 from cwa.store.maintenance import PeriodicMaintenance
@@ -54,7 +54,7 @@ def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) 
                 reason="too-large",
                 limit=limits.MAX_REQUEST_BYTES,
             )
-        envelope = parse_json_body(line, "request line")
+        envelope = parse_json_body(line, "request line", bounded=False)
         if not isinstance(envelope, dict):
             raise InvalidRequest(
                 'a request line must be a JSON object {"id", "method", "params"}',
@@ -68,7 +68,7 @@ def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) 
         if isinstance(candidate_id, str) and len(candidate_id) > MAX_ID_CHARS:
             raise InvalidRequest(f"id is longer than {MAX_ID_CHARS} characters", field="id", reason="too-long",
                                  limit=MAX_ID_CHARS)
-        request_id = candidate_id
+        request_id = candidate_id  # the params' nesting is bounded by the contract (with this id)
         unknown = sorted(set(envelope) - ENVELOPE_FIELDS)
         if unknown:
             raise InvalidRequest(
@@ -86,12 +86,22 @@ def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) 
         return {"id": request_id, "error": Internal(f"{type(exc).__name__}: {exc}").to_json()}
 
 
+def encode_reply(reply: dict[str, Any]) -> bytes:
+    """One reply line. A result that cannot be written as JSON is a bug, not the end of the
+    session: its request gets an `internal` error instead, and the loop goes on."""
+    try:
+        return orjson.dumps(reply) + b"\n"
+    except Exception as exc:  # orjson.JSONEncodeError, or anything a result should not hold
+        traceback.print_exc(file=sys.stderr)
+        error = Internal(f"the answer could not be written as JSON: {type(exc).__name__}: {exc}")
+        return orjson.dumps({"id": reply.get("id"), "error": error.to_json()}) + b"\n"
+
+
 def serve(call: Callable[[str, Any], dict[str, Any]], stdin: BinaryIO, stdout: BinaryIO) -> int:
     for line in read_lines(stdin):
         if line is not None and not line.strip():
             continue
-        reply = handle_line(call, line)
-        stdout.write(orjson.dumps(reply) + b"\n")
+        stdout.write(encode_reply(handle_line(call, line)))
         stdout.flush()
     return 0
 

@@ -140,6 +140,13 @@ CASES = [
     Case("recall maxTokens too small", "recall", {"documentId": "doc-x", "maxTokens": 10}, "invalid-request"),
     Case("supersede unknown document", "supersede", {"documentId": "doc-a", "by": {"documentId": "doc-b"}}, "not-found"),
     Case("supersede without by", "supersede", {"documentId": "doc-a"}, "invalid-request"),
+    # nested deeper than MAX_JSON_DEPTH: once, this killed `cwa serve` while it wrote the reply
+    Case("message field nested 300 deep", "session-context",
+         {"project": "/work/p", "sessionId": "deep", "messages": [{"role": "user", "content": "hi", "x": _deep(300)}]},
+         "invalid-request"),
+    Case("toolCall arguments nested 300 deep", "session-context",
+         {"project": "/work/p", "sessionId": "deep", "messages": [{"role": "assistant", "content": [
+             {"type": "toolCall", "id": "c1", "name": "bash", "arguments": _deep(300)}]}]}, "invalid-request"),
 ]
 
 
@@ -230,3 +237,34 @@ def test_the_error_table_holds_every_error_type_once_and_docs_list_each():
     documented = (REPO / "docs" / "contract.md").read_text(encoding="utf-8")
     for code, status in EXIT_CODES.items():
         assert f"| `{code}` | {status} |" in documented, code
+
+
+def test_nesting_is_bounded_exactly_where_the_contract_says():
+    from cwa import limits
+    from cwa.json_input import ORJSON_MAX_DEPTH, within_depth
+
+    def lists(depth: int) -> Any:
+        value: Any = 0
+        for _ in range(depth):
+            value = [value]
+        return value
+
+    assert within_depth(lists(limits.MAX_JSON_DEPTH)) and not within_depth(lists(limits.MAX_JSON_DEPTH + 1))
+    orjson.dumps(lists(ORJSON_MAX_DEPTH))  # the bound the check relies on is orjson's own
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(lists(ORJSON_MAX_DEPTH + 1))
+
+
+def test_a_reply_that_cannot_be_written_is_an_internal_error_and_serving_goes_on():
+    import io
+
+    from cwa.serve import serve
+
+    def call(method: str, params: Any) -> dict:
+        return {"unwritable": {1, 2}} if method == "bad" else {"ok": True}
+
+    out = io.BytesIO()
+    assert serve(call, io.BytesIO(b'{"id": 1, "method": "bad"}\n{"id": 2, "method": "good"}\n'), out) == 0
+    first, second = (orjson.loads(line) for line in out.getvalue().splitlines())
+    assert first["id"] == 1 and first["error"]["code"] == "internal"
+    assert second == {"id": 2, "result": {"ok": True}}

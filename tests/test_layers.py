@@ -16,7 +16,7 @@ from conftest import REPO
 # and `cwa.evaluation.perf` is eval/perf/ (shipped inside the package under those names).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("leaf", ("cwa", "cwa.config", "cwa.errors", "cwa.limits", "cwa.tokens", "cwa.timestamps", "cwa.vocabulary",
-              "cwa.identifiers", "cwa.models", "cwa.model_variants", "cwa.model_install", "cwa.input_files", "cwa.file_writes")),
+              "cwa.identifiers", "cwa.json_input", "cwa.models", "cwa.model_variants", "cwa.model_install", "cwa.input_files", "cwa.file_writes")),
     ("store", ("cwa.store",)),
     ("index", ("cwa.index",)),
     ("retrieve", ("cwa.retrieve",)),

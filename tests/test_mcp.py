@@ -155,3 +155,69 @@ def test_a_config_file_that_is_not_json_is_a_typed_error_and_left_alone(tmp_path
     with pytest.raises(InvalidRequest):
         mcp_clients.install("claude", tmp_path, {"HOME": str(tmp_path)}, write=True)
     assert (tmp_path / ".mcp.json").read_text() == "{oops"
+
+
+class RawFrames:
+    """`cwa mcp` driven by raw JSON-RPC lines (what a client's SDK would never send)."""
+
+    def __init__(self, tmp_path, project: str = PROJECT) -> None:
+        import subprocess
+
+        params = server(tmp_path, "raw")
+        self.process = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env={**params.env, "CWA_PROJECT": project})
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        assert self.reply()["id"] == 0
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, frame) -> None:
+        self.process.stdin.write((frame if isinstance(frame, bytes) else json.dumps(frame).encode()) + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self, timeout: float = 20) -> dict | None:
+        import select
+
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        return json.loads(self.process.stdout.readline()) if ready else None
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        assert self.process.wait(timeout=30) == 0
+
+
+def _nested(depth: int) -> dict:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = {"d": value}
+    return value
+
+
+def test_malformed_frames_get_the_json_rpc_error_the_spec_names(tmp_path):
+    call = {"jsonrpc": "2.0", "method": "tools/call"}
+    cases = [  # (frame, JSON-RPC code, id in the reply)
+        (b"{not json", -32700, None),
+        (b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"context_window_search",'
+         b'"arguments":{"query":"\\ud800"}}}', -32700, None),  # a lone surrogate
+        (b"[1, 2]", -32600, None),
+        ({"jsonrpc": "1.0", "id": 1, "method": "tools/list"}, -32600, 1),
+        ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}, -32600, None),
+        ({"jsonrpc": "2.0", "id": 3}, -32600, 3),
+        ({**call, "id": 4, "params": [1, 2]}, -32602, 4),
+        ({**call, "id": 6, "params": {"name": "context_window_search", "arguments": _nested(300)}}, -32602, 6),
+        ({**call, "id": 7, "params": {"name": "context_window_search", "arguments": "query"}}, -32602, 7),
+        ({**call, "id": 8, "params": {"name": "context_window_search", "arguments": ["query"]}}, -32602, 8),
+        ({**call, "id": 9, "params": {"arguments": {}}}, -32602, 9),
+    ]
+    raw = RawFrames(tmp_path)
+    try:
+        for frame, code, expected_id in cases:
+            raw.send(frame)
+            reply = raw.reply()
+            assert reply is not None, frame  # before: no reply at all, and the client hung
+            assert reply["error"]["code"] == code and reply["id"] == expected_id, (frame, reply)
+            assert reply["error"]["data"]["code"] == "invalid-request"
+        raw.send({"jsonrpc": "2.0", "id": 99, "method": "ping"})
+        assert raw.reply() == {"jsonrpc": "2.0", "id": 99, "result": {}}
+    finally:
+        raw.close()

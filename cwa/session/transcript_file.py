@@ -18,6 +18,7 @@ import orjson
 from cwa import limits
 from cwa.errors import InvalidRequest
 from cwa.input_files import read_file
+from cwa.json_input import parse_json_body
 
 
 def read_transcript(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -27,9 +28,10 @@ def read_transcript(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any] | 
         if not line.strip():
             continue
         try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidRequest(f"{path}:{number} is not JSON: {exc}", reason="bad-json", line=number) from exc
+            value = parse_json_body(line, f"{path}:{number}")
+        except InvalidRequest as exc:
+            exc.details["line"] = number
+            raise
         if not isinstance(value, dict):
             raise InvalidRequest(f"{path}:{number} is not a JSON object", reason="not-an-object", line=number)
         lines.append(value)
