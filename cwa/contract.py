@@ -70,6 +70,7 @@ class Str(Spec):
                 field=path,
                 reason="too-long",
                 limit=self.max_len,
+                size=len(value),
             )
         if len(value) < self.min_len:
             raise InvalidRequest(
@@ -260,6 +261,7 @@ class List(Spec):
                 field=path,
                 reason="too-many",
                 limit=self.max_items,
+                size=len(value),
             )
         if len(value) < self.min_items:
             raise InvalidRequest(

@@ -166,16 +166,21 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def serve_processes() -> list[int]:
-    """Every running `cwa serve` process of this machine."""
+def serve_processes(archive: Path) -> list[int]:
+    """The running `cwa serve` processes whose environment names `archive` (`CWA_DB`): the ones a
+    test started, even once their parent is gone, and never another test's or a user's."""
+    wanted = b"CWA_DB=" + str(archive).encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if not (b"serve" in argv and any(part.endswith(b"cwa") for part in argv)):
+                continue
+            environment = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"serve" in argv and any(part.endswith(b"cwa") for part in argv):
+        if wanted in environment:
             found.append(int(entry.name))
     return found

@@ -92,6 +92,8 @@ CASES = [
         _admit(messages=[{"role": "user", "text": str(n)} for n in range(MAX_SOURCE_MESSAGES + 1)]),
         "limit-exceeded",
     ),
+    Case("many messages of 1 MiB each", "admit",
+         _admit(messages=[{"role": "user", "text": "m" * (1 << 20)}] * 9), "limit-exceeded"),
     Case("metadata over 1 MiB", "admit", _admit(metadata={"blob": "m" * MAX_METADATA_BYTES}), "limit-exceeded"),
     Case("metadata not an object", "admit", _admit(metadata=[1, 2]), "invalid-request"),
     Case("metadata too deep", "admit", _admit(metadata=_deep(40)), "invalid-request"),
@@ -179,6 +181,9 @@ def test_python_callers_get_typed_errors_and_nothing_changes(prepared_db):
                 archive.call(case.method, case.params)
             assert caught.value.code == case.code, case.name
             assert set(caught.value.to_json()) == {"code", "message", "details"}
+            if case.code == "limit-exceeded":  # how far over: the size beside the limit
+                details = caught.value.details
+                assert isinstance(details["size"], int) and details["size"] > details["limit"], case.name
     assert _fingerprint(prepared_db) == before
 
 

@@ -36,19 +36,20 @@ def tool_end(events: list[dict], name: str) -> dict:
 
 
 def test_launch_is_clean_and_leaves_no_serve_process(tmp_path: Path) -> None:
-    before = set(serve_processes())
-    pi = Pi(tmp_path, pi_env(tmp_path))
+    env = pi_env(tmp_path)
+    pi = Pi(tmp_path, env)
     try:
         state = pi.command("get_state")
         assert state["success"] is True and state["data"]["model"]["id"] == "faux-1"
         pi.prompt("hello there")
         assert children(pi.process.pid), "the extension started its cwa serve child"
+        assert serve_processes(Path(env["CWA_DB"])), "this test's serve child is found by its archive"
     finally:
         code = pi.close()
     assert code == 0
     assert pi.stderr == b"", pi.stderr.decode(errors="replace")
-    time.sleep(0.2)
-    assert set(serve_processes()) - before == set(), "a cwa serve process was left behind"
+    time.sleep(0.2)  # only this test's children count: other cwa serve processes may run meanwhile
+    assert serve_processes(Path(env["CWA_DB"])) == [], "a cwa serve process was left behind"
 
 
 def test_rotation_search_and_recall_through_real_pi(tmp_path: Path) -> None:

@@ -85,12 +85,14 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     if not query and not relation:
         raise InvalidRequest("search needs a query, a relation or both", field="query", reason="missing")
     visible = request.get("excludeVisibleSourceKeys") or []
-    if sum(len(k.encode("utf-8")) for k in visible) > limits.MAX_VISIBLE_KEY_BYTES:
+    visible_bytes = sum(len(k.encode("utf-8")) for k in visible)
+    if visible_bytes > limits.MAX_VISIBLE_KEY_BYTES:
         raise LimitExceeded(
             f"excludeVisibleSourceKeys is over {limits.MAX_VISIBLE_KEY_BYTES} bytes",
             field="excludeVisibleSourceKeys",
             reason="too-large",
             limit=limits.MAX_VISIBLE_KEY_BYTES,
+            size=visible_bytes,
         )
     scope = resolve_scope(
         conn,

@@ -171,16 +171,17 @@ def admit(
 def _serialize_within_limit(messages: list[dict[str, Any]]) -> SerializedDocument:
     # Characters never outnumber UTF-8 bytes, so this rejects the hopeless cases before encoding.
     if sum(len(m["text"]) for m in messages) > limits.MAX_DOCUMENT_BYTES:
-        raise _too_large(None)
+        # the texts alone are too large: their bytes are the size (headers would only add)
+        raise _too_large(sum(len(m["text"].encode("utf-8")) for m in messages))
     document = serialize_messages(messages)
     if len(document.text) > limits.MAX_DOCUMENT_BYTES:
         raise _too_large(len(document.text))
     return document
 
 
-def _too_large(size: int | None) -> LimitExceeded:
+def _too_large(size: int) -> LimitExceeded:
     return LimitExceeded(
-        f"the document text exceeds {limits.MAX_DOCUMENT_BYTES} bytes",
+        f"the document text is {size:,} bytes or more; the limit is {limits.MAX_DOCUMENT_BYTES:,}",
         field="messages",
         reason="document-too-large",
         limit=limits.MAX_DOCUMENT_BYTES,

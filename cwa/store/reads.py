@@ -159,6 +159,7 @@ def read_range(
             field="range",
             reason="range-too-large",
             limit=limits.GET_MAX_RANGE_BYTES,
+            size=end - start,
         )
     # A UTF-8 sequence is at most 4 bytes: read 3 more on each side, then trim to characters.
     outer_start, outer_end = max(0, start - 3), min(size, end + 3)
