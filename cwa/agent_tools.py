@@ -69,10 +69,11 @@ def supersede(call: Call, scope: Scope, p: dict[str, Any]) -> tuple[str, dict[st
     if bool(replacement) == bool(note):
         raise InvalidRequest("give exactly one of replacement or note", field="replacement", reason="missing")
     if replacement:
-        answer = call("supersede", {"documentId": document_id, "by": {"documentId": replacement}})
+        answer = call("supersede", {"project": scope.project, "documentId": document_id,
+                                    "by": {"documentId": replacement}})
         by = answer["replacement"]
     else:
-        current = call("get", {"documentId": document_id, "range": {"start": 0, "end": 0}})
+        current = call("get", {"project": scope.project, "documentId": document_id, "range": {"start": 0, "end": 0}})
         answer = call("admit", {**scope.params(), "kind": "decision", "messages": [{"role": "user", "text": note}],
                                 "supersedes": {"documentId": document_id, "version": current["version"]},
                                 "metadata": {"cwa": {"note": "supersedes", "documentId": document_id}}})

@@ -131,7 +131,7 @@ def _admit(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 def _get(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     return get_document(
-        archive.conn, request["documentId"], request.get("version"), request.get("range")
+        archive.conn, request["documentId"], request.get("version"), request.get("range"), request.get("project")
     )
 
 
@@ -148,14 +148,15 @@ def _pin(archive: Archive, request: dict[str, Any], pinned: bool) -> dict[str, A
     from cwa.store.protection import set_pin
     from cwa.store.retention import plan_of
 
-    return set_pin(archive.conn, request["documentId"], request.get("version"), pinned, plan_of(archive.settings))
+    return set_pin(archive.conn, request["documentId"], request.get("version"), pinned, plan_of(archive.settings),
+                   request.get("project"))
 
 
 def _protect(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.protection import DEFAULT_PROTECTION_SECONDS, protect
 
     return protect(archive.conn, request["clientId"], request["documents"],
-                   request.get("ttlSeconds", DEFAULT_PROTECTION_SECONDS), archive.clock())
+                   request.get("ttlSeconds", DEFAULT_PROTECTION_SECONDS), archive.clock(), request.get("project"))
 
 
 def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

@@ -343,11 +343,16 @@ BYTE_RANGE = Obj(
     }
 )
 
+# A caller bound to a project (every agent host: serve, MCP) names it on each method that names a
+# document; another project's document is then answered exactly as an unknown id is.
+BOUND_PROJECT = Field(Str(1, limits.MAX_PROJECT_CHARS))
+
 GET = Obj(
     {
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
         "version": Field(Int(1, limits.MAX_VERSION)),
         "range": Field(BYTE_RANGE),
+        "project": BOUND_PROJECT,
     }
 )
 
@@ -417,7 +422,7 @@ RECALL = Obj(
         "locator": Field(Str(1, limits.MAX_LOCATOR_CHARS)),
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS)),
         "version": Field(Int(1, limits.MAX_VERSION)),
-        "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
+        "project": BOUND_PROJECT,
         "sessionIds": Field(List(Str(1, limits.MAX_SESSION_ID_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
         "neighbors": Field(Int(0, limits.MAX_RECALL_NEIGHBORS)),
         "maxTokens": Field(Int(limits.MIN_RECALL_TOKENS, limits.MAX_RECALL_TOKENS)),
@@ -436,6 +441,7 @@ SUPERSEDE = Obj(
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
         "version": Field(Int(1, limits.MAX_VERSION)),
         "by": Field(OPTIONAL_REF, required=True),
+        "project": BOUND_PROJECT,
     }
 )
 
@@ -447,7 +453,7 @@ MODELS_STATUS = Obj({})
 
 MODELS_OPTIMIZE = Obj({})
 
-PIN = OPTIONAL_REF
+PIN = Obj({**OPTIONAL_REF.fields, "project": BOUND_PROJECT})
 
 CHECKPOINT = Obj(
     {
@@ -471,6 +477,7 @@ PROTECT = Obj(
         "clientId": Field(Str(1, limits.MAX_CLIENT_ID_CHARS), required=True),
         "documents": Field(List(OPTIONAL_REF, 0, limits.MAX_PROTECTED_VERSIONS), required=True),
         "ttlSeconds": Field(Int(1, limits.MAX_PROTECTION_SECONDS)),
+        "project": BOUND_PROJECT,
     }
 )
 

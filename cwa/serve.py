@@ -23,9 +23,11 @@ from cwa.store.maintenance import PeriodicMaintenance
 from cwa.store.retention import plan_of
 
 ENVELOPE_FIELDS = {"id", "method", "params"}
-# An agent reads through serve within its own project: recall must name it (gather and traverse
-# already need one). `cwa get` and the human CLI stay the owner's direct reads of the whole file.
-PROJECT_BOUND = ("recall",)
+# An agent works through serve within its own project: every method that names a document must
+# name the project too (gather, traverse and the session methods already need one), and another
+# project's document is then answered as an unknown id. `cwa get` and the human CLI stay the
+# owner's direct access to the whole file.
+PROJECT_BOUND = ("recall", "get", "supersede", "pin", "unpin", "protect")
 MAX_ID_CHARS = 256  # an id is echoed back in the reply: bounded, so a reply stays small
 
 

@@ -1,6 +1,8 @@
 -- Named queries used by direct reads (cwa/store/reads.py).
 
 -- name: document_version
+-- One version of a document (the latest when ?2 is NULL), within project ?3 when it is not NULL:
+-- to a caller bound to a project, another project's document does not exist.
 SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session_key, d.kind,
        d.retention_class, d.created_at, d.admitted_at, d.byte_length, d.text_digest,
        d.identity_digest, d.source_key_count, d.first_source_key, d.last_source_key,
@@ -13,7 +15,7 @@ LEFT JOIN sessions AS parent ON parent.id = s.parent_id
 LEFT JOIN documents AS sup ON sup.id = d.supersedes_row
 LEFT JOIN supersessions AS x ON x.superseded_row = d.id
 LEFT JOIN documents AS rep ON rep.id = x.replacement_row
-WHERE d.document_id = ?1 AND (?2 IS NULL OR d.version = ?2)
+WHERE d.document_id = ?1 AND (?2 IS NULL OR d.version = ?2) AND (?3 IS NULL OR p.identity = ?3)
 ORDER BY d.version DESC
 LIMIT 1;
 

@@ -331,7 +331,7 @@ def test_serve_runs_maintenance_periodically(tmp_path):
     try:
         seen = None
         for _ in range(50):
-            child.stdin.write(orjson.dumps({"id": 1, "method": "get", "params": {"documentId": tool}}) + b"\n")
+            child.stdin.write(orjson.dumps({"id": 1, "method": "get", "params": {"project": P, "documentId": tool}}) + b"\n")
             child.stdin.flush()
             seen = orjson.loads(child.stdout.readline())["result"]["state"]
             if seen == "expired":

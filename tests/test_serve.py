@@ -26,7 +26,7 @@ def test_requests_are_answered_in_order_with_their_ids(archive):
     assert replies[1] == {"id": 7, "result": replies[1]["result"]}
     assert replies[1]["result"]["documents"]["total"] == 1
     doc_id = replies[0]["result"]["documentId"]
-    got = _serve(archive, orjson.dumps({"id": 3, "method": "get", "params": {"documentId": doc_id}}))
+    got = _serve(archive, orjson.dumps({"id": 3, "method": "get", "params": {"project": "/work/p", "documentId": doc_id}}))
     assert got[0]["result"]["text"].startswith("[user]\nserve me")
 
 

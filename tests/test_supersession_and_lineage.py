@@ -32,8 +32,12 @@ def test_supersession_rules(archive):
     ref = {"documentId": old["documentId"], "version": 1}
     with pytest.raises(Conflict, match="older"):
         archive.admit(turn("from the past", createdAt="2026-10-01T00:00:00Z", supersedes=ref))
-    with pytest.raises(Conflict, match="own project"):
+    with pytest.raises(NotFound) as other:  # another project's document: as if it did not exist
         archive.admit(turn("elsewhere", project="/other", createdAt="2026-11-03T00:00:00Z", supersedes=ref))
+    with pytest.raises(NotFound) as unknown:
+        archive.admit(turn("elsewhere", project="/other", createdAt="2026-11-03T00:00:00Z",
+                           supersedes={"documentId": "doc-unknown", "version": 1}))
+    assert other.value.message.replace(old["documentId"], "X") == unknown.value.message.replace("doc-unknown", "X")
     with pytest.raises(NotFound):
         archive.admit(turn("x", supersedes={"documentId": old["documentId"], "version": 9}))
     replacement = archive.admit(turn("new", createdAt="2026-11-02T00:00:00Z", supersedes=ref))

@@ -79,12 +79,10 @@ def _recall_locator(conn, request, now, max_tokens, neighbors) -> dict[str, Any]
 
 def _recall_document(conn, request, now, max_tokens) -> dict[str, Any]:
     try:
-        found = find_document(conn, request["documentId"], request.get("version"))
-    except NotFound:
+        found = find_document(conn, request["documentId"], request.get("version"), request.get("project"))
+    except NotFound:  # another project's document included: it is not there for this caller
         return _status("missing", documentId=request["documentId"], version=request.get("version"))
     doc = document_summary(conn, found["row"])
-    if request.get("project") is not None and request["project"] != doc["project"]:
-        return _status("missing", documentId=doc["documentId"], reason="other-project")
     problem = _state_problem(conn, doc)
     if problem:
         return problem

@@ -102,12 +102,10 @@ def _start(conn: apsw.Connection, request: dict[str, Any], project: str, secret:
         record = record_at(conn, row[0], message.ordinal) if message else None
     else:
         try:
-            found = find_document(conn, request["documentId"], request.get("version"))
-        except NotFound:
+            found = find_document(conn, request["documentId"], request.get("version"), project)
+        except NotFound:  # another project's document included
             return _invalid("missing", "no-document")
-        record = record_at(conn, found["row"], 0) if found["project"] == project else None
-        if found["project"] != project:
-            return _invalid("missing", "other-project")
+        record = record_at(conn, found["row"], 0)
     if record is None:
         return _invalid("missing", "no-message")
     return record.session_row, record.position, direction, record.identity()

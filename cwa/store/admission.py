@@ -218,7 +218,7 @@ def _resolve_identity_and_supersession(
     old = None
     if target is not None:
         try:
-            old = find_document(conn, target["documentId"], target["version"])
+            old = find_document(conn, target["documentId"], target["version"], request["project"])
         except NotFound as exc:
             exc.details["field"] = "supersedes"
             raise

@@ -26,8 +26,9 @@ from cwa.vocabulary import READABLE_STATES
 DEFAULT_PROTECTION_SECONDS = 3600
 
 
-def set_pin(conn: apsw.Connection, document_id: str, version: int | None, pinned: bool, plan: dict[str, int]) -> dict:
-    doc = find_document(conn, document_id, version)
+def set_pin(conn: apsw.Connection, document_id: str, version: int | None, pinned: bool, plan: dict[str, int],
+            project: str | None = None) -> dict:
+    doc = find_document(conn, document_id, version, project)
     if pinned and doc["state"] not in READABLE_STATES:
         raise Conflict(f"{document_id} v{doc['version']} is {doc['state']}: there is nothing left to pin",
                        documentId=document_id, version=doc["version"], state=doc["state"])
@@ -38,9 +39,10 @@ def set_pin(conn: apsw.Connection, document_id: str, version: int | None, pinned
     return {"documentId": document_id, "version": doc["version"], "pinned": pinned}
 
 
-def protect(conn: apsw.Connection, client_id: str, documents: list[dict[str, Any]], ttl_seconds: int, now: str) -> dict:
+def protect(conn: apsw.Connection, client_id: str, documents: list[dict[str, Any]], ttl_seconds: int, now: str,
+            project: str | None = None) -> dict:
     """Replace `client_id`'s protected set; every reference must resolve or nothing changes."""
-    rows = [find_document(conn, ref["documentId"], ref.get("version"))["row"] for ref in documents]
+    rows = [find_document(conn, ref["documentId"], ref.get("version"), project)["row"] for ref in documents]
     sql = queries("lifecycle")
     until = shift(now, ttl_seconds)
     with write_transaction(conn):

@@ -49,12 +49,17 @@ _DOCUMENT_FIELDS = (
 )
 
 
-def find_document(conn: apsw.Connection, document_id: str, version: int | None) -> dict[str, Any]:
-    """The document's row as a dict (latest version when `version` is None), or `not-found`."""
-    row = conn.execute(queries("reads")["document_version"], (document_id, version)).fetchone()
+def find_document(conn: apsw.Connection, document_id: str, version: int | None,
+                  project: str | None = None) -> dict[str, Any]:
+    """The document's row as a dict (latest version when `version` is None), or `not-found`.
+    With `project` (a caller bound to one), another project's document is not found, with the
+    very answer an id that never existed gets: the one place every method looks a named
+    document up through."""
+    row = conn.execute(queries("reads")["document_version"], (document_id, version, project)).fetchone()
     if row is None:
         what = document_id if version is None else f"{document_id} v{version}"
-        raise NotFound(f"no document {what} in this archive", documentId=document_id, version=version)
+        where = "this archive" if project is None else "this project"
+        raise NotFound(f"no document {what} in {where}", documentId=document_id, version=version)
     return dict(zip(_DOCUMENT_FIELDS, row))
 
 
@@ -216,9 +221,10 @@ def read_checkpoint(conn: apsw.Connection, metadata: str | None) -> str | None:
 
 
 def get_document(
-    conn: apsw.Connection, document_id: str, version: int | None, byte_range: dict | None
+    conn: apsw.Connection, document_id: str, version: int | None, byte_range: dict | None,
+    project: str | None = None,
 ) -> dict[str, Any]:
-    doc = find_document(conn, document_id, version)
+    doc = find_document(conn, document_id, version, project)
     if doc["state"] in GONE_STATES:  # expired or redacted: the header stays, the bytes do not
         if byte_range is not None:
             raise Conflict(f"{document_id} v{doc['version']} is {doc['state']}: its text is no longer readable",

@@ -50,8 +50,9 @@ def link(conn: apsw.Connection, old_row: int, replacement_row: int, now: str) ->
 
 def supersede(conn: apsw.Connection, request: dict[str, Any], now: str) -> dict[str, Any]:
     with write_transaction(conn):
-        old = find_document(conn, request["documentId"], request.get("version"))
-        new = find_document(conn, request["by"]["documentId"], request["by"].get("version"))
+        project = request.get("project")
+        old = find_document(conn, request["documentId"], request.get("version"), project)
+        new = find_document(conn, request["by"]["documentId"], request["by"].get("version"), project)
         if new["state"] != "live":
             raise Conflict(f"the replacement is {new['state']}, not live", field="by", reason="not-live")
         check_supersession(conn, old, new["projectRow"], new["createdAt"], new["row"])

@@ -590,8 +590,8 @@ export default function cwa(pi: Json) {
 
 	async function supersede(documentId: string, replacement?: string, note?: string): Promise<Json> {
 		if (Boolean(replacement) === Boolean(note)) throw new CwaError("invalid-request", "give exactly one of replacement or note");
-		if (replacement) return call("supersede", { documentId, by: { documentId: replacement } });
-		const current = await call("get", { documentId, range: { start: 0, end: 0 } });
+		if (replacement) return call("supersede", { project: state.project, documentId, by: { documentId: replacement } });
+		const current = await call("get", { project: state.project, documentId, range: { start: 0, end: 0 } });
 		return call("admit", {
 			...scope(),
 			kind: "decision",
