@@ -162,7 +162,7 @@ def _protect(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.protection import release
 
-    return release(archive.conn, request["clientId"])
+    return release(archive.conn, request["clientId"], archive.clock())
 
 
 def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

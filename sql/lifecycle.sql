@@ -2,11 +2,14 @@
 -- (cwa/store/retention.py, protection.py, redaction.py, purge.py).
 
 -- name: schedule_document
--- One document's expiry, from its creation time and its class's days (:days > 0). A due date past
--- what SQLite's date arithmetic reaches (a creation time admitted before such times were refused)
--- saturates at the last representable instant instead of stopping the schedule.
+-- One document's expiry, :days (> 0) after its retention starts: the latest of its creation, its
+-- admission and the end of the last context protection that covered it (`shown_until`). A due date
+-- past what SQLite's date arithmetic reaches (a creation time admitted before such times were
+-- refused) saturates at the last representable instant instead of stopping the schedule.
 INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
-SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'),
+SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ',
+                               max(d.created_at, d.admitted_at, coalesce(d.shown_until, d.created_at)),
+                               '+' || :days || ' days'),
                       '9999-12-31T23:59:59.999Z'), :days
 FROM documents AS d
 WHERE d.id = :row AND d.pinned = 0 AND d.state IN ('live', 'superseded');
@@ -20,9 +23,12 @@ DELETE FROM expiry_schedule
 WHERE document_row IN (SELECT id FROM documents WHERE retention_class = :class);
 
 -- name: plan_class
--- Schedule every live or superseded, unpinned document of one class (due dates saturate as above).
+-- Schedule every live or superseded, unpinned document of one class (from its retention start;
+-- due dates saturate as above).
 INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
-SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'),
+SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ',
+                               max(d.created_at, d.admitted_at, coalesce(d.shown_until, d.created_at)),
+                               '+' || :days || ' days'),
                       '9999-12-31T23:59:59.999Z'), :days
 FROM documents AS d
 WHERE d.retention_class = :class AND d.pinned = 0 AND d.state IN ('live', 'superseded');
@@ -34,17 +40,21 @@ WHERE s.due_at <= :now
 ORDER BY s.due_at, s.document_row
 LIMIT :limit;
 
+-- name: due_at
+SELECT due_at FROM expiry_schedule WHERE document_row = :row;
+
 -- name: due_count
 SELECT count(*) FROM expiry_schedule WHERE due_at <= :now;
 
 -- name: protected_until
--- The latest expiry among the active leases and context protections of one document (NULL: none).
-SELECT max(until) FROM (
-  SELECT l.expires_at AS until FROM lease_documents AS ld JOIN leases AS l ON l.id = ld.lease_id
-  WHERE ld.document_row = :row AND l.expires_at > :now
-  UNION ALL
-  SELECT expires_at FROM context_protections WHERE document_row = :row AND expires_at > :now
-);
+-- The latest expiry among the active leases and context protections of one document (NULL: none),
+-- and the latest end of a context protection that has lapsed but not been cleaned up yet.
+SELECT (SELECT max(until) FROM (
+          SELECT l.expires_at AS until FROM lease_documents AS ld JOIN leases AS l ON l.id = ld.lease_id
+          WHERE ld.document_row = :row AND l.expires_at > :now
+          UNION ALL
+          SELECT expires_at FROM context_protections WHERE document_row = :row AND expires_at > :now)),
+       (SELECT max(expires_at) FROM context_protections WHERE document_row = :row AND expires_at <= :now);
 
 -- name: postpone
 UPDATE expiry_schedule SET due_at = :until WHERE document_row = :row;
@@ -64,16 +74,43 @@ UPDATE documents SET pinned = :pinned WHERE id = :row;
 INSERT INTO context_protections (client_id, document_row, expires_at) VALUES (?, ?, ?)
 ON CONFLICT (client_id, document_row) DO UPDATE SET expires_at = excluded.expires_at;
 
--- name: release_client
-DELETE FROM context_protections WHERE client_id = ?;
+-- name: client_protections
+SELECT document_row, expires_at FROM context_protections WHERE client_id = ?;
+
+-- name: drop_client_protection
+DELETE FROM context_protections WHERE client_id = ? AND document_row = ?;
 
 -- name: client_protection_count
 SELECT count(*) FROM context_protections WHERE client_id = ? AND expires_at > ?;
 
--- name: expired_protections
-DELETE FROM context_protections
-WHERE (client_id, document_row) IN (
-  SELECT client_id, document_row FROM context_protections WHERE expires_at <= :now LIMIT :limit);
+-- name: lapsed_protections
+SELECT client_id, document_row, expires_at FROM context_protections WHERE expires_at <= :now
+ORDER BY expires_at LIMIT :limit;
+
+-- name: mark_shown_until
+-- A context protection of the document ended at :until: its retention counts from then on.
+UPDATE documents SET shown_until = :until
+WHERE id = :row AND (shown_until IS NULL OR shown_until < :until);
+
+-- name: reschedule_document
+-- The document's current entry again from its retention start (same days; none: nothing to do).
+UPDATE expiry_schedule SET due_at = coalesce(
+  (SELECT strftime('%Y-%m-%dT%H:%M:%fZ', max(d.created_at, d.admitted_at, coalesce(d.shown_until, d.created_at)),
+                   '+' || expiry_schedule.retention_days || ' days')
+   FROM documents AS d WHERE d.id = expiry_schedule.document_row),
+  '9999-12-31T23:59:59.999Z')
+WHERE document_row = :row;
+
+-- name: named_documents
+-- The readable versions of the document ids a live context names (:ids, a JSON array) within one
+-- project, and the parts of every checkpoint root among them (a root reads its text from them).
+WITH named AS (
+  SELECT d.id FROM documents AS d JOIN projects AS p ON p.id = d.project_id
+  WHERE d.document_id IN (SELECT value FROM json_each(:ids)) AND p.identity = :project
+    AND d.state IN ('live', 'superseded'))
+SELECT id FROM named
+UNION
+SELECT c.part_row FROM checkpoint_parts AS c WHERE c.root_row IN (SELECT id FROM named);
 
 -- name: expired_leases
 DELETE FROM leases WHERE id IN (SELECT id FROM leases WHERE expires_at <= :now LIMIT :limit);

@@ -154,9 +154,53 @@ def test_context_protection_is_per_client_and_recovers_when_it_lapses(archive, c
     archive.call("release", {"clientId": "pi-2"})  # closing one client never releases another's
     maintain_all(archive)
     assert state(archive, tool) == "live" and state(archive, other) == "expired"
-    clock.at(19.01)  # pi-1 stopped renewing at day 12: its protection lapsed at day 19
+    clock.at(19.01)  # pi-1 stopped renewing at day 12: its protection lapsed at day 19 ...
+    maintain_all(archive)
+    assert state(archive, tool) == "live"  # ... and the class's 14 days count from there
+    clock.at(19 + 14 - 0.01)
+    maintain_all(archive)
+    assert state(archive, tool) == "live"
+    clock.at(19 + 14 + 0.01)
     maintain_all(archive)
     assert state(archive, tool) == "expired"
+
+
+def test_retention_counts_from_archiving_not_from_an_old_creation_time(archive, clock):
+    clock.at(30)  # archived on day 30 a tool output written on day 0
+    late = admit(archive, "an old tool output archived late", kind="tool-result", role="toolResult")
+    clock.at(30 + 14 - 0.01)
+    maintain_all(archive)
+    assert state(archive, late) == "live"
+    clock.at(30 + 14 + 0.01)
+    maintain_all(archive)
+    assert state(archive, late) == "expired"
+
+
+def test_a_released_protection_restarts_the_retention_clock(archive, clock):
+    tool = admit(archive, "tool output a window showed for ten days", kind="tool-result", role="toolResult")
+    archive.call("protect", {"clientId": "w", "documents": [{"documentId": tool}], "ttlSeconds": 7 * DAY})
+    clock.at(5)
+    archive.call("protect", {"clientId": "w", "documents": [{"documentId": tool}], "ttlSeconds": 7 * DAY})
+    clock.at(10)
+    archive.call("protect", {"clientId": "w", "documents": []})  # it left the window on day 10
+    clock.at(10 + 14 - 0.01)
+    maintain_all(archive)
+    assert state(archive, tool) == "live"
+    assert archive.get({"documentId": tool})["state"] == "live"
+    clock.at(10 + 14 + 0.01)
+    maintain_all(archive)
+    assert state(archive, tool) == "expired"
+
+
+def test_a_lapsed_protection_counts_even_before_maintenance_deletes_it(archive, clock):
+    tools = [admit(archive, f"tool output {n} of a window that went quiet", kind="tool-result", role="toolResult")
+             for n in range(3)]
+    for number, tool in enumerate(tools):
+        archive.call("protect", {"clientId": f"w{number}", "documents": [{"documentId": tool}], "ttlSeconds": DAY})
+    clock.at(1 + 14 - 0.01)  # every protection lapsed on day 1; a pass deletes only one of them
+    archive.call("maintain", {"limit": 1})
+    assert {state(archive, tool) for tool in tools} == {"live"}
+    assert archive.conn.execute("SELECT count(*) FROM context_protections").fetchone()[0] == 2  # not deleted yet
 
 
 def test_protect_validates_all_or_nothing(archive):
@@ -323,7 +367,7 @@ def test_serve_runs_maintenance_periodically(tmp_path):
     import orjson
 
     db = tmp_path / "archive.db"
-    with Archive.open(db) as archive:  # the real clock: created in January, long past 14 days
+    with Archive.open(db, clock=Clock()) as archive:  # created and archived in January: long past 14 days
         tool = admit(archive, "an old tool output the server should expire", kind="tool-result", role="toolResult")
     env = hermetic_env(tmp_path, db)
     child = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0.2"],
@@ -363,8 +407,9 @@ def test_redacting_an_expired_document_still_forgets_its_metadata(archive, clock
 def test_cli_status_archive_maintain_vacuum_pin_and_catalog(tmp_path):
     db = tmp_path / "a.db"
     env = hermetic_env(tmp_path, db)
-    with Archive.open(db) as archive:
+    with Archive.open(db, clock=Clock()) as archive:  # archived in January
         tool = admit(archive, "old tool output for the CLI", kind="tool-result", role="toolResult")
+    with Archive.open(db) as archive:  # archived now
         archive.call("checkpoint", {"project": P, "sessionId": "s1", "text": "an input for the catalog " * 50})
     shown = run_cwa(["status", "--archive"], env)
     assert shown.returncode == 0 and b"ephemeral" in shown.stdout and b"auto_vacuum incremental" in shown.stdout

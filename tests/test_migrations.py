@@ -19,11 +19,12 @@ from cwa.index.exact import ExactHandler
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
-from cwa.store import migrations
+from cwa.store import migrations, retention
 from cwa.store.admission import admit
 from cwa.store.reads import find_document
 from cwa.store.retention import plan_of
 from cwa.config import load_settings
+from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/upgraded"
@@ -31,6 +32,13 @@ LATEST = migrations.latest_version()
 # When each derived-index handler's tables first existed (a handler runs only where they do).
 HANDLERS_SINCE = ((2, ExactHandler), (2, LexicalHandler), (2, StructuralHandler), (4, SemanticQueueHandler))
 EXPIRY_SINCE = 6  # expiry_schedule: admissions from then on schedule their document
+CLOCK_SINCE = 12  # documents.shown_until: schedules count from the retention start, not creation
+# How schemas 6-11 scheduled a document: its class's days from its creation time.
+CREATION_SCHEDULE = """
+INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
+SELECT d.id, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days'), :days
+FROM documents AS d WHERE d.id = (SELECT id FROM documents WHERE document_id = :id AND version = :version)
+"""
 CANONICAL = {
     "documents": "SELECT document_id, version, kind, retention_class, created_at, byte_length, text_digest, "
                  "identity_digest, first_source_key, last_source_key, subject_key FROM documents ORDER BY id",
@@ -79,7 +87,13 @@ def archive_at(path: Path, version: int) -> None:
             if "supersedes" in request:
                 request["supersedes"]["documentId"] = decision
             request = contract.validate(contract.ADMIT, request)  # as the api would pass it
-            admitted = admit(conn, request, handlers=handlers, now="2026-10-21T10:00:00.000Z", retention_plan=plan)
+            admitted = admit(conn, request, handlers=handlers, now="2026-10-21T10:00:00.000Z",
+                             retention_plan=plan if version >= CLOCK_SINCE else None)
+            days = plan.get(DEFAULT_CLASS_FOR_KIND[request["kind"]]) if plan and version < CLOCK_SINCE else None
+            if days:
+                conn.execute(CREATION_SCHEDULE, {"id": admitted["documentId"], "version": admitted["version"],
+                                                 "days": days})
+                retention.adopt_plan_if_unset(conn, plan)
             if request["kind"] == "decision":
                 decision = admitted["documentId"]
     finally:
@@ -153,6 +167,12 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
             "SELECT d.kind, count(*) FROM expiry_schedule AS e JOIN documents AS d ON d.id = e.document_row "
             "GROUP BY d.kind").fetchall())
         assert scheduled == {"turn": 1, "tool-result": 1}  # decisions are durable: no entry
+        # archived a day after it was written: its days count from the archiving (0012; the tool
+        # result's entry waits for the lease of the searches above)
+        start = conn.execute(
+            "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', e.due_at, '-' || e.retention_days || ' days') "
+            "FROM expiry_schedule AS e JOIN documents AS d ON d.id = e.document_row WHERE d.kind = 'turn'").fetchone()
+        assert start == ("2026-10-21T10:00:00.000Z",)
         assert conn.execute("SELECT count(*) FROM meta WHERE key = 'retention_backfill'").fetchone()[0] == 0
 
         # The upgraded archive takes new documents, and old input is still recognised.

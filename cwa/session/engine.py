@@ -18,6 +18,17 @@ or `rotationTurns` user messages, or when one was queued (`session-rotate`): the
 emergency retention; if one does not fit, a checkpoint is reported as needed), retained tool
 results above the floor become previews, removed groups are archived as turn documents, and the
 hints of removed messages leave with them (their budget is freed).
+
+Every document the provider copy names — a preview's or a dedup marker's source, an oversized
+input's checkpoint, a compaction catalog's entries, an id in search results the agent read, a
+hint's source — stays readable while the session can still show it: the engine keeps one context
+protection for the session (cwa/store/protection.py) that covers exactly those documents, renewed
+by every call that changes them and at least hourly, each call holding them SHOWN_PROTECTION_SECONDS
+(7 days). "Can still show it" means: the document is named by the session's current epoch and a
+host called for the session within those 7 days. A session that is never closed but goes quiet
+keeps them that long after its last call; then, as when a rotation drops a document from the
+copy, the class's retention counts from that moment (`shown_until`), so a tool output a window
+showed stays readable at least 7 + 14 days after the window last showed it.
 """
 
 from __future__ import annotations
@@ -52,18 +63,22 @@ from cwa.session.transcript import (
     with_text,
 )
 from cwa.session.turns import archive_group, archive_tool_result
-from cwa.store import hint_ledger, session_state
-from cwa.store.connection import durable_writes, write_transaction
+from cwa.store import hint_ledger, protection, session_state
+from cwa.store.admission import document_ids_in
+from cwa.store.connection import BOOKKEEPING_SKIPPED, durable_writes, write_transaction
 from cwa.store.exposure_ledger import lineage as session_lineage
 from cwa.store.reads import find_document
 from cwa.store.session_state import EpochRow, Replacement
 from cwa.store.sessions import ensure_project, ensure_session
 from cwa.limits import MAX_VISIBLE_KEYS, PREFLIGHT_QUERY_CHARS
+from cwa.timestamps import shift
 
 TOOL_PREVIEW_TOKENS = 400  # below the smallest floor, so a rebalanced result always shrinks
 DEDUP_MIN_TOKENS = 64  # a marker is not worth it for smaller output
 HINT_TYPE = "cwa-hint"
 ENGINES_IN_MEMORY = 16
+SHOWN_PROTECTION_SECONDS = 7 * 86_400  # how long one call keeps what the copy names readable
+PROTECTION_RENEWAL_SECONDS = 3_600  # an unchanged protection is written again at most this often
 
 
 class Host(Protocol):
@@ -85,8 +100,15 @@ class Shown:
     tokens: int
     action: str = "inline"
     document_id: str | None = None
+    shown_text: str | None = None  # the text in place of the message's own, when replaced
     hint: dict[str, Any] | None = None
     hint_tokens: int = 0
+    hint_sources: tuple[str, ...] = ()  # document ids of the hint's sources
+
+    def named(self) -> list[str]:
+        """The document ids the provider sees this message name."""
+        ids = document_ids_in(self.entry.text if self.shown_text is None else self.shown_text)
+        return ids + [self.document_id] if self.document_id else ids
 
 
 class ProviderCopy:
@@ -100,12 +122,14 @@ class ProviderCopy:
         self.user_keys: list[str] = []
         self.tokens = self.hint_tokens = 0
         self.actions: Counter[str] = Counter()
+        self.named: Counter[str] = Counter()  # document ids the copy names, and how often
         for item in shown:
             self.add(item)
             if item.hint is not None:
                 self.messages.append(item.hint)
                 self.tokens += item.hint_tokens
                 self.hint_tokens += item.hint_tokens
+                self.named.update(item.hint_sources)
 
     def add(self, shown: Shown) -> None:
         self.shown.append(shown)
@@ -115,15 +139,24 @@ class ProviderCopy:
             self.user_keys.append(shown.entry.key)
         self.tokens += shown.tokens
         self.actions[shown.action] += 1
+        self.named.update(shown.named())
 
-    def add_hint(self, shown: Shown, text: str) -> None:
+    def add_hint(self, shown: Shown, text: str, sources: tuple[str, ...]) -> None:
         """Attach a hint after `shown`, the message added last."""
         shown.hint = {"role": "custom", "customType": HINT_TYPE, "content": text, "display": False,
                       "timestamp": shown.entry.raw.get("timestamp")}
         shown.hint_tokens = sizing_tokens(text) + PER_MESSAGE_TOKENS
+        shown.hint_sources = sources
         self.messages.append(shown.hint)
         self.tokens += shown.hint_tokens
         self.hint_tokens += shown.hint_tokens
+        self.named.update(sources)
+
+
+def _hint_sources(response: dict[str, Any]) -> tuple[str, ...]:
+    """The document ids of a preflight answer's hint sources."""
+    return tuple(h["source"]["documentId"] for h in response.get("hints", ())
+                 if isinstance(h.get("source"), dict) and h["source"].get("documentId"))
 
 
 def _visible_text(entry: Entry) -> str:
@@ -173,6 +206,7 @@ class SessionEngine:
         self.budget: Budget | None = None
         self.returned: tuple[int, int] | None = None  # (epoch, length) of the last provider copy sent
         self.extra_visible: dict[str, list[str]] = {}  # user key → checkpoint keys of its preview
+        self.protected: tuple[frozenset[str], str] | None = None  # (ids, until) last written
 
     # -- scope ---------------------------------------------------------------------------------
 
@@ -207,6 +241,21 @@ class SessionEngine:
         last_user = next((e.index for e in reversed(self.entries) if e.is_user), None)
         for entry in fresh:
             self._enter(entry, decided.get(entry.key), entry.index == last_user, events)
+        self._protect_named()
+
+    def _protect_named(self) -> None:
+        """Keep what the provider copy names readable (the module doc says for how long)."""
+        named = frozenset(self.view.named)
+        now = self.host.clock()
+        renew_after = shift(now, SHOWN_PROTECTION_SECONDS - PROTECTION_RENEWAL_SECONDS)
+        if self.protected is not None and self.protected[0] == named and self.protected[1] > renew_after:
+            return
+        until = shift(now, SHOWN_PROTECTION_SECONDS)
+        try:
+            protection.protect_named(self.host.conn, f"session:{self.session}", self.project, named, until, now)
+        except BOOKKEEPING_SKIPPED:  # the next call tries again; retention counts from archiving meanwhile
+            return
+        self.protected = (named, until)
 
     def _after_compaction(self) -> None:
         """A transcript that now starts with a compaction summary the engine has not seen is a
@@ -230,7 +279,7 @@ class SessionEngine:
             else:
                 self.view.add(shown)
                 if frozen.text:
-                    self.view.add_hint(shown, frozen.text)
+                    self.view.add_hint(shown, frozen.text, _hint_sources(frozen.response))
             return
         if entry.role in TOOL_ROLES:
             shown = self._decide_tool(entry, decided, events)
@@ -243,7 +292,8 @@ class SessionEngine:
     def _apply(self, entry: Entry, decision: Replacement) -> Shown:
         if decision.text is None:
             return Shown(entry, entry.raw, entry.tokens, decision.action, decision.document_id)
-        return Shown(entry, with_text(entry, decision.text), decision.tokens, decision.action, decision.document_id)
+        return Shown(entry, with_text(entry, decision.text), decision.tokens, decision.action, decision.document_id,
+                     decision.text)
 
     def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> Replacement:
         """Store a decision; the one stored first wins (another process serving the same session
@@ -341,7 +391,7 @@ class SessionEngine:
                 pass  # not frozen: this process still shows nothing for the key (no record → no hint)
             return
         if found["modelVisibleText"]:
-            self.view.add_hint(shown, found["modelVisibleText"])
+            self.view.add_hint(shown, found["modelVisibleText"], _hint_sources(found))
         diagnostics = found["diagnostics"]
         events.append({"type": "hint", "messageKey": entry.key, "outcome": diagnostics["outcome"],
                        "reason": diagnostics["reason"], "tokens": diagnostics["metrics"].get("tokens", 0)})

@@ -9,6 +9,7 @@ the derived-index handlers the caller composed (each in its own savepoint, see c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,16 @@ from cwa.store.sessions import ensure_project, ensure_session
 from cwa.store.sqlfiles import queries
 from cwa.store.supersession import check_supersession, link, retire
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
+
+DOCUMENT_ID_PREFIX = "doc-"
+DOCUMENT_ID_DIGITS = 20  # hex digits of the identity digest in an id the archive makes
+_DOCUMENT_ID = re.compile(DOCUMENT_ID_PREFIX + "[0-9a-f]{%d}(?![0-9a-f])" % DOCUMENT_ID_DIGITS)
+
+
+def document_ids_in(text: str) -> list[str]:
+    """The document ids the archive could have made that `text` names (a preview, a marker, a
+    catalog, search results an agent read)."""
+    return _DOCUMENT_ID.findall(text) if DOCUMENT_ID_PREFIX in text else []
 
 
 def admit(
@@ -236,7 +247,7 @@ def _resolve_identity_and_supersession(
             )
     if old is not None and subject is not None and old["subjectKey"] == subject:
         return old["row"], old["documentId"], old["version"] + 1
-    document_id = "doc-" + identity[:20]
+    document_id = DOCUMENT_ID_PREFIX + identity[:DOCUMENT_ID_DIGITS]
     # an id whose earlier version gave up its identity (an expired orphan checkpoint part) goes on
     # at the next version
     taken = conn.execute(sql["latest_version_of"], (document_id,)).fetchone()[0]

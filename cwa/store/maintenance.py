@@ -4,10 +4,11 @@ Each task touches at most `limit` rows in short transactions (the purge, the cos
 documents at a time), so a pass never holds the write lock for long; `more` says another pass has
 work left. In order:
 
-1. retention: re-plan the classes whose settings changed, then act on due expiries
+1. retention: end the lapsed context protections (each restarts its document's retention clock,
+   cwa/store/protection.py), re-plan the classes whose settings changed, then act on due expiries
    (cwa/store/retention.py);
 2. purge: bytes and derived rows of expired and redacted documents (cwa/store/purge.py);
-3. clean-ups: expired search leases and context protections, the preflight ledgers (exposures past
+3. clean-ups: expired search leases, the preflight ledgers (exposures past
    their cooldown tombstoned, old tombstones deleted, hint records idle for 30 days reclaimed);
 4. space: when at least RECLAIM_MIN_BYTES of free pages exist, `PRAGMA incremental_vacuum` gives
    them back to the file system, and the WAL is checkpointed. With `vacuum`, a full VACUUM instead
@@ -22,7 +23,7 @@ from typing import Any, Sequence
 import apsw
 
 from cwa import limits
-from cwa.store import checkpoint_parts, exposure_ledger, hint_ledger, purge, retention
+from cwa.store import checkpoint_parts, exposure_ledger, hint_ledger, protection, purge, retention
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler
 from cwa.store.sqlfiles import queries
@@ -41,6 +42,7 @@ def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], 
     committed but whose process died before indexing them."""
     sql = queries("lifecycle")
     with write_transaction(conn):
+        protections = protection.end_lapsed(conn, now, limit)  # first: each restarts a retention clock
         replanned = retention.replan(conn, plan)
         expiry = retention.expire_due(conn, now, plan, limit)
         orphans = checkpoint_parts.expire_orphans(conn, now, limit)
@@ -57,8 +59,6 @@ def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], 
     with write_transaction(conn):
         conn.execute(sql["expired_leases"], {"now": now, "limit": limit})
         leases = conn.changes()
-        conn.execute(sql["expired_protections"], {"now": now, "limit": limit})
-        protections = conn.changes()
         tombstoned, deleted = exposure_ledger.sweep(conn, now, limit)
         reclaimed = hint_ledger.reclaim_idle(conn, now, limit)
     done = {

@@ -1,14 +1,18 @@
 """Storage retention: when archived bytes may go, separate from automatic-hint eligibility.
 
-Each class keeps its documents for its setting's days from their creation time (ephemeral tool
-payloads 14, conversation 90, derived 30; durable never; 0 days = never). The schedule
+Each class keeps its documents for its setting's days (ephemeral tool payloads 14, conversation
+90, derived 30; durable never; 0 days = never) from their retention start: the latest of their
+creation time, their admission and the end of the last context protection that covered them (a
+live window named them until then; cwa/store/protection.py). So an old message archived today
+keeps its days from today, and what a window showed keeps them from when it left. The schedule
 (`expiry_schedule`) holds one due time per document that may expire, indexed by due time, so
 maintenance reads only what is due. The plan it was computed from is kept in `meta`; when the
 resolved settings differ, the changed classes are planned again before anything expires.
 
 Expiry re-checks each due entry before acting: the document is still live or superseded, not
 pinned, its entry current for today's settings, and no active search lease or context protection
-covers it (a protected entry is postponed to the protection's end). Then it is marked `expired`
+covers it (a protected entry is postponed to the protection's end; one whose protection lapsed
+since the last clean-up counts its days from the lapse). Then it is marked `expired`
 at once — out of every search mode and recalled as `expired` — and queued for the purge of its
 bytes and derived rows (cwa/store/purge.py).
 """
@@ -50,6 +54,14 @@ def schedule(conn: apsw.Connection, document_row: int, retention_class: str, pla
         conn.execute(sql["schedule_document"], {"row": document_row, "days": days})
 
 
+def restart_clock(conn: apsw.Connection, row: int, at: str) -> None:
+    """A context protection of `row` ended `at`: its retention counts from then on (its entry, if
+    it has one, moves later; never earlier)."""
+    sql = queries("lifecycle")
+    conn.execute(sql["mark_shown_until"], {"row": row, "until": at})
+    conn.execute(sql["reschedule_document"], {"row": row})
+
+
 def replan(conn: apsw.Connection, plan: dict[str, int]) -> list[str]:
     """Plan again the classes whose days changed since the schedule was computed (or every class,
     the first time); returns them. Runs inside the caller's transaction."""
@@ -79,11 +91,16 @@ def expire_due(conn: apsw.Connection, now: str, plan: dict[str, int], limit: int
             schedule(conn, row, retention_class, plan)  # stale: recomputed (or gone), never acted on
             done["dropped"] += 1
             continue
-        until = conn.execute(sql["protected_until"], {"row": row, "now": now}).fetchone()[0]
+        until, lapsed = conn.execute(sql["protected_until"], {"row": row, "now": now}).fetchone()
         if until is not None:
             conn.execute(sql["postpone"], {"row": row, "until": until})
             done["postponed"] += 1
             continue
+        if lapsed is not None:  # shown until then: its days count from there
+            restart_clock(conn, row, lapsed)
+            if conn.execute(sql["due_at"], {"row": row}).fetchone()[0] > now:
+                done["postponed"] += 1
+                continue
         conn.execute(sql["set_state"], {"row": row, "state": "expired", "now": now})
         conn.execute(sql["unschedule_document"], (row,))
         conn.execute(sql["queue_purge"], (row, "expired", now))
