@@ -2,7 +2,8 @@
 `cwa[browse]`); cwa writes no web server of its own.
 
 Datasette opens the file with `?mode=ro` (it never writes a database it was not told is
-mutable through a plugin), listens on 127.0.0.1 only, runs on a current SQLite (the extra brings
+mutable through a plugin), listens on 127.0.0.1 only and answers only requests addressed to a
+loopback name (cwa/integrations/datasette/loopback_hosts.py: DNS rebinding gets 403), runs on a current SQLite (the extra brings
 `pysqlite3-binary`: the archive's FTS5 table needs SQLite 3.43 or newer, and sqlite-vec must be
 loadable), and gets cwa's metadata (the vector tables are hidden: vectors are not for reading): titles and descriptions of the documented views, facets, the
 BM25F table for full-text search over windows, and the canned queries of `sql/browse.sql`.
@@ -80,12 +81,16 @@ def metadata() -> dict[str, Any]:
     }
 
 
+# cwa's own Datasette plugins: requests must name a loopback host (DNS rebinding)
+PLUGINS = Path(__file__).parent / "integrations" / "datasette"
+
+
 def command(archive: Path, port: int, metadata_file: Path) -> list[str]:
     import sqlite_vec
 
     return [sys.executable, "-m", "datasette", "serve", f"{archive}", "--host", "127.0.0.1", "--port", str(port),
             "--metadata", str(metadata_file), "--load-extension", sqlite_vec.loadable_path(),
-            "--setting", "sql_time_limit_ms", "5000"]
+            "--plugins-dir", str(PLUGINS), "--setting", "sql_time_limit_ms", "5000"]
 
 
 def prepare(archive: Path) -> Path:

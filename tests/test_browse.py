@@ -154,3 +154,26 @@ def test_the_pages_in_headless_chromium(browsing, tmp_path):
                         f"--screenshot={shot}", f"{base}/archive/{path}"], capture_output=True, timeout=120)
         assert shot.exists() and shot.stat().st_size > 20_000, name  # a page, not a blank
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_request_for_another_host_is_refused(browsing):
+    """DNS rebinding: a page on attacker.example resolved to 127.0.0.1 sends that name as Host."""
+    base, _, _ = browsing
+    port = base.rsplit(":", 1)[1]
+
+    def fetch(host: str | None) -> tuple[int, bytes]:
+        request = urllib.request.Request(f"{base}/archive/document_texts.json")
+        if host is not None:
+            request.add_unredirected_header("Host", host)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    for host in (f"attacker.example:{port}", "attacker.example", f"127.0.0.1.nip.io:{port}", f"evil-localhost:{port}"):
+        status, body = fetch(host)
+        assert status == 403 and b'"rows"' not in body and b"127.0.0.1 or localhost" in body, (host, body[:200])
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+        status, body = fetch(host)
+        assert status == 200 and b'"rows"' in body, host
