@@ -309,8 +309,13 @@ def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
         return doctor.diagnose(archive.conn, archive.path, archive.settings["diskCriticalMebibytes"],
                                request.get("sample", doctor.SAMPLE))
 
-    checks, repaired = diagnose(), []
+    try:
+        checks, repaired = diagnose(), []
+    except apsw.CorruptError as exc:  # a check read a damaged page: the file is the problem
+        return doctor.damaged_file(archive.path, archive.settings["diskCriticalMebibytes"], exc)
     failing = {c["name"] for c in checks if c["repairable"]}
+    if doctor.canonical_damage(checks):  # rebuilt from damaged bytes, derived rows would hide the damage
+        failing -= {"derived-index", "window-counts", "checkpoint-parts"}
     if request.get("repair") and failing:
         if "permissions" in failing:
             doctor.fix_permissions(archive.path)
@@ -328,6 +333,14 @@ def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
         checks = diagnose()
     return {"healthy": all(c["ok"] for c in checks), "checks": checks, "repaired": repaired,
             "path": str(archive.path)}
+
+
+def damaged_archive_report(path: Path, settings: Settings, error: CwaError) -> dict[str, Any]:
+    """`doctor`'s answer for an archive too damaged to open (`archive-corrupt`): what the
+    file-level checks say, with the advice to restore it."""
+    from cwa.store import doctor
+
+    return doctor.damaged_file(path, settings["diskCriticalMebibytes"], error)
 
 
 def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

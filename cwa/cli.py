@@ -20,7 +20,7 @@ import click
 import orjson
 
 from cwa import __version__, config, limits
-from cwa.errors import CwaError, Internal, InvalidRequest
+from cwa.errors import ArchiveCorrupt, CwaError, Internal, InvalidRequest
 from cwa.file_writes import write_atomically
 from cwa.input_files import read_file, read_stream
 from cwa.timestamps import utc_now
@@ -1179,7 +1179,13 @@ def doctor(ctx, repair, sample, as_json) -> None:
             click.echo(f"repaired: {done}")
         click.echo(f"{result['path']}: {'healthy' if result['healthy'] else 'NOT healthy'}")
 
-    result = _run(ctx, "doctor", params, as_json, show, progress="rebuilding" if repair else None)
+    try:
+        result = _run(ctx, "doctor", params, as_json, show, progress="rebuilding" if repair else None)
+    except ArchiveCorrupt as error:  # too damaged to open: still a report, with what to do
+        from cwa.api import damaged_archive_report
+
+        result = damaged_archive_report(ctx.obj["db"], config.load_settings(_project_dir()), error)
+        click.echo(_dump(result)) if as_json else show(result)
     if not result["healthy"]:
         sys.exit(1)
 
@@ -1202,8 +1208,15 @@ def evidence_group(ctx: click.Context, out: Path | None, no_gates: bool) -> None
         return
     from cwa import evidence
 
-    with _open(ctx) as archive:
-        record = evidence.collect(archive.call, archive.clock(), gates=not no_gates)
+    try:
+        with _open(ctx) as archive:
+            record = evidence.collect(archive.call, archive.clock(), gates=not no_gates)
+    except ArchiveCorrupt as error:  # recorded as a failed run, with the doctor's findings
+        from cwa.api import damaged_archive_report
+        from cwa.timestamps import utc_now
+
+        report = damaged_archive_report(ctx.obj["db"], config.load_settings(_project_dir()), error)
+        record = evidence.collect_damaged(report, error, utc_now(), gates=not no_gates)
     problems = evidence.findings(record)
     if problems:  # a bug of ours: never write such a record
         raise Internal(f"the evidence record would hold more than aggregates: {problems[:3]}")

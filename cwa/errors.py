@@ -60,6 +60,14 @@ class ArchiveIncompatible(CwaError):
     exit_code = 7
 
 
+class ArchiveCorrupt(CwaError):
+    """SQLite reports the archive file damaged (a bad page, a truncated file): restore it from a
+    copy; cwa changes nothing in it meanwhile."""
+
+    code = "archive-corrupt"
+    exit_code = 12
+
+
 class StorageUnavailable(CwaError):
     """The archive file or its directory cannot be opened or written (permissions, I/O)."""
 
@@ -101,6 +109,7 @@ ERROR_TYPES: tuple[type[CwaError], ...] = (
     LimitExceeded,
     StorageBusy,
     ArchiveIncompatible,
+    ArchiveCorrupt,
     StorageUnavailable,
     ModelMissing,
     DownloadFailed,

@@ -152,9 +152,30 @@ def collect(call: Callable[[str, Any], dict[str, Any]], now: str, gates: bool = 
     """Run the verification (doctor, the archive's totals, the hint gates) and keep aggregates."""
     doctor, doctor_seconds = _timed(lambda: call("doctor", {}))
     status, status_seconds = _timed(lambda: call("status", {"archive": True}))
-    checks = [{"name": "doctor", "exitStatus": 0 if doctor["healthy"] else 1, "seconds": doctor_seconds,
-               "results": {c["name"]: c["ok"] for c in doctor["checks"]}},
-              {"name": "status", "exitStatus": 0, "seconds": status_seconds}]
+    checks = [_doctor_check(doctor, doctor_seconds), {"name": "status", "exitStatus": 0, "seconds": status_seconds}]
+    documents = status["documents"]
+    archive = {"projects": status["projects"], "sessions": status["sessions"],
+               "documents": {"total": documents["total"], "byState": documents["byState"],
+                             "byKind": documents["byKind"], "byClass": documents["byClass"]},
+               "messages": status["messages"], "chunks": status["chunks"], "bytes": status["bytes"]}
+    return _record(now, status["schemaVersion"], archive, checks, gates)
+
+
+def collect_damaged(doctor: dict[str, Any], error: Any, now: str, gates: bool = True) -> dict[str, Any]:
+    """The record of a run on an archive too damaged to open: the doctor's file checks failed,
+    the totals could not be read (the error's exit status), and the archive holds no counts."""
+    checks = [_doctor_check(doctor, 0.0), {"name": "status", "exitStatus": error.exit_code, "seconds": 0.0,
+                                           "error": error.code}]
+    return _record(now, None, None, checks, gates)
+
+
+def _doctor_check(doctor: dict[str, Any], seconds: float) -> dict[str, Any]:
+    return {"name": "doctor", "exitStatus": 0 if doctor["healthy"] else 1, "seconds": seconds,
+            "results": {c["name"]: c["ok"] for c in doctor["checks"]}}
+
+
+def _record(now: str, schema: int | None, archive: dict[str, Any] | None, checks: list[dict[str, Any]],
+            gates: bool) -> dict[str, Any]:
     if gates:
         from cwa.evaluation.hints import evaluate, load_fixture
 
@@ -163,18 +184,14 @@ def collect(call: Callable[[str, Any], dict[str, Any]], now: str, gates: bool = 
                        "fixtureFingerprint": report["fingerprint"],
                        "gates": {g["metric"]: g["passed"] for g in report["gates"]},
                        "metrics": {k: v for k, v in report["metrics"].items() if isinstance(v, (int, float))}})
-    documents = status["documents"]
     return {
         "kind": RECORD_KIND,
         "version": RECORD_VERSION,
         "createdAt": now,
         "versions": _versions(),
         "sourceBlake3": source_blake3(),
-        "schemaVersion": status["schemaVersion"],
-        "archive": {"projects": status["projects"], "sessions": status["sessions"],
-                    "documents": {"total": documents["total"], "byState": documents["byState"],
-                                  "byKind": documents["byKind"], "byClass": documents["byClass"]},
-                    "messages": status["messages"], "chunks": status["chunks"], "bytes": status["bytes"]},
+        "schemaVersion": schema,
+        "archive": archive,
         "checks": checks,
         "passed": all(c["exitStatus"] == 0 for c in checks),
     }

@@ -28,3 +28,32 @@ WHERE state IN ('live', 'superseded') ORDER BY random() LIMIT :limit;
 SELECT w.document_row, w.start_byte, w.end_byte, w.content_hash FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row AND d.state IN ('live', 'superseded')
 ORDER BY random() LIMIT :limit;
+
+-- name: chunks_with_payload
+-- Every chunk with its bytes, once, in row order (doctor checks each against its digest).
+SELECT id, hash, byte_length, data FROM chunks ORDER BY id;
+
+-- name: documents_of_chunks
+-- The readable documents holding any of the chunks :ids (a JSON array).
+SELECT DISTINCT d.document_id, d.version FROM document_chunks AS dc
+JOIN documents AS d ON d.id = dc.document_row
+WHERE dc.chunk_id IN (SELECT value FROM json_each(:ids)) AND d.state IN ('live', 'superseded')
+ORDER BY d.id;
+
+-- name: broken_documents
+-- Readable documents whose chunk ranges do not rebuild their bytes: a range whose chunk row is
+-- gone or of another length, a gap or overlap between consecutive ranges, or an end that is not
+-- the document's length.
+WITH ranges AS (
+  SELECT dc.document_row, dc.start_byte, dc.end_byte, c.byte_length AS chunk_bytes,
+         lag(dc.end_byte, 1, 0) OVER (PARTITION BY dc.document_row ORDER BY dc.ordinal) AS previous_end,
+         max(dc.end_byte) OVER (PARTITION BY dc.document_row) AS last_end
+  FROM document_chunks AS dc LEFT JOIN chunks AS c ON c.id = dc.chunk_id),
+broken AS (
+  SELECT DISTINCT r.document_row FROM ranges AS r
+  WHERE r.chunk_bytes IS NULL OR r.end_byte - r.start_byte <> r.chunk_bytes OR r.start_byte <> r.previous_end)
+SELECT d.document_id, d.version FROM documents AS d
+WHERE d.state IN ('live', 'superseded')
+  AND (d.id IN (SELECT document_row FROM broken)
+       OR coalesce((SELECT max(end_byte) FROM document_chunks WHERE document_row = d.id), 0) <> d.byte_length)
+ORDER BY d.id;

@@ -26,8 +26,8 @@ def test_a_healthy_archive_passes_every_check(archive, tmp_path):
     code, report = _doctor(tmp_path)
     assert code == 0 and report["healthy"] is True and _failing(report) == set()
     names = [c["name"] for c in report["checks"]]
-    assert names == ["integrity", "schema", "canonical-digests", "derived-index", "window-counts",
-                     "checkpoint-parts", "permissions", "disk"]
+    assert names == ["integrity", "schema", "canonical-chunks", "canonical-digests", "derived-index",
+                     "window-counts", "checkpoint-parts", "permissions", "disk"]
 
 
 def test_lost_derived_rows_are_found_and_repaired_in_batches(archive, tmp_path):
@@ -53,6 +53,46 @@ def test_damaged_canonical_bytes_are_reported_and_never_called_repaired(archive,
     assert code == 1 and "canonical-digests" in _failing(report)
     check = next(c for c in report["checks"] if c["name"] == "canonical-digests")
     assert check["repairable"] is False and check["documents"]
+
+
+def _texts(archive, count: int) -> list[str]:
+    ids = [archive.admit(turn(f"note {n}: " + "the build cache lives in .cache/build and is keyed by lockfile " * 40,
+                              session=f"s{n}"))["documentId"] for n in range(count)]
+    return ids
+
+
+def test_every_chunk_is_checked_and_damage_is_never_rebuilt_into_the_indexes(archive, tmp_path):
+    ids = _texts(archive, 8)
+    # three chunks altered in place: no sample is needed to find them, and no repair hides them
+    archive.conn.execute("UPDATE chunks SET data = CAST(replace(CAST(data AS TEXT), 'cache', 'CACHE') AS BLOB) "
+                         "WHERE id IN (SELECT id FROM chunks ORDER BY id LIMIT 3)")
+    code, report = _doctor(tmp_path, "--sample", "1")
+    assert code == 1 and "canonical-chunks" in _failing(report)
+    check = next(c for c in report["checks"] if c["name"] == "canonical-chunks")
+    assert check["badChunks"] == 3 and check["repairable"] is False and "restore the archive from a copy" in check["detail"]
+    assert set(check["documents"]) <= {f"{i} v1" for i in ids} and check["documents"]
+    generations = "SELECT count(*), max(id) FROM index_generations"  # a rebuild starts new ones
+    before = archive.conn.execute(generations).fetchone()
+    code, report = _doctor(tmp_path, "--repair")
+    assert code == 1 and report["repaired"] == []  # before: windows rebuilt from the damaged bytes
+    assert archive.conn.execute(generations).fetchone() == before
+    code, report = _doctor(tmp_path)
+    assert code == 1 and "canonical-chunks" in _failing(report)  # before: a later run said healthy
+
+
+def test_a_deleted_chunk_row_is_found_by_a_default_run(tmp_path):
+    db = tmp_path / "archive" / "archive.db"
+    with Archive.open(db) as archive:
+        ids = _texts(archive, 8)
+    import apsw
+
+    raw = apsw.Connection(str(db))  # as a broken tool would: foreign keys off
+    raw.execute("DELETE FROM chunks WHERE id = (SELECT max(id) FROM chunks)")
+    raw.close()
+    code, report = _doctor(tmp_path)
+    assert code == 1 and "canonical-chunks" in _failing(report)
+    check = next(c for c in report["checks"] if c["name"] == "canonical-chunks")
+    assert len(check["documents"]) == 1 and check["documents"][0].split()[0] in ids
 
 
 def test_orphan_checkpoint_parts_are_reported_and_expired_past_the_grace_period(tmp_path):
@@ -82,3 +122,52 @@ def test_a_disk_below_the_guard_is_unhealthy(tmp_path):
     with Archive.open(tmp_path / "a.db", settings=guard) as archive:
         report = archive.call("doctor", {})
     assert "disk" in _failing(report) and "disk-low" in next(c for c in report["checks"] if c["name"] == "disk")["detail"]
+
+
+def _damaged_copies(tmp_path) -> list:
+    """Two damaged archives: a table's b-tree page header flipped, and the file cut short by 3 pages."""
+    db = tmp_path / "archive" / "archive.db"
+    with Archive.open(db) as archive:
+        _texts(archive, 40)
+        archive.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        page, root = (archive.conn.execute("PRAGMA page_size").fetchone()[0],
+                      archive.conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'documents'").fetchone()[0])
+    data = db.read_bytes()
+    flipped = bytearray(data)
+    flipped[(root - 1) * page] ^= 0xFF  # the b-tree page type byte
+    copies = []
+    for name, content in (("flipped", bytes(flipped)), ("cut", data[: len(data) - 3 * page])):
+        target = tmp_path / name / "archive.db"
+        target.parent.mkdir()
+        target.write_bytes(content)
+        target.chmod(0o600)
+        copies.append(target)
+    return copies
+
+
+def test_a_damaged_or_truncated_file_is_reported_as_corruption_with_restore_advice(tmp_path):
+    from cwa.errors import EXIT_CODES
+
+    for damaged in _damaged_copies(tmp_path):
+        env = hermetic_env(tmp_path, damaged)
+        before = damaged.read_bytes()
+        done = run_cwa(["doctor", "--json"], env)
+        report = orjson.loads(done.stdout)  # a report, not archive-incompatible
+        assert done.returncode == 1 and report["healthy"] is False, (damaged, done.stdout[:300])
+        integrity = next(c for c in report["checks"] if c["name"] == "integrity")
+        assert not integrity["ok"] and "restore the archive from a copy" in integrity["detail"]
+        record = run_cwa(["evidence", "--no-gates"], env)
+        assert record.returncode == 1 and orjson.loads(record.stdout)["passed"] is False
+        assert orjson.loads(record.stdout)["checks"][0]["results"]["integrity"] is False
+        status = run_cwa(["status", "--json"], env)
+        error = orjson.loads(status.stdout)["error"]
+        assert status.returncode == EXIT_CODES["archive-corrupt"] == 12 and error["code"] == "archive-corrupt"
+        assert "restore it from a copy" in error["message"] and b"Traceback" not in status.stderr
+        assert damaged.read_bytes() == before  # nothing was written into the damaged file
+
+
+def test_a_file_that_is_no_database_is_still_incompatible(tmp_path):
+    target = tmp_path / "notes.db"
+    target.write_bytes(b"just some text, not an archive\n" * 200)
+    done = run_cwa(["status", "--json"], hermetic_env(tmp_path, target))
+    assert orjson.loads(done.stdout)["error"]["code"] == "archive-incompatible"

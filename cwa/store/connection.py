@@ -18,6 +18,7 @@ import apsw
 import blake3
 
 from cwa.errors import (
+    ArchiveCorrupt,
     ArchiveIncompatible,
     CwaError,
     Internal,
@@ -52,7 +53,9 @@ def storage_error(exc: BaseException, path: Path | str = "the archive") -> CwaEr
             f"{path} stayed locked by another writer for {BUSY_TIMEOUT_MS // 1000} s; try again",
             timeoutMs=BUSY_TIMEOUT_MS,
         )
-    if isinstance(exc, (apsw.NotADBError, apsw.CorruptError)):
+    if isinstance(exc, apsw.CorruptError) or (isinstance(exc, apsw.NotADBError) and _sqlite_header(path)):
+        return ArchiveCorrupt(f"{path} is damaged ({exc}): {RESTORE_ADVICE}", reason="corrupt", sqlite=str(exc))
+    if isinstance(exc, apsw.NotADBError):
         return ArchiveIncompatible(f"{path} is not a readable cwa archive: {exc}")
     if isinstance(exc, apsw.FullError):
         return StorageUnavailable(f"the disk holding {path} is full", reason="disk-full")
@@ -62,6 +65,20 @@ def storage_error(exc: BaseException, path: Path | str = "the archive") -> CwaEr
     ):
         return StorageUnavailable(f"cannot use {path}: {exc}", reason=type(exc).__name__)
     return Internal(f"unexpected storage failure: {type(exc).__name__}: {exc}")
+
+
+RESTORE_ADVICE = ("restore it from a copy (or salvage it with sqlite3's .recover); cwa cannot rebuild archived "
+                  "bytes and changes nothing in the file meanwhile")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _sqlite_header(path: Path | str) -> bool:
+    """Whether the file starts as an SQLite database does (then unreadable means damaged)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
 
 
 def _prepare_location(path: Path) -> bool:

@@ -1,9 +1,10 @@
 """`cwa doctor`: is this archive healthy, and what would make it so?
 
 Each check reads only; `repair` (run by the api with the index handlers) fixes what derived data
-can fix — canonical rows are never rewritten. A failed integrity check is not repairable here:
-the report says so, and the file should be restored from a copy (or salvaged with sqlite3's
-`.recover`).
+can fix — canonical rows are never rewritten, and nothing is rebuilt while archived bytes are
+damaged (derived rows would be rebuilt from the damage). A failed integrity check or damaged
+canonical bytes are not repairable here: the report says so, and the file should be restored from
+a copy (or salvaged with sqlite3's `.recover`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import apsw
 import blake3
+import orjson
 
 from cwa.store import checkpoint_parts, migrations
 from cwa.store.connection import ARCHIVE_FILE_MODE
@@ -23,6 +25,9 @@ from cwa.store.reads import read_bytes
 from cwa.store.sqlfiles import queries
 
 SAMPLE = 64  # documents (and windows) whose bytes are checked against their digests
+RESTORE_ADVICE = ("restore the archive from a copy (or salvage it with sqlite3's .recover); cwa cannot rebuild "
+                  "archived bytes, and repairs nothing derived from them meanwhile")
+SHOWN = 10  # affected documents named in a report
 
 
 def _check(name: str, ok: bool, detail: str, repairable: bool = False, **facts: Any) -> dict[str, Any]:
@@ -32,14 +37,40 @@ def _check(name: str, ok: bool, detail: str, repairable: bool = False, **facts: 
 def integrity(path: Path) -> dict[str, Any]:
     """PRAGMA integrity_check (FTS5 included) from a connection of its own: one that has not read
     since another process rewrote the FTS5 index may report stale-cache corruption falsely."""
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        messages = [row[0] for row in conn.execute("PRAGMA integrity_check(20)")]
-    finally:
-        conn.close()
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            messages = [row[0] for row in conn.execute("PRAGMA integrity_check(20)")]
+        finally:
+            conn.close()
+    except (apsw.CorruptError, apsw.NotADBError) as exc:  # too damaged even to be checked
+        messages = [f"{type(exc).__name__}: {exc}"]
     ok = messages == ["ok"]
-    return _check("integrity", ok, "ok" if ok else f"{len(messages)} problem(s): restore a copy or run "
-                  "sqlite3's .recover; cwa cannot repair the file itself", problems=[] if ok else messages)
+    return _check("integrity", ok, "ok" if ok else f"{len(messages)} problem(s): {RESTORE_ADVICE}",
+                  problems=[] if ok else messages)
+
+
+def canonical_chunks(conn: apsw.Connection) -> dict[str, Any]:
+    """Every chunk against its digest and length (one pass over the chunks), and every readable
+    document's chunk ranges against its length: the bytes recall returns, all of them."""
+    sql = queries("doctor")
+    chunks = bad = 0
+    damaged: list[int] = []
+    for chunk_id, digest, byte_length, data in conn.execute(sql["chunks_with_payload"]):
+        chunks += 1
+        if len(data) != byte_length or blake3.blake3(data).hexdigest() != digest:
+            bad += 1
+            damaged.append(chunk_id)
+    holders = [f"{d} v{v}" for d, v in conn.execute(sql["documents_of_chunks"],
+                                                    {"ids": orjson.dumps(damaged).decode()})] if damaged else []
+    broken = [f"{d} v{v}" for d, v in conn.execute(sql["broken_documents"])]
+    affected = list(dict.fromkeys(holders + broken))
+    ok = not damaged and not broken
+    detail = (f"{chunks} chunk(s) match their digests; every readable document's ranges cover its bytes" if ok else
+              f"{bad} of {chunks} chunk(s) differ from their digest, {len(broken)} document(s) with missing or "
+              f"misplaced chunk ranges; {len(affected)} document(s) affected ({', '.join(affected[:SHOWN])}"
+              f"{', …' if len(affected) > SHOWN else ''}): {RESTORE_ADVICE}")
+    return _check("canonical-chunks", ok, detail, chunks=chunks, badChunks=bad, documents=affected)
 
 
 def schema(conn: apsw.Connection) -> dict[str, Any]:
@@ -67,7 +98,8 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
     return [
         _check("canonical-digests", not bad_documents,
                f"{min(sample, indexable)} sampled document(s) match their text digest" if not bad_documents
-               else f"text differs from its digest: {', '.join(bad_documents[:10])}", documents=bad_documents),
+               else f"text differs from its digest: {', '.join(bad_documents[:SHOWN])}: {RESTORE_ADVICE}",
+               documents=bad_documents),
         _check("derived-index", unindexed == 0 and no_windows == 0 and stale == 0 and bad_windows == 0,
                f"{indexable} document(s) to index: {unindexed} never indexed, {no_windows} without windows, "
                f"{stale} holding rows they should not, {bad_windows} sampled window(s) off their bytes",
@@ -115,9 +147,28 @@ def disk(path: Path, critical_mib: int) -> dict[str, Any]:
                   freeBytes=free, criticalMebibytes=critical_mib)
 
 
+def damaged_file(path: Path, critical_mib: int, error: BaseException) -> dict[str, Any]:
+    """The report on an archive SQLite finds damaged before the checks could run (it would not
+    open, or a check's read hit a bad page): what the file-level checks can still say."""
+    cause = (getattr(error, "details", None) or {}).get("sqlite") or str(error)
+    found = integrity(path)
+    problems = list(dict.fromkeys([*found.get("problems", []), cause]))
+    checks = [_check("integrity", False, f"the file is damaged ({cause[:200]}): {RESTORE_ADVICE}",
+                     problems=problems), permissions(path), disk(path, critical_mib)]
+    return {"healthy": False, "checks": checks, "repaired": [], "path": str(path), "damaged": True}
+
+
 def diagnose(conn: apsw.Connection, path: Path, critical_mib: int, sample: int = SAMPLE) -> list[dict[str, Any]]:
-    return [integrity(path), schema(conn), *derived(conn, sample), checkpoints(conn), permissions(path),
-            disk(path, critical_mib)]
+    return [integrity(path), schema(conn), canonical_chunks(conn), *derived(conn, sample), checkpoints(conn),
+            permissions(path), disk(path, critical_mib)]
+
+
+CANONICAL_CHECKS = ("integrity", "canonical-chunks", "canonical-digests")
+
+
+def canonical_damage(checks: list[dict[str, Any]]) -> bool:
+    """Whether the archived bytes themselves are damaged (then nothing derived is rebuilt)."""
+    return any(not c["ok"] for c in checks if c["name"] in CANONICAL_CHECKS)
 
 
 def fix_permissions(path: Path) -> None:
