@@ -13,6 +13,11 @@ SELECT d.id, d.byte_length FROM checkpoint_parts AS c JOIN documents AS d ON d.i
 WHERE d.index_generation IS NULL AND d.state = 'live' AND (:root IS NULL OR c.root_row = :root)
 ORDER BY d.id LIMIT :limit;
 
+-- name: unindexed_part_count
+-- How many linked parts of one root still have no derived rows.
+SELECT count(*) FROM checkpoint_parts AS c JOIN documents AS d ON d.id = c.part_row
+WHERE c.root_row = :root AND d.index_generation IS NULL AND d.state = 'live';
+
 -- name: orphan_parts
 -- Live parts no root names, admitted before :before: what a killed or failed checkpoint left.
 SELECT d.id FROM documents AS d

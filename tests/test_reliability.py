@@ -37,12 +37,16 @@ def test_timestamps_the_expiry_schedule_cannot_compute_are_refused(archive, crea
     assert archive.status()["documents"]["total"] == 0
 
 
-def test_early_years_are_admitted_and_maintenance_goes_on(archive):
-    for created in ("0001-01-01T00:00:00Z", "0999-06-01T00:00:00Z", "9899-12-31T23:59:59Z"):
-        admitted = archive.admit(turn(f"edge {created}", createdAt=created))
-        assert archive.get({"documentId": admitted["documentId"]})["createdAt"].startswith(created[:10])
-    result = archive.call("maintain", {})
-    assert result["expired"] >= 2  # the early ones are long past their retention
+def test_early_years_are_admitted_and_maintenance_goes_on(db_path):
+    now = ["2026-11-01T00:00:00.000Z"]
+    with Archive.open(db_path, clock=lambda: now[0]) as archive:
+        for created in ("0001-01-01T00:00:00Z", "0999-06-01T00:00:00Z", "9899-12-31T23:59:59Z"):
+            admitted = archive.admit(turn(f"edge {created}", createdAt=created))
+            assert archive.get({"documentId": admitted["documentId"]})["createdAt"].startswith(created[:10])
+        assert archive.call("maintain", {})["expired"] == 0  # archived today: their days count from today
+        now[0] = "2027-03-01T00:00:00.000Z"  # past the 90 days of the two early ones
+        result = archive.call("maintain", {})
+        assert result["expired"] == 2  # the one created in 9899 counts from then (saturated): not yet
 
 
 def test_a_locator_is_accepted_only_in_its_canonical_encoding(archive):
@@ -331,3 +335,32 @@ def test_agent_reads_made_in_one_project_never_reach_another(archive):
     gathered = archive.call("gather", {"project": "/work/b", "query": "staging password rotation"})
     assert all(item["documentId"] != mine["documentId"] for item in gathered["items"])
     assert "staging password" not in gathered["rendered"]
+
+
+def test_a_disk_that_fills_after_a_checkpoints_root_committed_is_reported_truthfully(tmp_path):
+    """The root and its parts are durable when the disk fills while the parts are being indexed:
+    the call succeeds and says how many parts wait (before: disk-full, although the root was
+    live), doctor names them, and maintenance indexes them once there is room."""
+    import shutil
+
+    text = "".join(f"line {n}: the flux capacitor reading {n * 31 % 9973} stayed nominal\n" for n in range(70_000))
+    request = {"project": "/work/p", "sessionId": "big", "text": text}
+    base = tmp_path / "base.db"
+    with Archive.open(base) as archive:
+        archive.admit(turn("before the checkpoint"))
+    shutil.copy(base, tmp_path / "measure.db")
+    with Archive.open(tmp_path / "measure.db", handlers=()) as measuring:  # the same rows, no search rows
+        measuring.call("checkpoint", request)
+        canonical_pages = measuring.conn.execute("PRAGMA page_count").fetchone()[0]
+    with Archive.open(base) as archive:
+        archive.conn.execute(f"PRAGMA max_page_count = {canonical_pages + 64}")  # room for the root, not its parts
+        done = archive.call("checkpoint", request)
+        assert 0 < done["pendingParts"] <= len(done["partIds"])
+        assert archive.get({"documentId": done["rootId"]})["text"] == text  # archived exactly
+        doctor = {c["name"]: c for c in archive.call("doctor", {})["checks"]}
+        assert not doctor["checkpoint-parts"]["ok"] and doctor["checkpoint-parts"]["unindexed"] == done["pendingParts"]
+        archive.conn.execute("PRAGMA max_page_count = 1073741823")  # space again
+        assert archive.call("maintain", {})["checkpointPartsIndexed"] == done["pendingParts"]
+        assert archive.call("doctor", {})["healthy"]
+        found = archive.search({"project": "/work/p", "query": '"reading 6262 stayed nominal"', "semanticPolicy": "never"})
+        assert found["results"] and found["results"][0]["kind"] == "checkpoint-part"

@@ -117,6 +117,9 @@ def archive_checkpoint(
         "previewTokens": estimate_tokens(preview),
         "catalogEntry": {"rootId": root_id, **entry},
         "created": root["created"] or any(p["created"] for p in written),
+        # parts still without search rows (a full disk or a long lock after the root committed):
+        # the input is archived exactly all the same; maintenance indexes them, nothing to retry
+        "pendingParts": root.get("pendingParts", 0),
     }
 
 

@@ -322,7 +322,8 @@ class SessionEngine:
         decision = self._record(entry, decision, archived["version"])
         self.extra_visible[entry.key] = checkpoint_keys(text)
         events.append({"type": "oversized-archived", "messageKey": entry.key, "documentId": archived["rootId"],
-                       "bytes": len(text.encode("utf-8")), "previewTokens": archived["previewTokens"]})
+                       "bytes": len(text.encode("utf-8")), "previewTokens": archived["previewTokens"],
+                       "pendingParts": archived["pendingParts"]})
         return self._apply(entry, decision)
 
     def _signature(self, entry: Entry) -> tuple[str, str, str]:

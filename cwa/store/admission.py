@@ -68,9 +68,10 @@ def admit(
     identity = identity_digest(request, document, created_explicit)
     existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
     if existing:
+        response = _existing_response(conn, existing)
         if request["kind"] == "checkpoint-root":  # a retry completes what a killed process left
-            checkpoint_parts.index_linked(conn, handlers, now, root_row=existing[0], limit=1 << 30)
-        return _existing_response(conn, existing)
+            response["pendingParts"] = checkpoint_parts.index_root_parts(conn, handlers, now, existing[0])
+        return response
 
     spans = chunk_spans(document.text)
     pieces = [document.text[start:end] for start, end in spans]
@@ -166,10 +167,7 @@ def admit(
         if request["kind"] == "checkpoint-root":
             checkpoint_parts.link_parts(conn, document_row, metadata)
         conn.execute(sql["finish_generation"], (now, generation_id))
-    if request["kind"] == "checkpoint-root":  # its parts become findable now, one transaction each
-        checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=1 << 30)
-
-    return {
+    response = {
         "documentId": document_id,
         "version": version,
         "created": True,
@@ -177,6 +175,9 @@ def admit(
         "indexOutcomes": outcomes,
         "messageKeys": [m.key for m in document.messages],
     }
+    if request["kind"] == "checkpoint-root":  # its parts become findable now, one transaction each
+        response["pendingParts"] = checkpoint_parts.index_root_parts(conn, handlers, now, document_row)
+    return response
 
 
 def _serialize_within_limit(messages: list[dict[str, Any]]) -> SerializedDocument:

@@ -59,6 +59,22 @@ def index_linked(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: s
     return done
 
 
+# What may stop a root's parts from being indexed after the root committed: derived work that
+# maintenance finishes later, never a reason to call the archived input lost.
+DEFERRABLE = (apsw.FullError, apsw.BusyError)
+
+
+def index_root_parts(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, root_row: int) -> int:
+    """After a root's commit: index its parts now; on a full disk or a long lock, leave the rest to
+    maintenance (`index_linked`) and say how many wait. The root and its parts are durable either
+    way: the input is archived exactly, only its search rows are pending."""
+    try:
+        index_linked(conn, handlers, now, root_row=root_row, limit=1 << 30)
+    except DEFERRABLE:
+        pass
+    return conn.execute(queries("checkpoints")["unindexed_part_count"], {"root": root_row}).fetchone()[0]
+
+
 def expire_orphans(conn: apsw.Connection, now: str, limit: int) -> int:
     """Expire the orphan parts older than the grace period (their bytes go with the purge)."""
     lifecycle, sql = queries("lifecycle"), queries("checkpoints")
