@@ -77,8 +77,41 @@ def _check_arguments(name: str, arguments: dict[str, Any]) -> None:
     path = ".".join(str(part) for part in error.absolute_path)
     named = re.search(r"'([^']{1,64})'", error.message) if error.validator in ("required", "additionalProperties") else None
     field = ".".join(part for part in (path, named.group(1) if named else "") if part) or "arguments"
-    raise InvalidRequest(f"{field}: {error.message[:200]}", field=field,
+    raise InvalidRequest(_schema_message(error.validator, error.validator_value, error.instance, field), field=field,
                          reason=_REASONS.get(error.validator, "invalid"))
+
+
+_TYPE_WORDS = {"boolean": "a boolean", "integer": "an integer", "number": "a number", "string": "a string",
+               "array": "an array", "object": "an object", "null": "null"}
+
+
+def _json_type(value: Any) -> str:
+    name = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",
+            type(None): "null"}.get(type(value))
+    return _TYPE_WORDS.get(name or "", "a value")
+
+
+def _type_words(expected: Any) -> str:
+    names = expected if isinstance(expected, list) else [expected]
+    return " or ".join(_TYPE_WORDS.get(name, str(name)) for name in names)
+
+
+def _schema_message(keyword: str, expected: Any, instance: Any, field: str) -> str:
+    """What a JSON Schema keyword refused, in JSON's words (jsonschema's own messages show Python
+    reprs such as `None is not of type 'integer'`)."""
+    words = {
+        "type": lambda: f"{field} must be {_type_words(expected)}, not {_json_type(instance)}",
+        "enum": lambda: f"{field} must be one of {', '.join(orjson.dumps(v).decode() for v in expected)}",
+        "required": lambda: f"{field} is required",
+        "additionalProperties": lambda: f"unknown field {field}",
+        "minimum": lambda: f"{field} must be at least {expected}",
+        "maximum": lambda: f"{field} must be at most {expected}",
+        "minLength": lambda: f"{field} must have at least {expected} character(s)",
+        "maxLength": lambda: f"{field} must have at most {expected} characters",
+        "minItems": lambda: f"{field} must have at least {expected} item(s)",
+        "maxItems": lambda: f"{field} must have at most {expected} items",
+    }
+    return words[keyword]() if keyword in words else f"{field} does not match the tool's schema ({keyword})"
 
 
 def build_server(archive: Archive, scope: agent_tools.Scope):

@@ -221,3 +221,34 @@ def test_malformed_frames_get_the_json_rpc_error_the_spec_names(tmp_path):
         assert raw.reply() == {"jsonrpc": "2.0", "id": 99, "result": {}}
     finally:
         raw.close()
+
+
+def test_what_the_model_reads_is_words_never_python_reprs(tmp_path):
+    reprs = ("None", "{'", "'}", "=None", "True", "False")
+
+    async def scenario():
+        async with stdio_client(server(tmp_path, "s1")) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            _, old, _ = await _tool(session, "context_window_archive", {"text": "the queue holds 40 jobs"})
+            _, new, _ = await _tool(session, "context_window_archive", {"text": "the queue now holds 80 jobs"})
+            await _tool(session, "context_window_supersede", {"documentId": old["documentId"],
+                                                               "replacement": new["documentId"]})
+            big = "\n".join(f"step {n}: compile module_{n} and link it against libcore" for n in range(2_000))
+            _, large, _ = await _tool(session, "context_window_archive", {"text": big})
+            texts = {}
+            texts["superseded"], _, _ = await _tool(session, "context_recall", {"documentId": old["documentId"]})
+            texts["missing"], _, _ = await _tool(session, "context_recall", {"documentId": "doc-00000000000000000000"})
+            texts["small budget"], details, _ = await _tool(session, "context_recall",
+                                                            {"documentId": large["documentId"], "maxTokens": 39})
+            texts["null limit"], _, failed = await _tool(session, "context_window_search", {"query": "queue", "limit": None})
+            assert failed
+            for name, text in texts.items():
+                assert not any(marker in text for marker in reprs), (name, text)
+            assert f"replaced by {new['documentId']} v1" in texts["superseded"]
+            assert "no document doc-00000000000000000000" in texts["missing"]
+            assert details["materialization"] == "table-of-contents" and details["text"] == ""
+            assert "table of contents" in texts["small budget"] and "bytes 0.." in texts["small budget"]
+            assert '\n""' not in texts["small budget"]  # before: an empty quoted text, the contents hidden
+            assert "limit must be an integer, not null" in texts["null limit"]
+
+    anyio.run(scenario)
