@@ -402,8 +402,10 @@ def _print_document(doc: dict[str, Any]) -> None:
     for m in doc["messages"]:
         click.echo(f"  {m['key']:<36} {m['role']:<12} bytes {m['start']}..{m['end']}")
     if doc["complete"]:
+        from cwa.retrieve import render
+
         click.echo("")
-        click.echo(doc["text"])
+        click.echo(render.document_text(doc))
     else:
         click.echo(f"\n(text not shown: {doc['byteLength']} bytes; use --text or --range START:END)")
 

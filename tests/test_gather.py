@@ -202,5 +202,5 @@ def test_one_renderer_labels_search_and_recall_as_quoted_history(shop):
     recalled = shop.recall({"locator": first["locator"]})
     text = render.recall_result(recalled, NOW)
     assert text.startswith("[cwa archive | recalled source") and orjson.dumps(recalled["text"]).decode() in text
-    assert render.recall_result(recalled, NOW, for_model=False).endswith(recalled["text"])
+    assert render.recall_result(recalled, NOW, for_model=False).endswith(render.quoted(recalled["text"]))
     assert render.packet("gather", [], NOW) == "[cwa archive | gather: no records]"
