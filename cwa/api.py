@@ -76,7 +76,17 @@ class Archive:
         return archive
 
     def close(self) -> None:
+        if self._engines is not None:
+            try:
+                self._engines.catch_up()  # a session's history waiting to be archived
+            except (CwaError, apsw.Error):
+                pass  # still in the host's transcript: the next first sight queues it again
         self.conn.close()
+
+    def idle_work(self, seconds: float) -> bool:
+        """Work a host may run between requests for about `seconds` (the sessions' history still
+        to be archived); whether more is left."""
+        return self._engines.catch_up(seconds) if self._engines is not None else False
 
     def __enter__(self) -> "Archive":
         return self

@@ -8,6 +8,8 @@ ends it with exit code 0. `serve_archive` also runs the archive's background wor
 
 from __future__ import annotations
 
+import io
+import select
 import sys
 import traceback
 from typing import Any, BinaryIO, Callable, Iterator
@@ -31,9 +33,25 @@ PROJECT_BOUND = ("recall", "get", "supersede", "pin", "unpin", "protect")
 MAX_ID_CHARS = 256  # an id is echoed back in the reply: bounded, so a reply stays small
 
 
-def read_lines(stream: BinaryIO, max_bytes: int = limits.MAX_REQUEST_BYTES) -> Iterator[bytes | None]:
-    """Lines of `stream`, without the newline; None stands for a line longer than `max_bytes`."""
+IDLE_SLICE_SECONDS = 0.02  # background work between requests before input is checked again (one batch)
+
+
+def _input_waiting(stream: BinaryIO) -> bool:
+    """Whether a request may be waiting on `stream` (a stream that is no file: always)."""
+    try:
+        return bool(select.select([stream], [], [], 0)[0])
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return True
+
+
+def read_lines(stream: BinaryIO, max_bytes: int = limits.MAX_REQUEST_BYTES,
+               idle: Callable[[float], bool] | None = None) -> Iterator[bytes | None]:
+    """Lines of `stream`, without the newline; None stands for a line longer than `max_bytes`.
+    While no input waits, `idle(seconds)` runs in slices (it says whether more work is left)."""
+    pending = idle is not None
     while True:
+        while pending and not _input_waiting(stream):
+            pending = idle(IDLE_SLICE_SECONDS)
         line = stream.readline(max_bytes + 1)
         if not line:
             return
@@ -45,6 +63,7 @@ def read_lines(stream: BinaryIO, max_bytes: int = limits.MAX_REQUEST_BYTES) -> I
             yield None
             continue
         yield line.rstrip(b"\r\n")
+        pending = idle is not None
 
 
 def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) -> dict[str, Any]:
@@ -99,8 +118,9 @@ def encode_reply(reply: dict[str, Any]) -> bytes:
         return orjson.dumps({"id": reply.get("id"), "error": error.to_json()}) + b"\n"
 
 
-def serve(call: Callable[[str, Any], dict[str, Any]], stdin: BinaryIO, stdout: BinaryIO) -> int:
-    for line in read_lines(stdin):
+def serve(call: Callable[[str, Any], dict[str, Any]], stdin: BinaryIO, stdout: BinaryIO,
+          idle: Callable[[float], bool] | None = None) -> int:
+    for line in read_lines(stdin, idle=idle):
         if line is not None and not line.strip():
             continue
         stdout.write(encode_reply(handle_line(call, line)))
@@ -148,7 +168,7 @@ def serve_archive(
         workers.append(PeriodicMaintenance(str(archive.path), archive.clock, plan_of(archive.settings),
                                            maintenance_interval, archive.handlers).start())
     try:
-        return serve(project_bound(archive.call), stdin, stdout)
+        return serve(project_bound(archive.call), stdin, stdout, idle=archive.idle_work)
     finally:
         for worker in workers:
             worker.close()

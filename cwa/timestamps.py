@@ -7,6 +7,7 @@ Input may be an ISO-8601 string (a missing offset is read as UTC) or integer epo
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 
 # The expiry schedule adds up to 36,500 days (100 years) to a creation time, in SQLite date
@@ -38,7 +39,9 @@ def parse_timestamp(value: str | int) -> str:
         if not 0 <= value <= MAX_EPOCH_MS:
             raise OutOfRange(f"epoch milliseconds must be between 0 and {MAX_EPOCH_MS} ({LATEST})")
         seconds, millis = divmod(value, 1000)  # integers: a float would round the last millisecond
-        return format_timestamp(datetime.fromtimestamp(seconds, timezone.utc) + timedelta(milliseconds=millis))
+        t = time.gmtime(seconds)  # (a transcript's timestamps are parsed by the hundred thousand)
+        return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}."
+                f"{millis:03d}Z")
     if not isinstance(value, str):
         raise ValueError("not a string or integer")
     text = value.strip()

@@ -33,7 +33,8 @@ showed stays readable at least 7 + 14 days after the window last showed it.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+import time
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -57,12 +58,13 @@ from cwa.session.transcript import (
     group_complete,
     groups,
     serialize,
+    shown_text,
     sizing_tokens,
     tool_calls,
     unique_keys,
     with_text,
 )
-from cwa.session.turns import archive_group, archive_tool_result
+from cwa.session.turns import TURN_PART_BYTES, archive_group, archive_tool_result
 from cwa.store import hint_ledger, protection, session_state
 from cwa.store.admission import document_ids_in
 from cwa.store.connection import BOOKKEEPING_SKIPPED, durable_writes, write_transaction
@@ -70,13 +72,14 @@ from cwa.store.exposure_ledger import lineage as session_lineage
 from cwa.store.reads import find_document
 from cwa.store.session_state import EpochRow, Replacement
 from cwa.store.sessions import ensure_project, ensure_session
-from cwa.limits import MAX_VISIBLE_KEYS, PREFLIGHT_QUERY_CHARS
+from cwa.limits import MAX_SOURCE_MESSAGES, MAX_VISIBLE_KEYS, PREFLIGHT_QUERY_CHARS
 from cwa.timestamps import shift
 
 TOOL_PREVIEW_TOKENS = 400  # below the smallest floor, so a rebalanced result always shrinks
 DEDUP_MIN_TOKENS = 64  # a marker is not worth it for smaller output
 HINT_TYPE = "cwa-hint"
 ENGINES_IN_MEMORY = 16
+CATCH_UP_MESSAGES = 1_000  # a first sight with more messages past the epoch's start cuts once (catch-up)
 SHOWN_PROTECTION_SECONDS = 7 * 86_400  # how long one call keeps what the copy names readable
 PROTECTION_RENEWAL_SECONDS = 3_600  # an unchanged protection is written again at most this often
 
@@ -207,6 +210,7 @@ class SessionEngine:
         self.returned: tuple[int, int] | None = None  # (epoch, length) of the last provider copy sent
         self.extra_visible: dict[str, list[str]] = {}  # user key → checkpoint keys of its preview
         self.protected: tuple[frozenset[str], str] | None = None  # (ids, until) last written
+        self.backlog: deque[list[Entry]] = deque()  # complete groups before the epoch, not archived yet
 
     # -- scope ---------------------------------------------------------------------------------
 
@@ -232,9 +236,12 @@ class SessionEngine:
         self.calls.update(tool_calls(new))
         if first:
             self._after_compaction()
-            keys = [e.key for e in self.entries]
             cut = self.epoch.cut_key
-            fresh = self.entries[keys.index(cut) if cut in keys else 0:]
+            start = next((e.index for e in self.entries if e.key == cut), 0) if cut else 0
+            if len(self.entries) - start > CATCH_UP_MESSAGES:
+                start = self._catch_up_cut(start, events)
+            self._queue_backlog(start)
+            fresh = self.entries[start:]
         else:
             fresh = new
         decided = session_state.load_replacements(self.host.conn, self.lineage, [e.key for e in fresh])
@@ -242,6 +249,83 @@ class SessionEngine:
         for entry in fresh:
             self._enter(entry, decided.get(entry.key), entry.index == last_user, events)
         self._protect_named()
+
+    # -- catching up with a long history -------------------------------------------------------
+
+    def _catch_up_cut(self, start: int, events: list[dict[str, Any]]) -> int:
+        """A first sight of more than CATCH_UP_MESSAGES messages past the epoch's start: rather
+        than replaying every rotation, cut once, as a rotation at the latest user message would
+        (the latest `retainTurns` groups that fit the target, down to one), and leave everything
+        before the cut to the backlog. Returns the new start."""
+        budget = self.budget
+        assert budget is not None
+        span = groups(self.entries[start:])
+        if len(span) < 2 or not span[-1][0].is_user:
+            return start
+        arriving, previous = span[-1], span[:-1]
+        wanted = min(budget.retain_turns, len(previous))
+        arriving_tokens = sum(e.tokens for e in arriving)
+        kept = next((count for count in range(wanted, 0, -1)
+                     if sum(e.tokens for g in previous[-count:] for e in g) + arriving_tokens <= budget.target), 0)
+        checkpoint_needed = kept == 0
+        kept = max(kept, 1)
+        first_kept = previous[len(previous) - kept][0]
+        self.epoch = EpochRow(
+            self.epoch.epoch + 1, first_kept.key,
+            {"emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
+             "checkpointNeeded": checkpoint_needed, "rotationQueued": False, "reason": "catch-up",
+             "compactionKey": self.epoch.flags.get("compactionKey")})
+        with write_transaction(self.host.conn):
+            session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
+        events.append({"type": "rotated", "epoch": self.epoch.epoch, "reason": "catch-up", "retainedGroups": kept,
+                       "removedGroups": len(previous) - kept, "archived": [],
+                       "backlogMessages": first_kept.index - start})
+        if checkpoint_needed:
+            events.append({"type": "checkpoint-needed", "reason": "a single interaction group exceeds the rotation target"})
+        return first_kept.index
+
+    def _queue_backlog(self, start: int) -> None:
+        """The complete groups before the epoch's start that no archive of this lineage holds yet
+        (a catch-up's history, or what a process killed mid-archive left): archived in the
+        background by `catch_up`, packed into few turn documents."""
+        self.backlog = deque(g for g in groups(self.entries[:start]) if (g[0].key, g[-1].key) not in self.archived)
+
+    def catch_up(self, seconds: float | None = None) -> bool:
+        """Archive backlog groups, packed into turn documents of at most the admission limits,
+        until `seconds` have passed (None: all of them); whether any are left."""
+        started = time.monotonic()
+        while self.backlog:
+            batch = [self.backlog.popleft()]
+            messages = len(batch[0])
+            size = sum(len(e.text) for e in batch[0])
+            while (self.backlog and messages + len(self.backlog[0]) <= MAX_SOURCE_MESSAGES
+                   and size + sum(len(e.text) for e in self.backlog[0]) <= TURN_PART_BYTES // 4):
+                group = self.backlog.popleft()
+                batch.append(group)
+                messages += len(group)
+                size += sum(len(e.text) for e in group)
+            try:
+                self._archive_packed(batch)
+            except BaseException:
+                self.backlog.extendleft(reversed(batch))  # not archived: tried again later
+                raise
+            if seconds is not None and time.monotonic() - started >= seconds:
+                break
+        return bool(self.backlog)
+
+    def _archive_packed(self, batch: list[list[Entry]]) -> None:
+        """Whole groups into one turn document (a group beyond the limits alone splits, as
+        rotation splits it), each group recorded as archived."""
+        entries = [e for group in batch for e in group]
+        decided = session_state.load_replacements(self.host.conn, self.lineage, [e.key for e in entries])
+        shown = {e.key: shown_text(e, decided[e.key].text) for e in entries
+                 if e.key in decided and decided[e.key].text is not None}
+        documents = archive_group(self.host.admit, self.scope, entries, shown)
+        ids = [d["rootId"] for d in documents]
+        with write_transaction(self.host.conn):
+            session_state.record_turns(self.host.conn, self.session, [(g[0].key, g[-1].key) for g in batch], ids,
+                                       self.host.clock())
+        self.archived.update((g[0].key, g[-1].key) for g in batch)
 
     def _protect_named(self) -> None:
         """Keep what the provider copy names readable (the module doc says for how long)."""
@@ -516,8 +600,10 @@ class SessionEngine:
     # -- host calls ----------------------------------------------------------------------------
 
     def settle(self, aborted: bool) -> list[str]:
-        """Archive every complete group not archived yet (an interrupted tail stays out)."""
-        return self._archive_groups(groups(self.entries), followed=False, settled=not aborted)
+        """Archive every complete group of the epoch not archived yet (an interrupted tail stays
+        out). Groups before the epoch are archived already, or wait in the backlog for idle time."""
+        start = self.view.shown[0].entry.index if self.view.shown else len(self.entries)
+        return self._archive_groups(groups(self.entries[start:]), followed=False, settled=not aborted)
 
     def queue_rotation(self) -> None:
         self.epoch.flags["rotationQueued"] = True
@@ -547,6 +633,7 @@ class SessionEngine:
             "oversized": view.actions["oversized"],
             "hintTokens": view.hint_tokens,
             "toolResultTokens": self.tool_tokens,
+            "backlogMessages": sum(len(g) for g in self.backlog),
             "digest": self.digest,
         }
 
@@ -569,11 +656,22 @@ class Engines:
         self.live[(project, session)] = engine
         self.live.move_to_end((project, session))
         while len(self.live) > ENGINES_IN_MEMORY:
-            self.live.popitem(last=False)
+            _, dropped = self.live.popitem(last=False)
+            dropped.catch_up()  # its backlog is not left behind with it
         return engine
 
     def drop(self, project: str, session: str) -> None:
         self.live.pop((project, session), None)
+
+    def catch_up(self, seconds: float | None = None) -> bool:
+        """Archive the sessions' backlogs, oldest engine first, for about `seconds` (None: all);
+        whether any is left. A host process calls it between requests and before it ends."""
+        started = time.monotonic()
+        for engine in list(self.live.values()):
+            left = None if seconds is None else max(0.0, seconds - (time.monotonic() - started))
+            if engine.backlog and engine.catch_up(left) and seconds is not None:
+                return True
+        return any(engine.backlog for engine in self.live.values())
 
     def context(self, request: dict[str, Any]) -> dict[str, Any]:
         project, session = request["project"], request["sessionId"]

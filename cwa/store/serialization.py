@@ -63,11 +63,9 @@ def message_header(message: dict[str, Any]) -> str:
 
 
 def derive_message_key(message: dict[str, Any], block: bytes) -> str:
-    hasher = blake3.blake3()
-    for part in (message["role"], message.get("timestamp") or "", message.get("toolCallId") or ""):
-        hasher.update(part.encode("utf-8") + b"\x1f")
-    hasher.update(block)
-    return "k-" + hasher.hexdigest()[:32]
+    # blake3 of role, timestamp and tool call id (each ended by \x1f), then the block: one call
+    prefix = f"{message['role']}\x1f{message.get('timestamp') or ''}\x1f{message.get('toolCallId') or ''}\x1f"
+    return "k-" + blake3.blake3(prefix.encode("utf-8") + block).hexdigest()[:32]
 
 
 def serialize_messages(messages: list[dict[str, Any]]) -> SerializedDocument:

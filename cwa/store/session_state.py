@@ -80,7 +80,14 @@ def previous_turn(conn: apsw.Connection, lineage: list[int], first_key: str) -> 
 
 
 def record_turn(conn: apsw.Connection, session: int, first: str, last: str, documents: list[str], now: str) -> None:
-    conn.execute(queries("session")["insert_turn"], (session, first, last, orjson.dumps(documents).decode(), now))
+    record_turns(conn, session, [(first, last)], documents, now)
+
+
+def record_turns(conn: apsw.Connection, session: int, marks: list[tuple[str, str]], documents: list[str],
+                 now: str) -> None:
+    """Groups (first key, last key) archived together in `documents`."""
+    encoded = orjson.dumps(documents).decode()
+    conn.executemany(queries("session")["insert_turn"], [(session, first, last, encoded, now) for first, last in marks])
 
 
 def document_in_project(conn: apsw.Connection, document_id: str, project: str) -> bool:

@@ -1,0 +1,104 @@
+"""A host's first full send of a long transcript: answered with one cut instead of a replay of
+every rotation, the history before the cut archived between requests (packed into few turn
+documents), nothing lost when the process is killed meanwhile."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import orjson
+
+from conftest import hermetic_env
+from cwa.api import Archive
+from cwa.session.engine import CATCH_UP_MESSAGES
+
+PROJECT = "/work/long"
+T0 = 1_795_000_000_000
+
+
+def transcript(count: int) -> list[dict]:
+    messages = []
+    for number in range(count):
+        if number % 2 == 0:
+            messages.append({"role": "user", "content": f"turn {number}: look at widget-{number}",
+                             "timestamp": T0 + number * 1000})
+        else:
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": f"widget-{number - 1} is ok"}],
+                             "stopReason": "stop", "timestamp": T0 + number * 1000})
+    return messages
+
+
+class Serve:
+    def __init__(self, tmp_path) -> None:
+        self.child = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      env=hermetic_env(tmp_path, tmp_path / "archive.db"))
+        self.number = 0
+
+    def call(self, method: str, params: dict) -> dict:
+        self.number += 1
+        self.child.stdin.write(orjson.dumps({"id": self.number, "method": method, "params": params}) + b"\n")
+        self.child.stdin.flush()
+        reply = orjson.loads(self.child.stdout.readline())
+        assert reply["id"] == self.number and "result" in reply, reply
+        return reply["result"]
+
+
+def _context(serve: Serve, messages: list[dict]) -> dict:
+    return serve.call("session-context", {"project": PROJECT, "sessionId": "long", "messages": messages,
+                                          "model": {"contextWindow": 200_000, "maxTokens": 8_192}})
+
+
+def _archived(tmp_path) -> tuple[int, int]:
+    with Archive.open(tmp_path / "archive.db") as archive:
+        conn = archive.conn
+        return (conn.execute("SELECT count(*) FROM session_turns").fetchone()[0],
+                conn.execute("SELECT count(*) FROM documents WHERE kind = 'turn'").fetchone()[0])
+
+
+def test_a_long_first_send_is_cut_once_and_its_history_archived_between_requests(tmp_path):
+    messages = transcript(6_000)
+    assert len(messages) > CATCH_UP_MESSAGES
+    serve = Serve(tmp_path)
+    answer = _context(serve, messages)
+    rotated = next(e for e in answer["events"] if e["type"] == "rotated")
+    assert rotated["reason"] == "catch-up" and rotated["retainedGroups"] == 5
+    assert len(answer["messages"]) == 12  # five kept turns and the latest one
+    assert answer["messages"][-1]["content"] == messages[-1]["content"]
+    assert serve.call("status", {})["documents"]["total"] >= 0  # answered while the history is archived
+    for _ in range(600):
+        if serve.call("session-status", {"project": PROJECT, "sessionId": "long"})["backlogMessages"] == 0:
+            break
+        time.sleep(0.1)
+    found = serve.call("search", {"project": PROJECT, "query": "widget-12", "semanticPolicy": "never"})
+    recalled = serve.call("recall", {"project": PROJECT, "locator": found["results"][0]["locator"]})
+    assert "look at widget-12\n" in recalled["text"]
+    serve.child.stdin.close()
+    assert serve.child.wait(60) == 0
+    groups, documents = _archived(tmp_path)
+    assert groups == rotated["removedGroups"] == 2_994 and documents <= 2_994 * 2 // 256 + 2  # packed
+
+
+def test_history_left_unarchived_by_a_killed_process_is_archived_on_the_next_first_send(tmp_path):
+    messages = transcript(6_000)
+    first = Serve(tmp_path)
+    rotated = next(e for e in _context(first, messages)["events"] if e["type"] == "rotated")
+    first.child.send_signal(signal.SIGKILL)  # right after answering: the history is (mostly) not archived yet
+    first.child.wait(30)
+    second = Serve(tmp_path)
+    again = _context(second, messages)
+    assert [e for e in again["events"] if e["type"] == "rotated"] == []  # the stored cut: no new rotation
+    second.child.stdin.close()  # end of input: what is left is archived before the process ends
+    assert second.child.wait(120) == 0
+    groups, documents = _archived(tmp_path)
+    assert groups == rotated["removedGroups"]
+    with Archive.open(tmp_path / "archive.db") as archive:  # each early message archived, once
+        twice = archive.conn.execute(
+            "SELECT count(*) FROM (SELECT m.message_key FROM messages AS m JOIN documents AS d ON d.id = m.document_row "
+            "WHERE d.kind = 'turn' GROUP BY m.message_key HAVING count(*) > 1)").fetchone()[0]
+        archived = archive.conn.execute(
+            "SELECT count(*) FROM messages AS m JOIN documents AS d ON d.id = m.document_row WHERE d.kind = 'turn'")
+        assert twice == 0 and archived.fetchone()[0] == 2 * rotated["removedGroups"]
