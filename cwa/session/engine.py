@@ -56,9 +56,13 @@ from cwa.session.transcript import (
     content_text,
     entries_of,
     group_complete,
+    COMMAND_HEAD_CHARS,
+    beyond_slack_tokens,
     groups,
+    left_out,
     serialize,
     shown_text,
+    shown_tokens,
     sizing_tokens,
     tool_calls,
     unique_keys,
@@ -163,9 +167,13 @@ def _hint_sources(response: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _visible_text(entry: Entry) -> str:
-    """The text the provider would see for a message (what a preview is cut from)."""
+    """The text the provider would see for a message (what a preview is cut from): a bash
+    message's output (its command too, when the command is long enough to be cut)."""
     if entry.role == "bashExecution":
         output = entry.raw.get("output")
+        command = entry.raw.get("command")
+        if isinstance(command, str) and len(command) > COMMAND_HEAD_CHARS:
+            return entry.text
         return output if isinstance(output, str) else ""
     return content_text(entry.raw.get("content"), "message")[0]
 
@@ -181,9 +189,18 @@ def _user_text(entry: Entry) -> str:
                        and isinstance(b.get("text"), str))
 
 
-def _extra_tokens(entry: Entry, text: str) -> int:
-    """Sizing of a replaced message: its new text plus what was not text (images)."""
-    return entry.tokens - sizing_tokens(entry.text) + sizing_tokens(text)
+def _oversized_text(entry: Entry) -> str:
+    """What an oversized message archives exactly: a user message's text blocks (its images
+    stay in the copy), any other message's whole text; and every part its replacement leaves out."""
+    return (_user_text(entry) if entry.is_user else entry.text) + left_out(entry)
+
+
+def _naming(text: str, document_id: str) -> str:
+    """`text` (a preview), with a line naming the archive when the preview shows all of its text
+    but the message had other parts that were left out."""
+    if document_id in text:
+        return text
+    return text + f"\n[parts of this message not shown here are archived as {document_id}]"
 
 
 class SessionEngine:
@@ -355,7 +372,7 @@ class SessionEngine:
         """Add one message to the epoch: replay its decision, or make it now."""
         if entry.is_user:
             frozen = hint_ledger.find_in_lineage(self.host.conn, self.lineage, entry.key)
-            shown = self._decide_user(entry, decided, events)
+            shown = self._decide_message(entry, decided, events)
             if frozen is None:  # first sight of this user message: a boundary
                 self._boundary(shown, events)
                 self.view.add(shown)
@@ -368,7 +385,7 @@ class SessionEngine:
         if entry.role in TOOL_ROLES:
             shown = self._decide_tool(entry, decided, events)
         else:
-            shown = Shown(entry, entry.raw, entry.tokens)
+            shown = self._decide_message(entry, decided, events)
         self.view.add(shown)
 
     # -- decisions -----------------------------------------------------------------------------
@@ -389,25 +406,29 @@ class SessionEngine:
                 return decision
             return session_state.load_replacements(self.host.conn, [self.session], [entry.key]).get(entry.key, decision)
 
-    def _decide_user(self, entry: Entry, decided: Replacement | None, events: list[dict[str, Any]]) -> Shown:
-        text = _user_text(entry)
+    def _decide_message(self, entry: Entry, decided: Replacement | None, events: list[dict[str, Any]]) -> Shown:
+        """A user, assistant, custom or summary message: as it is, or, when what of it can be
+        archived exceeds `maxInlineUserTokens` (text, thinking, tool-call arguments, a large extra
+        field or block), archived exactly and shown as its preview (the checkpoint primitive)."""
         if decided is not None:
             if decided.action == "oversized":
-                self.extra_visible[entry.key] = checkpoint_keys(text)
+                self.extra_visible[entry.key] = checkpoint_keys(_oversized_text(entry))
             return self._apply(entry, decided)
         assert self.budget is not None
-        if sizing_tokens(text) <= self.budget.max_inline_user:
+        reducible = sizing_tokens(_user_text(entry) if entry.is_user else entry.text) + beyond_slack_tokens(entry.raw)
+        if reducible <= self.budget.max_inline_user:
             return Shown(entry, entry.raw, entry.tokens)
+        text = _oversized_text(entry)
         with durable_writes(self.host.conn):
             archived = archive_checkpoint(self.host.admit, self.project, self.session_key, text, entry.timestamp)
-        shown_text = archived["preview"]
-        decision = Replacement("oversized", archived["rootId"], shown_text, _extra_tokens(entry, shown_text),
-                               self.epoch.epoch)
+        shown_text = _naming(archived["preview"], archived["rootId"])
+        decision = Replacement("oversized", archived["rootId"], shown_text,
+                               shown_tokens(with_text(entry, shown_text)), self.epoch.epoch)
         decision = self._record(entry, decision, archived["version"])
         self.extra_visible[entry.key] = checkpoint_keys(text)
-        events.append({"type": "oversized-archived", "messageKey": entry.key, "documentId": archived["rootId"],
-                       "bytes": len(text.encode("utf-8")), "previewTokens": archived["previewTokens"],
-                       "pendingParts": archived["pendingParts"]})
+        events.append({"type": "oversized-archived", "messageKey": entry.key, "role": entry.role,
+                       "documentId": archived["rootId"], "bytes": len(text.encode("utf-8")),
+                       "previewTokens": archived["previewTokens"], "pendingParts": archived["pendingParts"]})
         return self._apply(entry, decision)
 
     def _signature(self, entry: Entry) -> tuple[str, str, str]:
@@ -438,7 +459,7 @@ class SessionEngine:
             decision = Replacement("inline", None, None, entry.tokens, self.epoch.epoch)
             decision = self._record(entry, decision, None)
             return self._apply(entry, decision)
-        document_id, version = archive_tool_result(self.host.admit, self.scope, entry)
+        document_id, version = archive_tool_result(self.host.admit, self.scope, entry, entry.text + left_out(entry))
         if earlier is not None:
             call = earlier.entry.tool_call_id or earlier.entry.key
             where = f", archived as {earlier.document_id}" if earlier.document_id else ""
@@ -446,9 +467,9 @@ class SessionEngine:
                     f"{where}, still in this context; this one is archived as {document_id}]")
             action = "duplicate"
         else:
-            text = preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output")
+            text = _naming(preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output"), document_id)
             action = "preview"
-        decision = Replacement(action, document_id, text, _extra_tokens(entry, text), self.epoch.epoch)
+        decision = Replacement(action, document_id, text, shown_tokens(with_text(entry, text)), self.epoch.epoch)
         decision = self._record(entry, decision, version)
         events.append({"type": "externalized", "messageKey": entry.key, "documentId": document_id,
                        "action": action, "tokens": entry.tokens, "shownTokens": decision.tokens})
@@ -557,9 +578,9 @@ class SessionEngine:
 
     def _rebalance(self, shown: Shown, events: list[dict[str, Any]]) -> Shown:
         entry = shown.entry
-        document_id, version = archive_tool_result(self.host.admit, self.scope, entry)
-        text = preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output")
-        decision = Replacement("preview", document_id, text, _extra_tokens(entry, text), self.epoch.epoch + 1)
+        document_id, version = archive_tool_result(self.host.admit, self.scope, entry, entry.text + left_out(entry))
+        text = _naming(preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output"), document_id)
+        decision = Replacement("preview", document_id, text, shown_tokens(with_text(entry, text)), self.epoch.epoch + 1)
         self._record(entry, decision, version, update=True)
         events.append({"type": "externalized", "messageKey": entry.key, "documentId": document_id,
                        "action": "rebalanced", "tokens": entry.tokens, "shownTokens": decision.tokens})

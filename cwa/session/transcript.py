@@ -8,7 +8,16 @@ thinking and toolCall blocks), `toolResult`, `bashExecution` (command and output
 - a stable key: `derive_message_key` of the store (role, timestamp, tool call id and the blake3
   of the serialization), so the engine, the archive and every replay agree on it;
 - a sizing estimate, characters / 4 (`sizing_tokens`): cheap enough to run on every model call.
-  Hints and recall keep the conservative estimator (cwa/tokens.py).
+  Hints and recall keep the conservative estimator (cwa/tokens.py). Whatever else of a message
+  reaches the provider copy — extra fields, blocks of a type the engine does not read, a block's
+  own extra fields (a thinking signature) — is counted by its JSON bytes beyond UNCOUNTED_SLACK
+  (what a host's own bookkeeping on a message, such as Pi's usage figures, costs), so no part of a
+  message passes uncounted.
+
+A message the engine replaces (a preview, a dedup marker, an oversized input) is rebuilt by
+`with_text`: the replacement text where its text was, its small parts as they were, and every
+large part (a long bash command, a large thinking block or tool-call arguments, a large extra
+field, an unknown block) left out — each is archived with the message (`left_out`).
 
 An interaction group is a user message and the assistant/tool traffic after it; messages before
 the first user message form a group of their own (a compaction summary, say).
@@ -29,6 +38,21 @@ from cwa.timestamps import parse_timestamp
 IMAGE_TOKENS = 1_200  # what a host's estimator charges an image; its base64 is not text
 PER_MESSAGE_TOKENS = 4  # role and framing of one provider message
 TOOL_ROLES = ("toolResult", "bashExecution")  # output that can be externalized
+UNCOUNTED_SLACK = 2_048  # bytes of a message's other fields counted as framing, not as content
+PART_SLACK = 2_048  # a part of a replaced message this small stays as it was (JSON bytes)
+COMMAND_HEAD_CHARS = 200  # what a replaced bash message keeps of a long command
+# The fields the serialization reads, per role (everything else is counted by its JSON bytes).
+READ_FIELDS = {
+    "user": {"role", "content", "timestamp"},
+    "custom": {"role", "content", "timestamp", "customType"},
+    "assistant": {"role", "content", "timestamp"},
+    "toolResult": {"role", "content", "timestamp", "toolName", "toolCallId", "isError"},
+    "bashExecution": {"role", "command", "output", "exitCode", "timestamp"},
+    "compactionSummary": {"role", "summary", "timestamp"},
+    "branchSummary": {"role", "summary", "timestamp"},
+}
+BLOCK_FIELDS = {"text": {"type", "text"}, "thinking": {"type", "thinking"}, "image": {"type", "data", "mimeType"},
+                "toolCall": {"type", "id", "name", "arguments"}}
 
 
 @dataclass(frozen=True)
@@ -158,14 +182,50 @@ def serialize(message: Any, path: str) -> tuple[str, str, int, str | None, str |
     return role, text, extra, tool_name, tool_call_id
 
 
+def _json_bytes(value: Any) -> int:
+    return len(orjson.dumps(value)) if isinstance(value, (dict, list, str)) else 8
+
+
+def uncounted_bytes(message: dict[str, Any]) -> int:
+    """JSON bytes of what reaches the provider besides the serialization's text and the images:
+    fields the serialization does not read, unknown blocks, blocks' own extra fields."""
+    read = READ_FIELDS.get(message.get("role"), {"role"})
+    total = sum(_json_bytes(value) for name, value in message.items() if name not in read)
+    content = message.get("content")
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        known = BLOCK_FIELDS.get(block.get("type"))
+        total += _json_bytes(block) if known is None else sum(
+            _json_bytes(value) for name, value in block.items() if name not in known)
+    return total
+
+
+def beyond_slack_tokens(message: dict[str, Any]) -> int:
+    """Tokens (4 bytes each) of what reaches the provider outside the text beyond UNCOUNTED_SLACK."""
+    beyond = max(0, uncounted_bytes(message) - UNCOUNTED_SLACK)
+    return -(-beyond // 4)
+
+
+def sizing_of(message: dict[str, Any], text: str, extra: int) -> int:
+    """A message's sizing: its text, its images (`extra`), its framing, and whatever else of it
+    reaches the provider beyond UNCOUNTED_SLACK bytes."""
+    return sizing_tokens(text) + extra + PER_MESSAGE_TOKENS + beyond_slack_tokens(message)
+
+
+def shown_tokens(message: dict[str, Any]) -> int:
+    """The sizing of a message as the provider copy shows it (a replacement included)."""
+    _, text, extra, _, _ = serialize(message, "message")
+    return sizing_of(message, text, extra)
+
+
 def entry_of(message: Any, index: int, path: str = "messages") -> Entry:
     where = f"{path}[{index}]"
     role, text, extra, tool_name, tool_call_id = serialize(message, where)
     timestamp = _timestamp(message, where)
     shape = {"role": role, "text": text, "toolName": tool_name, "toolCallId": tool_call_id, "timestamp": timestamp}
     key = derive_message_key(shape, (message_header(shape) + text).encode("utf-8"))
-    tokens = sizing_tokens(text) + extra + PER_MESSAGE_TOKENS
-    return Entry(index, key, role, text, timestamp, tool_call_id, tool_name, tokens, message)
+    return Entry(index, key, role, text, timestamp, tool_call_id, tool_name, sizing_of(message, text, extra), message)
 
 
 def entries_of(messages: list[Any], start: int = 0) -> list[Entry]:
@@ -186,25 +246,79 @@ def unique_keys(entries: list[Entry], taken: dict[str, int]) -> list[Entry]:
     return result
 
 
+def _small(value: Any) -> bool:
+    return _json_bytes(value) <= PART_SLACK
+
+
+def _kept_fields(raw: dict[str, Any], role: str) -> dict[str, Any]:
+    """The fields a replaced message keeps besides its text: what the serialization reads, and
+    any other field that is small."""
+    read = READ_FIELDS.get(role, {"role"})
+    return {name: value for name, value in raw.items() if name in read or _small(value)}
+
+
+def _kept_block(block: Any) -> Any | None:
+    """A content block a replaced message keeps (text and thinking give way to the replacement):
+    an image; a tool call, with large arguments left out (its id and name pair it with its
+    result); never an unknown block that is large."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind in ("text", "thinking"):
+        return None if kind == "text" or not _small(block) else block
+    if kind == "toolCall":
+        arguments = block.get("arguments")
+        if _small(arguments):
+            return block
+        return {**block, "arguments": {"cwaLeftOut": f"{_json_bytes(arguments):,} bytes of arguments, archived "
+                                                     "with this message (see its text)"}}
+    if kind == "image" or _small(block):
+        return block
+    return None
+
+
 def with_text(entry: Entry, text: str) -> dict[str, Any]:
-    """The host's message with its text replaced; every other field (and non-text block) kept."""
-    raw = entry.raw
+    """The host's message as a replacement shows it: `text` where its text was; its images, tool
+    calls and other small parts kept; its large parts left out (they are archived with it). A
+    message's own object is never modified."""
+    raw = _kept_fields(entry.raw, entry.role)
     if entry.role == "bashExecution":
+        command = raw.get("command")
+        if isinstance(command, str) and len(command) > COMMAND_HEAD_CHARS and not _small(command):
+            raw["command"] = command[:COMMAND_HEAD_CHARS] + " … (the whole command is archived)"
         return {**raw, "output": text}
-    content = raw.get("content")
+    if entry.role in ("compactionSummary", "branchSummary"):
+        return {**raw, "summary": text}
+    content = entry.raw.get("content")
     if not isinstance(content, list):
         return {**raw, "content": text if entry.role in ("user", "custom") else [{"type": "text", "text": text}]}
+    # the replacement where the first text was; else after the thinking a message opens with
     blocks, placed = [], False
     for block in content:
-        if isinstance(block, dict) and block.get("type") == "text":
-            if not placed:
-                blocks.append({"type": "text", "text": text})
-                placed = True
-            continue
-        blocks.append(block)
+        if not placed and isinstance(block, dict) and block.get("type") == "text":
+            blocks.append({"type": "text", "text": text})
+            placed = True
+        kept = _kept_block(block)
+        if kept is not None:
+            blocks.append(kept)
     if not placed:
-        blocks.insert(0, {"type": "text", "text": text})
+        leading = next((i for i, b in enumerate(blocks) if b.get("type") != "thinking"), len(blocks))
+        blocks.insert(leading, {"type": "text", "text": text})
     return {**raw, "content": blocks}
+
+
+def left_out(entry: Entry) -> str:
+    """What `with_text` leaves out that the serialization does not hold (large extra fields,
+    large unknown blocks), as a JSON appendix for the message's archive; "" when nothing."""
+    read = READ_FIELDS.get(entry.role, {"role"})
+    fields = {name: value for name, value in entry.raw.items() if name not in read and not _small(value)}
+    content = entry.raw.get("content")
+    blocks = [block for block in content if isinstance(block, dict) and block.get("type") not in BLOCK_FIELDS
+              and not _small(block)] if isinstance(content, list) else []
+    if not fields and not blocks:
+        return ""
+    parts = {**({"fields": fields} if fields else {}), **({"blocks": blocks} if blocks else {})}
+    return "\n\n[parts of this message besides its text, as JSON]\n" + orjson.dumps(parts, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def shown_text(entry: Entry, text: str) -> str:

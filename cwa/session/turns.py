@@ -95,11 +95,12 @@ def _entry(admitted: dict[str, Any], part: list[dict[str, Any]], entries: list[E
     }
 
 
-def archive_tool_result(admit: Admit, scope: dict[str, str], entry: Entry) -> tuple[str, int]:
-    """Archive one tool output exactly: (document id, version); a checkpoint root beyond the size
-    limit."""
-    if len(entry.text.encode("utf-8")) > TURN_PART_BYTES:
-        root = archive_checkpoint(admit, scope["project"], scope["sessionId"], entry.text, entry.timestamp)
+def archive_tool_result(admit: Admit, scope: dict[str, str], entry: Entry, text: str | None = None) -> tuple[str, int]:
+    """Archive one tool output exactly (`text`: the message's text and the parts its preview
+    leaves out; default its text): (document id, version); a checkpoint root beyond the size limit."""
+    text = entry.text if text is None else text
+    if len(text.encode("utf-8")) > TURN_PART_BYTES:
+        root = archive_checkpoint(admit, scope["project"], scope["sessionId"], text, entry.timestamp)
         return root["rootId"], root["version"]
-    admitted = admit({**scope, "kind": "tool-result", "messages": [entry.admission()], **_created([entry])})
+    admitted = admit({**scope, "kind": "tool-result", "messages": [entry.admission(text)], **_created([entry])})
     return admitted["documentId"], admitted["version"]
