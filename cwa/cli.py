@@ -1135,7 +1135,9 @@ def call(ctx: click.Context, method: str) -> None:
     params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params")
     with _open(ctx) as archive:
         result = archive.call(method, params)
-    sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
+        # answered before the archive closes: closing may still archive a long history (catch-up)
+        sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
+        sys.stdout.buffer.flush()
 
 
 @main.command()

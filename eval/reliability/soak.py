@@ -9,7 +9,12 @@ acknowledged document, no partial checkpoint usable, the same ids on retry); 4 w
 readers for `--seconds` (throughput, errors, lost or duplicated documents); then, on an archive of
 `--documents` turns, the longest round of reads (search, recall by locator, preflight) while an
 `index rebuild`, a `maintain` that purges and vacuums incrementally, and a `maintain --vacuum`
-(a full VACUUM, the one exclusive step) run in another process.
+(a full VACUUM, the one exclusive step) run in another process. Last, `shown`: sessions whose
+messages are a year old, driven through the session engine (rotations, externalized output) with
+a maintenance pass after every call, over `--days` simulated days and then quiet ones: whatever a
+provider copy names must stay readable, what left a copy must keep its 14 days from then, and the
+quiet sessions' documents go only 7 + 14 days after their last call; and the same sessions through
+a real `cwa serve` running its own passes every 0.1 s while `cwa maintain` runs beside it.
 """
 
 from __future__ import annotations
@@ -70,12 +75,144 @@ def waits(root: Path, documents: int) -> list[dict]:
     return found
 
 
+class SimulatedClock:
+    """The archive's clock for the `shown` phase: days pass in steps, not in seconds."""
+
+    def __init__(self, start: str) -> None:
+        from cwa.timestamps import shift
+
+        self.start, self.now, self.shift = start, start, shift
+
+    def __call__(self) -> str:
+        return self.now
+
+    def at(self, days: float) -> None:
+        self.now = self.shift(self.start, days * 86_400)
+
+
+def _old_transcript():
+    from session_helpers import Transcript
+
+    class Old(Transcript):  # written a year before the archive sees it
+        def _at(self) -> int:
+            self.clock += 1_000
+            return 1_763_000_000_000 + self.clock
+
+    return Old()
+
+
+def _named(copy: list[dict]) -> set[str]:
+    import re
+
+    return set(re.findall(r"doc-[0-9a-f]{20}", json.dumps(copy)))
+
+
+def shown(root: Path, days: int, sessions: int = 4) -> dict:
+    """What a live window names survives every pass; what leaves keeps its days from then."""
+    from cwa.api import Archive
+    from cwa.config import load_settings
+    from session_helpers import Host
+
+    folder, _ = _folder(root, "shown")
+    clock = SimulatedClock("2026-12-01T00:00:00.000Z")
+    settings = load_settings(None, env={"HOME": str(folder), "XDG_CONFIG_HOME": str(folder / "cfg"),
+                                        "CWA_DISK_CRITICAL_MEBIBYTES": "0", "CWA_SEMANTIC_RETRIEVAL": "false",
+                                        "CWA_ROTATION_TURNS": "4", "CWA_RETAIN_TURNS": "2"})
+    checks = {"passes": 0, "calls": 0, "namedChecks": 0, "lostWhileShown": 0, "expiredEarly": 0}
+    left: dict[str, float] = {}  # document → the day it left every copy
+    last_named: dict[int, set[str]] = {}
+    quiet_from = days
+    with Archive.open(folder / "archive.db", settings=settings, clock=clock) as archive:
+        hosts = [Host(archive, session=f"old-{n}") for n in range(sessions)]
+        transcripts = [_old_transcript() for _ in range(sessions)]
+        rng = random.Random(7)
+        for step in range(days * 4):  # a call per session every 6 hours
+            day = step / 4
+            clock.at(day)
+            for number, (host, transcript) in enumerate(zip(hosts, transcripts)):
+                transcript.user(f"day {day:.2f}: check build {rng.randrange(10**6)}")
+                if rng.random() < 0.6:  # above maxToolResultTokens: archived and previewed
+                    transcript.tool("\n".join(f"log {number}.{step}.{k}: value {rng.randrange(10**9)}"
+                                              for k in range(rng.randrange(700, 1600))))
+                transcript.assistant("Looked at it.")
+                named = _named(host.context(transcript))
+                checks["calls"] += 1
+                for document_id in named:
+                    checks["namedChecks"] += 1
+                    found = archive.get({"documentId": document_id})
+                    checks["lostWhileShown"] += found["state"] not in ("live", "superseded")
+                    left.pop(document_id, None)
+                for document_id in last_named.get(number, set()) - named:
+                    left.setdefault(document_id, day)
+                last_named[number] = named
+            while archive.call("maintain", {})["more"]:
+                checks["passes"] += 1
+            checks["passes"] += 1
+            for document_id, since in left.items():  # what left a copy keeps 14 days from then
+                if archive.get({"documentId": document_id})["state"] == "expired" and day < since + 14:
+                    checks["expiredEarly"] += 1
+        still_named = set().union(*last_named.values())
+        engine = archive.conn.execute("SELECT count(*) FROM documents WHERE kind IN ('turn', 'tool-result', "
+                                      "'checkpoint-root', 'checkpoint-part')").fetchone()[0]
+        # the sessions go quiet: 7 days of protection after their last call, then the class's 14
+        last_call = (days * 4 - 1) / 4
+        clock.at(last_call + 7 + 14 - 0.01)
+        while archive.call("maintain", {})["more"]:
+            pass
+        kept_quiet = sum(archive.get({"documentId": d})["state"] == "live" for d in still_named)
+        clock.at(last_call + 7 + 14 + 0.01)
+        while archive.call("maintain", {})["more"]:
+            pass
+        expired_after = sum(archive.get({"documentId": d})["state"] == "expired" for d in still_named)
+    return {"days": days, "quietFromDay": quiet_from, "sessions": sessions, "engineDocuments": engine, **checks,
+            "leftTheWindow": len(left), "namedAtTheEnd": len(still_named), "liveAfter7Plus14DaysQuiet": kept_quiet,
+            "expiredAfterThat": expired_after, "served": shown_through_serve(root)}
+
+
+def shown_through_serve(root: Path, sessions: int = 3, rounds: int = 30) -> dict:
+    """The same through a real `cwa serve` (maintenance every 0.1 s) and `cwa maintain` beside it."""
+    import subprocess
+
+    folder, env = _folder(root, "shown-serve")
+    child = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0.1"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    transcripts = [_old_transcript() for _ in range(sessions)]
+    named: set[str] = set()
+    sent, maintains = 0, 0
+    try:
+        for number in range(rounds):
+            for session, transcript in enumerate(transcripts):
+                transcript.user(f"round {number}: what does the log say?")
+                transcript.tool("\n".join(f"entry {session}.{number}.{k}: status {k % 7}" for k in range(1_200)))
+                transcript.assistant("Read it.")
+                sent += 1
+                child.stdin.write(json.dumps({"id": sent, "method": "session-context", "params": {
+                    "project": "/soak/shown", "sessionId": f"served-{session}",
+                    "messages": transcript.messages}}).encode() + b"\n")
+                child.stdin.flush()
+                named |= _named(json.loads(child.stdout.readline())["result"]["messages"])
+            maintains += subprocess.run([sys.executable, "-m", "cwa", "maintain"], env=env,
+                                        capture_output=True).returncode == 0
+            time.sleep(0.1)  # serve's own passes run meanwhile
+    finally:
+        child.stdin.close()
+        child.wait(60)
+    from cwa.api import Archive
+
+    with Archive.open(workers.path_of(folder)) as archive:
+        states = [archive.get({"documentId": d})["state"] for d in named]
+        expired = archive.conn.execute("SELECT count(*) FROM documents WHERE state = 'expired'").fetchone()[0]
+    return {"requests": sent, "maintainRuns": maintains, "named": len(named),
+            "namedNotLive": sum(s != "live" for s in states), "expiredInTheArchive": expired}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--documents", type=int, default=3000)
-    parser.add_argument("--phases", default="admission,checkpoint,maintenance,rebuild,concurrent,waits",
+    parser.add_argument("--days", type=int, default=20, help="simulated days of the shown phase")
+    parser.add_argument("--phases", default="admission,checkpoint,maintenance,rebuild,concurrent,waits,shown",
                         help="comma-separated subset to run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -98,9 +235,12 @@ def main() -> int:
     together = concurrent(root, args.seconds) if "concurrent" in wanted else None
     print(f"concurrent: {together}", file=sys.stderr)
     during = waits(root, args.documents) if "waits" in wanted else None
+    kept = shown(root, args.days) if "shown" in wanted else None
+    print(f"shown: {kept}", file=sys.stderr)
     result = {"kills": {name: p["kills"] for name, p in phases.items()},
               "killsTotal": sum(p["kills"] for p in phases.values()), "phases": phases,
-              "concurrent": together, "readsDuring": during, "seconds": round(time.monotonic() - started, 1)}
+              "concurrent": together, "readsDuring": during, "shown": kept,
+              "seconds": round(time.monotonic() - started, 1)}
     print(json.dumps(result, indent=2) if args.json else json.dumps(result))
     return 0
 
