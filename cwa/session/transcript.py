@@ -44,7 +44,7 @@ COMMAND_HEAD_CHARS = 200  # what a replaced bash message keeps of a long command
 # The fields the serialization reads, per role (everything else is counted by its JSON bytes).
 READ_FIELDS = {
     "user": {"role", "content", "timestamp"},
-    "custom": {"role", "content", "timestamp", "customType"},
+    "custom": {"role", "content", "timestamp"},
     "assistant": {"role", "content", "timestamp"},
     "toolResult": {"role", "content", "timestamp", "toolName", "toolCallId", "isError"},
     "bashExecution": {"role", "command", "output", "exitCode", "timestamp"},
@@ -225,7 +225,11 @@ def entry_of(message: Any, index: int, path: str = "messages") -> Entry:
     timestamp = _timestamp(message, where)
     shape = {"role": role, "text": text, "toolName": tool_name, "toolCallId": tool_call_id, "timestamp": timestamp}
     key = derive_message_key(shape, (message_header(shape) + text).encode("utf-8"))
-    return Entry(index, key, role, text, timestamp, tool_call_id, tool_name, sizing_of(message, text, extra), message)
+    try:
+        tokens = sizing_of(message, text, extra)
+    except orjson.JSONEncodeError as exc:  # a Python caller's object that is no JSON (hosts parse JSON)
+        raise _bad(where, f"holds a value that is not JSON: {exc}") from exc
+    return Entry(index, key, role, text, timestamp, tool_call_id, tool_name, tokens, message)
 
 
 def entries_of(messages: list[Any], start: int = 0) -> list[Entry]:
