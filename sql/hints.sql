@@ -31,6 +31,12 @@ SELECT h.model_visible_text, h.response, h.last_active_at FROM hint_records AS h
 JOIN json_each(:sessions) AS s ON s.value = h.session_id
 WHERE h.message_key = :key ORDER BY s.key LIMIT 1;
 
+-- name: frozen_keys
+-- Which of :keys (JSON array) have a frozen decision in the sessions :sessions (JSON array).
+SELECT DISTINCT h.message_key FROM json_each(:sessions) AS s
+JOIN hint_records AS h ON h.session_id = s.value
+WHERE h.message_key IN (SELECT value FROM json_each(:keys));
+
 -- name: touch_active
 -- Keys still in the context count as activity; written at most once a day per record.
 UPDATE hint_records SET last_active_at = :now

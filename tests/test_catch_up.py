@@ -102,3 +102,27 @@ def test_history_left_unarchived_by_a_killed_process_is_archived_on_the_next_fir
         archived = archive.conn.execute(
             "SELECT count(*) FROM messages AS m JOIN documents AS d ON d.id = m.document_row WHERE d.kind = 'turn'")
         assert twice == 0 and archived.fetchone()[0] == 2 * rotated["removedGroups"]
+
+
+def test_a_long_epoch_already_seen_is_rebuilt_exactly_not_cut(tmp_path):
+    """Catch-up is for messages no engine has seen: a fresh process given a long epoch it decided
+    before (more than CATCH_UP_MESSAGES messages) rebuilds the very same provider copy."""
+    from cwa.config import load_settings
+    from session_helpers import Host, Transcript
+
+    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+                                        "CWA_DISK_CRITICAL_MEBIBYTES": "0", "CWA_SEMANTIC_RETRIEVAL": "false",
+                                        "CWA_ROTATION_TURNS": "1000"})
+    big_window = {"id": "m", "provider": "p", "contextWindow": 1_000_000, "maxTokens": 8_192}
+    transcript = Transcript()
+    with Archive.open(tmp_path / "archive.db", settings=settings) as archive:
+        host = Host(archive, session="seen", model=big_window)
+        for number in range(CATCH_UP_MESSAGES // 2 + 10):  # two messages a turn
+            transcript.turn(f"question {number} about gadget-{number}", f"gadget-{number} answer")
+            if number % 50 == 0:
+                host.context(transcript)
+        copy = host.context(transcript)
+        assert len(copy) > CATCH_UP_MESSAGES
+    with Archive.open(tmp_path / "archive.db", settings=settings) as restarted:  # a fresh process
+        again = Host(restarted, session="seen", model=big_window).full(transcript)
+        assert again["messages"] == copy and not [e for e in again["events"] if e["type"] == "rotated"]

@@ -255,7 +255,7 @@ class SessionEngine:
             self._after_compaction()
             cut = self.epoch.cut_key
             start = next((e.index for e in self.entries if e.key == cut), 0) if cut else 0
-            if len(self.entries) - start > CATCH_UP_MESSAGES:
+            if len(self.entries) - self._first_unseen(start) > CATCH_UP_MESSAGES:
                 start = self._catch_up_cut(start, events)
             self._queue_backlog(start)
             fresh = self.entries[start:]
@@ -269,8 +269,16 @@ class SessionEngine:
 
     # -- catching up with a long history -------------------------------------------------------
 
+    def _first_unseen(self, start: int) -> int:
+        """Where the messages no engine has seen before begin, from `start` on: at the first user
+        message without a frozen hint decision (every user message an engine sees gets one), or
+        the end. What was seen is rebuilt exactly, however long."""
+        users = [e for e in self.entries[start:] if e.is_user]
+        seen = hint_ledger.frozen_keys(self.host.conn, self.lineage, [e.key for e in users])
+        return next((e.index for e in users if e.key not in seen), len(self.entries))
+
     def _catch_up_cut(self, start: int, events: list[dict[str, Any]]) -> int:
-        """A first sight of more than CATCH_UP_MESSAGES messages past the epoch's start: rather
+        """A first sight of more than CATCH_UP_MESSAGES unseen messages past the epoch's start: rather
         than replaying every rotation, cut once, as a rotation at the latest user message would
         (the latest `retainTurns` groups that fit the target, down to one), and leave everything
         before the cut to the backlog. Returns the new start."""

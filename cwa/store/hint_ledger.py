@@ -72,6 +72,15 @@ def find_in_lineage(conn: apsw.Connection, lineage: list[int], message_key: str)
     return Frozen(row[0], orjson.loads(row[1]), row[2]) if row else None
 
 
+def frozen_keys(conn: apsw.Connection, lineage: list[int], keys: list[str]) -> set[str]:
+    """The keys among `keys` with a frozen decision in the session or an ancestor: messages an
+    engine has seen before."""
+    if not keys:
+        return set()
+    params = {"sessions": orjson.dumps(lineage).decode(), "keys": orjson.dumps(keys).decode()}
+    return {row[0] for row in conn.execute(queries("hints")["frozen_keys"], params)}
+
+
 def active_tokens(conn: apsw.Connection, lineage: list[int], keys: list[str]) -> int:
     """Tokens of the frozen hints of `keys` across the session and its ancestors."""
     if not keys:
