@@ -45,15 +45,13 @@ ORDER BY d.id;
 -- gone or of another length, a gap or overlap between consecutive ranges, or an end that is not
 -- the document's length.
 WITH ranges AS (
-  SELECT dc.document_row, dc.start_byte, dc.end_byte, c.byte_length AS chunk_bytes,
-         lag(dc.end_byte, 1, 0) OVER (PARTITION BY dc.document_row ORDER BY dc.ordinal) AS previous_end,
-         max(dc.end_byte) OVER (PARTITION BY dc.document_row) AS last_end
+  SELECT dc.document_row, dc.end_byte,
+         c.id IS NULL OR dc.end_byte - dc.start_byte <> c.byte_length
+           OR dc.start_byte <> lag(dc.end_byte, 1, 0) OVER (PARTITION BY dc.document_row ORDER BY dc.ordinal) AS bad
   FROM document_chunks AS dc LEFT JOIN chunks AS c ON c.id = dc.chunk_id),
-broken AS (
-  SELECT DISTINCT r.document_row FROM ranges AS r
-  WHERE r.chunk_bytes IS NULL OR r.end_byte - r.start_byte <> r.chunk_bytes OR r.start_byte <> r.previous_end)
+per_document AS (
+  SELECT document_row, max(bad) AS bad, max(end_byte) AS last_end FROM ranges GROUP BY document_row)
 SELECT d.document_id, d.version FROM documents AS d
-WHERE d.state IN ('live', 'superseded')
-  AND (d.id IN (SELECT document_row FROM broken)
-       OR coalesce((SELECT max(end_byte) FROM document_chunks WHERE document_row = d.id), 0) <> d.byte_length)
+LEFT JOIN per_document AS p ON p.document_row = d.id
+WHERE d.state IN ('live', 'superseded') AND (coalesce(p.bad, 0) OR coalesce(p.last_end, 0) <> d.byte_length)
 ORDER BY d.id;

@@ -2,14 +2,12 @@
 -- (cwa/store/retention.py, protection.py, redaction.py, purge.py).
 
 -- name: schedule_document
--- One document's expiry, :days (> 0) after its retention starts: the latest of its creation, its
--- admission and the end of the last context protection that covered it (`shown_until`). A due date
--- past what SQLite's date arithmetic reaches (a creation time admitted before such times were
--- refused) saturates at the last representable instant instead of stopping the schedule.
+-- One document's expiry, :days (> 0) after its `retention_start` (a generated column: the latest
+-- of its creation, its admission and the end of the last context protection that covered it). A
+-- due date past what SQLite's date arithmetic reaches (a creation time admitted before such times
+-- were refused) saturates at the last representable instant instead of stopping the schedule.
 INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
-SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ',
-                               max(d.created_at, d.admitted_at, coalesce(d.shown_until, d.created_at)),
-                               '+' || :days || ' days'),
+SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', d.retention_start, '+' || :days || ' days'),
                       '9999-12-31T23:59:59.999Z'), :days
 FROM documents AS d
 WHERE d.id = :row AND d.pinned = 0 AND d.state IN ('live', 'superseded');
@@ -26,9 +24,7 @@ WHERE document_row IN (SELECT id FROM documents WHERE retention_class = :class);
 -- Schedule every live or superseded, unpinned document of one class (from its retention start;
 -- due dates saturate as above).
 INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
-SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ',
-                               max(d.created_at, d.admitted_at, coalesce(d.shown_until, d.created_at)),
-                               '+' || :days || ' days'),
+SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', d.retention_start, '+' || :days || ' days'),
                       '9999-12-31T23:59:59.999Z'), :days
 FROM documents AS d
 WHERE d.retention_class = :class AND d.pinned = 0 AND d.state IN ('live', 'superseded');
@@ -80,9 +76,6 @@ SELECT document_row, expires_at FROM context_protections WHERE client_id = ?;
 -- name: drop_client_protection
 DELETE FROM context_protections WHERE client_id = ? AND document_row = ?;
 
--- name: client_protection_count
-SELECT count(*) FROM context_protections WHERE client_id = ? AND expires_at > ?;
-
 -- name: lapsed_protections
 SELECT client_id, document_row, expires_at FROM context_protections WHERE expires_at <= :now
 ORDER BY expires_at LIMIT :limit;
@@ -95,8 +88,7 @@ WHERE id = :row AND (shown_until IS NULL OR shown_until < :until);
 -- name: reschedule_document
 -- The document's current entry again from its retention start (same days; none: nothing to do).
 UPDATE expiry_schedule SET due_at = coalesce(
-  (SELECT strftime('%Y-%m-%dT%H:%M:%fZ', max(d.created_at, d.admitted_at, coalesce(d.shown_until, d.created_at)),
-                   '+' || expiry_schedule.retention_days || ' days')
+  (SELECT strftime('%Y-%m-%dT%H:%M:%fZ', d.retention_start, '+' || expiry_schedule.retention_days || ' days')
    FROM documents AS d WHERE d.id = expiry_schedule.document_row),
   '9999-12-31T23:59:59.999Z')
 WHERE document_row = :row;

@@ -162,7 +162,7 @@ def test_a_damaged_or_truncated_file_is_reported_as_corruption_with_restore_advi
         status = run_cwa(["status", "--json"], env)
         error = orjson.loads(status.stdout)["error"]
         assert status.returncode == EXIT_CODES["archive-corrupt"] == 12 and error["code"] == "archive-corrupt"
-        assert "restore it from a copy" in error["message"] and b"Traceback" not in status.stderr
+        assert "restore the archive from a copy" in error["message"] and b"Traceback" not in status.stderr
         assert damaged.read_bytes() == before  # nothing was written into the damaged file
 
 

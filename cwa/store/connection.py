@@ -67,8 +67,9 @@ def storage_error(exc: BaseException, path: Path | str = "the archive") -> CwaEr
     return Internal(f"unexpected storage failure: {type(exc).__name__}: {exc}")
 
 
-RESTORE_ADVICE = ("restore it from a copy (or salvage it with sqlite3's .recover); cwa cannot rebuild archived "
-                  "bytes and changes nothing in the file meanwhile")
+# what cwa says whenever the archived bytes themselves are damaged (errors and doctor alike)
+RESTORE_ADVICE = ("restore the archive from a copy (or salvage it with sqlite3's .recover); cwa cannot rebuild "
+                  "archived bytes, and rewrites nothing derived from them meanwhile")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 

@@ -20,13 +20,11 @@ import blake3
 import orjson
 
 from cwa.store import checkpoint_parts, migrations
-from cwa.store.connection import ARCHIVE_FILE_MODE
+from cwa.store.connection import ARCHIVE_FILE_MODE, RESTORE_ADVICE
 from cwa.store.reads import read_bytes
 from cwa.store.sqlfiles import queries
 
 SAMPLE = 64  # documents (and windows) whose bytes are checked against their digests
-RESTORE_ADVICE = ("restore the archive from a copy (or salvage it with sqlite3's .recover); cwa cannot rebuild "
-                  "archived bytes, and repairs nothing derived from them meanwhile")
 SHOWN = 10  # affected documents named in a report
 
 

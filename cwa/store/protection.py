@@ -67,22 +67,25 @@ def protect_named(conn: apsw.Connection, client_id: str, project: str, document_
     return len(rows)
 
 
-def replace_protections(conn: apsw.Connection, client_id: str, rows: set[int], until: str, now: str) -> None:
+def replace_protections(conn: apsw.Connection, client_id: str, rows: set[int], until: str, now: str) -> int:
     """Inside the caller's transaction: `client_id` protects exactly `rows` until `until`; each
-    version that leaves its set ends its protection now (or when it lapsed, if earlier)."""
+    version that leaves its set ends its protection now (or when it lapsed, if earlier). Returns
+    how many ended."""
     sql = queries("lifecycle")
+    ended = 0
     for row, expires_at in conn.execute(sql["client_protections"], (client_id,)).fetchall():
         if row not in rows:
             conn.execute(sql["drop_client_protection"], (client_id, row))
             retention.restart_clock(conn, row, min(now, expires_at))
+            ended += 1
     conn.executemany(sql["protect"], [(client_id, row, until) for row in rows])
+    return ended
 
 
 def release(conn: apsw.Connection, client_id: str, now: str) -> dict:
     with write_transaction(conn):
-        held = conn.execute(queries("lifecycle")["client_protections"], (client_id,)).fetchall()
-        replace_protections(conn, client_id, set(), now, now)
-    return {"clientId": client_id, "released": len(held)}
+        released = replace_protections(conn, client_id, set(), now, now)
+    return {"clientId": client_id, "released": released}
 
 
 def end_lapsed(conn: apsw.Connection, now: str, limit: int) -> int:
