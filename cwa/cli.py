@@ -242,14 +242,15 @@ def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
 
     body = (read_file(source, limits.MAX_REQUEST_BYTES) if source
             else read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "the input"))
+    # each request goes through the contract, which bounds its nesting (bounded=False: once)
     try:
-        return [(1, parse_json_body(body, "input"))]
+        return [(1, parse_json_body(body, "input", bounded=False))]
     except InvalidRequest:
         lines = body.splitlines()
         if len(lines) < 2:
             raise
     return [
-        (number, parse_json_body(line, f"line {number}"))
+        (number, parse_json_body(line, f"line {number}", bounded=False))
         for number, line in enumerate(lines, 1)
         if line.strip()
     ]
@@ -1132,7 +1133,9 @@ def call(ctx: click.Context, method: str) -> None:
     from cwa.json_input import parse_json_body
 
     method_named(method)  # an unknown method fails before stdin is read
-    params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params")
+    # the contract bounds the params' nesting (bounded=False: checked once)
+    params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params",
+                             bounded=False)
     with _open(ctx) as archive:
         result = archive.call(method, params)
         # answered before the archive closes: closing may still archive a long history (catch-up)

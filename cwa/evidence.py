@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Mapping
 import blake3
 
 from cwa import __version__
+from cwa.errors import CwaError
 
 RECORD_KIND = "cwa-evidence"
 RECORD_VERSION = 1
@@ -161,7 +162,7 @@ def collect(call: Callable[[str, Any], dict[str, Any]], now: str, gates: bool = 
     return _record(now, status["schemaVersion"], archive, checks, gates)
 
 
-def collect_damaged(doctor: dict[str, Any], error: Any, now: str, gates: bool = True) -> dict[str, Any]:
+def collect_damaged(doctor: dict[str, Any], error: CwaError, now: str, gates: bool = True) -> dict[str, Any]:
     """The record of a run on an archive too damaged to open: the doctor's file checks failed,
     the totals could not be read (the error's exit status), and the archive holds no counts."""
     checks = [_doctor_check(doctor, 0.0), {"name": "status", "exitStatus": error.exit_code, "seconds": 0.0,

@@ -22,10 +22,11 @@ from typing import Any, BinaryIO, Callable, Mapping
 
 import orjson
 
-from cwa import agent_tools, limits, routing
+from cwa import agent_tools, routing
 from cwa.api import Archive
-from cwa.errors import CwaError, InvalidRequest, LimitExceeded
+from cwa.errors import CwaError, InvalidRequest
 from cwa.json_input import check_depth, parse_json_body
+from cwa.serve import oversized_line, read_lines
 
 HOST = "mcp"
 
@@ -160,8 +161,7 @@ def frame_error(line: bytes | None) -> bytes | None:
     line stands for one longer than MAX_REQUEST_BYTES. A notification (no id) that is a valid
     request object gets no reply, as JSON-RPC says."""
     if line is None:
-        return _rpc_error(None, INVALID_REQUEST, LimitExceeded(
-            f"a frame is limited to {limits.MAX_REQUEST_BYTES} bytes", reason="too-large", limit=limits.MAX_REQUEST_BYTES))
+        return _rpc_error(None, INVALID_REQUEST, oversized_line())
     try:
         frame = parse_json_body(line, "frame", bounded=False)
     except CwaError as error:
@@ -238,6 +238,8 @@ async def checked_stdio(stdin: BinaryIO, stdout: BinaryIO):
                 await anyio.to_thread.run_sync(stdout.flush)
 
     wire = Wire()
+    lines = read_lines(stdin)  # serve's bounded reader: None for an oversized line
+    end = object()
 
     class Frames:
         def __aiter__(self):
@@ -245,8 +247,8 @@ async def checked_stdio(stdin: BinaryIO, stdout: BinaryIO):
 
         async def __anext__(self) -> str:
             while True:
-                line = await anyio.to_thread.run_sync(_read_frame, stdin)
-                if line == b"":
+                line = await anyio.to_thread.run_sync(next, lines, end)
+                if line is end:
                     raise StopAsyncIteration
                 if line is not None and not line.strip():
                     continue
@@ -258,19 +260,6 @@ async def checked_stdio(stdin: BinaryIO, stdout: BinaryIO):
 
     async with stdio_server(Frames(), wire) as streams:
         yield streams
-
-
-def _read_frame(stdin: BinaryIO) -> bytes | None:
-    """One line without its newline; b"" at the end of input; None for an oversized line (whose
-    rest is skipped)."""
-    line = stdin.readline(limits.MAX_REQUEST_BYTES + 1)
-    if not line:
-        return b""
-    if len(line) > limits.MAX_REQUEST_BYTES and not line.endswith(b"\n"):
-        while (rest := stdin.readline(1 << 20)) and not rest.endswith(b"\n"):
-            pass
-        return None
-    return line.rstrip(b"\r\n")
 
 
 def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> int:

@@ -66,15 +66,17 @@ def read_lines(stream: BinaryIO, max_bytes: int = limits.MAX_REQUEST_BYTES,
         pending = idle is not None
 
 
+def oversized_line() -> LimitExceeded:
+    """The error for a line `read_lines` gave as None."""
+    return LimitExceeded(f"a request line is limited to {limits.MAX_REQUEST_BYTES} bytes", reason="too-large",
+                         limit=limits.MAX_REQUEST_BYTES)
+
+
 def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) -> dict[str, Any]:
     request_id: Any = None
     try:
         if line is None:
-            raise LimitExceeded(
-                f"a request line is limited to {limits.MAX_REQUEST_BYTES} bytes",
-                reason="too-large",
-                limit=limits.MAX_REQUEST_BYTES,
-            )
+            raise oversized_line()
         envelope = parse_json_body(line, "request line", bounded=False)
         if not isinstance(envelope, dict):
             raise InvalidRequest(

@@ -20,11 +20,14 @@ class OutOfRange(ValueError):
     """A well-formed timestamp outside what the archive can schedule."""
 
 
-def format_timestamp(moment: datetime) -> str:
+def _canonical(year: int, month: int, day: int, hour: int, minute: int, second: int, millis: int) -> str:
     """Fixed width at every year (strftime's %Y drops leading zeros before 1000)."""
+    return f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{millis:03d}Z"
+
+
+def format_timestamp(moment: datetime) -> str:
     m = moment.astimezone(timezone.utc)
-    return (f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}."
-            f"{m.microsecond // 1000:03d}Z")
+    return _canonical(m.year, m.month, m.day, m.hour, m.minute, m.second, m.microsecond // 1000)
 
 
 def utc_now() -> str:
@@ -39,9 +42,8 @@ def parse_timestamp(value: str | int) -> str:
         if not 0 <= value <= MAX_EPOCH_MS:
             raise OutOfRange(f"epoch milliseconds must be between 0 and {MAX_EPOCH_MS} ({LATEST})")
         seconds, millis = divmod(value, 1000)  # integers: a float would round the last millisecond
-        t = time.gmtime(seconds)  # (a transcript's timestamps are parsed by the hundred thousand)
-        return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}."
-                f"{millis:03d}Z")
+        t = time.gmtime(seconds)  # no datetime: a transcript's timestamps are parsed by the hundred thousand
+        return _canonical(t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, millis)
     if not isinstance(value, str):
         raise ValueError("not a string or integer")
     text = value.strip()

@@ -320,15 +320,15 @@ class SessionEngine:
         until `seconds` have passed (None: all of them); whether any are left."""
         started = time.monotonic()
         while self.backlog:
-            batch = [self.backlog.popleft()]
-            messages = len(batch[0])
-            size = sum(len(e.text) for e in batch[0])
-            while (self.backlog and messages + len(self.backlog[0]) <= MAX_SOURCE_MESSAGES
-                   and size + sum(len(e.text) for e in self.backlog[0]) <= TURN_PART_BYTES // 4):
-                group = self.backlog.popleft()
-                batch.append(group)
-                messages += len(group)
-                size += sum(len(e.text) for e in group)
+            batch: list[list[Entry]] = []
+            messages = size = 0
+            while self.backlog:  # whole groups, while they fit one document (characters ≤ bytes / 4)
+                group = self.backlog[0]
+                grown = size + sum(len(e.text) for e in group)
+                if batch and (messages + len(group) > MAX_SOURCE_MESSAGES or grown > TURN_PART_BYTES // 4):
+                    break
+                batch.append(self.backlog.popleft())
+                messages, size = messages + len(group), grown
             try:
                 self._archive_packed(batch)
             except BaseException:
