@@ -14,14 +14,15 @@ PROJECT = "/work/shop"
 class Transcript:
     """A growing Pi transcript with deterministic timestamps."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = T0) -> None:  # `start`: epoch ms (an old one: a session resumed late)
         self.messages: list[dict[str, Any]] = []
+        self.start = start
         self.clock = 0
         self.calls = 0
 
     def _at(self) -> int:
         self.clock += 1_000
-        return T0 + self.clock
+        return self.start + self.clock
 
     def user(self, text: str, images: int = 0) -> dict[str, Any]:
         content: Any = text

@@ -13,22 +13,10 @@ import orjson
 
 from conftest import hermetic_env
 from cwa.api import Archive
+from cwa.evaluation.perf.first_send import transcript
 from cwa.session.engine import CATCH_UP_MESSAGES
 
 PROJECT = "/work/long"
-T0 = 1_795_000_000_000
-
-
-def transcript(count: int) -> list[dict]:
-    messages = []
-    for number in range(count):
-        if number % 2 == 0:
-            messages.append({"role": "user", "content": f"turn {number}: look at widget-{number}",
-                             "timestamp": T0 + number * 1000})
-        else:
-            messages.append({"role": "assistant", "content": [{"type": "text", "text": f"widget-{number - 1} is ok"}],
-                             "stopReason": "stop", "timestamp": T0 + number * 1000})
-    return messages
 
 
 class Serve:
@@ -68,11 +56,12 @@ def test_a_long_first_send_is_cut_once_and_its_history_archived_between_requests
     assert rotated["reason"] == "catch-up" and rotated["retainedGroups"] == 5
     assert len(answer["messages"]) == 12  # five kept turns and the latest one
     assert answer["messages"][-1]["content"] == messages[-1]["content"]
-    assert serve.call("status", {})["documents"]["total"] >= 0  # answered while the history is archived
-    for _ in range(600):
-        if serve.call("session-status", {"project": PROJECT, "sessionId": "long"})["backlogMessages"] == 0:
-            break
+    waiting = [serve.call("session-status", {"project": PROJECT, "sessionId": "long"})["backlogMessages"]]
+    while waiting[-1]:  # answered between slices of archiving, the backlog only shrinks
+        assert len(waiting) < 600, "the history was not archived within a minute"
         time.sleep(0.1)
+        waiting.append(serve.call("session-status", {"project": PROJECT, "sessionId": "long"})["backlogMessages"])
+    assert waiting[0] <= rotated["backlogMessages"] and waiting == sorted(waiting, reverse=True)
     found = serve.call("search", {"project": PROJECT, "query": "widget-12", "semanticPolicy": "never"})
     recalled = serve.call("recall", {"project": PROJECT, "locator": found["results"][0]["locator"]})
     assert "look at widget-12\n" in recalled["text"]

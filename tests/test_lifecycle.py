@@ -19,14 +19,14 @@ DAY = 86_400
 
 
 class Clock:
-    def __init__(self, now: str = T0) -> None:
-        self.now = now
+    def __init__(self, start: str = T0) -> None:
+        self.start = self.now = start
 
     def __call__(self) -> str:
         return self.now
 
     def at(self, days: float) -> None:
-        self.now = shift(T0, days * DAY)
+        self.now = shift(self.start, days * DAY)
 
 
 def settings(tmp_path, **env):
@@ -60,6 +60,15 @@ def maintain_all(archive, limit=500):
         passes.append(archive.call("maintain", {"limit": limit}))
         if not passes[-1]["more"]:
             return passes
+
+
+def expires_on(archive, clock, ids, day: float) -> None:
+    """`ids` are all live just before `day` and all expired just after (a full maintenance run on
+    each side)."""
+    for moment, wanted in ((day - 0.01, "live"), (day + 0.01, "expired")):
+        clock.at(moment)
+        maintain_all(archive)
+        assert {state(archive, i) for i in ids} == {wanted}, (moment, wanted)
 
 
 def found(archive, query, session=None):
@@ -156,24 +165,14 @@ def test_context_protection_is_per_client_and_recovers_when_it_lapses(archive, c
     assert state(archive, tool) == "live" and state(archive, other) == "expired"
     clock.at(19.01)  # pi-1 stopped renewing at day 12: its protection lapsed at day 19 ...
     maintain_all(archive)
-    assert state(archive, tool) == "live"  # ... and the class's 14 days count from there
-    clock.at(19 + 14 - 0.01)
-    maintain_all(archive)
     assert state(archive, tool) == "live"
-    clock.at(19 + 14 + 0.01)
-    maintain_all(archive)
-    assert state(archive, tool) == "expired"
+    expires_on(archive, clock, [tool], 19 + 14)  # ... and the class's 14 days count from there
 
 
 def test_retention_counts_from_archiving_not_from_an_old_creation_time(archive, clock):
     clock.at(30)  # archived on day 30 a tool output written on day 0
     late = admit(archive, "an old tool output archived late", kind="tool-result", role="toolResult")
-    clock.at(30 + 14 - 0.01)
-    maintain_all(archive)
-    assert state(archive, late) == "live"
-    clock.at(30 + 14 + 0.01)
-    maintain_all(archive)
-    assert state(archive, late) == "expired"
+    expires_on(archive, clock, [late], 30 + 14)
 
 
 def test_a_released_protection_restarts_the_retention_clock(archive, clock):
@@ -183,13 +182,7 @@ def test_a_released_protection_restarts_the_retention_clock(archive, clock):
     archive.call("protect", {"clientId": "w", "documents": [{"documentId": tool}], "ttlSeconds": 7 * DAY})
     clock.at(10)
     archive.call("protect", {"clientId": "w", "documents": []})  # it left the window on day 10
-    clock.at(10 + 14 - 0.01)
-    maintain_all(archive)
-    assert state(archive, tool) == "live"
-    assert archive.get({"documentId": tool})["state"] == "live"
-    clock.at(10 + 14 + 0.01)
-    maintain_all(archive)
-    assert state(archive, tool) == "expired"
+    expires_on(archive, clock, [tool], 10 + 14)
 
 
 def test_a_lapsed_protection_counts_even_before_maintenance_deletes_it(archive, clock):

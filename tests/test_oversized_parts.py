@@ -4,7 +4,6 @@ is counted, archived exactly and shown as a preview naming its archive, through 
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 
@@ -13,6 +12,7 @@ import pytest
 
 from conftest import hermetic_env
 from cwa.api import Archive
+from cwa.store.admission import document_ids_in
 from cwa.session.transcript import UNCOUNTED_SLACK
 
 T0 = 1_795_000_000_000
@@ -86,7 +86,7 @@ def test_a_large_part_is_counted_archived_and_previewed(answers, case):
     assert len(copy) < 16_384 < sent  # before: the whole part went to the provider
     # every byte counted (before: 10 tokens for 400 KB), but a message's own framing fields
     assert result["status"]["tokens"] * 4 >= len(copy) - UNCOUNTED_SLACK * len(result["messages"])
-    named = set(re.findall(r"doc-[0-9a-f]{20}", copy.decode()))
+    named = set(document_ids_in(copy.decode()))
     assert len(named) == 1, named  # the preview names where the rest is
     with Archive.open(db) as archive:
         text = _archived_text(archive, named.pop())

@@ -5,7 +5,6 @@ messages' own (possibly old) timestamps."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 
@@ -14,53 +13,22 @@ import orjson
 from conftest import hermetic_env, run_cwa
 from cwa.api import Archive
 from cwa.config import load_settings
-from cwa.timestamps import parse_timestamp, shift
+from cwa.store.admission import document_ids_in
 from session_helpers import PROJECT, Host, Transcript
-from test_lifecycle import DISK_GUARD_OFF
+from test_lifecycle import DISK_GUARD_OFF, Clock, expires_on, maintain_all, state
 
-DAY = 86_400
 NOW = "2026-12-01T12:00:00.000Z"
-OLD = 1_763_000_000_000  # 2025-11-13 in epoch milliseconds: over a year before NOW
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> str:
-        return self.now
-
-    def at(self, days: float) -> None:
-        self.now = shift(NOW, days * DAY)
-
-
-class OldTranscript(Transcript):
-    """Messages written long before the archive sees them (a resumed or imported session)."""
-
-    def _at(self) -> int:
-        self.clock += 1_000
-        return OLD + self.clock
+YEAR_AGO = 1_763_000_000_000  # 2025-11-13 in epoch milliseconds: over a year before NOW
 
 
 def _named(message: dict) -> list[str]:
-    return re.findall(r"doc-[0-9a-f]{20}", orjson.dumps(message).decode())
-
-
-def _states(archive: Archive, ids) -> dict[str, str]:
-    return {i: archive.get({"documentId": i})["state"] for i in ids}
-
-
-def _maintain(archive: Archive) -> list[dict]:
-    passes = [archive.call("maintain", {})]
-    while passes[-1]["more"]:
-        passes.append(archive.call("maintain", {}))
-    return passes
+    return document_ids_in(orjson.dumps(message).decode())
 
 
 def test_an_old_sessions_externalized_output_survives_maintenance_through_serve(tmp_path):
     db = tmp_path / "archive.db"
     env = hermetic_env(tmp_path, db)
-    transcript = OldTranscript()
+    transcript = Transcript(start=YEAR_AGO)
     transcript.user("run the whole test suite and show me everything")
     big = "".join(f"line {n:06d}: PASSED tests/test_module_{n % 97}.py::test_case_{n}\n" for n in range(12_000))
     assert len(big) > 700_000
@@ -85,12 +53,12 @@ def test_an_old_sessions_externalized_output_survives_maintenance_through_serve(
 
 
 def test_what_the_copy_names_lives_while_shown_and_its_class_days_after(tmp_path):
-    clock = Clock()
+    clock = Clock(NOW)
     settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
                                         **DISK_GUARD_OFF, "CWA_ROTATION_TURNS": "3", "CWA_RETAIN_TURNS": "1"})
     with Archive.open(tmp_path / "archive.db", settings=settings, clock=clock) as archive:
         host = Host(archive, session="quiet")
-        transcript = OldTranscript()
+        transcript = Transcript(start=YEAR_AGO)
         output = "\n".join(f"row {n}: value {n * 7}" for n in range(4_000))  # above 4,000 tokens
         transcript.user("dump the table")
         transcript.tool(output)
@@ -109,8 +77,8 @@ def test_what_the_copy_names_lives_while_shown_and_its_class_days_after(tmp_path
                 transcript.tool(tool, arguments={"command": user or "more"})
                 transcript.assistant("Done.")
             named = {i for m in host.context(transcript) for i in _named(m)}
-            _maintain(archive)
-            assert set(_states(archive, named).values()) <= {"live"}, number  # what is shown is readable
+            maintain_all(archive)
+            assert {state(archive, i) for i in named} <= {"live"}, number  # what is shown is readable
             return named
 
         for number in range(1, 10):  # a call a day; nothing of the messages' year-old dates counts
@@ -122,16 +90,6 @@ def test_what_the_copy_names_lives_while_shown_and_its_class_days_after(tmp_path
             assert day(number) == shown
         last_call = 14
         # what the rotation dropped keeps the class's 14 days from when it left (day 10)
-        clock.at(10 + 14 - 0.01)
-        _maintain(archive)
-        assert set(_states(archive, first).values()) == {"live"}
-        clock.at(10 + 14 + 0.01)
-        _maintain(archive)
-        assert set(_states(archive, first).values()) == {"expired"}
+        expires_on(archive, clock, first, 10 + 14)
         # the session goes quiet: its protection holds 7 days after the last call, then 14 more
-        clock.at(last_call + 7 + 14 - 0.01)
-        _maintain(archive)
-        assert set(_states(archive, shown).values()) == {"live"}
-        clock.at(last_call + 7 + 14 + 0.01)
-        _maintain(archive)
-        assert set(_states(archive, shown).values()) == {"expired"}
+        expires_on(archive, clock, shown, last_call + 7 + 14)

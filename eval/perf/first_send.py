@@ -36,13 +36,15 @@ STATUS_PROBES = 40
 
 
 def transcript(count: int) -> list[dict[str, Any]]:
+    """`count` tiny Pi messages, a question and its answer a turn, each turn naming its own widget
+    (tests/test_catch_up.py searches for them)."""
     messages: list[dict[str, Any]] = []
     for number in range(count):
         if number % 2 == 0:
-            messages.append({"role": "user", "content": f"step {number}: check item {number % 97}",
+            messages.append({"role": "user", "content": f"turn {number}: look at widget-{number}",
                              "timestamp": T0 + number * 1000})
         else:
-            messages.append({"role": "assistant", "content": [{"type": "text", "text": f"item {number % 97} is fine"}],
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": f"widget-{number - 1} is ok"}],
                              "stopReason": "stop", "timestamp": T0 + number * 1000})
     return messages
 

@@ -75,33 +75,12 @@ def waits(root: Path, documents: int) -> list[dict]:
     return found
 
 
-class SimulatedClock:
-    """The archive's clock for the `shown` phase: days pass in steps, not in seconds."""
-
-    def __init__(self, start: str) -> None:
-        from cwa.timestamps import shift
-
-        self.start, self.now, self.shift = start, start, shift
-
-    def __call__(self) -> str:
-        return self.now
-
-    def at(self, days: float) -> None:
-        self.now = self.shift(self.start, days * 86_400)
-
-
-def _old_transcript():
-    from session_helpers import Transcript
-
-    class Old(Transcript):  # written a year before the archive sees it
-        def _at(self) -> int:
-            self.clock += 1_000
-            return 1_763_000_000_000 + self.clock
-
-    return Old()
+YEAR_AGO = 1_763_000_000_000  # epoch ms of 2025-11-13: sessions resumed a year after they were written
 
 
 def _named(copy: list[dict]) -> set[str]:
+    """Archive ids a provider copy names (a pattern of its own, not cwa's `document_ids_in`, so the
+    phase also runs against an older tree: PYTHONPATH=<its checkout>)."""
     import re
 
     return set(re.findall(r"doc-[0-9a-f]{20}", json.dumps(copy)))
@@ -111,20 +90,20 @@ def shown(root: Path, days: int, sessions: int = 4) -> dict:
     """What a live window names survives every pass; what leaves keeps its days from then."""
     from cwa.api import Archive
     from cwa.config import load_settings
-    from session_helpers import Host
+    from session_helpers import Host, Transcript
+    from test_lifecycle import Clock, maintain_all
 
     folder, _ = _folder(root, "shown")
-    clock = SimulatedClock("2026-12-01T00:00:00.000Z")
+    clock = Clock("2026-12-01T00:00:00.000Z")  # days pass in steps, not in seconds
     settings = load_settings(None, env={"HOME": str(folder), "XDG_CONFIG_HOME": str(folder / "cfg"),
                                         "CWA_DISK_CRITICAL_MEBIBYTES": "0", "CWA_SEMANTIC_RETRIEVAL": "false",
                                         "CWA_ROTATION_TURNS": "4", "CWA_RETAIN_TURNS": "2"})
     checks = {"passes": 0, "calls": 0, "namedChecks": 0, "lostWhileShown": 0, "expiredEarly": 0}
     left: dict[str, float] = {}  # document → the day it left every copy
     last_named: dict[int, set[str]] = {}
-    quiet_from = days
     with Archive.open(folder / "archive.db", settings=settings, clock=clock) as archive:
         hosts = [Host(archive, session=f"old-{n}") for n in range(sessions)]
-        transcripts = [_old_transcript() for _ in range(sessions)]
+        transcripts = [Transcript(start=YEAR_AGO) for _ in range(sessions)]
         rng = random.Random(7)
         for step in range(days * 4):  # a call per session every 6 hours
             day = step / 4
@@ -145,9 +124,7 @@ def shown(root: Path, days: int, sessions: int = 4) -> dict:
                 for document_id in last_named.get(number, set()) - named:
                     left.setdefault(document_id, day)
                 last_named[number] = named
-            while archive.call("maintain", {})["more"]:
-                checks["passes"] += 1
-            checks["passes"] += 1
+            checks["passes"] += len(maintain_all(archive))
             for document_id, since in left.items():  # what left a copy keeps 14 days from then
                 if archive.get({"documentId": document_id})["state"] == "expired" and day < since + 14:
                     checks["expiredEarly"] += 1
@@ -157,14 +134,12 @@ def shown(root: Path, days: int, sessions: int = 4) -> dict:
         # the sessions go quiet: 7 days of protection after their last call, then the class's 14
         last_call = (days * 4 - 1) / 4
         clock.at(last_call + 7 + 14 - 0.01)
-        while archive.call("maintain", {})["more"]:
-            pass
+        maintain_all(archive)
         kept_quiet = sum(archive.get({"documentId": d})["state"] == "live" for d in still_named)
         clock.at(last_call + 7 + 14 + 0.01)
-        while archive.call("maintain", {})["more"]:
-            pass
+        maintain_all(archive)
         expired_after = sum(archive.get({"documentId": d})["state"] == "expired" for d in still_named)
-    return {"days": days, "quietFromDay": quiet_from, "sessions": sessions, "engineDocuments": engine, **checks,
+    return {"days": days, "sessions": sessions, "engineDocuments": engine, **checks,
             "leftTheWindow": len(left), "namedAtTheEnd": len(still_named), "liveAfter7Plus14DaysQuiet": kept_quiet,
             "expiredAfterThat": expired_after, "served": shown_through_serve(root)}
 
@@ -173,10 +148,12 @@ def shown_through_serve(root: Path, sessions: int = 3, rounds: int = 30) -> dict
     """The same through a real `cwa serve` (maintenance every 0.1 s) and `cwa maintain` beside it."""
     import subprocess
 
+    from session_helpers import Transcript
+
     folder, env = _folder(root, "shown-serve")
     child = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0.1"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-    transcripts = [_old_transcript() for _ in range(sessions)]
+    transcripts = [Transcript(start=YEAR_AGO) for _ in range(sessions)]
     named: set[str] = set()
     sent, maintains = 0, 0
     try:
