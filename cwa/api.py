@@ -9,8 +9,9 @@ failure to a typed error, so each host rejects the same payloads the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import apsw
 
@@ -64,7 +65,7 @@ class Archive:
         settings: Settings | None = None,
         handlers: Sequence[IndexHandler] | None = None,
         clock: Callable[[], str] = utc_now,
-    ) -> "Archive":
+    ) -> Archive:
         resolved = Path(path).expanduser() if path is not None else default_archive_path()
         conn = open_connection(resolved)
         archive = cls(conn, resolved, settings=settings, handlers=handlers, clock=clock)
@@ -72,7 +73,9 @@ class Archive:
             backfill_if_needed(conn, archive.handlers, clock)  # once, after an upgrade from schema 1
         except BaseException as exc:
             conn.close()
-            raise storage_error(exc, resolved) if isinstance(exc, (apsw.Error, OSError)) else exc
+            if isinstance(exc, (apsw.Error, OSError)):
+                raise storage_error(exc, resolved) from exc
+            raise
         return archive
 
     def close(self) -> None:
@@ -88,7 +91,7 @@ class Archive:
         to be archived); whether more is left."""
         return self._engines.catch_up(seconds) if self._engines is not None else False
 
-    def __enter__(self) -> "Archive":
+    def __enter__(self) -> Archive:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -135,8 +138,9 @@ def _admit(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.retention import plan_of
 
     check_free_space(archive.path, archive.settings["diskCriticalMebibytes"])
-    return admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(),
-                 retention_plan=plan_of(archive.settings))
+    return admit(
+        archive.conn, request, handlers=archive.handlers, now=archive.clock(), retention_plan=plan_of(archive.settings)
+    )
 
 
 def _get(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -158,15 +162,27 @@ def _pin(archive: Archive, request: dict[str, Any], pinned: bool) -> dict[str, A
     from cwa.store.protection import set_pin
     from cwa.store.retention import plan_of
 
-    return set_pin(archive.conn, request["documentId"], request.get("version"), pinned, plan_of(archive.settings),
-                   request.get("project"))
+    return set_pin(
+        archive.conn,
+        request["documentId"],
+        request.get("version"),
+        pinned,
+        plan_of(archive.settings),
+        request.get("project"),
+    )
 
 
 def _protect(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.protection import DEFAULT_PROTECTION_SECONDS, protect
 
-    return protect(archive.conn, request["clientId"], request["documents"],
-                   request.get("ttlSeconds", DEFAULT_PROTECTION_SECONDS), archive.clock(), request.get("project"))
+    return protect(
+        archive.conn,
+        request["clientId"],
+        request["documents"],
+        request.get("ttlSeconds", DEFAULT_PROTECTION_SECONDS),
+        archive.clock(),
+        request.get("project"),
+    )
 
 
 def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -178,8 +194,9 @@ def _release(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 def _checkpoint(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     project, session = request["project"], request["sessionId"]
     with durable_writes(archive.conn):
-        result = archive_checkpoint(archive.admit, project, session, request["text"], request.get("createdAt"),
-                                    archive.progress)
+        result = archive_checkpoint(
+            archive.admit, project, session, request["text"], request.get("createdAt"), archive.progress
+        )
     if request.get("previousSummary") is not None:
         result["previousSummary"] = archive_previous_summary(
             archive.conn, archive.admit, project, session, request["previousSummary"]
@@ -224,8 +241,9 @@ def _traverse(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.traverse import traverse
 
     if sum(1 for key in ("locator", "documentId", "cursor") if key in request) != 1:
-        raise InvalidRequest("traverse needs exactly one of locator, documentId or cursor", field="locator",
-                             reason="missing")
+        raise InvalidRequest(
+            "traverse needs exactly one of locator, documentId or cursor", field="locator", reason="missing"
+        )
     return traverse(archive.conn, request, archive.clock())
 
 
@@ -300,11 +318,16 @@ def _why(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 def _maintain(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.maintenance import maintain
-
     from cwa.store.retention import plan_of
 
-    result = maintain(archive.conn, archive.clock(), request.get("limit", limits.DEFAULT_MAINTENANCE_STEPS),
-                      plan_of(archive.settings), request.get("vacuum", False), archive.handlers)
+    result = maintain(
+        archive.conn,
+        archive.clock(),
+        request.get("limit", limits.DEFAULT_MAINTENANCE_STEPS),
+        plan_of(archive.settings),
+        request.get("vacuum", False),
+        archive.handlers,
+    )
     if request.get("embed"):  # the embedding queue too, when asked (the model must be installed)
         embedded = _index_embed(archive, {"limit": request["embed"]})
         result.update(embedded=embedded["embedded"], embeddingPending=embedded["pending"])
@@ -316,8 +339,9 @@ def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store import checkpoint_parts, doctor
 
     def diagnose() -> list[dict[str, Any]]:
-        return doctor.diagnose(archive.conn, archive.path, archive.settings["diskCriticalMebibytes"],
-                               request.get("sample", doctor.SAMPLE))
+        return doctor.diagnose(
+            archive.conn, archive.path, archive.settings["diskCriticalMebibytes"], request.get("sample", doctor.SAMPLE)
+        )
 
     try:
         checks, repaired = diagnose(), []
@@ -336,13 +360,14 @@ def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
             with write_transaction(archive.conn):
                 expired = checkpoint_parts.expire_orphans(archive.conn, archive.clock(), 1 << 30)
             indexed = checkpoint_parts.index_linked(archive.conn, archive.handlers, archive.clock(), limit=1 << 30)
-            repaired.append(f"checkpoint-parts: {expired} orphan(s) past the grace period expired, {indexed} part(s) indexed")
+            repaired.append(
+                f"checkpoint-parts: {expired} orphan(s) past the grace period expired, {indexed} part(s) indexed"
+            )
         if failing & {"derived-index", "window-counts"}:
             result = _index_rebuild(archive, {})
             repaired.append(f"derived-index: rebuilt {result['documents']} document(s) in batches")
         checks = diagnose()
-    return {"healthy": all(c["ok"] for c in checks), "checks": checks, "repaired": repaired,
-            "path": str(archive.path)}
+    return {"healthy": all(c["ok"] for c in checks), "checks": checks, "repaired": repaired, "path": str(archive.path)}
 
 
 def damaged_archive_report(path: Path, settings: Settings, error: CwaError) -> dict[str, Any]:
@@ -405,28 +430,64 @@ METHODS: dict[str, Method] = {
         Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
         Method("doctor", contract.DOCTOR, _doctor, "integrity, derived indexes, orphans, permissions, disk; repair"),
         Method("index-embed", contract.INDEX_EMBED, _index_embed, "embed queued windows for semantic search"),
-        Method("models-status", contract.MODELS_STATUS, _models_status, "installed local models and their fingerprints"),
-        Method("models-optimize", contract.MODELS_OPTIMIZE, _models_optimize,
-               "build and benchmark the faster embedding variant; used only if it wins"),
+        Method(
+            "models-status", contract.MODELS_STATUS, _models_status, "installed local models and their fingerprints"
+        ),
+        Method(
+            "models-optimize",
+            contract.MODELS_OPTIMIZE,
+            _models_optimize,
+            "build and benchmark the faster embedding variant; used only if it wins",
+        ),
         Method("preflight", contract.PREFLIGHT, _preflight, "the frozen automatic hint for a user message"),
         Method("why", contract.WHY, _why, "the last preflight decision for a message, explained"),
-        Method("maintain", contract.MAINTAIN, _maintain,
-               "one bounded pass: retention, purge, clean-ups, space (vacuum on request)"),
+        Method(
+            "maintain",
+            contract.MAINTAIN,
+            _maintain,
+            "one bounded pass: retention, purge, clean-ups, space (vacuum on request)",
+        ),
         Method("pin", contract.PIN, lambda a, r: _pin(a, r, True), "keep a document version from expiring"),
         Method("unpin", contract.PIN, lambda a, r: _pin(a, r, False), "let a pinned version expire again"),
         Method("protect", contract.PROTECT, _protect, "declare the versions a client's live context needs"),
         Method("release", contract.RELEASE, _release, "drop one client's context protection"),
-        Method("checkpoint", contract.CHECKPOINT, _checkpoint, "archive an oversized input exactly; preview + catalog entry"),
-        Method("catalog", contract.CATALOG, _catalog, f"the session's checkpoint catalog, signed, within {CATALOG_TOKENS:,} tokens"),
+        Method(
+            "checkpoint",
+            contract.CHECKPOINT,
+            _checkpoint,
+            "archive an oversized input exactly; preview + catalog entry",
+        ),
+        Method(
+            "catalog",
+            contract.CATALOG,
+            _catalog,
+            f"the session's checkpoint catalog, signed, within {CATALOG_TOKENS:,} tokens",
+        ),
         Method("redact", contract.REDACT, _redact, "tombstone a session's or project's documents (confirm token)"),
-        Method("session-open", contract.SESSION_OPEN, _session_open,
-               "record a session and its ancestors (nearest first); the host's readiness check"),
-        Method("session-context", contract.SESSION_CONTEXT, _session_context,
-               "a host's transcript in, the provider copy of the current epoch out"),
-        Method("session-settled", contract.SESSION_SETTLED, _session_settled,
-               "archive the completed interaction groups after the agent settles"),
-        Method("session-compact", contract.SESSION_COMPACT, _session_compact,
-               "archive what a compaction summarizes; a signed catalog summary and versioned details"),
+        Method(
+            "session-open",
+            contract.SESSION_OPEN,
+            _session_open,
+            "record a session and its ancestors (nearest first); the host's readiness check",
+        ),
+        Method(
+            "session-context",
+            contract.SESSION_CONTEXT,
+            _session_context,
+            "a host's transcript in, the provider copy of the current epoch out",
+        ),
+        Method(
+            "session-settled",
+            contract.SESSION_SETTLED,
+            _session_settled,
+            "archive the completed interaction groups after the agent settles",
+        ),
+        Method(
+            "session-compact",
+            contract.SESSION_COMPACT,
+            _session_compact,
+            "archive what a compaction summarizes; a signed catalog summary and versioned details",
+        ),
         Method("session-status", contract.SESSION_STATUS, _session_status, "epoch, turns and tokens against limits"),
         Method("session-rotate", contract.SESSION_ROTATE, _session_rotate, "rotate at the next user message"),
     )

@@ -29,16 +29,23 @@ from cwa.store.sqlfiles import queries
 DATABASE = "archive"  # the name Datasette shows (and puts in every URL)
 
 VIEWS = {
-    "document_overview": ("Documents", "Every document version: project, session, kind, retention class, "
-                          "state, pins, supersession. Exact text: `cwa get ID --text`."),
+    "document_overview": (
+        "Documents",
+        "Every document version: project, session, kind, retention class, "
+        "state, pins, supersession. Exact text: `cwa get ID --text`.",
+    ),
     "live_documents": ("Live documents", "The documents every search mode may return."),
     "document_messages": ("Messages", "Each archived message with its byte coordinates in its document."),
-    "document_texts": ("Document texts", "The text of each document version, reassembled from its chunks "
-                       "(shown as text, never rendered)."),
+    "document_texts": (
+        "Document texts",
+        "The text of each document version, reassembled from its chunks (shown as text, never rendered).",
+    ),
     "session_lineage": ("Session lineage", "Each session with its recorded parent."),
     "index_status": ("Index status", "Per document: which index handler ran, with what outcome."),
-    "session_records": ("Session records", "Every message of every session in the order it was written "
-                        "(what gather and traverse return)."),
+    "session_records": (
+        "Session records",
+        "Every message of every session in the order it was written (what gather and traverse return).",
+    ),
 }
 FACETS = {
     "document_overview": ["project", "session_id", "kind", "retention_class", "state"],
@@ -47,12 +54,21 @@ FACETS = {
 }
 QUERIES = {
     "sessions_by_date": ("Sessions by date", "Newest first, with documents, archived bytes and a token estimate."),
-    "session_turns": ("One session's turns", "Every archived message of a session, in order (session id from "
-                      "Sessions by date); the last column prints a document's exact text."),
-    "hints_shown": ("Hints shown", "What preflight decided per user message: outcome, reason, the exact "
-                    "bytes inserted (empty session: every session)."),
-    "rotated_and_externalized": ("Rotated and externalized", "Tool output previewed, duplicates marked and "
-                                 "oversized input archived by the session engine (empty session: all)."),
+    "session_turns": (
+        "One session's turns",
+        "Every archived message of a session, in order (session id from "
+        "Sessions by date); the last column prints a document's exact text.",
+    ),
+    "hints_shown": (
+        "Hints shown",
+        "What preflight decided per user message: outcome, reason, the exact "
+        "bytes inserted (empty session: every session).",
+    ),
+    "rotated_and_externalized": (
+        "Rotated and externalized",
+        "Tool output previewed, duplicates marked and "
+        "oversized input archived by the session engine (empty session: all).",
+    ),
     "documents_due_to_expire": ("Due to expire", "Storage retention: what expires next."),
     "bytes_by_kind": ("Bytes by kind", "Documents and archived bytes per kind and state."),
 }
@@ -61,23 +77,36 @@ QUERIES = {
 def metadata() -> dict[str, Any]:
     """Datasette's metadata for an archive: titles, descriptions, facets, FTS, canned queries."""
     named = queries("browse")
-    tables: dict[str, Any] = {name: {"title": title, "description": text,
-                                     **({"facets": FACETS[name]} if name in FACETS else {})}
-                              for name, (title, text) in VIEWS.items()}
-    for hidden in ("window_vectors", "window_vectors_chunks", "window_vectors_rowids", "window_vectors_vector_chunks00",
-                   "window_vectors_info"):
+    tables: dict[str, Any] = {
+        name: {"title": title, "description": text, **({"facets": FACETS[name]} if name in FACETS else {})}
+        for name, (title, text) in VIEWS.items()
+    }
+    for hidden in (
+        "window_vectors",
+        "window_vectors_chunks",
+        "window_vectors_rowids",
+        "window_vectors_vector_chunks00",
+        "window_vectors_info",
+    ):
         tables[hidden] = {"hidden": True}
-    tables["windows"] = {"description": "BM25F windows of the documents; search uses the stemmed terms of "
-                                        "window_fts.", "fts_table": "window_fts", "fts_pk": "id"}
+    tables["windows"] = {
+        "description": "BM25F windows of the documents; search uses the stemmed terms of window_fts.",
+        "fts_table": "window_fts",
+        "fts_pk": "id",
+    }
     return {
         "title": "cwa archive",
         "description": "A read-only view of a cwa archive (docs/schema.md). Archived text is historical "
-                       "data, shown as text.",
-        "databases": {DATABASE: {
-            "tables": tables,
-            "queries": {name: {"sql": named[name], "title": title, "description": text}
-                        for name, (title, text) in QUERIES.items()},
-        }},
+        "data, shown as text.",
+        "databases": {
+            DATABASE: {
+                "tables": tables,
+                "queries": {
+                    name: {"sql": named[name], "title": title, "description": text}
+                    for name, (title, text) in QUERIES.items()
+                },
+            }
+        },
     }
 
 
@@ -88,9 +117,26 @@ PLUGINS = Path(__file__).parent / "integrations" / "datasette"
 def command(archive: Path, port: int, metadata_file: Path) -> list[str]:
     import sqlite_vec
 
-    return [sys.executable, "-m", "datasette", "serve", f"{archive}", "--host", "127.0.0.1", "--port", str(port),
-            "--metadata", str(metadata_file), "--load-extension", sqlite_vec.loadable_path(),
-            "--plugins-dir", str(PLUGINS), "--setting", "sql_time_limit_ms", "5000"]
+    return [
+        sys.executable,
+        "-m",
+        "datasette",
+        "serve",
+        f"{archive}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--metadata",
+        str(metadata_file),
+        "--load-extension",
+        sqlite_vec.loadable_path(),
+        "--plugins-dir",
+        str(PLUGINS),
+        "--setting",
+        "sql_time_limit_ms",
+        "5000",
+    ]
 
 
 def prepare(archive: Path) -> Path:
@@ -100,11 +146,17 @@ def prepare(archive: Path) -> Path:
         import datasette  # noqa: F401
         import pysqlite3  # noqa: F401  (Datasette uses it when present)
     except ImportError as missing:
-        raise InvalidRequest("cwa browse needs Datasette and a current SQLite: pip install 'cwa[browse]'",
-                             reason="missing-extra", module=str(missing.name)) from missing
+        raise InvalidRequest(
+            "cwa browse needs Datasette and a current SQLite: pip install 'cwa[browse]'",
+            reason="missing-extra",
+            module=str(missing.name),
+        ) from missing
     if not archive.is_file():
-        raise NotFound(f"there is no archive at {archive} yet: archive something first (cwa demo, or Pi with "
-                       "cwa pi install)", reason="no-archive", path=str(archive))
+        raise NotFound(
+            f"there is no archive at {archive} yet: archive something first (cwa demo, or Pi with cwa pi install)",
+            reason="no-archive",
+            path=str(archive),
+        )
     return archive
 
 

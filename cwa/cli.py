@@ -12,8 +12,8 @@ import os
 import shlex
 import shutil
 import sys
-from pathlib import Path
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -97,8 +97,11 @@ def _project_dir() -> Path:
 def project_option(help_text: str = "Project identity [default: the real path of the cwd].") -> Callable:
     """`--project P`, resolved to the real path of the working directory when not given (the
     identity the CLI archives under)."""
-    return click.option("--project", help=help_text,
-                        callback=lambda ctx, param, value: value if value is not None else str(_project_dir()))
+    return click.option(
+        "--project",
+        help=help_text,
+        callback=lambda ctx, param, value: value if value is not None else str(_project_dir()),
+    )
 
 
 def _open(ctx: click.Context) -> Archive:
@@ -112,6 +115,7 @@ def _open(ctx: click.Context) -> Archive:
 def _progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
     """A progress bar on stderr, fed by a `progress(done, total)` callback."""
     with click.progressbar(length=1, label=label, file=sys.stderr, show_pos=True) as bar:
+
         def progress(done: int, total: int) -> None:
             bar.length = total
             bar.update(done - bar.pos)
@@ -206,8 +210,12 @@ def _print_status(status: dict[str, Any]) -> None:
 
 @archive_command(main)
 @click.option("--project", help="Count only this project's documents.")
-@click.option("--archive", "lifecycle", is_flag=True,
-              help="Also: documents per retention class and state, where the bytes are, expiries, pins, leases.")
+@click.option(
+    "--archive",
+    "lifecycle",
+    is_flag=True,
+    help="Also: documents per retention class and state, where the bytes are, expiries, pins, leases.",
+)
 def status(ctx: click.Context, project: str | None, lifecycle: bool, as_json: bool) -> None:
     """Path, schema version, counts and bytes of the archive."""
     params: dict[str, Any] = {"project": project} if project else {}
@@ -227,21 +235,30 @@ def _print_lifecycle(found: dict[str, Any]) -> None:
         shown = ", ".join(f"{state} {v['documents']} ({_size(v['bytes'])})" for state, v in sorted(states.items()))
         click.echo(f"  {retention_class:<12} {shown}")
     size = found["bytes"]
-    click.echo(f"  bytes      logical {_size(size['logical'])}, chunks {_size(size['chunks'])}, index "
-               f"{_size(size['index'])}, vectors {_size(size['vectors'])}, other {_size(size['other'])}, "
-               f"free {_size(size['free'])} (auto_vacuum {found['autoVacuum']})")
-    click.echo(f"  expiry     {found['dueExpirations']} due now, next {found['nextExpiry'] or 'none'}; "
-               f"{found['purgePending']} awaiting purge")
-    click.echo(f"  protection {found['pinned']} pinned, {found['activeLeases']} active lease(s) over "
-               f"{found['leasedDocuments']} document(s), {found['contextProtections']} context protection(s)")
+    click.echo(
+        f"  bytes      logical {_size(size['logical'])}, chunks {_size(size['chunks'])}, index "
+        f"{_size(size['index'])}, vectors {_size(size['vectors'])}, other {_size(size['other'])}, "
+        f"free {_size(size['free'])} (auto_vacuum {found['autoVacuum']})"
+    )
+    click.echo(
+        f"  expiry     {found['dueExpirations']} due now, next {found['nextExpiry'] or 'none'}; "
+        f"{found['purgePending']} awaiting purge"
+    )
+    click.echo(
+        f"  protection {found['pinned']} pinned, {found['activeLeases']} active lease(s) over "
+        f"{found['leasedDocuments']} document(s), {found['contextProtections']} context protection(s)"
+    )
 
 
 def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
     """One JSON object, or JSON lines of them: [(line number, parsed request)]."""
     from cwa.json_input import parse_json_body
 
-    body = (read_file(source, limits.MAX_REQUEST_BYTES) if source
-            else read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "the input"))
+    body = (
+        read_file(source, limits.MAX_REQUEST_BYTES)
+        if source
+        else read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "the input")
+    )
     # each request goes through the contract, which bounds its nesting (bounded=False: once)
     try:
         return [(1, parse_json_body(body, "input", bounded=False))]
@@ -278,20 +295,22 @@ def admit_command(ctx: click.Context, source: Path | None, project: str | None, 
     requests = _read_requests(source)
     explicit = ctx.get_parameter_source("project") is click.core.ParameterSource.COMMANDLINE
     results = []
-    with _open(ctx) as archive:
-        with click.progressbar(
-            requests, label="admitting", file=sys.stderr, show_pos=True
-        ) if len(requests) > 1 and not as_json else _plain(requests) as items:
-            for number, request in items:
-                if isinstance(request, dict) and (explicit or "project" not in request):
-                    request = {**request, "project": project}
-                try:
-                    results.append(archive.admit(request))
-                except CwaError as error:
-                    if len(requests) > 1:
-                        error.details["line"] = number
-                        error.message = f"line {number}: {error.message}"
-                    raise
+    with (
+        _open(ctx) as archive,
+        click.progressbar(requests, label="admitting", file=sys.stderr, show_pos=True)
+        if len(requests) > 1 and not as_json
+        else _plain(requests) as items,
+    ):
+        for number, request in items:
+            if isinstance(request, dict) and (explicit or "project" not in request):
+                request = {**request, "project": project}
+            try:
+                results.append(archive.admit(request))
+            except CwaError as error:
+                if len(requests) > 1:
+                    error.details["line"] = number
+                    error.message = f"line {number}: {error.message}"
+                raise
     if as_json:
         click.echo(_dump(results[0] if len(results) == 1 else results))
         return
@@ -394,7 +413,9 @@ def _ranges(archive: Archive, document: dict[str, Any], start: int, end: int) ->
 def _print_document(doc: dict[str, Any]) -> None:
     click.echo(f"{doc['documentId']} v{doc['version']}  {doc['kind']}  {doc['state']}")
     click.echo(f"project  {doc['project']}")
-    click.echo(f"session  {doc['sessionId']}" + (f" (parent {doc['parentSessionId']})" if doc["parentSessionId"] else ""))
+    click.echo(
+        f"session  {doc['sessionId']}" + (f" (parent {doc['parentSessionId']})" if doc["parentSessionId"] else "")
+    )
     click.echo(f"created  {doc['createdAt']}   class {doc['retentionClass']}   {doc['byteLength']} bytes")
     click.echo(f"blake3   {doc['textDigest']}")
     manifest = doc["manifest"]
@@ -416,7 +437,8 @@ def _print_results(response: dict[str, Any]) -> None:
         click.echo(
             f"scope {response['requestedScope']} is capped at {response['scope']} by maxReadScope; to widen it, set "
             f'"maxReadScope": "{response["requestedScope"]}" in {config.user_config_path(os.environ)} '
-            "(only that file can: repository settings may not widen what they can read)")
+            "(only that file can: repository settings may not widen what they can read)"
+        )
     resolution = response.get("resolution")
     if resolution:
         click.echo(f"{resolution['relation']}: {resolution['status']}")
@@ -427,13 +449,25 @@ def _print_results(response: dict[str, Any]) -> None:
 
 @archive_command(main, "search")
 @click.argument("words", nargs=-1)
-@click.option("--relation", type=click.Choice(tuple(RELATIONS)), help="Find the latest question, request, correction, answer or decision.")
-@click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True,
-              help="Where to look (all: every project, if the user-global maxReadScope allows it).")
+@click.option(
+    "--relation",
+    type=click.Choice(tuple(RELATIONS)),
+    help="Find the latest question, request, correction, answer or decision.",
+)
+@click.option(
+    "--scope",
+    type=click.Choice(SCOPES),
+    default="project",
+    show_default=True,
+    help="Where to look (all: every project, if the user-global maxReadScope allows it).",
+)
 @project_option()
 @click.option("--session", "session_id", help="Current session id (needed for --scope session).")
-@click.option("--limit", type=click.IntRange(1, limits.MAX_SEARCH_LIMIT),
-              help=f"Results [default: searchResults, {config.BY_KEY['searchResults'].default}].")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, limits.MAX_SEARCH_LIMIT),
+    help=f"Results [default: searchResults, {config.BY_KEY['searchResults'].default}].",
+)
 def search_command(ctx, words, relation, scope, project, session_id, limit, as_json) -> None:
     """Find archived messages by identifier, structure or keywords.
 
@@ -463,17 +497,26 @@ def _hint_other_projects(ctx: click.Context, project: str) -> None:
     others = [p for p in held if p["project"] != project]
     if others and not any(p["project"] == project for p in held):
         listed = ", ".join(f"{p['project']} ({p['documents']})" for p in others[:5])
-        click.echo(f"(project {project} holds no documents; the archive holds {listed}"
-                   f"{' …' if len(others) > 5 else ''}: search one with --project NAME)", err=True)
+        click.echo(
+            f"(project {project} holds no documents; the archive holds {listed}"
+            f"{' …' if len(others) > 5 else ''}: search one with --project NAME)",
+            err=True,
+        )
 
 
 @archive_command(main, "recall")
 @click.argument("target")
 @project_option("Project the recall is made in [default: the real path of the cwd].")
-@click.option("--neighbors", type=click.IntRange(0, limits.MAX_RECALL_NEIGHBORS),
-              help=f"Windows on each side to include [default: {limits.DEFAULT_RECALL_NEIGHBORS}].")
-@click.option("--max-tokens", type=click.IntRange(limits.MIN_RECALL_TOKENS, limits.MAX_RECALL_TOKENS),
-              help=f"Token budget [default: {limits.DEFAULT_RECALL_TOKENS}].")
+@click.option(
+    "--neighbors",
+    type=click.IntRange(0, limits.MAX_RECALL_NEIGHBORS),
+    help=f"Windows on each side to include [default: {limits.DEFAULT_RECALL_NEIGHBORS}].",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(limits.MIN_RECALL_TOKENS, limits.MAX_RECALL_TOKENS),
+    help=f"Token budget [default: {limits.DEFAULT_RECALL_TOKENS}].",
+)
 def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None:
     """Print the exact archived text behind a search locator or a document id.
 
@@ -493,19 +536,32 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
 
 @archive_command(main, "gather")
 @click.argument("words", nargs=-1, required=True)
-@click.option("--intent", type=click.Choice(("auto", "state", "workflow")), default="auto", show_default=True,
-              help="Neighbours per match: auto 1 before / 3 after, state none, workflow 1 / 8.")
+@click.option(
+    "--intent",
+    type=click.Choice(("auto", "state", "workflow")),
+    default="auto",
+    show_default=True,
+    help="Neighbours per match: auto 1 before / 3 after, state none, workflow 1 / 8.",
+)
 @click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True, help="Where to look.")
 @project_option()
 @click.option("--session", "session_id", help="Current session id (needed for --scope session).")
-@click.option("--limit", type=click.IntRange(1, limits.MAX_GATHER_ANCHORS), help="Matches to gather around [default: 5].")
+@click.option(
+    "--limit", type=click.IntRange(1, limits.MAX_GATHER_ANCHORS), help="Matches to gather around [default: 5]."
+)
 @click.option("--before", type=click.IntRange(0, limits.MAX_GATHER_BEFORE), help="Records before each match.")
 @click.option("--after", type=click.IntRange(0, limits.MAX_GATHER_AFTER), help="Records after each match.")
-@click.option("--max-evidence", type=click.IntRange(1, limits.MAX_GATHER_EVIDENCE), help="Records in all [default: 12].")
-@click.option("--max-tokens", type=click.IntRange(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS),
-              help="Budget of the whole packet [default: 2,000].")
-def gather_command(ctx, words, intent, scope, project, session_id, limit, before, after, max_evidence, max_tokens,
-                   as_json) -> None:
+@click.option(
+    "--max-evidence", type=click.IntRange(1, limits.MAX_GATHER_EVIDENCE), help="Records in all [default: 12]."
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS),
+    help="Budget of the whole packet [default: 2,000].",
+)
+def gather_command(
+    ctx, words, intent, scope, project, session_id, limit, before, after, max_evidence, max_tokens, as_json
+) -> None:
     """Dated records in the order they were written, around the best matches for a question.
 
     \b
@@ -514,8 +570,14 @@ def gather_command(ctx, words, intent, scope, project, session_id, limit, before
       cwa gather --intent workflow src/retry.py
     """
     params: dict[str, Any] = {"query": " ".join(words), "intent": intent, "scope": scope, "project": project}
-    for key, value in (("sessionId", session_id), ("limit", limit), ("before", before), ("after", after),
-                       ("maxEvidence", max_evidence), ("maxTokens", max_tokens)):
+    for key, value in (
+        ("sessionId", session_id),
+        ("limit", limit),
+        ("before", before),
+        ("after", after),
+        ("maxEvidence", max_evidence),
+        ("maxTokens", max_tokens),
+    ):
         if value is not None:
             params[key] = value
     _run(ctx, "gather", params, as_json, lambda found: _print_packet(found, "gather"))
@@ -533,14 +595,26 @@ def _print_packet(found: dict[str, Any], what: str) -> None:
 @archive_command(main, "traverse")
 @click.argument("target")
 @project_option()
-@click.option("--after", "after", type=click.IntRange(1, limits.MAX_TRAVERSE_PAGE),
-              help="Page forward: this many records after the anchor [default: 20].")
-@click.option("--before", "before", type=click.IntRange(1, limits.MAX_TRAVERSE_PAGE),
-              help="Page backward: this many records before the anchor.")
-@click.option("--scan-limit", type=click.IntRange(1, limits.MAX_TRAVERSE_SCAN),
-              help="Records examined at most [default: 2,048].")
-@click.option("--max-tokens", type=click.IntRange(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS),
-              help="Budget of the page [default: 4,000].")
+@click.option(
+    "--after",
+    "after",
+    type=click.IntRange(1, limits.MAX_TRAVERSE_PAGE),
+    help="Page forward: this many records after the anchor [default: 20].",
+)
+@click.option(
+    "--before",
+    "before",
+    type=click.IntRange(1, limits.MAX_TRAVERSE_PAGE),
+    help="Page backward: this many records before the anchor.",
+)
+@click.option(
+    "--scan-limit", type=click.IntRange(1, limits.MAX_TRAVERSE_SCAN), help="Records examined at most [default: 2,048]."
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS),
+    help="Budget of the page [default: 4,000].",
+)
 def traverse_command(ctx, target, project, after, before, scan_limit, max_tokens, as_json) -> None:
     """Page through a session's records in order from a locator, a document id or a cursor.
 
@@ -565,8 +639,10 @@ def traverse_command(ctx, target, project, after, before, scan_limit, max_tokens
             return
         _print_packet(found, "traverse")
         if found["cursor"]:
-            click.echo(f"\n(stopped: {found['stopReason']}, {found['scanned']} examined; continue: "
-                       f"{_command_line(ctx, 'traverse', found['cursor'], *_project_args(project))})")
+            click.echo(
+                f"\n(stopped: {found['stopReason']}, {found['scanned']} examined; continue: "
+                f"{_command_line(ctx, 'traverse', found['cursor'], *_project_args(project))})"
+            )
 
     result = _run(ctx, "traverse", params, as_json, show)
     if result["status"] != "ok":
@@ -616,9 +692,16 @@ def _print_recall(ctx: click.Context, result: dict[str, Any], project: str) -> N
 @click.option("--by", "replacement", required=True, help="The document that replaces it.")
 def supersede_command(ctx, document_id, replacement, as_json) -> None:
     """Retire DOCUMENT_ID in favour of another document of the same project."""
-    _run(ctx, "supersede", {"documentId": document_id, "by": {"documentId": replacement}}, as_json,
-         lambda result: click.echo(f"{result['documentId']} v{result['version']} superseded by "
-                                   f"{result['replacement']['documentId']} v{result['replacement']['version']}"))
+    _run(
+        ctx,
+        "supersede",
+        {"documentId": document_id, "by": {"documentId": replacement}},
+        as_json,
+        lambda result: click.echo(
+            f"{result['documentId']} v{result['version']} superseded by "
+            f"{result['replacement']['documentId']} v{result['replacement']['version']}"
+        ),
+    )
 
 
 def _pin_command(method: str, summary: str) -> None:
@@ -631,21 +714,38 @@ def _pin_command(method: str, summary: str) -> None:
         params: dict[str, Any] = {"documentId": document_id}
         if version is not None:
             params["version"] = version
-        _run(ctx, method, params, as_json, lambda result: click.echo(
-            f"{result['documentId']} v{result['version']} "
-            + ("pinned: it never expires" if result["pinned"] else "unpinned: its retention class applies again")))
+        _run(
+            ctx,
+            method,
+            params,
+            as_json,
+            lambda result: click.echo(
+                f"{result['documentId']} v{result['version']} "
+                + ("pinned: it never expires" if result["pinned"] else "unpinned: its retention class applies again")
+            ),
+        )
 
 
 _pin_command("pin", "Keep a document version from expiring until it is unpinned (redaction still removes it).")
 _pin_command("unpin", "Let a pinned version expire again, on its retention class's schedule.")
 
 
-@archive_command(main, "checkpoint", help=(
-    "Archive a large input exactly, in parts, and print the preview that may stand in for it in a "
-    f"prompt (head and tail within {limits.CHECKPOINT_PREVIEW_TOKENS:,} tokens) and its catalog entry. Idempotent: running it "
-    "again archives nothing new and prints the same ids. `cwa get ROOT_ID --text` returns the text."))
-@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="The oversized input to archive (UTF-8).")
+@archive_command(
+    main,
+    "checkpoint",
+    help=(
+        "Archive a large input exactly, in parts, and print the preview that may stand in for it in a "
+        f"prompt (head and tail within {limits.CHECKPOINT_PREVIEW_TOKENS:,} tokens) and its catalog entry. Idempotent: running it "
+        "again archives nothing new and prints the same ids. `cwa get ROOT_ID --text` returns the text."
+    ),
+)
+@click.option(
+    "--file",
+    "source",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="The oversized input to archive (UTF-8).",
+)
 @click.option("--session", "session_id", default="cli", show_default=True, help="The session it belongs to.")
 @project_option()
 @click.option("--created-at", help="When it was written (ISO-8601) [default: now].")
@@ -660,20 +760,33 @@ def checkpoint_command(ctx, source, session_id, project, created_at, as_json) ->
 
     def show(result: dict[str, Any]) -> None:
         entry = result["catalogEntry"]
-        click.echo(f"{'archived' if result['created'] else 'already archived'}: {result['rootId']} "
-                   f"({entry['bytes']} bytes in {len(result['partIds'])} part(s), blake3 {entry['blake3'][:16]})")
+        click.echo(
+            f"{'archived' if result['created'] else 'already archived'}: {result['rootId']} "
+            f"({entry['bytes']} bytes in {len(result['partIds'])} part(s), blake3 {entry['blake3'][:16]})"
+        )
         click.echo(f"preview ({result['previewTokens']} tokens):\n{result['preview']}")
 
     _run(ctx, "checkpoint", params, as_json, show, progress="archiving")
 
 
-@archive_command(main, "catalog", help=(
-    "The session's checkpoint catalog: one line per archived input (id, topic, terms, bytes, hash), "
-    f"newest first, within {limits.CHECKPOINT_CATALOG_TOKENS:,} tokens, under a header signed by this archive."))
+@archive_command(
+    main,
+    "catalog",
+    help=(
+        "The session's checkpoint catalog: one line per archived input (id, topic, terms, bytes, hash), "
+        f"newest first, within {limits.CHECKPOINT_CATALOG_TOKENS:,} tokens, under a header signed by this archive."
+    ),
+)
 @click.option("--session", "session_id", required=True, help="The session whose checkpoints to list.")
 @project_option()
 def catalog_command(ctx, session_id, project, as_json) -> None:
-    _run(ctx, "catalog", {"project": project, "sessionId": session_id}, as_json, lambda result: click.echo(result["text"]))
+    _run(
+        ctx,
+        "catalog",
+        {"project": project, "sessionId": session_id},
+        as_json,
+        lambda result: click.echo(result["text"]),
+    )
 
 
 @archive_command(main, "redact")
@@ -696,8 +809,15 @@ def redact_command(ctx, project, session_id, confirm, as_json) -> None:
         if confirm:
             click.echo(f"redacted {result['redacted']} document(s) of {where}; run `cwa maintain` to purge their bytes")
             return
-        go_ahead = _command_line(ctx, "redact", "--project", project, *(("--session", session_id) if session_id else ()),
-                                 "--confirm", result["confirm"])
+        go_ahead = _command_line(
+            ctx,
+            "redact",
+            "--project",
+            project,
+            *(("--session", session_id) if session_id else ()),
+            "--confirm",
+            result["confirm"],
+        )
         click.echo(f"{result['documents']} document(s) in {where} would be redacted.\nTo go ahead: {go_ahead}")
 
     _run(ctx, "redact", params, as_json, show)
@@ -740,13 +860,22 @@ def preflight_command(ctx, text, session_id, message_key, project, active, visib
     with _open(ctx) as archive:
         if text is None:
             if not explain:
-                raise InvalidRequest("give the message TEXT, or --explain to show a recorded decision", field="text", reason="missing")
+                raise InvalidRequest(
+                    "give the message TEXT, or --explain to show a recorded decision", field="text", reason="missing"
+                )
             decision = archive.call("why", identity)
             click.echo(_dump(decision)) if as_json else _print_decision(decision)
             return
         if text == "-":
-            text = read_stream(sys.stdin.buffer, limits.MAX_DOCUMENT_BYTES, "the message").decode("utf-8", errors="replace")
-        params = {**identity, "text": text, "activeMessageKeys": list(active), "excludeVisibleSourceKeys": list(visible)}
+            text = read_stream(sys.stdin.buffer, limits.MAX_DOCUMENT_BYTES, "the message").decode(
+                "utf-8", errors="replace"
+            )
+        params = {
+            **identity,
+            "text": text,
+            "activeMessageKeys": list(active),
+            "excludeVisibleSourceKeys": list(visible),
+        }
         response = archive.call("preflight", params)
         decision = archive.call("why", identity) if explain else None
     if as_json:
@@ -771,11 +900,25 @@ def why_command(ctx, session_id, message_key, project, as_json) -> None:
 
 
 @archive_command(main, "maintain")
-@click.option("--limit", type=click.IntRange(1, limits.MAX_MAINTENANCE_STEPS), default=limits.DEFAULT_MAINTENANCE_STEPS,
-              show_default=True, help="Rows each task may touch in this pass.")
-@click.option("--vacuum", is_flag=True, help="Finish with a full VACUUM (rewrites the file; also enables incremental auto-vacuum on an old archive).")
-@click.option("--embed", type=click.IntRange(0, limits.MAX_MAINTENANCE_STEPS), default=0, show_default=True,
-              help="Also embed up to N queued windows for semantic search (needs the local model).")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, limits.MAX_MAINTENANCE_STEPS),
+    default=limits.DEFAULT_MAINTENANCE_STEPS,
+    show_default=True,
+    help="Rows each task may touch in this pass.",
+)
+@click.option(
+    "--vacuum",
+    is_flag=True,
+    help="Finish with a full VACUUM (rewrites the file; also enables incremental auto-vacuum on an old archive).",
+)
+@click.option(
+    "--embed",
+    type=click.IntRange(0, limits.MAX_MAINTENANCE_STEPS),
+    default=0,
+    show_default=True,
+    help="Also embed up to N queued windows for semantic search (needs the local model).",
+)
 def maintain_command(ctx, limit, vacuum, embed, as_json) -> None:
     """One bounded maintenance pass: due expiries, purge of expired and redacted bytes, expired
     leases and protections, preflight ledgers, then free pages back to the file system. Run it
@@ -793,9 +936,11 @@ def _print_maintenance(result: dict[str, Any]) -> None:
     )
     if "embedded" in result:
         click.echo(f"embedded {result['embedded']} window(s); {result['embeddingPending']} still queued")
-    click.echo(f"file {_size(space['fileBytesBefore'])} -> {_size(space['fileBytesAfter'])}"
-               + (f" ({space['action']})" if space["action"] else "")
-               + ("; more work left: run again" if result["more"] else ""))
+    click.echo(
+        f"file {_size(space['fileBytesBefore'])} -> {_size(space['fileBytesAfter'])}"
+        + (f" ({space['action']})" if space["action"] else "")
+        + ("; more work left: run again" if result["more"] else "")
+    )
 
 
 @main.group("eval")
@@ -804,17 +949,33 @@ def eval_group() -> None:
 
 
 @eval_group.command("locomo")
-@click.option("--data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True, help="locomo10.json (read in place, never copied).")
-@click.option("--modes", default="fts5,fused-lexical,fused-hybrid,neighbors,lexical,auto,hybrid,hybrid+rerank",
-              show_default=True,
-              help="Comma-separated: fts5 (bare SQLite FTS5), plain, fused-lexical, fused-hybrid, neighbors (the "
-                   "rank fusion before the learned ranker), lexical, auto, hybrid, hybrid+rerank (learned ranker, "
-                   "reported out of fold; hybrid+rerank is skipped without a reranker).")
-@click.option("--embedding", type=click.Choice(["installed", "optimized"]), default="installed", show_default=True,
-              help="optimized: run `models optimize` on the temporary archive first (used if accepted).")
-@click.option("--coding-training/--no-coding-training", default=True, show_default=True,
-              help="Train the fold rankers on the synthetic coding facts too, as the shipped ranker is "
-                   "(about two minutes more).")
+@click.option(
+    "--data",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="locomo10.json (read in place, never copied).",
+)
+@click.option(
+    "--modes",
+    default="fts5,fused-lexical,fused-hybrid,neighbors,lexical,auto,hybrid,hybrid+rerank",
+    show_default=True,
+    help="Comma-separated: fts5 (bare SQLite FTS5), plain, fused-lexical, fused-hybrid, neighbors (the "
+    "rank fusion before the learned ranker), lexical, auto, hybrid, hybrid+rerank (learned ranker, "
+    "reported out of fold; hybrid+rerank is skipped without a reranker).",
+)
+@click.option(
+    "--embedding",
+    type=click.Choice(["installed", "optimized"]),
+    default="installed",
+    show_default=True,
+    help="optimized: run `models optimize` on the temporary archive first (used if accepted).",
+)
+@click.option(
+    "--coding-training/--no-coding-training",
+    default=True,
+    show_default=True,
+    help="Train the fold rankers on the synthetic coding facts too, as the shipped ranker is (about two minutes more).",
+)
 @json_option
 @handles_errors
 def eval_locomo(data, modes, embedding, coding_training, as_json) -> None:
@@ -829,8 +990,11 @@ def eval_locomo(data, modes, embedding, coding_training, as_json) -> None:
     known = (FLOOR, *MODES)
     unknown = sorted(set(chosen) - set(known))
     if unknown or not chosen:
-        raise InvalidRequest(f"unknown mode(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(known)}",
-                             field="modes", reason="unknown-mode")
+        raise InvalidRequest(
+            f"unknown mode(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(known)}",
+            field="modes",
+            reason="unknown-mode",
+        )
     load(data)  # a file that is not LoCoMo is refused before any work
     with _progress_bar("embedding") as progress:
         report = run(data, chosen, None if as_json else progress, embedding, coding_training)
@@ -838,10 +1002,20 @@ def eval_locomo(data, modes, embedding, coding_training, as_json) -> None:
 
 
 @eval_group.command("coding")
-@click.option("--documents", type=click.IntRange(100, 1_000_000), default=3000, show_default=True,
-              help="Background documents of synthetic coding sessions.")
-@click.option("--facts", type=click.IntRange(4, 10_000), default=160, show_default=True,
-              help="Facts planted in them, each asked about later.")
+@click.option(
+    "--documents",
+    type=click.IntRange(100, 1_000_000),
+    default=3000,
+    show_default=True,
+    help="Background documents of synthetic coding sessions.",
+)
+@click.option(
+    "--facts",
+    type=click.IntRange(4, 10_000),
+    default=160,
+    show_default=True,
+    help="Facts planted in them, each asked about later.",
+)
 @click.option("--seed", type=int, default=11, show_default=True, help="Generator seed (the ranker trains on seed 5).")
 @json_option
 @handles_errors
@@ -856,16 +1030,35 @@ def eval_coding(documents, facts, seed, as_json) -> None:
 
 
 @eval_group.command("perf")
-@click.option("--sizes", default="10000", show_default=True,
-              help="Comma-separated window counts, e.g. 10000,100000,1000000 (larger sizes take long: about "
-                   "an hour for 1M on two cores).")
-@click.option("--corpora", default="coding,chat", show_default=True,
-              help="Comma-separated: coding (synthetic coding sessions), chat (LoCoMo-shaped short turns).")
-@click.option("--queries", "count", type=click.IntRange(10, 10_000), default=200, show_default=True,
-              help="Requests per operation.")
-@click.option("--embed-sample", type=click.IntRange(0, 10_000_000), default=1000, show_default=True,
-              help="Windows embedded with the model (the throughput figure); the rest get seeded random "
-                   "vectors, which cost the vector scan the same.")
+@click.option(
+    "--sizes",
+    default="10000",
+    show_default=True,
+    help="Comma-separated window counts, e.g. 10000,100000,1000000 (larger sizes take long: about "
+    "an hour for 1M on two cores).",
+)
+@click.option(
+    "--corpora",
+    default="coding,chat",
+    show_default=True,
+    help="Comma-separated: coding (synthetic coding sessions), chat (LoCoMo-shaped short turns).",
+)
+@click.option(
+    "--queries",
+    "count",
+    type=click.IntRange(10, 10_000),
+    default=200,
+    show_default=True,
+    help="Requests per operation.",
+)
+@click.option(
+    "--embed-sample",
+    type=click.IntRange(0, 10_000_000),
+    default=1000,
+    show_default=True,
+    help="Windows embedded with the model (the throughput figure); the rest get seeded random "
+    "vectors, which cost the vector scan the same.",
+)
 @json_option
 @handles_errors
 def eval_perf(sizes, corpora, count, embed_sample, as_json) -> None:
@@ -879,20 +1072,28 @@ def eval_perf(sizes, corpora, count, embed_sample, as_json) -> None:
     except ValueError:
         chosen_sizes = []
     if not chosen_sizes or any(not 1_000 <= s <= 10_000_000 for s in chosen_sizes):
-        raise InvalidRequest(f"sizes must be window counts from 1,000 to 10,000,000, got {sizes!r}",
-                             field="sizes", reason="invalid-size")
+        raise InvalidRequest(
+            f"sizes must be window counts from 1,000 to 10,000,000, got {sizes!r}", field="sizes", reason="invalid-size"
+        )
     chosen = [c.strip() for c in corpora.split(",") if c.strip()]
     unknown = sorted(set(chosen) - set(CORPORA))
     if unknown or not chosen:
-        raise InvalidRequest(f"unknown corpus {', '.join(unknown) or '(none)'}; choose from {', '.join(CORPORA)}",
-                             field="corpora", reason="unknown-corpus")
+        raise InvalidRequest(
+            f"unknown corpus {', '.join(unknown) or '(none)'}; choose from {', '.join(CORPORA)}",
+            field="corpora",
+            reason="unknown-corpus",
+        )
     say = (lambda _: None) if as_json else (lambda line: click.echo(f"… {line}", err=True))
     report = run(chosen_sizes, chosen, count, embed_sample, say)
     click.echo(_dump(report)) if as_json else print_report(report)
 
 
 @eval_group.command("hints")
-@click.option("--fixture", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Case file [default: the shipped eval/retrieval/hint_cases.json].")
+@click.option(
+    "--fixture",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Case file [default: the shipped eval/retrieval/hint_cases.json].",
+)
 @json_option
 @handles_errors
 def eval_hints(fixture, as_json) -> None:
@@ -938,13 +1139,25 @@ def index_rebuild(ctx, as_json) -> None:
 
 
 @archive_command(index_group, "embed")
-@click.option("--limit", type=click.IntRange(1, limits.MAX_EMBED_WINDOWS), help="Embed at most this many windows [default: all queued].")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, limits.MAX_EMBED_WINDOWS),
+    help="Embed at most this many windows [default: all queued].",
+)
 def index_embed(ctx, limit, as_json) -> None:
     """Embed the queued windows for semantic search (local model; progress bar)."""
     params = {"limit": limit} if limit else {}
-    _run(ctx, "index-embed", params, as_json, progress="embedding", show=lambda result: click.echo(
-        f"embedded {result['embedded']} window(s); {result['pending']} pending; model {result['fingerprint']}"
-        + (" (new model: every window was queued again)" if result["modelChanged"] else "")))
+    _run(
+        ctx,
+        "index-embed",
+        params,
+        as_json,
+        progress="embedding",
+        show=lambda result: click.echo(
+            f"embedded {result['embedded']} window(s); {result['pending']} pending; model {result['fingerprint']}"
+            + (" (new model: every window was queued again)" if result["modelChanged"] else "")
+        ),
+    )
 
 
 @main.group("models")
@@ -961,46 +1174,67 @@ def models_status(ctx, as_json) -> None:
 def _print_models(result: dict[str, Any]) -> None:
     embedding = result["embedding"]
     if embedding["installed"]:
-        click.echo(f"embedding  {embedding['model']} ({embedding['dimensions']} dims, {embedding['pooling']}, "
-                   f"truncate {embedding['maxTokens']})")
-        click.echo(f"  weights   {embedding['weights']} ({embedding['weightsPackage']}, {embedding['weightsBytes']} bytes)")
+        click.echo(
+            f"embedding  {embedding['model']} ({embedding['dimensions']} dims, {embedding['pooling']}, "
+            f"truncate {embedding['maxTokens']})"
+        )
+        click.echo(
+            f"  weights   {embedding['weights']} ({embedding['weightsPackage']}, {embedding['weightsBytes']} bytes)"
+        )
         click.echo(f"  tokenizer {embedding['tokenizer']} ({embedding['tokenizerPackage']})")
         click.echo(f"  fingerprint {embedding['fingerprint']}")
     else:
         click.echo(f"embedding  not installed: {embedding['reason']}")
-    click.echo(f"reranker   {'installed' if result['reranker']['installed'] else 'not installed: ' + result['reranker']['reason']}")
+    click.echo(
+        f"reranker   {'installed' if result['reranker']['installed'] else 'not installed: ' + result['reranker']['reason']}"
+    )
     archive_part = result["archive"]
-    click.echo(f"archive    vectors from {archive_part['fingerprint'] or 'no model yet'}; "
-               f"{archive_part['pendingWindows']} window content(s) queued")
+    click.echo(
+        f"archive    vectors from {archive_part['fingerprint'] or 'no model yet'}; "
+        f"{archive_part['pendingWindows']} window content(s) queued"
+    )
     if archive_part["model"]:
         click.echo(f"  uses     {archive_part['model']['variant']} ({archive_part['model']['fingerprint']})")
     verdict = archive_part["optimized"]
     if verdict:
-        click.echo(f"  optimize {'accepted' if verdict['accepted'] else 'rejected'}: {verdict['speedup']}x, "
-                   f"mean cosine {verdict['meanCosine']} over {verdict['windows']} windows ({verdict['createdAt']})"
-                   + ("" if verdict["current"] else "; built for another model: run `cwa models optimize` again"))
+        click.echo(
+            f"  optimize {'accepted' if verdict['accepted'] else 'rejected'}: {verdict['speedup']}x, "
+            f"mean cosine {verdict['meanCosine']} over {verdict['windows']} windows ({verdict['createdAt']})"
+            + ("" if verdict["current"] else "; built for another model: run `cwa models optimize` again")
+        )
 
 
-@archive_command(models_group, "optimize", help=(
-    "Build a per-channel int8 re-quantization of the embedding model beside the archive, then measure it "
-    "on the archive's windows against the installed model. It is used for this archive only if it is at "
-    f"least {limits.VARIANT_MIN_SPEEDUP}x faster with known-item recall not lower and mean cosine >= "
-    f"{limits.VARIANT_MIN_COSINE}; the archive's vectors are then rebuilt in the background. Needs the onnx "
-    "package (pip install 'cwa[optimize]')."))
+@archive_command(
+    models_group,
+    "optimize",
+    help=(
+        "Build a per-channel int8 re-quantization of the embedding model beside the archive, then measure it "
+        "on the archive's windows against the installed model. It is used for this archive only if it is at "
+        f"least {limits.VARIANT_MIN_SPEEDUP}x faster with known-item recall not lower and mean cosine >= "
+        f"{limits.VARIANT_MIN_COSINE}; the archive's vectors are then rebuilt in the background. Needs the onnx "
+        "package (pip install 'cwa[optimize]')."
+    ),
+)
 def models_optimize(ctx, as_json) -> None:
     _run(ctx, "models-optimize", {}, as_json, _print_optimized, progress="optimizing")
 
 
 def _print_optimized(result: dict[str, Any]) -> None:
     original, optimized = result["measured"]["original"], result["measured"]["optimized"]
-    click.echo(f"variant {result['variant']}: {result['speedup']}x "
-               f"({original['msPerWindow']} -> {optimized['msPerWindow']} ms a window over {result['windows']} windows)")
-    click.echo(f"known-item recall@1 {original['knownItemR@1']} -> {optimized['knownItemR@1']}, "
-               f"recall@10 {original['knownItemR@10']} -> {optimized['knownItemR@10']}, "
-               f"mean cosine {result['meanCosine']}")
+    click.echo(
+        f"variant {result['variant']}: {result['speedup']}x "
+        f"({original['msPerWindow']} -> {optimized['msPerWindow']} ms a window over {result['windows']} windows)"
+    )
+    click.echo(
+        f"known-item recall@1 {original['knownItemR@1']} -> {optimized['knownItemR@1']}, "
+        f"recall@10 {original['knownItemR@10']} -> {optimized['knownItemR@10']}, "
+        f"mean cosine {result['meanCosine']}"
+    )
     if result["accepted"]:
-        click.echo(f"accepted: this archive now embeds with {result['fingerprint']}; "
-                   "its windows are queued again (`cwa index embed`, or `cwa serve` in the background)")
+        click.echo(
+            f"accepted: this archive now embeds with {result['fingerprint']}; "
+            "its windows are queued again (`cwa index embed`, or `cwa serve` in the background)"
+        )
     else:
         click.echo("rejected: the archive keeps the installed model")
 
@@ -1017,8 +1251,10 @@ def _install(pinned_name: str, as_json: bool) -> None:
         return
     with _progress_bar(f"downloading {pinned.repo}") as progress:
         result = model_install.install(pinned, target, progress)
-    click.echo(f"installed {result['model']}@{result['revision'][:12]} in {result['folder']} "
-               f"(identity check {result['identityCheck']['found']})")
+    click.echo(
+        f"installed {result['model']}@{result['revision'][:12]} in {result['folder']} "
+        f"(identity check {result['identityCheck']['found']})"
+    )
 
 
 @models_group.command("install")
@@ -1050,23 +1286,38 @@ def _demo_commands(ctx: click.Context, report: dict[str, Any]) -> dict[str, Any]
     line = functools.partial(_command_line, ctx)
     project = ("--project", sample.DEMO_PROJECT)
     return {
-        "searches": [line("search", *project, "--limit", str(sample.DEMO_SEARCH_LIMIT), query)
-                     for query in sample.DEMO_QUERIES],
+        "searches": [
+            line("search", *project, "--limit", str(sample.DEMO_SEARCH_LIMIT), query) for query in sample.DEMO_QUERIES
+        ],
         "correction": line("search", *project, "--relation", sample.DEMO_RELATION),
-        "recall": line("recall", *project, "--max-tokens", str(sample.DEMO_RECALL_TOKENS),
-                       report["searches"][0]["results"][0]["locator"]),
-        "why": [line("why", *project, "--session", sample.DEMO_NEXT_SESSION, "--message-key", item["key"])
-                for item in report["preflight"]],
-        "sql": shlex.join(("sqlite3", report["archive"],
-                           "select document_id, kind, created_at, byte_length from live_documents order by created_at")),
+        "recall": line(
+            "recall",
+            *project,
+            "--max-tokens",
+            str(sample.DEMO_RECALL_TOKENS),
+            report["searches"][0]["results"][0]["locator"],
+        ),
+        "why": [
+            line("why", *project, "--session", sample.DEMO_NEXT_SESSION, "--message-key", item["key"])
+            for item in report["preflight"]
+        ],
+        "sql": shlex.join(
+            (
+                "sqlite3",
+                report["archive"],
+                "select document_id, kind, created_at, byte_length from live_documents order by created_at",
+            )
+        ),
     }
 
 
 def _print_demo(ctx: click.Context, report: dict[str, Any]) -> None:
     commands = report["commands"]
     click.echo(f"Archived a sample coding session into {report['archive']}")
-    click.echo(f"project {report['project']} (its own project: the commands below name it with --project,\n"
-               "since the CLI's default project is the working directory)\n")
+    click.echo(
+        f"project {report['project']} (its own project: the commands below name it with --project,\n"
+        "since the CLI's default project is the working directory)\n"
+    )
     for item in report["admitted"]:
         state = "new" if item["created"] else "already archived"
         click.echo(f"  {item['kind']:<12} {item['documentId']} v{item['version']}  ({state})")
@@ -1114,10 +1365,11 @@ class _CallCommand(click.Command):
 
         return (
             "Run one serve method: JSON params on stdin, JSON result on stdout.\n\n"
-            "On failure the JSON error {\"error\": {\"code\", \"message\", \"details\"}} is printed on stdout and "
+            'On failure the JSON error {"error": {"code", "message", "details"}} is printed on stdout and '
             "the exit status names the code (docs/contract.md).\n\n\b\nMethods:\n"
             + "\n".join(f"  {name:<17}{method.summary}" for name, method in sorted(METHODS.items()))
-            + "\n\n\b\nExample:\n  echo '{\"documentId\": \"doc-1a2b3c\"}' | cwa call get")
+            + '\n\n\b\nExample:\n  echo \'{"documentId": "doc-1a2b3c"}\' | cwa call get'
+        )
 
     @help.setter
     def help(self, _value: str | None) -> None:
@@ -1134,8 +1386,7 @@ def call(ctx: click.Context, method: str) -> None:
 
     method_named(method)  # an unknown method fails before stdin is read
     # the contract bounds the params' nesting (bounded=False: checked once)
-    params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params",
-                             bounded=False)
+    params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params", bounded=False)
     with _open(ctx) as archive:
         result = archive.call(method, params)
         # answered before the archive closes: closing may still archive a long history (catch-up)
@@ -1144,9 +1395,16 @@ def call(ctx: click.Context, method: str) -> None:
 
 
 @main.command()
-@click.option("--background/--no-background", default=True, show_default=True, help="Embed queued windows while serving.")
-@click.option("--maintenance-interval", type=click.FloatRange(0), default=limits.MAINTENANCE_INTERVAL_SECONDS, show_default=True,
-              help="Seconds between bounded maintenance passes while serving (0: none).")
+@click.option(
+    "--background/--no-background", default=True, show_default=True, help="Embed queued windows while serving."
+)
+@click.option(
+    "--maintenance-interval",
+    type=click.FloatRange(0),
+    default=limits.MAINTENANCE_INTERVAL_SECONDS,
+    show_default=True,
+    help="Seconds between bounded maintenance passes while serving (0: none).",
+)
 @click.pass_context
 def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> None:
     """Serve methods as JSON lines on stdin/stdout until end of input.
@@ -1160,8 +1418,15 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
     from cwa.serve import serve_archive
 
     try:
-        sys.exit(serve_archive(lambda: _open(ctx), sys.stdin.buffer, sys.stdout.buffer,
-                               background=background, maintenance_interval=maintenance_interval))
+        sys.exit(
+            serve_archive(
+                lambda: _open(ctx),
+                sys.stdin.buffer,
+                sys.stdout.buffer,
+                background=background,
+                maintenance_interval=maintenance_interval,
+            )
+        )
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
@@ -1169,10 +1434,17 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
 
 
 @archive_command(main, "doctor")
-@click.option("--repair", is_flag=True, help="Fix what derived data can fix: rebuild indexes (in batches), "
-              "index or expire checkpoint parts, tighten permissions.")
-@click.option("--sample", type=click.IntRange(1, limits.MAX_DOCTOR_SAMPLE), help="Documents and windows checked "
-              "against their digests [default: 64].")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Fix what derived data can fix: rebuild indexes (in batches), "
+    "index or expire checkpoint parts, tighten permissions.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(1, limits.MAX_DOCTOR_SAMPLE),
+    help="Documents and windows checked against their digests [default: 64].",
+)
 def doctor(ctx, repair, sample, as_json) -> None:
     """Check the archive: integrity, schema, derived indexes against canonical rows, orphan
     checkpoint parts, permissions, disk headroom. Exit 0 only when healthy (1 otherwise)."""
@@ -1180,8 +1452,10 @@ def doctor(ctx, repair, sample, as_json) -> None:
 
     def show(result: dict[str, Any]) -> None:
         for check in result["checks"]:
-            click.echo(f"{'ok  ' if check['ok'] else 'FAIL'} {check['name']:18} {check['detail']}"
-                       + (" (--repair fixes it)" if check["repairable"] else ""))
+            click.echo(
+                f"{'ok  ' if check['ok'] else 'FAIL'} {check['name']:18} {check['detail']}"
+                + (" (--repair fixes it)" if check["repairable"] else "")
+            )
         for done in result["repaired"]:
             click.echo(f"repaired: {done}")
         click.echo(f"{result['path']}: {'healthy' if result['healthy'] else 'NOT healthy'}")
@@ -1198,7 +1472,9 @@ def doctor(ctx, repair, sample, as_json) -> None:
 
 
 @main.group("evidence", invoke_without_command=True)
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), help="Write the record here [default: stdout].")
+@click.option(
+    "--out", "out", type=click.Path(dir_okay=False, path_type=Path), help="Write the record here [default: stdout]."
+)
 @click.option("--no-gates", is_flag=True, help="Leave out the hint-quality gates (they take a few seconds).")
 @click.pass_context
 @handles_errors(always_json=False)
@@ -1245,7 +1521,6 @@ def evidence_verify(record: Path, as_json: bool) -> None:
     """Reject a record holding prompts or recalled text, environment values, credentials, home
     directories or user names, absolute paths, session ids or raw database keys (exit 1)."""
     from cwa import evidence
-
     from cwa.json_input import parse_json_body
 
     data = parse_json_body(read_file(record, limits.MAX_REQUEST_BYTES), "record")
@@ -1330,8 +1605,12 @@ def pi_path() -> None:
 
 def _pi_settings_command(name: str, summary: str) -> Callable:
     @pi_group.command(name, help=summary)
-    @click.option("--project", "in_project", is_flag=True,
-                  help="Edit this project's .pi/settings.json [default: Pi's user settings].")
+    @click.option(
+        "--project",
+        "in_project",
+        is_flag=True,
+        help="Edit this project's .pi/settings.json [default: Pi's user settings].",
+    )
     @json_option
     @handles_errors
     def command(in_project: bool, as_json: bool) -> None:
@@ -1341,8 +1620,11 @@ def _pi_settings_command(name: str, summary: str) -> Callable:
         if as_json:
             click.echo(_dump(result))
             return
-        verb = ("added to" if result["installed"] else "removed from") if result["changed"] else (
-            "already in" if result["installed"] else "not in")
+        verb = (
+            ("added to" if result["installed"] else "removed from")
+            if result["changed"]
+            else ("already in" if result["installed"] else "not in")
+        )
         click.echo(f"{result['extension']} {verb} {result['settings']}")
         if result["installed"] and result["changed"]:
             click.echo("Start pi as usual; /window shows cwa's status.")
@@ -1361,14 +1643,27 @@ def session_group() -> None:
 
 
 def _model_options(command: Callable) -> Callable:
-    for option in reversed((
-        click.option("--context-window", type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW), default=0,
-                     help="The model's context window in tokens [default: unknown, 96K usable assumed]."),
-        click.option("--max-tokens", type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW), default=0,
-                     help="The model's output limit (the default reserve)."),
-        click.option("--reserve", type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW),
-                     help="Tokens kept free for the answer [default: --max-tokens]."),
-    )):
+    for option in reversed(
+        (
+            click.option(
+                "--context-window",
+                type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW),
+                default=0,
+                help="The model's context window in tokens [default: unknown, 96K usable assumed].",
+            ),
+            click.option(
+                "--max-tokens",
+                type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW),
+                default=0,
+                help="The model's output limit (the default reserve).",
+            ),
+            click.option(
+                "--reserve",
+                type=click.IntRange(0, limits.MAX_CONTEXT_WINDOW),
+                help="Tokens kept free for the answer [default: --max-tokens].",
+            ),
+        )
+    ):
         command = option(command)
     return command
 
@@ -1383,13 +1678,17 @@ def _read_transcript(source: Path) -> tuple[list[dict[str, Any]], str | None]:
 def _print_session_status(status: dict[str, Any]) -> None:
     limits_ = status.get("limits")
     if status.get("tokens") is None or not limits_:
-        click.echo(f"epoch {status['epoch']} · {status.get('archivedGroups', 0)} archived group(s) "
-                   "(turns and tokens are known to the process that holds the transcript; try --file)")
+        click.echo(
+            f"epoch {status['epoch']} · {status.get('archivedGroups', 0)} archived group(s) "
+            "(turns and tokens are known to the process that holds the transcript; try --file)"
+        )
     else:
-        click.echo(f"epoch {status['epoch']} · {status['turns']}/{limits_['rotationTurns']} turns · "
-                   f"{status['tokens']:,}/{limits_['rotationTokens']:,} tokens ({status['level']}) · "
-                   f"{status['externalized']} externalized · {status['oversized']} oversized · "
-                   f"hints {status['hintTokens']} tokens")
+        click.echo(
+            f"epoch {status['epoch']} · {status['turns']}/{limits_['rotationTurns']} turns · "
+            f"{status['tokens']:,}/{limits_['rotationTokens']:,} tokens ({status['level']}) · "
+            f"{status['externalized']} externalized · {status['oversized']} oversized · "
+            f"hints {status['hintTokens']} tokens"
+        )
     if status.get("emergencyRetention"):
         kept = status["emergencyRetention"]
         click.echo(f"emergency retention: kept {kept['kept']} of {kept['wanted']} groups at the last rotation")
@@ -1399,10 +1698,21 @@ def _print_session_status(status: dict[str, Any]) -> None:
         click.echo("rotation queued for the next user message")
 
 
-def _context_params(project: str, session_id: str, parent: str | None, messages: list, context_window: int,
-                    max_tokens: int, reserve: int | None) -> dict[str, Any]:
-    params: dict[str, Any] = {"project": project, "sessionId": session_id, "messages": messages,
-                              "model": {"contextWindow": context_window, "maxTokens": max_tokens}}
+def _context_params(
+    project: str,
+    session_id: str,
+    parent: str | None,
+    messages: list,
+    context_window: int,
+    max_tokens: int,
+    reserve: int | None,
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "project": project,
+        "sessionId": session_id,
+        "messages": messages,
+        "model": {"contextWindow": context_window, "maxTokens": max_tokens},
+    }
     if parent:
         params["parentSessionId"] = parent
     if reserve is not None:
@@ -1413,8 +1723,12 @@ def _context_params(project: str, session_id: str, parent: str | None, messages:
 @archive_command(session_group, "status")
 @click.option("--session", "session_id", required=True, help="The session.")
 @project_option()
-@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The session's transcript (Pi session file or one message per line): adds turns and tokens.")
+@click.option(
+    "--file",
+    "source",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The session's transcript (Pi session file or one message per line): adds turns and tokens.",
+)
 @_model_options
 def session_status_command(ctx, session_id, project, source, context_window, max_tokens, reserve, as_json) -> None:
     """Epoch, turns and estimated tokens against the limits, emergency retention, a needed
@@ -1432,18 +1746,25 @@ def session_status_command(ctx, session_id, project, source, context_window, max
 @archive_command(session_group, "replay")
 @click.option("--session", "session_id", required=True, help="The session the transcript belongs to.")
 @project_option()
-@click.option("--file", "source", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="A Pi session file, or a JSON-lines file of Pi messages.")
+@click.option(
+    "--file",
+    "source",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="A Pi session file, or a JSON-lines file of Pi messages.",
+)
 @click.option("--parent", help="The parent session id [default: from the Pi session header].")
 @_model_options
-def session_replay_command(ctx, session_id, project, source, parent, context_window, max_tokens, reserve,
-                           as_json) -> None:
+def session_replay_command(
+    ctx, session_id, project, source, parent, context_window, max_tokens, reserve, as_json
+) -> None:
     """Print the provider copy a host would send for this transcript: what rotated out, what was
     externalized, where hints go. It runs the engine for real (decisions and archives are written
     as a host's call would write them, idempotently)."""
     messages, header_parent = _read_transcript(source)
-    params = _context_params(project, session_id, parent or header_parent, messages, context_window, max_tokens,
-                             reserve)
+    params = _context_params(
+        project, session_id, parent or header_parent, messages, context_window, max_tokens, reserve
+    )
 
     def show(result: dict[str, Any]) -> None:
         for index, message in enumerate(result["messages"]):

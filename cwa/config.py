@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import orjson
 
@@ -106,7 +107,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("conversationRetentionDays", 90, DAYS, "storage retention of conversation sources (0 = never expire)"),
     Setting("derivedRetentionDays", 30, DAYS, "storage retention of derived evidence (0 = never expire)"),
     Setting("ephemeralAutoRetrievalDays", 7, DAYS, "age limit for automatic hints from tool payloads (0 = no limit)"),
-    Setting("conversationAutoRetrievalDays", 30, DAYS, "age limit for automatic hints from conversation (0 = no limit)"),
+    Setting(
+        "conversationAutoRetrievalDays", 30, DAYS, "age limit for automatic hints from conversation (0 = no limit)"
+    ),
     Setting("derivedAutoRetrievalDays", 30, DAYS, "age limit for automatic hints from derived evidence (0 = no limit)"),
     Setting(
         "diskCriticalMebibytes",
@@ -114,7 +117,9 @@ SETTINGS: tuple[Setting, ...] = (
         _int_range(0, 1 << 30),
         "admission fails with disk-low when the archive's file system has less free space (0 = off)",
     ),
-    Setting("maxInlineUserTokens", 16_000, _int_range(256, 10_000_000), "larger user input is archived as a checkpoint"),
+    Setting(
+        "maxInlineUserTokens", 16_000, _int_range(256, 10_000_000), "larger user input is archived as a checkpoint"
+    ),
     Setting(
         "rotationContextRatio",
         0.65,
@@ -142,7 +147,9 @@ SETTINGS: tuple[Setting, ...] = (
         "once the tool-result budget is used, larger results are archived and shown as a preview",
     ),
     Setting("dedupToolResults", True, _boolean, "an exact repeat of a tool result in the epoch becomes a short marker"),
-    Setting("hintBudgetTokens", 160, _int_range(0, limits.MAX_HINT_BUDGET_TOKENS), "token budget of one automatic hint"),
+    Setting(
+        "hintBudgetTokens", 160, _int_range(0, limits.MAX_HINT_BUDGET_TOKENS), "token budget of one automatic hint"
+    ),
     Setting(
         "activeHintBudgetTokens",
         640,
@@ -150,7 +157,12 @@ SETTINGS: tuple[Setting, ...] = (
         "token budget of all hints still in the live context",
         alias="epochHintBudgetTokens",
     ),
-    Setting("hintSourceCooldownHours", 24, _int_range(0, limits.MAX_COOLDOWN_HOURS), "hours before a revealed source may be hinted again"),
+    Setting(
+        "hintSourceCooldownHours",
+        24,
+        _int_range(0, limits.MAX_COOLDOWN_HOURS),
+        "hours before a revealed source may be hinted again",
+    ),
     Setting("semanticRetrieval", True, _boolean, "use local embeddings in explicit search and gather"),
     Setting("rerankerEnabled", True, _boolean, "rerank with a cross-encoder once one is installed"),
     Setting("rerankerCandidates", 40, _int_range(1, 200), "how many fused candidates the reranker scores"),
@@ -161,8 +173,12 @@ SETTINGS: tuple[Setting, ...] = (
         "folder with a cross-encoder's model.onnx and tokenizer.json (default: the models folder)",
         user_global_only=True,
     ),
-    Setting("ranker", "learned", _one_of("learned", "fused"),
-            "order of search's lexical/semantic tier: the learned ranker, or the earlier rank fusion"),
+    Setting(
+        "ranker",
+        "learned",
+        _one_of("learned", "fused"),
+        "order of search's lexical/semantic tier: the learned ranker, or the earlier rank fusion",
+    ),
     Setting(
         "rankerPath",
         "",
@@ -210,7 +226,16 @@ def env_name(key: str) -> str:
     return "CWA_" + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
 
 
-_BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+_BOOLEAN_WORDS = {
+    "true": True,
+    "yes": True,
+    "on": True,
+    "1": True,
+    "false": False,
+    "no": False,
+    "off": False,
+    "0": False,
+}
 
 
 def parse_env(text: str, setting: Setting) -> Any:
@@ -285,9 +310,7 @@ def user_config_path(env: Mapping[str, str]) -> Path:
 
 
 def pi_settings_path(env: Mapping[str, str]) -> Path:
-    agent_dir = env.get("PI_CODING_AGENT_DIR") or str(
-        Path(env.get("HOME", str(Path.home()))) / ".pi" / "agent"
-    )
+    agent_dir = env.get("PI_CODING_AGENT_DIR") or str(Path(env.get("HOME", str(Path.home()))) / ".pi" / "agent")
     return Path(agent_dir).expanduser() / "settings.json"
 
 
@@ -325,9 +348,7 @@ def load_settings(
 ) -> Settings:
     """Resolve every setting for a project folder (None: user-level sources only)."""
     env = os.environ if env is None else env
-    layers: list[tuple[str, dict[str, Any]]] = [
-        ("default", {s.key: _copy(s.default) for s in SETTINGS})
-    ]
+    layers: list[tuple[str, dict[str, Any]]] = [("default", {s.key: _copy(s.default) for s in SETTINGS})]
     reports: list[SourceReport] = []
 
     def add_file(name: str, path: Path, namespace: str | None) -> dict[str, Any]:
@@ -370,9 +391,7 @@ def load_settings(
     return _resolve(layers, reports, trusted)
 
 
-def _resolve(
-    layers: list[tuple[str, dict[str, Any]]], reports: list[SourceReport], trusted: bool
-) -> Settings:
+def _resolve(layers: list[tuple[str, dict[str, Any]]], reports: list[SourceReport], trusted: bool) -> Settings:
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     rejections: list[Rejection] = []
@@ -390,9 +409,7 @@ def _resolve(
                     continue
                 value = raw[name]
                 if setting.user_global_only and source not in ("default", USER_GLOBAL):
-                    rejections.append(
-                        Rejection(name, source, value, "honoured only from the user-global config")
-                    )
+                    rejections.append(Rejection(name, source, value, "honoured only from the user-global config"))
                     continue
                 try:
                     checked = setting.check(value)

@@ -8,8 +8,10 @@ and `cwa serve` all pass through here, so they reject the same payloads the same
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -100,9 +102,7 @@ class Int(Spec):
     def check(self, value: Any, path: str) -> int:
         if isinstance(value, bool) or not isinstance(value, self.kinds):
             raise _wrong_type(path, self.expected, value)
-        if (self.minimum is not None and value < self.minimum) or (
-            self.maximum is not None and value > self.maximum
-        ):
+        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
             raise InvalidRequest(
                 f"{path} must be between {self.minimum} and {self.maximum}",
                 field=path,
@@ -202,7 +202,7 @@ def _check_json_value(value: Any, path: str, depth: int, max_depth: int) -> None
     elif isinstance(value, str):
         Str(max_len=limits.MAX_METADATA_BYTES).check(value, path)
     elif isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise InvalidRequest(f"{path} is not a finite number", field=path, reason="not-finite")
     elif value is not None and not isinstance(value, (bool, int)):
         raise _wrong_type(path, "a JSON value", value)
@@ -283,8 +283,12 @@ class PiMessage(Spec):
             raise _wrong_type(path, "an object", value)
         role = value.get("role")
         if role not in ROLES:
-            raise InvalidRequest(f"{path}.role must be one of {', '.join(ROLES)}", field=f"{path}.role",
-                                 reason="not-allowed", allowed=list(ROLES))
+            raise InvalidRequest(
+                f"{path}.role must be one of {', '.join(ROLES)}",
+                field=f"{path}.role",
+                reason="not-allowed",
+                allowed=list(ROLES),
+            )
         return value
 
 
@@ -370,9 +374,7 @@ SEARCH = Obj(
         "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
         "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
         "limit": Field(Int(1, limits.MAX_SEARCH_LIMIT)),
-        "excludeVisibleSourceKeys": Field(
-            List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)
-        ),
+        "excludeVisibleSourceKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
         "hintBudgetTokens": Field(Int(0, limits.MAX_HINT_BUDGET_TOKENS)),
         "leaseSeconds": Field(Int(0, limits.MAX_LEASE_SECONDS)),
         "semanticPolicy": Field(Enum(SEMANTIC_POLICIES)),
@@ -396,9 +398,7 @@ GATHER = Obj(
         "after": Field(Int(0, limits.MAX_GATHER_AFTER)),
         "maxEvidence": Field(Int(1, limits.MAX_GATHER_EVIDENCE)),
         "maxTokens": Field(Int(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS)),
-        "excludeVisibleSourceKeys": Field(
-            List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)
-        ),
+        "excludeVisibleSourceKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
     }
 )
 
@@ -520,8 +520,14 @@ SESSION_CONTEXT = Obj(
     }
 )
 
-SESSION_SETTLED = Obj({**SESSION_SCOPE, "aborted": Field(Bool()), "messages": Field(TRANSCRIPT),
-                       "baseDigest": Field(Str(1, limits.MAX_DIGEST_CHARS))})
+SESSION_SETTLED = Obj(
+    {
+        **SESSION_SCOPE,
+        "aborted": Field(Bool()),
+        "messages": Field(TRANSCRIPT),
+        "baseDigest": Field(Str(1, limits.MAX_DIGEST_CHARS)),
+    }
+)
 
 SESSION_COMPACT = Obj(
     {
@@ -568,9 +574,7 @@ PREFLIGHT = Obj(
         "messageKey": Field(Str(1, limits.MAX_MESSAGE_KEY_CHARS), required=True),
         "text": Field(Str(0, limits.MAX_DOCUMENT_BYTES, limit=True), required=True),
         "activeMessageKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_ACTIVE_KEYS)),
-        "excludeVisibleSourceKeys": Field(
-            List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)
-        ),
+        "excludeVisibleSourceKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
         "policy": Field(PREFLIGHT_POLICY),
     }
 )

@@ -17,8 +17,9 @@ import os
 import platform
 import re
 import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import blake3
 
@@ -123,8 +124,13 @@ def findings(record: Any, env: Mapping[str, str] | None = None, user: str | None
 def _versions() -> dict[str, str]:
     import apsw
 
-    found = {"cwa": __version__, "python": platform.python_version(), "sqlite": apsw.sqlite_lib_version(),
-             "apsw": apsw.apsw_version(), "platform": f"{platform.system()}-{platform.machine()}"}
+    found = {
+        "cwa": __version__,
+        "python": platform.python_version(),
+        "sqlite": apsw.sqlite_lib_version(),
+        "apsw": apsw.apsw_version(),
+        "platform": f"{platform.system()}-{platform.machine()}",
+    }
     for package in ("sqlite-vec", "onnxruntime", "tokenizers", "orjson", "click", "blake3"):
         try:
             found[package] = importlib.metadata.version(package)
@@ -155,36 +161,58 @@ def collect(call: Callable[[str, Any], dict[str, Any]], now: str, gates: bool = 
     status, status_seconds = _timed(lambda: call("status", {"archive": True}))
     checks = [_doctor_check(doctor, doctor_seconds), {"name": "status", "exitStatus": 0, "seconds": status_seconds}]
     documents = status["documents"]
-    archive = {"projects": status["projects"], "sessions": status["sessions"],
-               "documents": {"total": documents["total"], "byState": documents["byState"],
-                             "byKind": documents["byKind"], "byClass": documents["byClass"]},
-               "messages": status["messages"], "chunks": status["chunks"], "bytes": status["bytes"]}
+    archive = {
+        "projects": status["projects"],
+        "sessions": status["sessions"],
+        "documents": {
+            "total": documents["total"],
+            "byState": documents["byState"],
+            "byKind": documents["byKind"],
+            "byClass": documents["byClass"],
+        },
+        "messages": status["messages"],
+        "chunks": status["chunks"],
+        "bytes": status["bytes"],
+    }
     return _record(now, status["schemaVersion"], archive, checks, gates)
 
 
 def collect_damaged(doctor: dict[str, Any], error: CwaError, now: str, gates: bool = True) -> dict[str, Any]:
     """The record of a run on an archive too damaged to open: the doctor's file checks failed,
     the totals could not be read (the error's exit status), and the archive holds no counts."""
-    checks = [_doctor_check(doctor, 0.0), {"name": "status", "exitStatus": error.exit_code, "seconds": 0.0,
-                                           "error": error.code}]
+    checks = [
+        _doctor_check(doctor, 0.0),
+        {"name": "status", "exitStatus": error.exit_code, "seconds": 0.0, "error": error.code},
+    ]
     return _record(now, None, None, checks, gates)
 
 
 def _doctor_check(doctor: dict[str, Any], seconds: float) -> dict[str, Any]:
-    return {"name": "doctor", "exitStatus": 0 if doctor["healthy"] else 1, "seconds": seconds,
-            "results": {c["name"]: c["ok"] for c in doctor["checks"]}}
+    return {
+        "name": "doctor",
+        "exitStatus": 0 if doctor["healthy"] else 1,
+        "seconds": seconds,
+        "results": {c["name"]: c["ok"] for c in doctor["checks"]},
+    }
 
 
-def _record(now: str, schema: int | None, archive: dict[str, Any] | None, checks: list[dict[str, Any]],
-            gates: bool) -> dict[str, Any]:
+def _record(
+    now: str, schema: int | None, archive: dict[str, Any] | None, checks: list[dict[str, Any]], gates: bool
+) -> dict[str, Any]:
     if gates:
         from cwa.evaluation.hints import evaluate, load_fixture
 
         report, seconds = _timed(lambda: evaluate(load_fixture(None)))
-        checks.append({"name": "hint-gates", "exitStatus": 0 if report["passed"] else 1, "seconds": seconds,
-                       "fixtureFingerprint": report["fingerprint"],
-                       "gates": {g["metric"]: g["passed"] for g in report["gates"]},
-                       "metrics": {k: v for k, v in report["metrics"].items() if isinstance(v, (int, float))}})
+        checks.append(
+            {
+                "name": "hint-gates",
+                "exitStatus": 0 if report["passed"] else 1,
+                "seconds": seconds,
+                "fixtureFingerprint": report["fingerprint"],
+                "gates": {g["metric"]: g["passed"] for g in report["gates"]},
+                "metrics": {k: v for k, v in report["metrics"].items() if isinstance(v, (int, float))},
+            }
+        )
     return {
         "kind": RECORD_KIND,
         "version": RECORD_VERSION,

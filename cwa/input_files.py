@@ -31,8 +31,13 @@ def read_file(path: Path, limit: int) -> bytes:
     """A named file's bytes within `limit`; a regular file's size is checked before reading."""
     try:
         if path.is_file() and path.stat().st_size > limit:
-            raise LimitExceeded(f"{path} is {path.stat().st_size:,} bytes; the limit is {limit:,}",
-                                field="file", reason="too-large", limit=limit, size=path.stat().st_size)
+            raise LimitExceeded(
+                f"{path} is {path.stat().st_size:,} bytes; the limit is {limit:,}",
+                field="file",
+                reason="too-large",
+                limit=limit,
+                size=path.stat().st_size,
+            )
         with path.open("rb") as stream:
             return read_stream(stream, limit, str(path))
     except OSError as exc:

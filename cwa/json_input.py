@@ -37,8 +37,12 @@ def check_depth(value: Any, what: str, field: str | None = None) -> None:
     """`invalid-request` (`too-deep`) when `value` nests deeper than MAX_JSON_DEPTH."""
     if not within_depth(value):
         where = {"field": field} if field else {}
-        raise InvalidRequest(f"{what} nests arrays and objects deeper than {limits.MAX_JSON_DEPTH} levels",
-                             **where, reason="too-deep", limit=limits.MAX_JSON_DEPTH)
+        raise InvalidRequest(
+            f"{what} nests arrays and objects deeper than {limits.MAX_JSON_DEPTH} levels",
+            **where,
+            reason="too-deep",
+            limit=limits.MAX_JSON_DEPTH,
+        )
 
 
 # orjson refuses to write more than ORJSON_MAX_DEPTH levels, so a value wrapped in

@@ -17,8 +17,9 @@ import re
 import sys
 import threading
 import uuid
+from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, BinaryIO, Callable, Mapping
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -37,14 +38,16 @@ def identity(env: Mapping[str, str]) -> agent_tools.Scope:
     return agent_tools.Scope(project, session)
 
 
-def run_tool(call: Callable[[str, Any], dict[str, Any]], scope: agent_tools.Scope, name: str,
-             arguments: Any) -> tuple[str, dict[str, Any], bool]:
+def run_tool(
+    call: Callable[[str, Any], dict[str, Any]], scope: agent_tools.Scope, name: str, arguments: Any
+) -> tuple[str, dict[str, Any], bool]:
     """(text, structured details, is_error) of one tool call."""
     tool = agent_tools.TOOLS.get(name)
     try:
         if tool is None or name not in routing.tool_names(HOST):
-            raise InvalidRequest(f"unknown tool {str(name)[:64]}", field="name", reason="unknown-tool",
-                                 allowed=routing.tool_names(HOST))
+            raise InvalidRequest(
+                f"unknown tool {str(name)[:64]}", field="name", reason="unknown-tool", allowed=routing.tool_names(HOST)
+            )
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidRequest("arguments must be an object", field="arguments", reason="wrong-type")
         _check_arguments(name, arguments or {})
@@ -55,10 +58,18 @@ def run_tool(call: Callable[[str, Any], dict[str, Any]], scope: agent_tools.Scop
 
 
 # JSON Schema keywords → the contract's `reason` codes (docs/contract.md)
-_REASONS = {"additionalProperties": "unknown-field", "type": "wrong-type", "enum": "not-allowed",
-            "required": "missing", "minimum": "out-of-range", "maximum": "out-of-range",
-            "minLength": "out-of-range", "maxLength": "out-of-range", "minItems": "out-of-range",
-            "maxItems": "out-of-range"}
+_REASONS = {
+    "additionalProperties": "unknown-field",
+    "type": "wrong-type",
+    "enum": "not-allowed",
+    "required": "missing",
+    "minimum": "out-of-range",
+    "maximum": "out-of-range",
+    "minLength": "out-of-range",
+    "maxLength": "out-of-range",
+    "minItems": "out-of-range",
+    "maxItems": "out-of-range",
+}
 
 
 @functools.cache
@@ -76,19 +87,38 @@ def _check_arguments(name: str, arguments: dict[str, Any]) -> None:
     if error is None:
         return
     path = ".".join(str(part) for part in error.absolute_path)
-    named = re.search(r"'([^']{1,64})'", error.message) if error.validator in ("required", "additionalProperties") else None
+    named = (
+        re.search(r"'([^']{1,64})'", error.message) if error.validator in ("required", "additionalProperties") else None
+    )
     field = ".".join(part for part in (path, named.group(1) if named else "") if part) or "arguments"
-    raise InvalidRequest(_schema_message(error.validator, error.validator_value, error.instance, field), field=field,
-                         reason=_REASONS.get(error.validator, "invalid"))
+    raise InvalidRequest(
+        _schema_message(error.validator, error.validator_value, error.instance, field),
+        field=field,
+        reason=_REASONS.get(error.validator, "invalid"),
+    )
 
 
-_TYPE_WORDS = {"boolean": "a boolean", "integer": "an integer", "number": "a number", "string": "a string",
-               "array": "an array", "object": "an object", "null": "null"}
+_TYPE_WORDS = {
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
 
 
 def _json_type(value: Any) -> str:
-    name = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",
-            type(None): "null"}.get(type(value))
+    name = {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+        type(None): "null",
+    }.get(type(value))
     return _TYPE_WORDS.get(name or "", "a value")
 
 
@@ -129,20 +159,30 @@ def build_server(archive: Archive, scope: agent_tools.Scope):
         with lock:
             return archive.call(method, params)
 
-    tools = [types.Tool(name=name, title=spec["label"], description=spec["description"],
-                        input_schema=spec["parameters"])
-             for name, spec in routing.guidance()["tools"].items() if name in routing.tool_names(HOST)]
+    tools = [
+        types.Tool(name=name, title=spec["label"], description=spec["description"], input_schema=spec["parameters"])
+        for name, spec in routing.guidance()["tools"].items()
+        if name in routing.tool_names(HOST)
+    ]
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx, params) -> types.CallToolResult:
         text, details, failed = await anyio.to_thread.run_sync(run_tool, call, scope, params.name, params.arguments)
-        return types.CallToolResult(content=[types.TextContent(text=text)],
-                                    structured_content=orjson.loads(orjson.dumps(details)), is_error=failed)
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)],
+            structured_content=orjson.loads(orjson.dumps(details)),
+            is_error=failed,
+        )
 
-    return Server("cwa", version=__version__, instructions=routing.guidelines_text(),
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "cwa",
+        version=__version__,
+        instructions=routing.guidelines_text(),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 # JSON-RPC 2.0's error codes for frames that never reach a method
@@ -151,8 +191,12 @@ PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 
 def _rpc_error(request_id: Any, code: int, error: CwaError) -> bytes:
     data = {"code": error.code, **error.details}
-    return orjson.dumps({"jsonrpc": "2.0", "id": request_id,
-                         "error": {"code": code, "message": error.message, "data": data}}) + b"\n"
+    return (
+        orjson.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": error.message, "data": data}}
+        )
+        + b"\n"
+    )
 
 
 def frame_error(line: bytes | None) -> bytes | None:
@@ -167,12 +211,16 @@ def frame_error(line: bytes | None) -> bytes | None:
     except CwaError as error:
         return _rpc_error(None, PARSE_ERROR if error.details.get("reason") == "bad-json" else INVALID_REQUEST, error)
     if not isinstance(frame, dict):
-        return _rpc_error(None, INVALID_REQUEST, InvalidRequest("a frame must be one JSON-RPC object (no batches)",
-                                                                reason="not-an-object"))
+        return _rpc_error(
+            None,
+            INVALID_REQUEST,
+            InvalidRequest("a frame must be one JSON-RPC object (no batches)", reason="not-an-object"),
+        )
     request_id = frame.get("id")
     if "id" in frame and (isinstance(request_id, bool) or not isinstance(request_id, (str, int, type(None)))):
-        return _rpc_error(None, INVALID_REQUEST, InvalidRequest("id must be a string or an integer", field="id",
-                                                                reason="wrong-type"))
+        return _rpc_error(
+            None, INVALID_REQUEST, InvalidRequest("id must be a string or an integer", field="id", reason="wrong-type")
+        )
     try:
         _check_frame(frame)
     except CwaError as error:
@@ -191,8 +239,11 @@ def _sdk_refusal(line: bytes, request_id: Any) -> bytes | None:
         mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError as exc:
         first = str(exc).splitlines()[0][:200]
-        return _rpc_error(request_id, INVALID_REQUEST, InvalidRequest(f"not a JSON-RPC message MCP knows: {first}",
-                                                                      reason="not-jsonrpc"))
+        return _rpc_error(
+            request_id,
+            INVALID_REQUEST,
+            InvalidRequest(f"not a JSON-RPC message MCP knows: {first}", reason="not-jsonrpc"),
+        )
     return None
 
 
@@ -211,8 +262,11 @@ def _check_frame(frame: dict[str, Any]) -> None:
     check_depth(params, "params", field="params")
     if frame["method"] == "tools/call":
         if not isinstance((params or {}).get("name"), str):
-            raise InvalidRequest("params.name must be the tool's name, a string", field="params.name",
-                                 reason="missing" if (params or {}).get("name") is None else "wrong-type")
+            raise InvalidRequest(
+                "params.name must be the tool's name, a string",
+                field="params.name",
+                reason="missing" if (params or {}).get("name") is None else "wrong-type",
+            )
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidRequest("params.arguments must be an object", field="params.arguments", reason="wrong-type")
@@ -268,8 +322,9 @@ def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> 
         import anyio
         import mcp.server.stdio  # noqa: F401
     except ImportError as missing:
-        raise InvalidRequest("cwa mcp needs the MCP SDK: pip install 'cwa[mcp]'", reason="missing-extra",
-                             module=str(missing.name)) from missing
+        raise InvalidRequest(
+            "cwa mcp needs the MCP SDK: pip install 'cwa[mcp]'", reason="missing-extra", module=str(missing.name)
+        ) from missing
     scope = identity(env)
     archive = open_archive()
 

@@ -21,9 +21,9 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from cwa.errors import DownloadFailed
 
@@ -87,8 +87,13 @@ def install(pinned: Pinned, target: Path, progress: Callable[[int, int], None] |
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"model": pinned.repo, "revision": pinned.revision, "folder": str(target), "bytes": sizes,
-            "identityCheck": check}
+    return {
+        "model": pinned.repo,
+        "revision": pinned.revision,
+        "folder": str(target),
+        "bytes": sizes,
+        "identityCheck": check,
+    }
 
 
 def _download(address: str, destination: Path, progress) -> int:
@@ -125,16 +130,24 @@ def _identity_check(pinned: Pinned, folder: Path) -> dict:
         else:
             from cwa.models import DIMENSIONS, Embedder, ModelFiles
 
-            model = Embedder(ModelFiles(folder / "model.onnx", folder / "tokenizer.json", pinned.revision[:12],
-                                        pinned.revision[:12], variant="fp32-hub"))
+            model = Embedder(
+                ModelFiles(
+                    folder / "model.onnx",
+                    folder / "tokenizer.json",
+                    pinned.revision[:12],
+                    pinned.revision[:12],
+                    variant="fp32-hub",
+                )
+            )
             vectors = model.embed(list(QUICKSTART))
             if vectors.shape[1] != DIMENSIONS:
                 raise ValueError(f"{vectors.shape[1]} dimensions, not {DIMENSIONS}")
             found = [float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2]), float(vectors[1] @ vectors[2])]
             expected, tolerance = QUICKSTART_COSINES, 0.01
     except Exception as exc:
-        raise DownloadFailed(f"the downloaded {pinned.repo} does not load: {type(exc).__name__}: {exc}",
-                             reason="identity-check") from exc
+        raise DownloadFailed(
+            f"the downloaded {pinned.repo} does not load: {type(exc).__name__}: {exc}", reason="identity-check"
+        ) from exc
     if any(abs(a - b) > tolerance for a, b in zip(found, expected)):
         raise DownloadFailed(
             f"the downloaded {pinned.repo} is not the pinned model: reference scores {list(expected)}, "

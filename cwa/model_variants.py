@@ -24,9 +24,10 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -73,8 +74,10 @@ def variant_status(archive_path: str | os.PathLike) -> dict[str, Any]:
         verdict = {k: manifest.get(k) for k in ("accepted", "speedup", "meanCosine", "windows", "createdAt")}
         verdict["file"] = str(folder(archive_path) / manifest.get("file", ""))
         verdict["current"] = manifest.get("source") == locate().fingerprint
-    return {"model": {"variant": used.variant, "fingerprint": used.fingerprint, "weights": str(used.weights)},
-            "optimized": verdict}
+    return {
+        "model": {"variant": used.variant, "fingerprint": used.fingerprint, "weights": str(used.weights)},
+        "optimized": verdict,
+    }
 
 
 def _read_manifest(archive_path: str | os.PathLike) -> dict[str, Any] | None:

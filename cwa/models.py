@@ -50,9 +50,15 @@ class ModelFiles:
     @property
     def fingerprint(self) -> str:
         """Model, revision, dimensions, pooling and variant: what the vectors depend on."""
-        parts = [MODEL_NAME, f"{WEIGHTS_PACKAGE}=={self.weights_version}",
-                 f"{TOKENIZER_PACKAGE}=={self.tokenizer_version}", str(DIMENSIONS), POOLING,
-                 f"truncate{MAX_TOKENS}", f"variant={self.variant}"]
+        parts = [
+            MODEL_NAME,
+            f"{WEIGHTS_PACKAGE}=={self.weights_version}",
+            f"{TOKENIZER_PACKAGE}=={self.tokenizer_version}",
+            str(DIMENSIONS),
+            POOLING,
+            f"truncate{MAX_TOKENS}",
+            f"variant={self.variant}",
+        ]
         return "minilm-l6-v2:" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
@@ -115,9 +121,7 @@ class Embedder:
         if threads:  # a background worker keeps to one core, leaving the other to requests
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(
-            str(files.weights), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = onnxruntime.InferenceSession(str(files.weights), options, providers=["CPUExecutionProvider"])
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
         # The shipped tokenizer pads and cuts everything to 128; use the model's own recipe.
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
@@ -248,7 +252,10 @@ def status() -> dict[str, Any]:
     try:
         files = locate()
     except ModelUnavailable as exc:
-        return {"embedding": {"installed": False, "reason": str(exc), "model": MODEL_NAME}, "reranker": reranker_status()}
+        return {
+            "embedding": {"installed": False, "reason": str(exc), "model": MODEL_NAME},
+            "reranker": reranker_status(),
+        }
     return {
         "embedding": {
             "installed": True,

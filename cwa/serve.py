@@ -12,15 +12,16 @@ import io
 import select
 import sys
 import traceback
-from typing import Any, BinaryIO, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
 
 import orjson
 
 from cwa import limits
 from cwa.api import Archive
-from cwa.json_input import parse_json_body
 from cwa.errors import CwaError, Internal, InvalidRequest, LimitExceeded
 from cwa.index.semantic import BackgroundEmbedder
+from cwa.json_input import parse_json_body
 from cwa.store.maintenance import PeriodicMaintenance
 from cwa.store.retention import plan_of
 
@@ -44,8 +45,9 @@ def _input_waiting(stream: BinaryIO) -> bool:
         return True
 
 
-def read_lines(stream: BinaryIO, max_bytes: int = limits.MAX_REQUEST_BYTES,
-               idle: Callable[[float], bool] | None = None) -> Iterator[bytes | None]:
+def read_lines(
+    stream: BinaryIO, max_bytes: int = limits.MAX_REQUEST_BYTES, idle: Callable[[float], bool] | None = None
+) -> Iterator[bytes | None]:
     """Lines of `stream`, without the newline; None stands for a line longer than `max_bytes`.
     While no input waits, `idle(seconds)` runs in slices (it says whether more work is left)."""
     pending = idle is not None
@@ -68,8 +70,11 @@ def read_lines(stream: BinaryIO, max_bytes: int = limits.MAX_REQUEST_BYTES,
 
 def oversized_line() -> LimitExceeded:
     """The error for a line `read_lines` gave as None."""
-    return LimitExceeded(f"a request line is limited to {limits.MAX_REQUEST_BYTES} bytes", reason="too-large",
-                         limit=limits.MAX_REQUEST_BYTES)
+    return LimitExceeded(
+        f"a request line is limited to {limits.MAX_REQUEST_BYTES} bytes",
+        reason="too-large",
+        limit=limits.MAX_REQUEST_BYTES,
+    )
 
 
 def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) -> dict[str, Any]:
@@ -84,19 +89,16 @@ def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) 
                 reason="not-an-object",
             )
         candidate_id = envelope.get("id")
-        if candidate_id is not None and (
-            isinstance(candidate_id, bool) or not isinstance(candidate_id, (str, int))
-        ):
+        if candidate_id is not None and (isinstance(candidate_id, bool) or not isinstance(candidate_id, (str, int))):
             raise InvalidRequest("id must be a string or an integer", field="id", reason="wrong-type")
         if isinstance(candidate_id, str) and len(candidate_id) > MAX_ID_CHARS:
-            raise InvalidRequest(f"id is longer than {MAX_ID_CHARS} characters", field="id", reason="too-long",
-                                 limit=MAX_ID_CHARS)
+            raise InvalidRequest(
+                f"id is longer than {MAX_ID_CHARS} characters", field="id", reason="too-long", limit=MAX_ID_CHARS
+            )
         request_id = candidate_id  # the params' nesting is bounded by the contract (with this id)
         unknown = sorted(set(envelope) - ENVELOPE_FIELDS)
         if unknown:
-            raise InvalidRequest(
-                f"unknown request field {unknown[0]}", field=unknown[0], reason="unknown-field"
-            )
+            raise InvalidRequest(f"unknown request field {unknown[0]}", field=unknown[0], reason="unknown-field")
         method = envelope.get("method")
         if not isinstance(method, str):
             raise InvalidRequest("method must be a string", field="method", reason="wrong-type")
@@ -120,8 +122,12 @@ def encode_reply(reply: dict[str, Any]) -> bytes:
         return orjson.dumps({"id": reply.get("id"), "error": error.to_json()}) + b"\n"
 
 
-def serve(call: Callable[[str, Any], dict[str, Any]], stdin: BinaryIO, stdout: BinaryIO,
-          idle: Callable[[float], bool] | None = None) -> int:
+def serve(
+    call: Callable[[str, Any], dict[str, Any]],
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    idle: Callable[[float], bool] | None = None,
+) -> int:
     for line in read_lines(stdin, idle=idle):
         if line is not None and not line.strip():
             continue
@@ -135,8 +141,9 @@ def project_bound(call: Callable[[str, Any], dict[str, Any]]) -> Callable[[str, 
 
     def bounded(method: str, params: Any) -> dict[str, Any]:
         if method in PROJECT_BOUND and isinstance(params, dict) and not params.get("project"):
-            raise InvalidRequest(f"{method} through cwa serve needs the caller's project", field="project",
-                                 reason="missing")
+            raise InvalidRequest(
+                f"{method} through cwa serve needs the caller's project", field="project", reason="missing"
+            )
         return call(method, params)
 
     return bounded
@@ -167,8 +174,11 @@ def serve_archive(
     if background and archive.settings["semanticRetrieval"]:
         workers.append(BackgroundEmbedder(str(archive.path), archive.clock).start())
     if maintenance_interval > 0:
-        workers.append(PeriodicMaintenance(str(archive.path), archive.clock, plan_of(archive.settings),
-                                           maintenance_interval, archive.handlers).start())
+        workers.append(
+            PeriodicMaintenance(
+                str(archive.path), archive.clock, plan_of(archive.settings), maintenance_interval, archive.handlers
+            ).start()
+        )
     try:
         return serve(project_bound(archive.call), stdin, stdout, idle=archive.idle_work)
     finally:

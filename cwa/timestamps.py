@@ -8,7 +8,7 @@ Input may be an ISO-8601 string (a missing offset is read as UTC) or integer epo
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 # The expiry schedule adds up to 36,500 days (100 years) to a creation time, in SQLite date
 # arithmetic, which stops at 9999-12-31: later creation times are refused.
@@ -26,12 +26,12 @@ def _canonical(year: int, month: int, day: int, hour: int, minute: int, second: 
 
 
 def format_timestamp(moment: datetime) -> str:
-    m = moment.astimezone(timezone.utc)
+    m = moment.astimezone(UTC)
     return _canonical(m.year, m.month, m.day, m.hour, m.minute, m.second, m.microsecond // 1000)
 
 
 def utc_now() -> str:
-    return format_timestamp(datetime.now(timezone.utc))
+    return format_timestamp(datetime.now(UTC))
 
 
 def parse_timestamp(value: str | int) -> str:
@@ -52,14 +52,15 @@ def parse_timestamp(value: str | int) -> str:
         raise ValueError("not an ISO-8601 date-time")
     moment = datetime.fromisoformat(text.replace("z", "Z"))
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     try:
         canonical = format_timestamp(moment)
     except (OverflowError, ValueError) as exc:  # e.g. year 1 with a positive offset
         raise OutOfRange(f"a timestamp must be between 0001-01-01 and {LATEST[:10]}") from exc
     if canonical > LATEST:
-        raise OutOfRange(f"a timestamp must be between 0001-01-01 and {LATEST[:10]} (the expiry schedule "
-                         "adds up to 100 years)")
+        raise OutOfRange(
+            f"a timestamp must be between 0001-01-01 and {LATEST[:10]} (the expiry schedule adds up to 100 years)"
+        )
     return canonical
 
 

@@ -25,12 +25,7 @@ _JSON_ESCAPED = frozenset('"\\\b\f\r\t')
 def _word_cost(word: str) -> int:
     has_digit = any(c.isdigit() for c in word)
     has_alpha = any(c.isalpha() for c in word)
-    if (
-        len(word) >= 12
-        or "_" in word
-        or (has_digit and has_alpha)
-        or (_HEX.fullmatch(word) and has_digit)
-    ):
+    if len(word) >= 12 or "_" in word or (has_digit and has_alpha) or (_HEX.fullmatch(word) and has_digit):
         return len(word)
     return max(-(-len(word) // 4), 1 + identifier_parts(word))
 

@@ -38,13 +38,24 @@ def main(argv: list[str] | None = None) -> None:
     figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
     for mode, found in report["modes"].items():
         values = [found["overall"][f"R@{k}"] for k in KS]
-        label = "bare SQLite FTS5 (floor)" if mode == "fts5" else f"cwa {mode}" + (" (out of fold)" if "training" in found else "")
+        label = (
+            "bare SQLite FTS5 (floor)"
+            if mode == "fts5"
+            else f"cwa {mode}" + (" (out of fold)" if "training" in found else "")
+        )
         axes.plot(KS, values, marker="o", label=label)
     markers = {"DRAGON (LoCoMo paper)": "D", "target": "*"}
     for name, points in REFERENCES.items():
         ks = sorted(points)
-        axes.plot(ks, [points[k] for k in ks], linestyle="--", marker=markers[name], color="grey"
-                  if name != "target" else "black", alpha=0.8, label=name)
+        axes.plot(
+            ks,
+            [points[k] for k in ks],
+            linestyle="--",
+            marker=markers[name],
+            color="grey" if name != "target" else "black",
+            alpha=0.8,
+            label=name,
+        )
     axes.set_xticks(KS)
     axes.set_xlabel("k (top turns)")
     axes.set_ylabel("turn-level recall@k")

@@ -79,9 +79,7 @@ def row_counts(db: Path) -> dict[str, int]:
     try:
         tables = [
             r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            )
+            for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         ]
         return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
     finally:

@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import blake3
 
@@ -28,8 +29,10 @@ def _open(db: str):
 
 
 def document_text(writer: int, number: int) -> str:
-    return (f"writer {writer} note {number}: the retry budget for service-{writer}-{number} is "
-            f"{number % 7} attempts; see src/service_{writer}.py line {number}")
+    return (
+        f"writer {writer} note {number}: the retry budget for service-{writer}-{number} is "
+        f"{number % 7} attempts; see src/service_{writer}.py line {number}"
+    )
 
 
 def stored_digest(messages: list[dict[str, Any]]) -> str:
@@ -49,8 +52,9 @@ def write_for(db: str, writer: int, seconds: float) -> dict[str, Any]:
     while time.monotonic() < deadline:
         messages = [{"role": "user", "text": document_text(writer, number)}]
         try:
-            done = archive.admit({"project": PROJECT, "sessionId": f"writer-{writer}", "kind": "turn",
-                                  "messages": messages})
+            done = archive.admit(
+                {"project": PROJECT, "sessionId": f"writer-{writer}", "kind": "turn", "messages": messages}
+            )
             acknowledged.append((done["documentId"], stored_digest(messages)))
         except CwaError as error:
             errors.append(f"{error.code}: {error.message}")
@@ -91,11 +95,19 @@ def read_for(db: str, reader: int, seconds: float) -> dict[str, Any]:
     def step(number: int) -> None:
         kind = number % 4
         if kind == 0:
-            archive.call("search", {"project": PROJECT, "query": f"retry budget service {number % 5}",
-                                    "semanticPolicy": "never"})
+            archive.call(
+                "search", {"project": PROJECT, "query": f"retry budget service {number % 5}", "semanticPolicy": "never"}
+            )
         elif kind == 1:
-            archive.call("preflight", {"project": PROJECT, "sessionId": f"reader-{reader}",
-                                       "messageKey": f"r{reader}-{number}", "text": "what was the retry budget again?"})
+            archive.call(
+                "preflight",
+                {
+                    "project": PROJECT,
+                    "sessionId": f"reader-{reader}",
+                    "messageKey": f"r{reader}-{number}",
+                    "text": "what was the retry budget again?",
+                },
+            )
         elif kind == 2:
             _search_then_recall(archive, f"retry budget service {number % 5}")
         else:
@@ -115,9 +127,20 @@ def seed(db: str, documents: int, words: int = 200) -> None:
     rng = random.Random(documents)
     vocabulary = [f"term{i}" for i in range(4000)]
     for number in range(documents):
-        archive.admit({"project": PROJECT, "sessionId": f"seed-{number % 10}", "kind": "turn", "messages": [
-            {"role": "user", "text": f"retry budget {number} " + " ".join(rng.choice(vocabulary) for _ in range(words))},
-            {"role": "assistant", "text": " ".join(rng.choice(vocabulary) for _ in range(words))}]})
+        archive.admit(
+            {
+                "project": PROJECT,
+                "sessionId": f"seed-{number % 10}",
+                "kind": "turn",
+                "messages": [
+                    {
+                        "role": "user",
+                        "text": f"retry budget {number} " + " ".join(rng.choice(vocabulary) for _ in range(words)),
+                    },
+                    {"role": "assistant", "text": " ".join(rng.choice(vocabulary) for _ in range(words))},
+                ],
+            }
+        )
     archive.close()
 
 
@@ -149,8 +172,9 @@ def rebuilds_started(db: str) -> int:
 
     conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return conn.execute("SELECT count(*) FROM index_generations WHERE reason = 'rebuild' "
-                            "AND finished_at IS NULL").fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM index_generations WHERE reason = 'rebuild' AND finished_at IS NULL"
+        ).fetchone()[0]
     finally:
         conn.close()
 
@@ -186,8 +210,12 @@ def acknowledged_lines(path: Path) -> list[list[str]]:
 
 
 def admission_request(writer: int, number: int) -> dict[str, Any]:
-    return {"project": PROJECT, "sessionId": f"writer-{writer}", "kind": "turn",
-            "messages": [{"role": "user", "text": document_text(writer, number)}]}
+    return {
+        "project": PROJECT,
+        "sessionId": f"writer-{writer}",
+        "kind": "turn",
+        "messages": [{"role": "user", "text": document_text(writer, number)}],
+    }
 
 
 def child_admit(db: str, ack: str, writer: int, start: int) -> None:
@@ -210,8 +238,9 @@ def checkpoint_text(cycle: int, megabytes: int = 4) -> str:
 def child_checkpoint(db: str, ack: str, cycle: int, megabytes: int) -> None:
     """One checkpoint of a few MB; acknowledge its root id once it returned."""
     archive = _open(db)
-    done = archive.call("checkpoint", {"project": PROJECT, "sessionId": "checkpoints",
-                                       "text": checkpoint_text(cycle, megabytes)})
+    done = archive.call(
+        "checkpoint", {"project": PROJECT, "sessionId": "checkpoints", "text": checkpoint_text(cycle, megabytes)}
+    )
     _acknowledge(ack, f"{done['rootId']} {cycle}")
 
 
@@ -219,14 +248,18 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def child(code: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", f"import fault_workers as w; {code}"],
-                            env=env | {"PYTHONPATH": str(REPO / "tests")}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", f"import fault_workers as w; {code}"],
+        env=env | {"PYTHONPATH": str(REPO / "tests")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def cwa(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "cwa", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cwa", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
 def kill_after(process: subprocess.Popen, seconds: float) -> bool:
@@ -242,8 +275,12 @@ def kill_after(process: subprocess.Popen, seconds: float) -> bool:
 
 
 def _search_ids(archive, query: str, limit: int = 5) -> list[str]:
-    return [r["documentId"] for r in archive.call("search", {"project": PROJECT, "query": query,
-                                                            "semanticPolicy": "never", "limit": limit})["results"]]
+    return [
+        r["documentId"]
+        for r in archive.call(
+            "search", {"project": PROJECT, "query": query, "semanticPolicy": "never", "limit": limit}
+        )["results"]
+    ]
 
 
 def _holds(archive, sentinel: str) -> bool:
@@ -271,8 +308,15 @@ def admission_kills(folder: Path, env: dict[str, str], kills: int, rng) -> dict[
         again = archive.admit(admission_request(1, int(number)))
         mismatches += again["documentId"] != document_id or again["created"] is not False
     archive.close()
-    return {"kills": done, "acknowledged": len(lines), "missing": len(checked["missing"]), "wrong": len(checked["wrong"]),
-            "integrity": checked["integrity"], "retryMismatches": mismatches, "seconds": round(seconds, 1)}
+    return {
+        "kills": done,
+        "acknowledged": len(lines),
+        "missing": len(checked["missing"]),
+        "wrong": len(checked["wrong"]),
+        "integrity": checked["integrity"],
+        "retryMismatches": mismatches,
+        "seconds": round(seconds, 1),
+    }
 
 
 def checkpoint_kills(folder: Path, env: dict[str, str], cycles: int, rng, megabytes: int = 4) -> dict[str, Any]:
@@ -291,9 +335,13 @@ def checkpoint_kills(folder: Path, env: dict[str, str], cycles: int, rng, megaby
     for cycle in range(cycles):
         text = checkpoint_text(cycle, megabytes)
         sentinel = f"FAULT-SENTINEL-{cycle}-MIDDLE"
-        has_root = archive.conn.execute(
-            "SELECT count(*) FROM documents WHERE kind = 'checkpoint-root' AND metadata LIKE ?",
-            (f'%"bytes":{len(text.encode())}%',)).fetchone()[0] > 0
+        has_root = (
+            archive.conn.execute(
+                "SELECT count(*) FROM documents WHERE kind = 'checkpoint-root' AND metadata LIKE ?",
+                (f'%"bytes":{len(text.encode())}%',),
+            ).fetchone()[0]
+            > 0
+        )
         partial_visible += _holds(archive, sentinel) and not has_root  # found by search without a root
         done = archive.call("checkpoint", {"project": PROJECT, "sessionId": "checkpoints", "text": text})
         if cycle in roots:
@@ -301,25 +349,40 @@ def checkpoint_kills(folder: Path, env: dict[str, str], cycles: int, rng, megaby
         unindexed = archive.conn.execute(
             "SELECT count(*) FROM checkpoint_parts c JOIN documents d ON d.id = c.part_row "
             "WHERE c.root_row = (SELECT id FROM documents WHERE document_id = ?) AND d.index_generation IS NULL",
-            (done["rootId"],)).fetchone()[0]
+            (done["rootId"],),
+        ).fetchone()[0]
         incomplete += archive.get({"documentId": done["rootId"]})["text"] != text or unindexed > 0
     # structurally: a part no root names holds no derived rows, so nothing can find it
     partial_visible += archive.conn.execute(
         "SELECT count(*) FROM documents d WHERE d.kind = 'checkpoint-part' "
         "AND NOT EXISTS (SELECT 1 FROM checkpoint_parts c WHERE c.part_row = d.id) "
         "AND (EXISTS (SELECT 1 FROM windows w WHERE w.document_row = d.id) "
-        "OR EXISTS (SELECT 1 FROM anchors a WHERE a.document_row = d.id))").fetchone()[0]
+        "OR EXISTS (SELECT 1 FROM anchors a WHERE a.document_row = d.id))"
+    ).fetchone()[0]
     archive.close()
-    return {"kills": kills, "cycles": cycles, "acknowledged": len(roots), "integrity": checked,
-            "partialVisible": partial_visible, "retryMismatches": retry_mismatches, "incomplete": incomplete}
+    return {
+        "kills": kills,
+        "cycles": cycles,
+        "acknowledged": len(roots),
+        "integrity": checked,
+        "partialVisible": partial_visible,
+        "retryMismatches": retry_mismatches,
+        "incomplete": incomplete,
+    }
 
 
 def redacted_session(db: str, tag: int, documents: int = 60) -> None:
     """A session of large tool outputs, redacted: work for maintenance (purge, space)."""
     archive = _open(db)
     for number in range(documents):
-        archive.admit({"project": PROJECT, "sessionId": f"doomed-{tag}", "kind": "tool-result",
-                       "messages": [{"role": "toolResult", "text": f"output {tag}-{number} " + "x" * 40_000}]})
+        archive.admit(
+            {
+                "project": PROJECT,
+                "sessionId": f"doomed-{tag}",
+                "kind": "tool-result",
+                "messages": [{"role": "toolResult", "text": f"output {tag}-{number} " + "x" * 40_000}],
+            }
+        )
     asked = archive.call("redact", {"project": PROJECT, "sessionId": f"doomed-{tag}"})
     archive.call("redact", {"project": PROJECT, "sessionId": f"doomed-{tag}", "confirm": asked["confirm"]})
     archive.close()
@@ -349,8 +412,15 @@ def maintenance_kills(folder: Path, env: dict[str, str], cycles: int, rng) -> di
     queued = archive.conn.execute("SELECT count(*) FROM purge_queue").fetchone()[0]
     leftover = len(_search_ids(archive, "output"))
     archive.close()
-    return {"kills": kills, "cycles": cycles, "documents": len(written), "damaged": damaged,
-            "finalExit": finished.returncode, "purgeQueued": queued, "redactedFound": leftover}
+    return {
+        "kills": kills,
+        "cycles": cycles,
+        "documents": len(written),
+        "damaged": damaged,
+        "finalExit": finished.returncode,
+        "purgeQueued": queued,
+        "redactedFound": leftover,
+    }
 
 
 def rebuild_kills(folder: Path, env: dict[str, str], kills: int, rng, documents: int = 300) -> dict[str, Any]:
@@ -374,11 +444,18 @@ def rebuild_kills(folder: Path, env: dict[str, str], kills: int, rng, documents:
     rerun = subprocess.run([sys.executable, "-m", "cwa", "index", "rebuild"], env=env, capture_output=True)
     same = [_search_ids(archive, q) for q in queries] == before
     archive.close()
-    return {"kills": done, "integrityFailures": broken, "searchesFindingNothing": blind,
-            "rerunExit": rerun.returncode, "sameResultsAfterRerun": same}
+    return {
+        "kills": done,
+        "integrityFailures": broken,
+        "searchesFindingNothing": blind,
+        "rerunExit": rerun.returncode,
+        "sameResultsAfterRerun": same,
+    }
 
 
-def reads_during(db: str, env: dict[str, str], args: list[str], started: Callable[[], bool] | None = None) -> dict[str, Any]:
+def reads_during(
+    db: str, env: dict[str, str], args: list[str], started: Callable[[], bool] | None = None
+) -> dict[str, Any]:
     """Run `cwa ARGS` and, while it runs, search, recall and preflight in turn from this process:
     how many read rounds, errors, and the longest round."""
     archive = _open(db)
@@ -390,10 +467,23 @@ def reads_during(db: str, env: dict[str, str], args: list[str], started: Callabl
 
     def step(number: int) -> None:
         _search_then_recall(archive, f"retry budget {number % 300}")
-        archive.call("preflight", {"project": PROJECT, "sessionId": "soak-reader", "messageKey": f"m{number}-{began}",
-                                   "text": f"what was the retry budget {number % 300}?"})
+        archive.call(
+            "preflight",
+            {
+                "project": PROJECT,
+                "sessionId": "soak-reader",
+                "messageKey": f"m{number}-{began}",
+                "text": f"what was the retry budget {number % 300}?",
+            },
+        )
 
     reads, errors, longest = _read_loop(lambda: process.poll() is None, step)
     archive.close()
-    return {"command": " ".join(args), "seconds": round(time.monotonic() - began, 2), "exit": process.returncode,
-            "readRounds": reads, "errors": errors, "longestReadRoundMs": round(longest * 1000, 1)}
+    return {
+        "command": " ".join(args),
+        "seconds": round(time.monotonic() - began, 2),
+        "exit": process.returncode,
+        "readRounds": reads,
+        "errors": errors,
+        "longestReadRoundMs": round(longest * 1000, 1),
+    }

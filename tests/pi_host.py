@@ -13,8 +13,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from conftest import DISK_GUARD_OFF, REPO
 
@@ -34,16 +35,18 @@ def pi_env(root: Path, **settings: str) -> dict[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CWA_")}
     env.update(DISK_GUARD_OFF)
-    env.update({
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "PATH": f"{PI_BIN}{os.pathsep}{env.get('PATH', '')}",
-        "CWA_DB": str(root / "archive.db"),
-        "CWA_EXECUTABLE": str(CWA),
-        "CWA_TEST_PI_DIR": str(root),
-        "CWA_SEMANTIC_RETRIEVAL": "false",  # the embedding model is exercised elsewhere; keeps turns fast
-    })
+    env.update(
+        {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "PATH": f"{PI_BIN}{os.pathsep}{env.get('PATH', '')}",
+            "CWA_DB": str(root / "archive.db"),
+            "CWA_EXECUTABLE": str(CWA),
+            "CWA_TEST_PI_DIR": str(root),
+            "CWA_SEMANTIC_RETRIEVAL": "false",  # the embedding model is exercised elsewhere; keeps turns fast
+        }
+    )
     env.update(settings)
     return env
 
@@ -51,18 +54,39 @@ def pi_env(root: Path, **settings: str) -> dict[str, str]:
 class Pi:
     """`pi --mode rpc` with the faux model and the cwa extension; every stdout line is kept."""
 
-    def __init__(self, root: Path, env: dict[str, str], *, extensions: tuple[Path, ...] = (FAUX, EXTENSION),
-                 args: tuple[str, ...] = ("--no-session",), discover: bool = False) -> None:
+    def __init__(
+        self,
+        root: Path,
+        env: dict[str, str],
+        *,
+        extensions: tuple[Path, ...] = (FAUX, EXTENSION),
+        args: tuple[str, ...] = ("--no-session",),
+        discover: bool = False,
+    ) -> None:
         self.root = root
         self.work = root / "work"
         self.work.mkdir(parents=True, exist_ok=True)
         # -ne: no extension discovery (only -e); `discover` lets Pi load those its settings name
-        command = [str(PI_BIN / "pi"), "--mode", "rpc", *args, "--offline", *(() if discover else ("-ne",)),
-                   "-nc", "-ns", "-np", "--provider", "faux", "--model", "faux-1"]
+        command = [
+            str(PI_BIN / "pi"),
+            "--mode",
+            "rpc",
+            *args,
+            "--offline",
+            *(() if discover else ("-ne",)),
+            "-nc",
+            "-ns",
+            "-np",
+            "--provider",
+            "faux",
+            "--model",
+            "faux-1",
+        ]
         for extension in extensions:
             command += ["-e", str(extension)]
-        self.process = subprocess.Popen(command, cwd=self.work, env=env, stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            command, cwd=self.work, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.events: list[dict[str, Any]] = []
         self.stderr = b""
@@ -127,12 +151,18 @@ class Pi:
         return shown[-1]["message"]
 
     def statuses(self) -> list[str]:
-        return [e.get("statusText") or "" for e in self.events
-                if e.get("type") == "extension_ui_request" and e.get("method") == "setStatus"]
+        return [
+            e.get("statusText") or ""
+            for e in self.events
+            if e.get("type") == "extension_ui_request" and e.get("method") == "setStatus"
+        ]
 
     def notices(self) -> list[str]:
-        return [e.get("message") or "" for e in self.events
-                if e.get("type") == "extension_ui_request" and e.get("method") == "notify"]
+        return [
+            e.get("message") or ""
+            for e in self.events
+            if e.get("type") == "extension_ui_request" and e.get("method") == "notify"
+        ]
 
     def requests(self) -> list[list[dict[str, Any]]]:
         """Every provider request the faux model received, in order (its messages)."""

@@ -28,24 +28,57 @@ class Transcript:
         content: Any = text
         if images:
             content = [{"type": "text", "text": text}] + [
-                {"type": "image", "data": "aGVsbG8=" * 4, "mimeType": "image/png"} for _ in range(images)]
+                {"type": "image", "data": "aGVsbG8=" * 4, "mimeType": "image/png"} for _ in range(images)
+            ]
         return self._add({"role": "user", "content": content, "timestamp": self._at()})
 
     def assistant(self, text: str, stop: str = "stop") -> dict[str, Any]:
-        return self._add({"role": "assistant", "content": [{"type": "text", "text": text}], "api": "faux",
-                          "provider": "faux", "model": "faux-1", "usage": {}, "stopReason": stop,
-                          "timestamp": self._at()})
+        return self._add(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": text}],
+                "api": "faux",
+                "provider": "faux",
+                "model": "faux-1",
+                "usage": {},
+                "stopReason": stop,
+                "timestamp": self._at(),
+            }
+        )
 
     def tool(self, output: str, name: str = "bash", arguments: dict | None = None, error: bool = False) -> str:
         """An assistant tool call and its result; returns the call id."""
         self.calls += 1
         call = f"call_{self.calls}"
-        self._add({"role": "assistant", "content": [{"type": "toolCall", "id": call, "name": name,
-                                                      "arguments": arguments or {"command": f"run {self.calls}"}}],
-                   "api": "faux", "provider": "faux", "model": "faux-1", "usage": {}, "stopReason": "toolUse",
-                   "timestamp": self._at()})
-        self._add({"role": "toolResult", "toolCallId": call, "toolName": name,
-                   "content": [{"type": "text", "text": output}], "isError": error, "timestamp": self._at()})
+        self._add(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "toolCall",
+                        "id": call,
+                        "name": name,
+                        "arguments": arguments or {"command": f"run {self.calls}"},
+                    }
+                ],
+                "api": "faux",
+                "provider": "faux",
+                "model": "faux-1",
+                "usage": {},
+                "stopReason": "toolUse",
+                "timestamp": self._at(),
+            }
+        )
+        self._add(
+            {
+                "role": "toolResult",
+                "toolCallId": call,
+                "toolName": name,
+                "content": [{"type": "text", "text": output}],
+                "isError": error,
+                "timestamp": self._at(),
+            }
+        )
         return call
 
     def turn(self, question: str, answer: str = "Done.", tools: tuple[str, ...] = ()) -> None:
@@ -75,11 +108,17 @@ class Host:
         self.status: dict[str, Any] = {}
 
     def params(self, messages: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
-        return {"project": PROJECT, "sessionId": self.session, "model": self.model, "messages": messages,
-                **self.extra, **more}
+        return {
+            "project": PROJECT,
+            "sessionId": self.session,
+            "model": self.model,
+            "messages": messages,
+            **self.extra,
+            **more,
+        }
 
     def context(self, transcript: Transcript) -> list[dict[str, Any]]:
-        new = transcript.messages[self.sent:]
+        new = transcript.messages[self.sent :]
         request = self.params(new, answer="delta")
         if self.digest is not None:
             request["baseDigest"] = self.digest

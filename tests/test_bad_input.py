@@ -92,8 +92,12 @@ CASES = [
         _admit(messages=[{"role": "user", "text": str(n)} for n in range(MAX_SOURCE_MESSAGES + 1)]),
         "limit-exceeded",
     ),
-    Case("many messages of 1 MiB each", "admit",
-         _admit(messages=[{"role": "user", "text": "m" * (1 << 20)}] * 9), "limit-exceeded"),
+    Case(
+        "many messages of 1 MiB each",
+        "admit",
+        _admit(messages=[{"role": "user", "text": "m" * (1 << 20)}] * 9),
+        "limit-exceeded",
+    ),
     Case("metadata over 1 MiB", "admit", _admit(metadata={"blob": "m" * MAX_METADATA_BYTES}), "limit-exceeded"),
     Case("metadata not an object", "admit", _admit(metadata=[1, 2]), "invalid-request"),
     Case("metadata too deep", "admit", _admit(metadata=_deep(40)), "invalid-request"),
@@ -101,10 +105,19 @@ CASES = [
     Case("createdAt month 13", "admit", _admit(createdAt="2026-13-01T00:00:00Z"), "invalid-request"),
     Case("createdAt boolean", "admit", _admit(createdAt=True), "invalid-request"),
     Case("timestamp negative millis", "admit", _message(timestamp=-5), "invalid-request"),
-    Case("duplicate message keys", "admit", _admit(messages=[{"key": "k", "role": "user", "text": "a"}] * 2), "invalid-request"),
+    Case(
+        "duplicate message keys",
+        "admit",
+        _admit(messages=[{"key": "k", "role": "user", "text": "a"}] * 2),
+        "invalid-request",
+    ),
     Case("supersedes without version", "admit", _admit(supersedes={"documentId": "doc-x"}), "invalid-request"),
-    Case("supersedes version zero", "admit", _admit(supersedes={"documentId": "doc-x", "version": 0}), "invalid-request"),
-    Case("supersedes unknown document", "admit", _admit(supersedes={"documentId": "doc-none", "version": 1}), "not-found"),
+    Case(
+        "supersedes version zero", "admit", _admit(supersedes={"documentId": "doc-x", "version": 0}), "invalid-request"
+    ),
+    Case(
+        "supersedes unknown document", "admit", _admit(supersedes={"documentId": "doc-none", "version": 1}), "not-found"
+    ),
     Case("subject key held by another document", "admit", _admit(subjectKey="plan"), "conflict"),
     Case("session is its own parent", "admit", _admit(parentSessionId="s1"), "invalid-request"),
     Case("lone surrogate in text", "admit", _message(text="bad \ud800 text"), "invalid-request"),
@@ -122,15 +135,28 @@ CASES = [
     ),
     Case("get without id", "get", {"project": "/work/p"}, "invalid-request"),
     Case("get unknown id", "get", {"project": "/work/p", "documentId": "doc-missing"}, "not-found"),
-    Case("get version as text", "get", {"project": "/work/p", "documentId": "doc-x", "version": "1"}, "invalid-request"),
-    Case("get version boolean", "get", {"project": "/work/p", "documentId": "doc-x", "version": True}, "invalid-request"),
-    Case("get negative range", "get", {"project": "/work/p", "documentId": "doc-x", "range": {"start": -1, "end": 4}},
-         "invalid-request"),
+    Case(
+        "get version as text", "get", {"project": "/work/p", "documentId": "doc-x", "version": "1"}, "invalid-request"
+    ),
+    Case(
+        "get version boolean", "get", {"project": "/work/p", "documentId": "doc-x", "version": True}, "invalid-request"
+    ),
+    Case(
+        "get negative range",
+        "get",
+        {"project": "/work/p", "documentId": "doc-x", "range": {"start": -1, "end": 4}},
+        "invalid-request",
+    ),
     Case("status unknown field", "status", {"verbose": True}, "invalid-request"),
     Case("search without query or relation", "search", {"project": "/work/p"}, "invalid-request"),
     Case("search bad relation", "search", {"project": "/work/p", "relation": "latest-mood"}, "invalid-request"),
     Case("search limit zero", "search", {"project": "/work/p", "query": "x", "limit": 0}, "invalid-request"),
-    Case("search session scope without session", "search", {"project": "/work/p", "query": "x", "scope": "session"}, "invalid-request"),
+    Case(
+        "search session scope without session",
+        "search",
+        {"project": "/work/p", "query": "x", "scope": "session"},
+        "invalid-request",
+    ),
     Case("search query too long", "search", {"project": "/work/p", "query": "q" * 65_537}, "limit-exceeded"),
     Case(
         "search too many visible keys",
@@ -138,21 +164,48 @@ CASES = [
         {"project": "/work/p", "query": "plan", "excludeVisibleSourceKeys": [f"k{n}" for n in range(1001)]},
         "limit-exceeded",
     ),
-    Case("recall with locator and id", "recall", {"project": "/work/p", "locator": "cwa1.a.b", "documentId": "doc-x"},
-         "invalid-request"),
+    Case(
+        "recall with locator and id",
+        "recall",
+        {"project": "/work/p", "locator": "cwa1.a.b", "documentId": "doc-x"},
+        "invalid-request",
+    ),
     Case("recall with neither", "recall", {"project": "/work/p"}, "invalid-request"),
-    Case("recall maxTokens too small", "recall", {"project": "/work/p", "documentId": "doc-x", "maxTokens": 10},
-         "invalid-request"),
-    Case("supersede unknown document", "supersede",
-         {"project": "/work/p", "documentId": "doc-a", "by": {"documentId": "doc-b"}}, "not-found"),
+    Case(
+        "recall maxTokens too small",
+        "recall",
+        {"project": "/work/p", "documentId": "doc-x", "maxTokens": 10},
+        "invalid-request",
+    ),
+    Case(
+        "supersede unknown document",
+        "supersede",
+        {"project": "/work/p", "documentId": "doc-a", "by": {"documentId": "doc-b"}},
+        "not-found",
+    ),
     Case("supersede without by", "supersede", {"project": "/work/p", "documentId": "doc-a"}, "invalid-request"),
     # nested deeper than MAX_JSON_DEPTH: once, this killed `cwa serve` while it wrote the reply
-    Case("message field nested 300 deep", "session-context",
-         {"project": "/work/p", "sessionId": "deep", "messages": [{"role": "user", "content": "hi", "x": _deep(300)}]},
-         "invalid-request"),
-    Case("toolCall arguments nested 300 deep", "session-context",
-         {"project": "/work/p", "sessionId": "deep", "messages": [{"role": "assistant", "content": [
-             {"type": "toolCall", "id": "c1", "name": "bash", "arguments": _deep(300)}]}]}, "invalid-request"),
+    Case(
+        "message field nested 300 deep",
+        "session-context",
+        {"project": "/work/p", "sessionId": "deep", "messages": [{"role": "user", "content": "hi", "x": _deep(300)}]},
+        "invalid-request",
+    ),
+    Case(
+        "toolCall arguments nested 300 deep",
+        "session-context",
+        {
+            "project": "/work/p",
+            "sessionId": "deep",
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": _deep(300)}],
+                }
+            ],
+        },
+        "invalid-request",
+    ),
 ]
 
 
@@ -211,9 +264,7 @@ def test_cwa_serve_answers_each_bad_line_and_keeps_serving(prepared_db, tmp_path
             lines.append(case.wire_bytes())  # the whole line is unreadable
         else:
             lines.append(
-                b'{"id": %d, "method": "%s", "params": ' % (number, case.method.encode())
-                + case.wire_bytes()
-                + b"}"
+                b'{"id": %d, "method": "%s", "params": ' % (number, case.method.encode()) + case.wire_bytes() + b"}"
             )
     lines.append(b'{"id": "last", "method": "status", "params": {}}')
     completed = subprocess.run(
@@ -240,7 +291,9 @@ def test_the_error_table_holds_every_error_type_once_and_docs_list_each():
 
     from cwa import errors
 
-    declared = {t for t in vars(errors).values() if isinstance(t, type) and issubclass(t, CwaError) and t is not CwaError}
+    declared = {
+        t for t in vars(errors).values() if isinstance(t, type) and issubclass(t, CwaError) and t is not CwaError
+    }
     assert declared == set(errors.ERROR_TYPES)
     assert len(EXIT_CODES) == len(errors.ERROR_TYPES) and len(set(EXIT_CODES.values())) == len(EXIT_CODES)
     documented = (REPO / "docs" / "contract.md").read_text(encoding="utf-8")

@@ -14,12 +14,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-from cwa.api import Archive
-from cwa.config import load_settings
 from conftest import hermetic_env
 from pi_host import children
 from session_helpers import Transcript
+
+from cwa.api import Archive
+from cwa.config import load_settings
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -43,18 +43,26 @@ def browsing(tmp_path_factory):
     root = tmp_path_factory.mktemp("browse")
     env = hermetic_env(root, root / "archive.db")
     assert subprocess.run([sys.executable, "-m", "cwa", "demo"], env=env, capture_output=True).returncode == 0
-    with Archive.open(root / "archive.db", settings=load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})) as archive:
+    with Archive.open(
+        root / "archive.db", settings=load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})
+    ) as archive:
         transcript = Transcript()  # a session the engine worked on: one tool output externalized
         transcript.user("run the full test suite <script>alert('x')</script>")
         transcript.tool("\n".join(f"test_case_{n} PASSED in 0.{n % 10}s" for n in range(3000)))
         transcript.assistant("All green.")
-        archive.call("session-context", {"project": "/work/browse", "sessionId": "engine-session",
-                                         "messages": transcript.messages})
+        archive.call(
+            "session-context",
+            {"project": "/work/browse", "sessionId": "engine-session", "messages": transcript.messages},
+        )
         archive.call("session-settled", {"project": "/work/browse", "sessionId": "engine-session", "aborted": False})
         documents = archive.status()["documents"]["total"]
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "cwa", "browse", "--port", str(port)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "cwa", "browse", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -86,14 +94,19 @@ def _rows(base: str, path: str) -> list[dict]:
 def test_each_canned_query_answers_with_the_rows_expected(browsing):
     base, _, _ = browsing
     sessions = {r["session"]: r for r in _rows(base, "sessions_by_date.json")}
-    assert sessions["demo-session-1"]["documents"] == 4 and sessions["demo-session-2"]["parent_session"] == "demo-session-1"
+    assert (
+        sessions["demo-session-1"]["documents"] == 4
+        and sessions["demo-session-2"]["parent_session"] == "demo-session-1"
+    )
     turns = _rows(base, "session_turns.json?session=demo-session-1")
     assert turns[0]["text"].startswith("The retry loop in src/retry.py never gives up")
     assert turns[0]["exact_text_command"] == f"cwa get {turns[0]['document_id']} --version 1 --text"
     hints = _rows(base, "hints_shown.json?session=demo-session-2")
     assert {h["outcome"] for h in hints} == {"continuity-marker", "historical-snippet", "suppress"}
-    assert all(h["why_command"].startswith("cwa why --project 'demo:cwa-sample-project' --session demo-session-2")
-               for h in hints)
+    assert all(
+        h["why_command"].startswith("cwa why --project 'demo:cwa-sample-project' --session demo-session-2")
+        for h in hints
+    )
     moved = _rows(base, "rotated_and_externalized.json?session=engine-session")
     assert [m["action"] for m in moved] == ["preview"] and moved[0]["document_id"].startswith("doc-")
     due = _rows(base, "documents_due_to_expire.json")
@@ -146,12 +159,30 @@ def test_the_pages_in_headless_chromium(browsing, tmp_path):
     if CHROMIUM is None:  # .ci/run installs Debian's chromium
         pytest.fail("chromium is not installed (apt-get install chromium)", pytrace=False)
     base, _, _ = browsing
-    for name, path in (("session", "session_turns?session=demo-session-1"), ("hints", "hints_shown?session=demo-session-2")):
+    for name, path in (
+        ("session", "session_turns?session=demo-session-1"),
+        ("hints", "hints_shown?session=demo-session-2"),
+    ):
         shot = tmp_path / f"{name}.png"
-        subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                        f"--user-data-dir={tmp_path / ('profile-' + name)}", "--window-size=1400,1000",
-                        f"--screenshot={shot}", f"{base}/archive/{path}"], capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={tmp_path / ('profile-' + name)}",
+                "--window-size=1400,1000",
+                f"--screenshot={shot}",
+                f"{base}/archive/{path}",
+            ],
+            capture_output=True,
+            timeout=120,
+        )
         assert shot.exists() and shot.stat().st_size > 20_000, name  # a page, not a blank
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -10,8 +10,8 @@ import sys
 import time
 
 import orjson
-
 from conftest import hermetic_env
+
 from cwa.api import Archive
 from cwa.evaluation.perf.first_send import transcript
 from cwa.session.engine import CATCH_UP_MESSAGES
@@ -21,9 +21,12 @@ PROJECT = "/work/long"
 
 class Serve:
     def __init__(self, tmp_path) -> None:
-        self.child = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      env=hermetic_env(tmp_path, tmp_path / "archive.db"))
+        self.child = subprocess.Popen(
+            [sys.executable, "-m", "cwa", "serve", "--no-background"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=hermetic_env(tmp_path, tmp_path / "archive.db"),
+        )
         self.number = 0
 
     def call(self, method: str, params: dict) -> dict:
@@ -36,15 +39,24 @@ class Serve:
 
 
 def _context(serve: Serve, messages: list[dict]) -> dict:
-    return serve.call("session-context", {"project": PROJECT, "sessionId": "long", "messages": messages,
-                                          "model": {"contextWindow": 200_000, "maxTokens": 8_192}})
+    return serve.call(
+        "session-context",
+        {
+            "project": PROJECT,
+            "sessionId": "long",
+            "messages": messages,
+            "model": {"contextWindow": 200_000, "maxTokens": 8_192},
+        },
+    )
 
 
 def _archived(tmp_path) -> tuple[int, int]:
     with Archive.open(tmp_path / "archive.db") as archive:
         conn = archive.conn
-        return (conn.execute("SELECT count(*) FROM session_turns").fetchone()[0],
-                conn.execute("SELECT count(*) FROM documents WHERE kind = 'turn'").fetchone()[0])
+        return (
+            conn.execute("SELECT count(*) FROM session_turns").fetchone()[0],
+            conn.execute("SELECT count(*) FROM documents WHERE kind = 'turn'").fetchone()[0],
+        )
 
 
 def test_a_long_first_send_is_cut_once_and_its_history_archived_between_requests(tmp_path):
@@ -87,21 +99,31 @@ def test_history_left_unarchived_by_a_killed_process_is_archived_on_the_next_fir
     with Archive.open(tmp_path / "archive.db") as archive:  # each early message archived, once
         twice = archive.conn.execute(
             "SELECT count(*) FROM (SELECT m.message_key FROM messages AS m JOIN documents AS d ON d.id = m.document_row "
-            "WHERE d.kind = 'turn' GROUP BY m.message_key HAVING count(*) > 1)").fetchone()[0]
+            "WHERE d.kind = 'turn' GROUP BY m.message_key HAVING count(*) > 1)"
+        ).fetchone()[0]
         archived = archive.conn.execute(
-            "SELECT count(*) FROM messages AS m JOIN documents AS d ON d.id = m.document_row WHERE d.kind = 'turn'")
+            "SELECT count(*) FROM messages AS m JOIN documents AS d ON d.id = m.document_row WHERE d.kind = 'turn'"
+        )
         assert twice == 0 and archived.fetchone()[0] == 2 * rotated["removedGroups"]
 
 
 def test_a_long_epoch_already_seen_is_rebuilt_exactly_not_cut(tmp_path):
     """Catch-up is for messages no engine has seen: a fresh process given a long epoch it decided
     before (more than CATCH_UP_MESSAGES messages) rebuilds the very same provider copy."""
-    from cwa.config import load_settings
     from session_helpers import Host, Transcript
 
-    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-                                        "CWA_DISK_CRITICAL_MEBIBYTES": "0", "CWA_SEMANTIC_RETRIEVAL": "false",
-                                        "CWA_ROTATION_TURNS": "1000"})
+    from cwa.config import load_settings
+
+    settings = load_settings(
+        None,
+        env={
+            "HOME": str(tmp_path),
+            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+            "CWA_DISK_CRITICAL_MEBIBYTES": "0",
+            "CWA_SEMANTIC_RETRIEVAL": "false",
+            "CWA_ROTATION_TURNS": "1000",
+        },
+    )
     big_window = {"id": "m", "provider": "p", "contextWindow": 1_000_000, "maxTokens": 8_192}
     transcript = Transcript()
     with Archive.open(tmp_path / "archive.db", settings=settings) as archive:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import blake3
 import pytest
-
 from conftest import hermetic_env, run_cwa
+
 from cwa.api import Archive
 from cwa.errors import EXIT_CODES, CwaError
 from cwa.session.checkpoint import CATALOG_TOKENS, PART_BYTES, PREVIEW_TOKENS, split_parts
@@ -88,8 +88,11 @@ def test_a_failed_part_write_leaves_no_usable_root_and_a_retry_completes(tmp_pat
         assert archive.conn.execute(roots).fetchone()[0] == 0 and "checkpoint-root" not in calls
 
         def silent(request):  # a write that returns nothing is a failure too
-            return {} if request["kind"] == "checkpoint-part" and request["messages"][0]["key"].endswith(":1") \
+            return (
+                {}
+                if request["kind"] == "checkpoint-part" and request["messages"][0]["key"].endswith(":1")
                 else archive.admit(request)
+            )
 
         with pytest.raises(CwaError):
             archive_checkpoint(silent, P, "s1", text)
@@ -105,12 +108,21 @@ def test_small_input_previews_whole_and_a_foreign_summary_is_archived(tmp_path):
         small = archive.call("checkpoint", {"project": P, "sessionId": "s1", "text": "short input, kept whole"})
         assert small["preview"] == "short input, kept whole" and len(small["partIds"]) == 1
         catalog = archive.call("catalog", {"project": P, "sessionId": "s1"})["text"]
-        covered = archive.call("checkpoint", {"project": P, "sessionId": "s1", "text": "next input",
-                                              "previousSummary": "Earlier:\n" + catalog})
+        covered = archive.call(
+            "checkpoint",
+            {"project": P, "sessionId": "s1", "text": "next input", "previousSummary": "Earlier:\n" + catalog},
+        )
         assert covered["previousSummary"] == {"archived": False, "documentId": None}
         tampered = catalog.replace("short", "shirt")
-        foreign = archive.call("checkpoint", {"project": P, "sessionId": "s1", "text": "third input",
-                                              "previousSummary": "Summary of earlier work: " + tampered})
+        foreign = archive.call(
+            "checkpoint",
+            {
+                "project": P,
+                "sessionId": "s1",
+                "text": "third input",
+                "previousSummary": "Summary of earlier work: " + tampered,
+            },
+        )
         assert foreign["previousSummary"]["archived"] is True
         summary = archive.get({"documentId": foreign["previousSummary"]["documentId"]})
         assert summary["kind"] == "summary" and "Summary of earlier work" in summary["text"]
@@ -151,8 +163,9 @@ def test_parts_end_at_a_line_so_a_phrase_at_the_boundary_is_found(archive):
     assert any("FAULT-SENTINEL-BOUNDARY-PHRASE" in p for p in parts)
     done = archive.call("checkpoint", {"project": "/work/p", "sessionId": "s", "text": text})
     assert archive.get({"documentId": done["rootId"]})["text"] == text
-    found = archive.call("search", {"project": "/work/p", "query": '"FAULT-SENTINEL-BOUNDARY-PHRASE"',
-                                    "semanticPolicy": "never"})["results"]
+    found = archive.call(
+        "search", {"project": "/work/p", "query": '"FAULT-SENTINEL-BOUNDARY-PHRASE"', "semanticPolicy": "never"}
+    )["results"]
     assert found and found[0]["matchType"] == "exact-quoted"
     # one endless line has no place to cut: the limit still holds
     assert all(len(p.encode()) <= PART_BYTES for p in split_parts("é" * (PART_BYTES // 2 + 7)))

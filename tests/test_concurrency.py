@@ -11,9 +11,9 @@ import textwrap
 import time
 
 import apsw
-
 import fault_workers as workers
 from conftest import DISK_GUARD_OFF, hermetic_env
+
 from cwa.api import Archive
 from cwa.timestamps import shift, utc_now
 
@@ -58,9 +58,7 @@ def test_two_processes_admit_200_documents_each_into_one_file(db_path):
     conn = apsw.Connection(str(db_path))
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 400
-    per_session = dict(
-        conn.execute("SELECT session_id, count(*) FROM live_documents GROUP BY session_id")
-    )
+    per_session = dict(conn.execute("SELECT session_id, count(*) FROM live_documents GROUP BY session_id"))
     assert per_session == {"session-a": 200, "session-b": 200}
     assert conn.execute("SELECT count(*) FROM projects").fetchone()[0] == 1
     assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 800
@@ -85,11 +83,19 @@ def test_maintenance_runs_while_another_process_admits(db_path):
     """Expiry and purge passes interleave with admissions: no errors, no lost or half-purged rows."""
     db_path.parent.mkdir(parents=True)
     env = {**os.environ, **DISK_GUARD_OFF}
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), "w", "200"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db_path), "w", "200"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     later = shift(utc_now(), 30 * 86_400)  # past the 14 days of tool results, not the 90 of turns
-    maintainer = subprocess.Popen([sys.executable, "-c", MAINTAINER, str(db_path), "40", later],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    maintainer = subprocess.Popen(
+        [sys.executable, "-c", MAINTAINER, str(db_path), "40", later],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     for process in (writer, maintainer):
         out, err = process.communicate(timeout=300)
         assert process.returncode == 0, err.decode()
@@ -132,21 +138,37 @@ def test_reads_and_their_own_small_writes_complete_while_a_rebuild_runs(tmp_path
     db = workers.path_of(tmp_path)
     workers.seed(db, 400)
     env = hermetic_env(tmp_path, tmp_path / "archive.db") | workers.QUIET
-    rebuild = subprocess.Popen([sys.executable, "-m", "cwa", "index", "rebuild"], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    rebuild = subprocess.Popen(
+        [sys.executable, "-m", "cwa", "index", "rebuild"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 60
         while not workers.rebuilds_started(db):
             assert rebuild.poll() is None and time.monotonic() < deadline, "the rebuild never started"
             time.sleep(0.02)
         archive = workers._open(db)
-        found = archive.call("search", {"project": workers.PROJECT, "query": "retry budget 17",
-                                        "semanticPolicy": "never"})
+        found = archive.call(
+            "search", {"project": workers.PROJECT, "query": "retry budget 17", "semanticPolicy": "never"}
+        )
         recalled = archive.call("recall", {"project": workers.PROJECT, "locator": found["results"][0]["locator"]})
-        decided = archive.call("preflight", {"project": workers.PROJECT, "sessionId": "live",
-                                             "messageKey": "k-during-rebuild", "text": "what about retry budget 17?"})
-        again = archive.call("preflight", {"project": workers.PROJECT, "sessionId": "live",
-                                           "messageKey": "k-during-rebuild", "text": "what about retry budget 17?"})
+        decided = archive.call(
+            "preflight",
+            {
+                "project": workers.PROJECT,
+                "sessionId": "live",
+                "messageKey": "k-during-rebuild",
+                "text": "what about retry budget 17?",
+            },
+        )
+        again = archive.call(
+            "preflight",
+            {
+                "project": workers.PROJECT,
+                "sessionId": "live",
+                "messageKey": "k-during-rebuild",
+                "text": "what about retry budget 17?",
+            },
+        )
         archive.close()
         # every read answered while the rebuild was still going: none waited for all of it
         assert rebuild.poll() is None and workers.rebuilds_started(db)

@@ -72,10 +72,29 @@ def test_defaults_are_exact(home):
 
 def test_each_precedence_step_overrides_the_one_below(home):
     project = home["project"]
-    write(home["user"], {"searchResults": 4, "hintBudgetTokens": 100, "trustedProjects": [str(project)],
-                         "conversationRetentionDays": 60, "derivedRetentionDays": 10, "hintSourceCooldownHours": 2})
-    write(home["pi_user"], {"cwa": {"searchResults": 5, "hintBudgetTokens": 110, "conversationRetentionDays": 61,
-                                    "derivedRetentionDays": 11}, "theme": "dark"})
+    write(
+        home["user"],
+        {
+            "searchResults": 4,
+            "hintBudgetTokens": 100,
+            "trustedProjects": [str(project)],
+            "conversationRetentionDays": 60,
+            "derivedRetentionDays": 10,
+            "hintSourceCooldownHours": 2,
+        },
+    )
+    write(
+        home["pi_user"],
+        {
+            "cwa": {
+                "searchResults": 5,
+                "hintBudgetTokens": 110,
+                "conversationRetentionDays": 61,
+                "derivedRetentionDays": 11,
+            },
+            "theme": "dark",
+        },
+    )
     write(project / ".cwa.json", {"searchResults": 6, "hintBudgetTokens": 120, "conversationRetentionDays": 62})
     write(project / ".pi" / "settings.json", {"cwa": {"searchResults": 7, "hintBudgetTokens": 130}})
     env = {**home["env"], "CWA_SEARCH_RESULTS": "8"}
@@ -197,7 +216,8 @@ def test_every_key_has_an_environment_form_that_parses_as_its_type(home):
         if key in USER_GLOBAL_ONLY:  # read, typed, and refused for its source
             assert settings[key] == EXPECTED_DEFAULTS[key]
             assert [(r.key, r.value, r.reason) for r in settings.rejections] == [
-                (key, expected, "honoured only from the user-global config")]
+                (key, expected, "honoured only from the user-global config")
+            ]
             continue
         assert (settings[key], settings.origins[key]) == (expected, "environment"), key
         assert type(settings[key]) is type(EXPECTED_DEFAULTS[key]) and not settings.rejections, key

@@ -15,13 +15,33 @@ POLICY = Policy({"ephemeral": 7, "conversation": 30, "derived": 30})
 
 
 def lexical(source=1, score=0.7, coverage=1.0, max_idf=0.9, terms=(("tablet", 0.9), ("help", 0.7)), **extra):
-    return Evidence(source, "lexical", score, coverage, max_idf, extra.pop("kind", "turn"),
-                    extra.pop("retention_class", "conversation"), extra.pop("age_days", 3.0), terms=terms, **extra)
+    return Evidence(
+        source,
+        "lexical",
+        score,
+        coverage,
+        max_idf,
+        extra.pop("kind", "turn"),
+        extra.pop("retention_class", "conversation"),
+        extra.pop("age_days", 3.0),
+        terms=terms,
+        **extra,
+    )
 
 
 def exact(source=1, score=0.9, anchors=("src/app.py",), coverage=1.0, **extra):
-    return Evidence(source, "exact", score, coverage, 1.0, extra.pop("kind", "turn"),
-                    extra.pop("retention_class", "conversation"), extra.pop("age_days", 3.0), anchors=anchors, **extra)
+    return Evidence(
+        source,
+        "exact",
+        score,
+        coverage,
+        1.0,
+        extra.pop("kind", "turn"),
+        extra.pop("retention_class", "conversation"),
+        extra.pop("age_days", 3.0),
+        anchors=anchors,
+        **extra,
+    )
 
 
 @pytest.mark.parametrize(
@@ -31,7 +51,7 @@ def exact(source=1, score=0.9, anchors=("src/app.py",), coverage=1.0, **extra):
         "why did we pick SQLite over Postgres",
         "remind me what the retry budget was",
         "How did we fix the flaky login test last time?",
-        "you said \"use the blue theme everywhere\", right?",
+        'you said "use the blue theme everywhere", right?',
         "as we discussed, tablets for checkout",
         "what was decided about the awning?",
         "let's go back to our previous discussion about tablets",
@@ -71,8 +91,12 @@ def test_current_state_questions(message):
 
 @pytest.mark.parametrize(
     "message",
-    ["could tablets help here?", "Now could tablets help?", "what do we do about tablets?",
-     "What did the tests print last time?"],
+    [
+        "could tablets help here?",
+        "Now could tablets help?",
+        "what do we do about tablets?",
+        "What did the tests print last time?",
+    ],
 )
 def test_not_current_state(message):
     assert not current_state_only(message)
@@ -80,8 +104,13 @@ def test_not_current_state(message):
 
 @pytest.mark.parametrize(
     "message",
-    ["What is a mutex?", "Explain how TCP handshakes work", "what is idempotency?", "How does a B-tree work?",
-     "what's the difference between a process and a thread?"],
+    [
+        "What is a mutex?",
+        "Explain how TCP handshakes work",
+        "what is idempotency?",
+        "How does a B-tree work?",
+        "what's the difference between a process and a thread?",
+    ],
 )
 def test_general_knowledge(message):
     assert general_knowledge(message)
@@ -89,8 +118,13 @@ def test_general_knowledge(message):
 
 @pytest.mark.parametrize(
     "message",
-    ["what is the plan?", "What is E1043?", "how does our retry logic work?", "what is parse_config in src/app.py?",
-     "could tablets help here?"],
+    [
+        "what is the plan?",
+        "What is E1043?",
+        "how does our retry logic work?",
+        "what is parse_config in src/app.py?",
+        "could tablets help here?",
+    ],
 )
 def test_not_general_knowledge(message):
     assert not general_knowledge(message)
@@ -116,7 +150,10 @@ def test_snippet_needs_intent_strength_and_a_margin_over_005():
 
 def test_marker_thresholds():
     message = "could tablets help here?"
-    assert decide(message, [lexical(coverage=0.6, max_idf=0.6, terms=(("tablet", 0.6), ("help", 0.5)))], POLICY).outcome == "continuity-marker"
+    assert (
+        decide(message, [lexical(coverage=0.6, max_idf=0.6, terms=(("tablet", 0.6), ("help", 0.5)))], POLICY).outcome
+        == "continuity-marker"
+    )
     for weaker in (
         lexical(coverage=0.59),
         lexical(max_idf=0.59, terms=(("tablet", 0.59), ("help", 0.5))),
@@ -154,7 +191,10 @@ def test_marker_spans_are_the_messages_own_specific_words():
         (lexical(superseded=True), "superseded-source"),
         (lexical(age_days=31), "source-ineligible"),
         (lexical(kind="tool-result", retention_class="ephemeral", age_days=8), "source-ineligible"),
-        (lexical(kind="tool-result", retention_class="ephemeral", age_days=2), "source-ineligible"),  # no marker from tools
+        (
+            lexical(kind="tool-result", retention_class="ephemeral", age_days=2),
+            "source-ineligible",
+        ),  # no marker from tools
         (lexical(retention_class="durable"), "source-ineligible"),
         (lexical(kind="manual", retention_class="conversation"), "source-ineligible"),
         (lexical(recently_surfaced=True), "recently-surfaced"),
@@ -167,7 +207,9 @@ def test_blocked_sources_name_their_reason(evidence, reason):
 
 
 def test_a_blocked_best_match_lets_a_strong_runner_up_through():
-    decision = decide("what did we decide about tablets?", [lexical(source=1, superseded=True), lexical(source=2)], POLICY)
+    decision = decide(
+        "what did we decide about tablets?", [lexical(source=1, superseded=True), lexical(source=2)], POLICY
+    )
     assert decision.outcome == "historical-snippet" and decision.chosen.source == 2
 
 
@@ -175,7 +217,10 @@ def test_message_classes_come_first():
     assert decide("Do the tests pass right now?", [exact()], POLICY).reason == "current-state-required"
     assert decide("What is a mutex?", [lexical()], POLICY).reason == "general-knowledge"
     assert decide("hello", [], POLICY).reason == "no-candidate"
-    assert decide("what did we decide about tablets?", [lexical()], replace(POLICY, snippets=False)).outcome == "continuity-marker"
+    assert (
+        decide("what did we decide about tablets?", [lexical()], replace(POLICY, snippets=False)).outcome
+        == "continuity-marker"
+    )
 
 
 def test_snippet_rendering_is_bounded_and_json_quoted():

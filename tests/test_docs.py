@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import click
-
 from conftest import REPO
+
 from cwa.api import METHODS
 from cwa.cli import main
 from cwa.config import SETTINGS, env_name
@@ -33,7 +33,7 @@ def shown_commands() -> list[tuple[str, list[str]]]:
 def resolve(words: list[str]) -> tuple[click.Command | None, str | None]:
     """The command `words` name, and the word after it (an option, an argument or nothing)."""
     command: click.Command = main
-    for index, word in enumerate(words):
+    for word in words:
         if word.startswith("-") or not isinstance(command, click.Group):
             return command, word
         if word not in command.commands:
@@ -72,7 +72,11 @@ def test_every_setting_is_documented_with_its_default_and_nothing_more():
     for setting in SETTINGS:
         shown = rows[setting.key].strip().replace(",", "").strip("`")
         default = setting.default
-        expected = {True: "true", False: "false"}.get(default, str(default)) if isinstance(default, bool) or not isinstance(default, list) else None
+        expected = (
+            {True: "true", False: "false"}.get(default, str(default))
+            if isinstance(default, bool) or not isinstance(default, list)
+            else None
+        )
         if expected is not None and not isinstance(default, float):
             assert shown == expected or shown.startswith(expected), (setting.key, shown, default)
         elif isinstance(default, float):
@@ -92,8 +96,12 @@ def test_every_field_of_every_method_is_named_in_its_section():
     for part in re.split(r"^## ", text, flags=re.MULTILINE):
         for name in re.findall(r"`([a-z-]+)`", part.split("\n", 1)[0]):
             sections[name] = part
-    missing = [f"{name}.{field}" for name, method in METHODS.items() for field in method.schema.fields
-               if not re.search(rf"(?<![A-Za-z]){re.escape(field)}(?![A-Za-z])", sections.get(name, ""))]
+    missing = [
+        f"{name}.{field}"
+        for name, method in METHODS.items()
+        for field in method.schema.fields
+        if not re.search(rf"(?<![A-Za-z]){re.escape(field)}(?![A-Za-z])", sections.get(name, ""))
+    ]
     assert missing == []
 
 
@@ -107,8 +115,11 @@ def test_every_test_the_docs_name_exists():
         for name, cut in re.findall(r"\b(test_[a-z0-9_]+)(…)?", document.read_text(encoding="utf-8")):
             named.append((document.name, name, bool(cut)))
     assert len(named) >= 40
-    missing = [f"{doc}: {name}" for doc, name, prefix in named
-               if not (any(d.startswith(name) for d in defined) if prefix else name in defined)]
+    missing = [
+        f"{doc}: {name}"
+        for doc, name, prefix in named
+        if not (any(d.startswith(name) for d in defined) if prefix else name in defined)
+    ]
     assert missing == []
 
 

@@ -6,10 +6,10 @@ import os
 import stat
 
 import orjson
+from conftest import hermetic_env, run_cwa, turn
 
 from cwa.api import Archive
 from cwa.config import load_settings
-from conftest import hermetic_env, run_cwa, turn
 
 
 def _doctor(tmp_path, *args):
@@ -26,16 +26,27 @@ def test_a_healthy_archive_passes_every_check(archive, tmp_path):
     code, report = _doctor(tmp_path)
     assert code == 0 and report["healthy"] is True and _failing(report) == set()
     names = [c["name"] for c in report["checks"]]
-    assert names == ["integrity", "schema", "canonical-chunks", "canonical-digests", "derived-index",
-                     "window-counts", "checkpoint-parts", "permissions", "disk"]
+    assert names == [
+        "integrity",
+        "schema",
+        "canonical-chunks",
+        "canonical-digests",
+        "derived-index",
+        "window-counts",
+        "checkpoint-parts",
+        "permissions",
+        "disk",
+    ]
 
 
 def test_lost_derived_rows_are_found_and_repaired_in_batches(archive, tmp_path):
     admitted = archive.admit(turn("the flaky upload test fails with ETIMEDOUT"))
     archive.admit(turn("release notes for version 2", session="s2"))  # no context from the first
     archive.conn.execute("DELETE FROM anchors")
-    archive.conn.execute("DELETE FROM windows WHERE document_row = (SELECT id FROM documents WHERE document_id = ?)",
-                         (admitted["documentId"],))
+    archive.conn.execute(
+        "DELETE FROM windows WHERE document_row = (SELECT id FROM documents WHERE document_id = ?)",
+        (admitted["documentId"],),
+    )
     assert archive.search({"project": "/work/p", "query": "ETIMEDOUT", "semanticPolicy": "never"})["results"] == []
     code, report = _doctor(tmp_path)
     assert code == 1 and {"derived-index", "window-counts"} <= _failing(report)
@@ -56,20 +67,32 @@ def test_damaged_canonical_bytes_are_reported_and_never_called_repaired(archive,
 
 
 def _texts(archive, count: int) -> list[str]:
-    ids = [archive.admit(turn(f"note {n}: " + "the build cache lives in .cache/build and is keyed by lockfile " * 40,
-                              session=f"s{n}"))["documentId"] for n in range(count)]
+    ids = [
+        archive.admit(
+            turn(
+                f"note {n}: " + "the build cache lives in .cache/build and is keyed by lockfile " * 40, session=f"s{n}"
+            )
+        )["documentId"]
+        for n in range(count)
+    ]
     return ids
 
 
 def test_every_chunk_is_checked_and_damage_is_never_rebuilt_into_the_indexes(archive, tmp_path):
     ids = _texts(archive, 8)
     # three chunks altered in place: no sample is needed to find them, and no repair hides them
-    archive.conn.execute("UPDATE chunks SET data = CAST(replace(CAST(data AS TEXT), 'cache', 'CACHE') AS BLOB) "
-                         "WHERE id IN (SELECT id FROM chunks ORDER BY id LIMIT 3)")
+    archive.conn.execute(
+        "UPDATE chunks SET data = CAST(replace(CAST(data AS TEXT), 'cache', 'CACHE') AS BLOB) "
+        "WHERE id IN (SELECT id FROM chunks ORDER BY id LIMIT 3)"
+    )
     code, report = _doctor(tmp_path, "--sample", "1")
     assert code == 1 and "canonical-chunks" in _failing(report)
     check = next(c for c in report["checks"] if c["name"] == "canonical-chunks")
-    assert check["badChunks"] == 3 and check["repairable"] is False and "restore the archive from a copy" in check["detail"]
+    assert (
+        check["badChunks"] == 3
+        and check["repairable"] is False
+        and "restore the archive from a copy" in check["detail"]
+    )
     assert set(check["documents"]) <= {f"{i} v1" for i in ids} and check["documents"]
     generations = "SELECT count(*), max(id) FROM index_generations"  # a rebuild starts new ones
     before = archive.conn.execute(generations).fetchone()
@@ -98,8 +121,14 @@ def test_a_deleted_chunk_row_is_found_by_a_default_run(tmp_path):
 def test_orphan_checkpoint_parts_are_reported_and_expired_past_the_grace_period(tmp_path):
     now = ["2026-11-01T10:00:00.000Z"]
     with Archive.open(tmp_path / "a.db", clock=lambda: now[0]) as archive:
-        archive.admit({"project": "/work/p", "sessionId": "s", "kind": "checkpoint-part",
-                       "messages": [{"key": "checkpoint:abc:0", "role": "user", "text": "half of an input"}]})
+        archive.admit(
+            {
+                "project": "/work/p",
+                "sessionId": "s",
+                "kind": "checkpoint-part",
+                "messages": [{"key": "checkpoint:abc:0", "role": "user", "text": "half of an input"}],
+            }
+        )
         report = archive.call("doctor", {})
         assert report["healthy"] is False and "checkpoint-parts" in _failing(report)
         now[0] = "2026-11-03T10:00:00.000Z"
@@ -121,7 +150,9 @@ def test_a_disk_below_the_guard_is_unhealthy(tmp_path):
     guard = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": str(1 << 30)})  # more than any disk has
     with Archive.open(tmp_path / "a.db", settings=guard) as archive:
         report = archive.call("doctor", {})
-    assert "disk" in _failing(report) and "disk-low" in next(c for c in report["checks"] if c["name"] == "disk")["detail"]
+    assert (
+        "disk" in _failing(report) and "disk-low" in next(c for c in report["checks"] if c["name"] == "disk")["detail"]
+    )
 
 
 def _damaged_copies(tmp_path) -> list:
@@ -130,8 +161,10 @@ def _damaged_copies(tmp_path) -> list:
     with Archive.open(db) as archive:
         _texts(archive, 40)
         archive.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        page, root = (archive.conn.execute("PRAGMA page_size").fetchone()[0],
-                      archive.conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'documents'").fetchone()[0])
+        page, root = (
+            archive.conn.execute("PRAGMA page_size").fetchone()[0],
+            archive.conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'documents'").fetchone()[0],
+        )
     data = db.read_bytes()
     flipped = bytearray(data)
     flipped[(root - 1) * page] ^= 0xFF  # the b-tree page type byte

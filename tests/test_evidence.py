@@ -7,7 +7,6 @@ import copy
 import json
 
 import pytest
-
 from conftest import hermetic_env, run_cwa, turn
 
 SECRET_TEXT = "SENTINEL-PROMPT the vault password rotation plan is in /home/alice/notes.txt"
@@ -18,7 +17,9 @@ def record(archive, tmp_path) -> dict:
     archive.admit(turn(SECRET_TEXT, session="01a22dd0-0e03-7531-a12e-60731bbbad6a"))
     archive.admit(turn("the deploy script lives in ops/deploy.sh"))
     out = tmp_path / "evidence.json"
-    done = run_cwa(["evidence", "--out", str(out), "--no-gates"], hermetic_env(tmp_path, tmp_path / "archive" / "archive.db"))
+    done = run_cwa(
+        ["evidence", "--out", str(out), "--no-gates"], hermetic_env(tmp_path, tmp_path / "archive" / "archive.db")
+    )
     assert done.returncode == 0, done.stderr.decode()
     return json.loads(out.read_text())
 
@@ -41,23 +42,26 @@ def test_the_record_holds_aggregates_only_and_verifies_clean(record, tmp_path):
     assert _verify(tmp_path, record) == (0, {"clean": True, "findings": []})
 
 
-@pytest.mark.parametrize("field, value, reason", [
-    ("note", "please fix the retry loop in the uploader\nand tell me when it passes", "free text"),
-    ("note", "x" * 200, "free text"),
-    ("host", "corp-internal-4711", "an environment value"),
-    ("token", "sk-abcdefghijklmnopqrstuvwx123456", "a credential-like string"),
-    ("token", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "a credential-like string"),
-    ("login", "password=hunter2hunter2", "a credential-like string"),
-    ("owner", "/home/alice", "a home directory or user name"),
-    ("owner", "~alice", "a home directory or user name"),
-    ("where", "/var/lib/cwa/archive.db", "an absolute path"),
-    ("session", "01a22dd0-0e03-7531-a12e-60731bbbad6a", "a session id"),
-    ("sessionId", "pi-session-7", "a session id"),
-    ("key", "k-0123456789abcdef0123456789abcdef", "a raw database key (a message key)"),
-    ("id", "doc-0123456789abcdef0123", "a raw database key (a document id)"),
-    ("locator", "cwa1AbCdEfGhIjKlMnOpQrStUvWxYz012345", "a raw database key (a locator or cursor)"),
-    ("archiveId", "3eccf65b828286a522b66fddcd786572", "a raw database key (a raw hex key)"),
-])
+@pytest.mark.parametrize(
+    "field, value, reason",
+    [
+        ("note", "please fix the retry loop in the uploader\nand tell me when it passes", "free text"),
+        ("note", "x" * 200, "free text"),
+        ("host", "corp-internal-4711", "an environment value"),
+        ("token", "sk-abcdefghijklmnopqrstuvwx123456", "a credential-like string"),
+        ("token", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "a credential-like string"),
+        ("login", "password=hunter2hunter2", "a credential-like string"),
+        ("owner", "/home/alice", "a home directory or user name"),
+        ("owner", "~alice", "a home directory or user name"),
+        ("where", "/var/lib/cwa/archive.db", "an absolute path"),
+        ("session", "01a22dd0-0e03-7531-a12e-60731bbbad6a", "a session id"),
+        ("sessionId", "pi-session-7", "a session id"),
+        ("key", "k-0123456789abcdef0123456789abcdef", "a raw database key (a message key)"),
+        ("id", "doc-0123456789abcdef0123", "a raw database key (a document id)"),
+        ("locator", "cwa1AbCdEfGhIjKlMnOpQrStUvWxYz012345", "a raw database key (a locator or cursor)"),
+        ("archiveId", "3eccf65b828286a522b66fddcd786572", "a raw database key (a raw hex key)"),
+    ],
+)
 def test_verify_rejects_each_kind_of_leak(record, tmp_path, field, value, reason):
     planted = copy.deepcopy(record)
     planted["checks"][0][field] = value

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 import fault_workers as workers
+import pytest
 from conftest import hermetic_env
 
 ADMISSION_KILLS, CHECKPOINT_KILLS, MAINTENANCE_KILLS, REBUILD_KILLS = 10, 8, 8, 8

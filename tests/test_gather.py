@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import InvalidRequest
 from cwa.tokens import estimate_tokens
-
-from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/shop"
@@ -19,39 +18,85 @@ PROJECT = "/work/shop"
 
 @pytest.fixture
 def shop(tmp_path):
-    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF})
+    settings = load_settings(
+        None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF}
+    )
     with Archive.open(tmp_path / "archive.db", settings=settings, clock=lambda: NOW) as archive:
         build_history(archive)
         yield archive
 
 
 def turn(archive: Archive, session: str, at: str, user: str, assistant: str, **extra) -> dict:
-    return archive.admit({"project": PROJECT, "sessionId": session, "kind": "turn", "createdAt": at,
-                          "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}],
-                          **extra})
+    return archive.admit(
+        {
+            "project": PROJECT,
+            "sessionId": session,
+            "kind": "turn",
+            "createdAt": at,
+            "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}],
+            **extra,
+        }
+    )
 
 
 def build_history(archive: Archive) -> dict:
     """Three sessions: a caching decision and its reversal; a flaky test, its failure and fix."""
     ids = {}
     turn(archive, "s1", "2026-11-02T09:00:00Z", "Let us look at the checkout latency.", "The p95 is 900 ms.")
-    ids["decision"] = archive.admit({
-        "project": PROJECT, "sessionId": "s1", "kind": "decision", "createdAt": "2026-11-02T10:00:00Z",
-        "subjectKey": "checkout-cache",
-        "messages": [{"role": "assistant", "text": "Decision: cache checkout totals in Redis for 60 seconds."}]})
+    ids["decision"] = archive.admit(
+        {
+            "project": PROJECT,
+            "sessionId": "s1",
+            "kind": "decision",
+            "createdAt": "2026-11-02T10:00:00Z",
+            "subjectKey": "checkout-cache",
+            "messages": [{"role": "assistant", "text": "Decision: cache checkout totals in Redis for 60 seconds."}],
+        }
+    )
     turn(archive, "s1", "2026-11-02T11:00:00Z", "Ship the Redis cache for checkout totals.", "Shipped behind a flag.")
-    turn(archive, "s2", "2026-11-09T09:00:00Z", "The flaky test tests/test_checkout.py::test_totals failed again.",
-         "It fails when the Redis cache returns stale totals.")
-    archive.admit({"project": PROJECT, "sessionId": "s2", "kind": "tool-result", "createdAt": "2026-11-09T09:05:00Z",
-                   "messages": [{"role": "toolResult", "toolName": "bash", "toolCallId": "c1",
-                                 "text": "FAILED tests/test_checkout.py::test_totals - AssertionError: 41.99 != 42.00"}]})
-    turn(archive, "s2", "2026-11-09T10:00:00Z", "How did you fix the flaky checkout test?",
-         "Fixed test_totals by invalidating the Redis cache on every price change.")
-    reversal = archive.admit({
-        "project": PROJECT, "sessionId": "s3", "kind": "decision", "createdAt": "2026-11-20T10:00:00Z",
-        "subjectKey": "checkout-cache",
-        "supersedes": {"documentId": ids["decision"]["documentId"], "version": 1},
-        "messages": [{"role": "assistant", "text": "Decision: drop the Redis cache for checkout totals; compute them."}]})
+    turn(
+        archive,
+        "s2",
+        "2026-11-09T09:00:00Z",
+        "The flaky test tests/test_checkout.py::test_totals failed again.",
+        "It fails when the Redis cache returns stale totals.",
+    )
+    archive.admit(
+        {
+            "project": PROJECT,
+            "sessionId": "s2",
+            "kind": "tool-result",
+            "createdAt": "2026-11-09T09:05:00Z",
+            "messages": [
+                {
+                    "role": "toolResult",
+                    "toolName": "bash",
+                    "toolCallId": "c1",
+                    "text": "FAILED tests/test_checkout.py::test_totals - AssertionError: 41.99 != 42.00",
+                }
+            ],
+        }
+    )
+    turn(
+        archive,
+        "s2",
+        "2026-11-09T10:00:00Z",
+        "How did you fix the flaky checkout test?",
+        "Fixed test_totals by invalidating the Redis cache on every price change.",
+    )
+    reversal = archive.admit(
+        {
+            "project": PROJECT,
+            "sessionId": "s3",
+            "kind": "decision",
+            "createdAt": "2026-11-20T10:00:00Z",
+            "subjectKey": "checkout-cache",
+            "supersedes": {"documentId": ids["decision"]["documentId"], "version": 1},
+            "messages": [
+                {"role": "assistant", "text": "Decision: drop the Redis cache for checkout totals; compute them."}
+            ],
+        }
+    )
     ids["reversal"] = reversal
     turn(archive, "s3", "2026-11-20T11:00:00Z", "Remove the checkout cache code.", "Removed; totals are computed.")
     return ids
@@ -93,9 +138,22 @@ def test_workflow_intent_brings_the_failure_and_its_fix_in_order(shop):
 
 def test_a_small_budget_is_kept_with_truthful_truncation(shop):
     long_log = "\n".join(f"step {n}: checkout worker retried the payment call" for n in range(2_000))
-    shop.admit({"project": PROJECT, "sessionId": "s2", "kind": "tool-result", "createdAt": "2026-11-09T09:30:00Z",
-                "messages": [{"role": "toolResult", "toolName": "bash", "toolCallId": "c2",
-                              "text": long_log + "\nPAYMENT-TIMEOUT-7731 in checkout worker"}]})
+    shop.admit(
+        {
+            "project": PROJECT,
+            "sessionId": "s2",
+            "kind": "tool-result",
+            "createdAt": "2026-11-09T09:30:00Z",
+            "messages": [
+                {
+                    "role": "toolResult",
+                    "toolName": "bash",
+                    "toolCallId": "c2",
+                    "text": long_log + "\nPAYMENT-TIMEOUT-7731 in checkout worker",
+                }
+            ],
+        }
+    )
     packet = gather(shop, "PAYMENT-TIMEOUT-7731", maxTokens=400)
     assert packet["tokens"] <= 400
     cut = next(i for i in packet["items"] if i["anchor"] and i.get("truncated"))
@@ -129,9 +187,15 @@ def test_traverse_visits_every_record_once_in_pages(shop):
 def test_traverse_stops_at_the_scan_limit_with_a_cursor(shop):
     for n in range(30):
         turn(shop, "s9", f"2026-11-25T10:{n:02d}:00Z", f"note {n}", f"ack {n}")
-    first = shop.call("traverse", {"project": PROJECT, "documentId": gather(shop, "note 0", scope="project", limit=1,
-                                                                          intent="state")["items"][0]["documentId"],
-                                   "scanLimit": 7, "limit": 128})
+    first = shop.call(
+        "traverse",
+        {
+            "project": PROJECT,
+            "documentId": gather(shop, "note 0", scope="project", limit=1, intent="state")["items"][0]["documentId"],
+            "scanLimit": 7,
+            "limit": 128,
+        },
+    )
     assert first["scanned"] == 7 and first["stopReason"] == "scan-limit" and first["cursor"]
     keys, cursor, stops = [r["messageKey"] for r in first["records"]], first["cursor"], []
     while cursor:  # a 4,000-token page holds fewer than 128 of these records: "budget" stops
@@ -146,9 +210,13 @@ def test_tampered_and_foreign_cursors_and_locators_return_nothing(shop):
     page = shop.call("traverse", {"project": PROJECT, "locator": anchor["locator"], "limit": 1})
     cursor = page["cursor"]
     forged = cursor[:-4] + ("AAAA" if not cursor.endswith("AAAA") else "BBBB")
-    for request in ({"cursor": forged}, {"cursor": cursor, "project": "/work/other"},
-                    {"locator": anchor["locator"][:-3] + "xyz"}, {"locator": anchor["locator"], "project": "/elsewhere"},
-                    {"documentId": anchor["documentId"], "project": "/elsewhere"}):
+    for request in (
+        {"cursor": forged},
+        {"cursor": cursor, "project": "/work/other"},
+        {"locator": anchor["locator"][:-3] + "xyz"},
+        {"locator": anchor["locator"], "project": "/elsewhere"},
+        {"documentId": anchor["documentId"], "project": "/elsewhere"},
+    ):
         answer = shop.call("traverse", {"project": PROJECT, **request})
         assert answer["records"] == [] and answer["status"] != "ok"
     with pytest.raises(InvalidRequest):
@@ -173,8 +241,14 @@ def test_cli_gather_and_traverse(tmp_path):
 
 
 def test_neighbours_before_a_fork_come_from_its_parent_only(shop):
-    turn(shop, "fork-1", "2026-11-03T09:00:00Z", "Continue with the ZEBRA-42 migration plan.", "Plan drafted.",
-         parentSessionId="s1")
+    turn(
+        shop,
+        "fork-1",
+        "2026-11-03T09:00:00Z",
+        "Continue with the ZEBRA-42 migration plan.",
+        "Plan drafted.",
+        parentSessionId="s1",
+    )
     turn(shop, "s2-other", "2026-11-02T12:00:00Z", "Unrelated parallel chatter", "noted")
     packet = gather(shop, "ZEBRA-42", intent="auto", before=2, after=0)
     items = packet["items"]

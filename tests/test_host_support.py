@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from session_helpers import PROJECT, Host, Transcript
 
 from cwa.errors import Conflict, CwaError, InvalidRequest, LimitExceeded
 from cwa.integrations import pi_settings
 from cwa.retrieve import render
-from session_helpers import PROJECT, Host, Transcript
 
 
 def test_session_open_records_the_lineage_farthest_first_and_refuses_contradictions(archive):
@@ -39,32 +39,42 @@ def test_settling_takes_the_messages_after_the_last_model_call(archive):
     transcript.user("where is the retry loop?")
     host.context(transcript)  # the model call: the engine has seen the question only
     transcript.assistant("In src/retry.py, function next_delay.")
-    tail = transcript.messages[host.sent:]
-    settled = archive.call("session-settled", {"project": PROJECT, "sessionId": "live", "messages": tail,
-                                               "baseDigest": host.digest})
+    tail = transcript.messages[host.sent :]
+    settled = archive.call(
+        "session-settled", {"project": PROJECT, "sessionId": "live", "messages": tail, "baseDigest": host.digest}
+    )
     assert len(settled["archived"]) == 1 and settled["count"] == 2
     assert "next_delay" in archive.get({"documentId": settled["archived"][0]})["text"]
     # the engine now holds both messages: the next call extends them with the digest it gave
     transcript.user("and the backoff?")
-    answer = archive.call("session-context", {**host.params(transcript.messages[2:]),
-                                              "baseDigest": settled["digest"], "answer": "delta"})
+    answer = archive.call(
+        "session-context", {**host.params(transcript.messages[2:]), "baseDigest": settled["digest"], "answer": "delta"}
+    )
     assert answer["count"] == 3 and answer["delta"]["append"][-1]["content"] == "and the backoff?"
     with pytest.raises(Conflict) as stale:
-        archive.call("session-settled", {"project": PROJECT, "sessionId": "live", "messages": [],
-                                         "baseDigest": host.digest})
+        archive.call(
+            "session-settled", {"project": PROJECT, "sessionId": "live", "messages": [], "baseDigest": host.digest}
+        )
     assert stale.value.details["reason"] == "resync-required"
 
 
 def test_search_and_recall_can_answer_with_the_text_a_model_reads(archive):
-    archive.admit({"project": PROJECT, "sessionId": "s", "kind": "turn",
-                   "messages": [{"role": "user", "text": "the ETIMEDOUT in tests/test_upload.py again"}]})
+    archive.admit(
+        {
+            "project": PROJECT,
+            "sessionId": "s",
+            "kind": "turn",
+            "messages": [{"role": "user", "text": "the ETIMEDOUT in tests/test_upload.py again"}],
+        }
+    )
     found = archive.call("search", {"project": PROJECT, "query": "ETIMEDOUT", "render": True})
     assert found["rendered"].startswith("[cwa archive | search: historical results")
     assert found["results"][0]["locator"] in found["rendered"]
     assert "rendered" not in archive.call("search", {"project": PROJECT, "query": "ETIMEDOUT"})
     recalled = archive.call("recall", {"project": PROJECT, "locator": found["results"][0]["locator"], "render": True})
-    assert recalled["rendered"] == render.recall_result({k: v for k, v in recalled.items() if k != "rendered"},
-                                                        archive.clock())
+    assert recalled["rendered"] == render.recall_result(
+        {k: v for k, v in recalled.items() if k != "rendered"}, archive.clock()
+    )
     assert json.dumps(recalled["text"])[1:-1] in recalled["rendered"]
 
 
@@ -87,8 +97,9 @@ def test_pi_settings_install_is_idempotent_keeps_other_settings_and_replaces_oth
     assert pi_settings.extension_path().is_file()
 
 
-@pytest.mark.parametrize("content, reason", [("[1]", "not-an-object"), ("{oops", "bad-json"),
-                                             ('{"extensions": "x"}', "wrong-type")])
+@pytest.mark.parametrize(
+    "content, reason", [("[1]", "not-an-object"), ("{oops", "bad-json"), ('{"extensions": "x"}', "wrong-type")]
+)
 def test_pi_settings_that_cannot_be_read_are_typed_errors_and_left_alone(tmp_path, content, reason):
     settings = tmp_path / ".pi" / "agent" / "settings.json"
     settings.parent.mkdir(parents=True)

@@ -51,7 +51,10 @@ def test_outcomes_are_recorded_and_the_document_commits_in_every_case(db_path):
             "quitter": "skipped",
         }
         conn = archive.conn
-        count = lambda name: conn.execute(f"SELECT count(*) FROM words_{name}").fetchone()[0]
+
+        def count(name):
+            return conn.execute(f"SELECT count(*) FROM words_{name}").fetchone()[0]
+
         text = archive.get({"documentId": result["documentId"]})["text"]
         assert count("full") == len(text.split()) == 14  # every word of the serialized text
         assert count("budgeted") == 2  # a partial handler keeps what it wrote
@@ -72,7 +75,12 @@ def test_each_admission_gets_its_own_generation(archive):
     first = archive.admit(turn("a"))
     second = archive.admit(turn("b"))
     assert second["generation"] > first["generation"]
-    assert first["indexOutcomes"] == {"exact": "complete", "lexical": "complete", "structural": "complete", "semantic": "complete"}
+    assert first["indexOutcomes"] == {
+        "exact": "complete",
+        "lexical": "complete",
+        "structural": "complete",
+        "semantic": "complete",
+    }
 
 
 def test_prepare_runs_before_the_write_lock_is_taken(db_path):

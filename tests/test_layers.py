@@ -15,17 +15,51 @@ from conftest import REPO
 # Lowest first. A package name covers every module under it; `cwa.evaluation` is eval/retrieval/
 # and `cwa.evaluation.perf` is eval/perf/ (shipped inside the package under those names).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("leaf", ("cwa", "cwa.config", "cwa.errors", "cwa.limits", "cwa.tokens", "cwa.timestamps", "cwa.vocabulary",
-              "cwa.identifiers", "cwa.json_input", "cwa.models", "cwa.model_variants", "cwa.model_install", "cwa.input_files", "cwa.file_writes")),
+    (
+        "leaf",
+        (
+            "cwa",
+            "cwa.config",
+            "cwa.errors",
+            "cwa.limits",
+            "cwa.tokens",
+            "cwa.timestamps",
+            "cwa.vocabulary",
+            "cwa.identifiers",
+            "cwa.json_input",
+            "cwa.models",
+            "cwa.model_variants",
+            "cwa.model_install",
+            "cwa.input_files",
+            "cwa.file_writes",
+        ),
+    ),
     ("store", ("cwa.store",)),
     ("index", ("cwa.index",)),
     ("retrieve", ("cwa.retrieve",)),
     ("session", ("cwa.session",)),
     ("api", ("cwa.api", "cwa.contract", "cwa.routing")),
-    ("host", ("cwa.cli", "cwa.serve", "cwa.integrations", "cwa.evidence", "cwa.agent_tools", "cwa.mcp_server", "cwa.browse", "cwa.demo", "cwa.__main__", "cwa.evaluation")),
+    (
+        "host",
+        (
+            "cwa.cli",
+            "cwa.serve",
+            "cwa.integrations",
+            "cwa.evidence",
+            "cwa.agent_tools",
+            "cwa.mcp_server",
+            "cwa.browse",
+            "cwa.demo",
+            "cwa.__main__",
+            "cwa.evaluation",
+        ),
+    ),
 )
-SOURCES = (("cwa", REPO / "cwa"), ("cwa.evaluation", REPO / "eval" / "retrieval"),
-           ("cwa.evaluation.perf", REPO / "eval" / "perf"))
+SOURCES = (
+    ("cwa", REPO / "cwa"),
+    ("cwa.evaluation", REPO / "eval" / "retrieval"),
+    ("cwa.evaluation.perf", REPO / "eval" / "perf"),
+)
 
 
 def module_files(sources) -> dict[str, Path]:
@@ -127,14 +161,16 @@ def _chain(graph: dict[str, set[str]], group: set[str]) -> list[str]:
 def violations(sources) -> list[str]:
     files = module_files(sources)
     graph = {name: imports_of(name, path, set(files)) for name, path in files.items()}
-    problems = [f"{name} has no layer: add it to LAYERS in tests/test_layers.py"
-                for name in sorted(graph) if layer_of(name) is None]
+    problems = [
+        f"{name} has no layer: add it to LAYERS in tests/test_layers.py"
+        for name in sorted(graph)
+        if layer_of(name) is None
+    ]
     for name, targets in sorted(graph.items()):
         for target in sorted(targets):
             low, high = layer_of(name), layer_of(target)
             if low is not None and high is not None and high > low:
-                problems.append(f"{name} ({LAYERS[low][0]}) imports {target} ({LAYERS[high][0]}): "
-                                f"an import up a layer")
+                problems.append(f"{name} ({LAYERS[low][0]}) imports {target} ({LAYERS[high][0]}): an import up a layer")
     problems += [f"import cycle: {' -> '.join(chain)}" for chain in cycles(graph)]
     return problems
 

@@ -16,18 +16,26 @@ P = "/work/app"
 
 
 def turn(session, role, text, at):
-    return {"project": P, "sessionId": session, "kind": "turn", "createdAt": at,
-            "messages": [{"role": role, "text": text}]}
+    return {
+        "project": P,
+        "sessionId": session,
+        "kind": "turn",
+        "createdAt": at,
+        "messages": [{"role": role, "text": text}],
+    }
 
 
 @pytest.fixture
 def dialogue(db_path):
     with Archive.open(db_path) as archive:
-        ids = [archive.admit(turn("s1", role, text, at))["documentId"] for role, text, at in (
-            ("user", "Which port does the staging proxy in deploy/proxy.yaml listen on?", "2026-11-01T10:00:00Z"),
-            ("assistant", "It listens on 8443 behind the load balancer.", "2026-11-01T10:01:00Z"),
-            ("user", "Thanks. Next, the nightly backup window.", "2026-11-01T10:02:00Z"),
-        )]
+        ids = [
+            archive.admit(turn("s1", role, text, at))["documentId"]
+            for role, text, at in (
+                ("user", "Which port does the staging proxy in deploy/proxy.yaml listen on?", "2026-11-01T10:00:00Z"),
+                ("assistant", "It listens on 8443 behind the load balancer.", "2026-11-01T10:01:00Z"),
+                ("user", "Thanks. Next, the nightly backup window.", "2026-11-01T10:02:00Z"),
+            )
+        ]
         archive.admit(turn("s2", "user", "The proxy for the office printer is unrelated.", "2026-11-02T10:00:00Z"))
         archive.call("index-embed", {})
         yield archive, ids
@@ -35,7 +43,9 @@ def dialogue(db_path):
 
 def test_a_reply_found_through_its_context_recalls_only_its_own_bytes(dialogue):
     archive, ids = dialogue
-    results = archive.search({"project": P, "query": "staging proxy port", "limit": 5, "semanticPolicy": "never"})["results"]
+    results = archive.search({"project": P, "query": "staging proxy port", "limit": 5, "semanticPolicy": "never"})[
+        "results"
+    ]
     reply = next(r for r in results if r["documentId"] == ids[1])
     assert reply["matchedTerms"] == [] and reply["termCoverage"] == 0.0  # its evidence is its own text
     recalled = archive.recall({"locator": reply["locator"]})
@@ -49,8 +59,15 @@ def test_a_reply_found_through_its_context_recalls_only_its_own_bytes(dialogue):
 @pytest.mark.parametrize("policy", ["never", "always"])
 def test_an_exact_anchor_still_ranks_first(dialogue, policy):
     archive, ids = dialogue
-    found = archive.search({"project": P, "query": "proxy listens on 8443 deploy/proxy.yaml", "limit": 5,
-                            "semanticPolicy": policy, "explain": True})
+    found = archive.search(
+        {
+            "project": P,
+            "query": "proxy listens on 8443 deploy/proxy.yaml",
+            "limit": 5,
+            "semanticPolicy": policy,
+            "explain": True,
+        }
+    )
     results = found["results"]
     assert results[0]["documentId"] == ids[0] and results[0]["matchType"] == "exact-path"
     assert all(not r["matchType"].startswith("exact-") for r in results[1:])
@@ -64,10 +81,16 @@ def test_the_shipped_ranker_loads_from_package_data_and_orders_deterministically
     assert set(weights.models) == set(ranker.MODELS)
     for model in weights.models.values():  # complete trees over the known features
         assert model.feature.shape == model.threshold.shape and model.leaf.shape[1] == model.feature.shape[1] + 1
-        assert 0 <= model.feature.min() and model.feature.max() < len(ranker.FEATURES)
+        assert model.feature.min() >= 0 and model.feature.max() < len(ranker.FEATURES)
     assert ranker.load("") is weights  # loaded once per process
-    request = {"project": P, "query": "what did the proxy listen on", "limit": 5, "semanticPolicy": "always",
-               "explain": True, "leaseSeconds": 0}
+    request = {
+        "project": P,
+        "query": "what did the proxy listen on",
+        "limit": 5,
+        "semanticPolicy": "always",
+        "explain": True,
+        "leaseSeconds": 0,
+    }
     first, second = archive.search(request), archive.search(request)
     assert first["ranking"] == second["ranking"]
     assert [r["documentId"] for r in first["results"]] == [r["documentId"] for r in second["results"]]
@@ -97,19 +120,32 @@ def _trees(path, coverage_split: bool) -> str:
 @pytest.mark.parametrize("coverage_split, outcome", [(True, "historical-snippet"), (False, "suppress")])
 def test_a_snippet_needs_most_of_the_rankers_probability(tmp_path, coverage_split, outcome):
     from conftest import DISK_GUARD_OFF
+
     from cwa.config import load_settings
 
     config = tmp_path / "cfg" / "cwa" / "config.json"  # rankerPath is honoured from here only
     config.parent.mkdir(parents=True)
     config.write_text(json.dumps({"rankerPath": _trees(tmp_path / "ranker.json", coverage_split)}))
-    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF})
+    settings = load_settings(
+        None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF}
+    )
     with Archive.open(tmp_path / "a.db", settings=settings) as archive:
-        texts = ["The staging proxy listens on port 8443 behind the balancer.", "Port scans hit the staging firewall.",
-                 *(f"Lunch order number {n} for the {word} team." for n, word in enumerate("abcdefghijklmnopq"))]
+        texts = [
+            "The staging proxy listens on port 8443 behind the balancer.",
+            "Port scans hit the staging firewall.",
+            *(f"Lunch order number {n} for the {word} team." for n, word in enumerate("abcdefghijklmnopq")),
+        ]
         for n, text in enumerate(texts):  # a session each: no turn is another's context
             archive.admit(turn(f"s{n}", "user", text, "2026-11-20T10:00:00Z"))
-        found = archive.call("preflight", {"project": P, "sessionId": "now", "messageKey": "m1",
-                                           "text": "Remind me: which port does the staging proxy listen on?"})
+        found = archive.call(
+            "preflight",
+            {
+                "project": P,
+                "sessionId": "now",
+                "messageKey": "m1",
+                "text": "Remind me: which port does the staging proxy listen on?",
+            },
+        )
     diagnostics = found["diagnostics"]
     assert diagnostics["outcome"] == outcome
     assert diagnostics["metrics"]["mode"] == "lexical" and diagnostics["metrics"]["margin"] > 0.05
@@ -133,6 +169,10 @@ def test_training_is_deterministic_and_learns_the_signal():
     model = ranker._model(first)
     p = model.probability(x)
     assert ((p > 0.5) == (y == 1)).mean() > 0.97  # a threshold between quantile bins costs a few
-    splits = {f for features, thresholds in zip(first["feature"], first["threshold"])
-              for f, t in zip(features, thresholds) if t < 1e308}
+    splits = {
+        f
+        for features, thresholds in zip(first["feature"], first["threshold"])
+        for f, t in zip(features, thresholds)
+        if t < 1e308
+    }
     assert 2 in splits

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
+
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import EXIT_CODES, Conflict, DiskLow, NotFound
@@ -46,8 +46,16 @@ def archive(tmp_path, clock):
 
 
 def admit(archive, text, kind="turn", session="s1", role="user", **extra):
-    return archive.admit({"project": P, "sessionId": session, "kind": kind, "createdAt": T0,
-                          "messages": [{"role": role, "text": text}], **extra})["documentId"]
+    return archive.admit(
+        {
+            "project": P,
+            "sessionId": session,
+            "kind": kind,
+            "createdAt": T0,
+            "messages": [{"role": role, "text": text}],
+            **extra,
+        }
+    )["documentId"]
 
 
 def state(archive, document_id):
@@ -84,9 +92,15 @@ def test_each_class_expires_on_time_and_durable_never(archive, clock):
     summary = admit(archive, "Summary: the cache eviction work is half done", kind="summary", role="assistant")
     turn = admit(archive, "Let us look at the cache eviction policy today")
     decision = admit(archive, "Decision: evict least recently used entries first", kind="decision", role="assistant")
-    for days, expected_expired in [(13.9, set()), (14.01, {tool}), (29.9, {tool}), (30.01, {tool, summary}),
-                                   (89.9, {tool, summary}), (90.01, {tool, summary, turn}),
-                                   (2000, {tool, summary, turn})]:
+    for days, expected_expired in [
+        (13.9, set()),
+        (14.01, {tool}),
+        (29.9, {tool}),
+        (30.01, {tool, summary}),
+        (89.9, {tool, summary}),
+        (90.01, {tool, summary, turn}),
+        (2000, {tool, summary, turn}),
+    ]:
         clock.at(days)
         maintain_all(archive)
         expired = {d for d in (tool, summary, turn, decision) if state(archive, d) == "expired"}
@@ -186,8 +200,10 @@ def test_a_released_protection_restarts_the_retention_clock(archive, clock):
 
 
 def test_a_lapsed_protection_counts_even_before_maintenance_deletes_it(archive, clock):
-    tools = [admit(archive, f"tool output {n} of a window that went quiet", kind="tool-result", role="toolResult")
-             for n in range(3)]
+    tools = [
+        admit(archive, f"tool output {n} of a window that went quiet", kind="tool-result", role="toolResult")
+        for n in range(3)
+    ]
     for number, tool in enumerate(tools):
         archive.call("protect", {"clientId": f"w{number}", "documents": [{"documentId": tool}], "ttlSeconds": DAY})
     clock.at(1 + 14 - 0.01)  # every protection lapsed on day 1; a pass deletes only one of them
@@ -211,8 +227,10 @@ def test_protect_validates_all_or_nothing(archive):
 
 
 def test_maintenance_is_bounded_and_resumable(archive, clock):
-    ids = [admit(archive, f"tool output number {i} with its own words w{i}", kind="tool-result", role="toolResult")
-           for i in range(25)]
+    ids = [
+        admit(archive, f"tool output number {i} with its own words w{i}", kind="tool-result", role="toolResult")
+        for i in range(25)
+    ]
     clock.at(15)
     passes = maintain_all(archive, limit=10)
     assert [p["expired"] for p in passes][:3] == [10, 10, 5]
@@ -256,8 +274,10 @@ def test_redaction_removes_a_session_now_and_its_bytes_after_maintenance(archive
     kept = admit(archive, "The vault audit happens in session two", session="s2")
     locator = archive.search({"project": P, "query": "SENTINEL-7f3a", "leaseSeconds": 600})["results"][0]["locator"]
     archive.call("pin", {"documentId": gone})
-    hint = archive.call("preflight", {"project": P, "sessionId": "s3", "messageKey": "m1",
-                                      "text": "what did we say before about SENTINEL-7f3a?"})
+    hint = archive.call(
+        "preflight",
+        {"project": P, "sessionId": "s3", "messageKey": "m1", "text": "what did we say before about SENTINEL-7f3a?"},
+    )
     assert "SENTINEL" in hint["modelVisibleText"]
 
     preview = archive.call("redact", {"project": P, "sessionId": "s1"})
@@ -270,22 +290,31 @@ def test_redaction_removes_a_session_now_and_its_bytes_after_maintenance(archive
 
     assert found(archive, "vault") == {kept}  # search, at once, pin and lease notwithstanding
     assert archive.recall({"locator": locator})["status"] == "missing"
-    replay = archive.call("preflight", {"project": P, "sessionId": "s3", "messageKey": "m1",
-                                        "text": "what did we say before about SENTINEL-7f3a?"})
+    replay = archive.call(
+        "preflight",
+        {"project": P, "sessionId": "s3", "messageKey": "m1", "text": "what did we say before about SENTINEL-7f3a?"},
+    )
     assert replay["modelVisibleText"] == "" and replay["diagnostics"]["reason"] == "source-redacted"
-    fresh = archive.call("preflight", {"project": P, "sessionId": "s4", "messageKey": "m1",
-                                       "text": "what did we say before about SENTINEL-7f3a?"})
+    fresh = archive.call(
+        "preflight",
+        {"project": P, "sessionId": "s4", "messageKey": "m1", "text": "what did we say before about SENTINEL-7f3a?"},
+    )
     assert "SENTINEL" not in fresh["modelVisibleText"]
 
     def sentinel_bytes():
-        return archive.conn.execute("SELECT count(*) FROM chunks WHERE instr(data, ?) > 0",
-                                    (b"SENTINEL-7f3a",)).fetchone()[0]
+        return archive.conn.execute(
+            "SELECT count(*) FROM chunks WHERE instr(data, ?) > 0", (b"SENTINEL-7f3a",)
+        ).fetchone()[0]
 
     assert sentinel_bytes() == 1  # bytes go with maintenance
     maintain_all(archive)
     assert sentinel_bytes() == 0
-    assert archive.conn.execute("SELECT count(*) FROM hint_records WHERE model_visible_text LIKE '%SENTINEL%'"
-                                ).fetchone()[0] == 0
+    assert (
+        archive.conn.execute("SELECT count(*) FROM hint_records WHERE model_visible_text LIKE '%SENTINEL%'").fetchone()[
+            0
+        ]
+        == 0
+    )
     assert found(archive, "audit") == {kept} and archive.recall({"documentId": kept})["status"] == "resolved"
 
 
@@ -312,16 +341,23 @@ def test_disk_low_refuses_admission_before_writing_and_reads_still_work(tmp_path
         admit(archive, "written while there was room")
     huge = 1 << 30  # MiB: far above any free space
     with Archive.open(path, settings=settings(tmp_path, CWA_DISK_CRITICAL_MEBIBYTES=huge), clock=clock) as archive:
-        counts = archive.conn.execute("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)").fetchone()
+        counts = archive.conn.execute(
+            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)"
+        ).fetchone()
         with pytest.raises(DiskLow) as raised:
             admit(archive, "refused")
         assert raised.value.code == "disk-low" and raised.value.details["criticalBytes"] == huge << 20
-        assert archive.conn.execute("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)"
-                                    ).fetchone() == counts
+        assert (
+            archive.conn.execute("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)").fetchone()
+            == counts
+        )
         assert found(archive, "room")  # reads keep working
     env = {**hermetic_env(tmp_path, path), "CWA_DISK_CRITICAL_MEBIBYTES": str(huge)}
-    out = run_cwa(["admit", "--json"], env, stdin=b'{"project": "/p", "sessionId": "s", "kind": "turn", '
-                                                  b'"messages": [{"role": "user", "text": "x"}]}')
+    out = run_cwa(
+        ["admit", "--json"],
+        env,
+        stdin=b'{"project": "/p", "sessionId": "s", "kind": "turn", "messages": [{"role": "user", "text": "x"}]}',
+    )
     assert out.returncode == EXIT_CODES["disk-low"] and b"disk-low" in out.stdout
 
 
@@ -363,12 +399,18 @@ def test_serve_runs_maintenance_periodically(tmp_path):
     with Archive.open(db, clock=Clock()) as archive:  # created and archived in January: long past 14 days
         tool = admit(archive, "an old tool output the server should expire", kind="tool-result", role="toolResult")
     env = hermetic_env(tmp_path, db)
-    child = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0.2"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0.2"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     try:
         seen = None
         for _ in range(50):
-            child.stdin.write(orjson.dumps({"id": 1, "method": "get", "params": {"project": P, "documentId": tool}}) + b"\n")
+            child.stdin.write(
+                orjson.dumps({"id": 1, "method": "get", "params": {"project": P, "documentId": tool}}) + b"\n"
+            )
             child.stdin.flush()
             seen = orjson.loads(child.stdout.readline())["result"]["state"]
             if seen == "expired":
@@ -381,9 +423,16 @@ def test_serve_runs_maintenance_periodically(tmp_path):
 
 
 def test_redacting_an_expired_document_still_forgets_its_metadata(archive, clock):
-    tool = archive.admit({"project": P, "sessionId": "sm", "kind": "tool-result", "createdAt": T0,
-                          "metadata": {"secret": "META-SENTINEL"},
-                          "messages": [{"role": "toolResult", "text": "output with metadata"}]})["documentId"]
+    tool = archive.admit(
+        {
+            "project": P,
+            "sessionId": "sm",
+            "kind": "tool-result",
+            "createdAt": T0,
+            "metadata": {"secret": "META-SENTINEL"},
+            "messages": [{"role": "toolResult", "text": "output with metadata"}],
+        }
+    )["documentId"]
     clock.at(15)
     from cwa.store.connection import write_transaction
     from cwa.store.retention import expire_due, plan_of

@@ -7,19 +7,22 @@ import sys
 
 import anyio
 import pytest
+from conftest import hermetic_env
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from cwa import routing
 from cwa.integrations import mcp_clients
-from conftest import hermetic_env
 
 PROJECT = "/work/mcp-project"
 
 
 def server(tmp_path, session: str) -> StdioServerParameters:
     env = hermetic_env(tmp_path, tmp_path / "archive.db") | {
-        "CWA_PROJECT": PROJECT, "CWA_SESSION": session, "CWA_SEMANTIC_RETRIEVAL": "false"}
+        "CWA_PROJECT": PROJECT,
+        "CWA_SESSION": session,
+        "CWA_SEMANTIC_RETRIEVAL": "false",
+    }
     return StdioServerParameters(command=sys.executable, args=["-m", "cwa", "mcp"], env=env)
 
 
@@ -35,25 +38,47 @@ def test_tools_instructions_archive_search_recall_and_gather(tmp_path):
             assert init.instructions == routing.guidelines_text()
             listed = {t.name: t for t in (await session.list_tools()).tools}
             assert sorted(listed) == sorted(routing.tool_names("mcp")) and "context_window_status" in listed
-            assert listed["context_window_gather"].input_schema == routing.guidance()["tools"]["context_window_gather"]["parameters"]
-            text, first, failed = await _tool(session, "context_window_archive", {
-                "text": "Decision: payment retries stop after 5 attempts (see src/payments/retry.py).",
-                "type": "decision", "subjectKey": "payment-retries"})
+            assert (
+                listed["context_window_gather"].input_schema
+                == routing.guidance()["tools"]["context_window_gather"]["parameters"]
+            )
+            text, first, failed = await _tool(
+                session,
+                "context_window_archive",
+                {
+                    "text": "Decision: payment retries stop after 5 attempts (see src/payments/retry.py).",
+                    "type": "decision",
+                    "subjectKey": "payment-retries",
+                },
+            )
             assert not failed and text.startswith("archived as doc-")
-            _, second, _ = await _tool(session, "context_window_archive", {
-                "text": "Decision: payment retries stop after 3 attempts.", "subjectKey": "payment-retries"})
+            _, second, _ = await _tool(
+                session,
+                "context_window_archive",
+                {"text": "Decision: payment retries stop after 3 attempts.", "subjectKey": "payment-retries"},
+            )
             assert second["documentId"] == first["documentId"] and second["version"] == 2
-            await _tool(session, "context_window_archive", {"messages": [
-                {"role": "user", "text": "why does src/payments/retry.py sleep so long?"},
-                {"role": "assistant", "text": "Because of the exponential backoff cap of 30 s."}]})
+            await _tool(
+                session,
+                "context_window_archive",
+                {
+                    "messages": [
+                        {"role": "user", "text": "why does src/payments/retry.py sleep so long?"},
+                        {"role": "assistant", "text": "Because of the exponential backoff cap of 30 s."},
+                    ]
+                },
+            )
             text, found, failed = await _tool(session, "context_window_search", {"query": "src/payments/retry.py"})
             assert not failed and text.startswith("[cwa archive | search: historical results")
-            assert found["results"] and all(r["documentId"] != first["documentId"] or r["version"] == 2
-                                            for r in found["results"])
+            assert found["results"] and all(
+                r["documentId"] != first["documentId"] or r["version"] == 2 for r in found["results"]
+            )
             text, recalled, failed = await _tool(session, "context_recall", {"locator": found["results"][0]["locator"]})
             assert not failed and recalled["status"] == "resolved"
             assert json.dumps(recalled["text"])[1:-1] in text  # the exact bytes, quoted as data
-            text, gathered, failed = await _tool(session, "context_window_gather", {"query": "backoff cap payment retries"})
+            text, gathered, failed = await _tool(
+                session, "context_window_gather", {"query": "backoff cap payment retries"}
+            )
             assert not failed and any("30 s" in item["text"] for item in gathered["items"])
             text, status, failed = await _tool(session, "context_window_status", {})
             assert not failed and status["documents"]["total"] >= 3 and "Session s1" in text
@@ -94,8 +119,13 @@ def test_two_clients_on_one_archive_at_once(tmp_path):
             await session.initialize()
             ids = []
             for number in range(15):
-                _, done, failed = await _tool(session, "context_window_archive", {
-                    "text": f"{session_id} note {number}: the cache TTL of service-{session_id}-{number} is {number} s"})
+                _, done, failed = await _tool(
+                    session,
+                    "context_window_archive",
+                    {
+                        "text": f"{session_id} note {number}: the cache TTL of service-{session_id}-{number} is {number} s"
+                    },
+                )
                 assert not failed
                 ids.append(done["documentId"])
             results[session_id] = ids
@@ -123,8 +153,10 @@ def test_install_prints_or_merges_the_entry_idempotently(tmp_path, client):
     path = mcp_clients.config_file(client, project, env)
     path.parent.mkdir(parents=True, exist_ok=True)
     if client == "codex":
-        path.write_text('model = "x"\n\n[mcp_servers.other]\ncommand = "other"\n\n[mcp_servers.cwa]\ncommand = "old"\n'
-                        'args = []\n\n[profiles.fast]\nmodel = "y"\n')
+        path.write_text(
+            'model = "x"\n\n[mcp_servers.other]\ncommand = "other"\n\n[mcp_servers.cwa]\ncommand = "old"\n'
+            'args = []\n\n[profiles.fast]\nmodel = "y"\n'
+        )
     else:
         section = "mcpServers" if client == "claude" else "mcp"
         path.write_text(json.dumps({"keep": True, section: {"other": {"command": "other"}}}))
@@ -164,10 +196,25 @@ class RawFrames:
         import subprocess
 
         params = server(tmp_path, "raw")
-        self.process = subprocess.Popen([params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env={**params.env, "CWA_PROJECT": project})
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        self.process = subprocess.Popen(
+            [params.command, *params.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**params.env, "CWA_PROJECT": project},
+        )
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
         assert self.reply()["id"] == 0
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -197,8 +244,12 @@ def test_malformed_frames_get_the_json_rpc_error_the_spec_names(tmp_path):
     call = {"jsonrpc": "2.0", "method": "tools/call"}
     cases = [  # (frame, JSON-RPC code, id in the reply)
         (b"{not json", -32700, None),
-        (b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"context_window_search",'
-         b'"arguments":{"query":"\\ud800"}}}', -32700, None),  # a lone surrogate
+        (
+            b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"context_window_search",'
+            b'"arguments":{"query":"\\ud800"}}}',
+            -32700,
+            None,
+        ),  # a lone surrogate
         (b"[1, 2]", -32600, None),
         ({"jsonrpc": "1.0", "id": 1, "method": "tools/list"}, -32600, 1),
         ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}, -32600, None),
@@ -231,16 +282,20 @@ def test_what_the_model_reads_is_words_never_python_reprs(tmp_path):
             await session.initialize()
             _, old, _ = await _tool(session, "context_window_archive", {"text": "the queue holds 40 jobs"})
             _, new, _ = await _tool(session, "context_window_archive", {"text": "the queue now holds 80 jobs"})
-            await _tool(session, "context_window_supersede", {"documentId": old["documentId"],
-                                                               "replacement": new["documentId"]})
+            await _tool(
+                session, "context_window_supersede", {"documentId": old["documentId"], "replacement": new["documentId"]}
+            )
             big = "\n".join(f"step {n}: compile module_{n} and link it against libcore" for n in range(2_000))
             _, large, _ = await _tool(session, "context_window_archive", {"text": big})
             texts = {}
             texts["superseded"], _, _ = await _tool(session, "context_recall", {"documentId": old["documentId"]})
             texts["missing"], _, _ = await _tool(session, "context_recall", {"documentId": "doc-00000000000000000000"})
-            texts["small budget"], details, _ = await _tool(session, "context_recall",
-                                                            {"documentId": large["documentId"], "maxTokens": 39})
-            texts["null limit"], _, failed = await _tool(session, "context_window_search", {"query": "queue", "limit": None})
+            texts["small budget"], details, _ = await _tool(
+                session, "context_recall", {"documentId": large["documentId"], "maxTokens": 39}
+            )
+            texts["null limit"], _, failed = await _tool(
+                session, "context_window_search", {"query": "queue", "limit": None}
+            )
             assert failed
             for name, text in texts.items():
                 assert not any(marker in text for marker in reprs), (name, text)

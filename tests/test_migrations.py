@@ -10,11 +10,11 @@ from pathlib import Path
 import apsw
 import pytest
 import sqlite_vec
-
 from conftest import REPO
 
 from cwa import contract
 from cwa.api import Archive
+from cwa.config import load_settings
 from cwa.index.exact import ExactHandler
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
@@ -23,7 +23,6 @@ from cwa.store import migrations, retention
 from cwa.store.admission import admit
 from cwa.store.reads import find_document
 from cwa.store.retention import plan_of
-from cwa.config import load_settings
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 
 NOW = "2026-11-30T12:00:00.000Z"
@@ -41,7 +40,7 @@ FROM documents AS d WHERE d.id = (SELECT id FROM documents WHERE document_id = :
 """
 CANONICAL = {
     "documents": "SELECT document_id, version, kind, retention_class, created_at, byte_length, text_digest, "
-                 "identity_digest, first_source_key, last_source_key, subject_key FROM documents ORDER BY id",
+    "identity_digest, first_source_key, last_source_key, subject_key FROM documents ORDER BY id",
     "chunks": "SELECT hash, byte_length, data FROM chunks ORDER BY id",
     "document_chunks": "SELECT * FROM document_chunks ORDER BY document_row, ordinal",
     "messages": "SELECT * FROM messages ORDER BY document_row, ordinal",
@@ -53,20 +52,51 @@ CANONICAL = {
 def sample_requests(version: int) -> list[dict]:
     base = {"project": PROJECT, "sessionId": "old-session", "createdAt": "2026-10-20T09:00:00Z"}
     requests = [
-        {**base, "kind": "turn", "messages": [
-            {"key": "u1", "role": "user", "text": "Why does src/flaky_upload.py time out with E_UPLOAD_STALL?"},
-            {"key": "a1", "role": "assistant", "text": "The multipart upload retries without resetting its stream."}]},
-        {**base, "kind": "tool-result", "messages": [
-            {"key": "t1", "role": "toolResult", "toolName": "bash", "text": "pytest: 3 failed, E_UPLOAD_STALL x3"}]},
-        {**base, "kind": "decision", "subjectKey": "upload-retries", "messages": [
-            {"key": "d1", "role": "custom", "text": "Decision: uploads reset the stream before each retry."}]},
+        {
+            **base,
+            "kind": "turn",
+            "messages": [
+                {"key": "u1", "role": "user", "text": "Why does src/flaky_upload.py time out with E_UPLOAD_STALL?"},
+                {
+                    "key": "a1",
+                    "role": "assistant",
+                    "text": "The multipart upload retries without resetting its stream.",
+                },
+            ],
+        },
+        {
+            **base,
+            "kind": "tool-result",
+            "messages": [
+                {"key": "t1", "role": "toolResult", "toolName": "bash", "text": "pytest: 3 failed, E_UPLOAD_STALL x3"}
+            ],
+        },
+        {
+            **base,
+            "kind": "decision",
+            "subjectKey": "upload-retries",
+            "messages": [
+                {"key": "d1", "role": "custom", "text": "Decision: uploads reset the stream before each retry."}
+            ],
+        },
     ]
     if version >= 2:  # supersessions arrived with schema 2
-        requests.append({**base, "kind": "decision", "subjectKey": "upload-retries",
-                         "createdAt": "2026-10-21T09:00:00Z",
-                         "supersedes": {"documentId": None, "version": 1},  # filled in below
-                         "messages": [{"key": "d2", "role": "custom",
-                                       "text": "Decision: uploads reset the stream and back off exponentially."}]})
+        requests.append(
+            {
+                **base,
+                "kind": "decision",
+                "subjectKey": "upload-retries",
+                "createdAt": "2026-10-21T09:00:00Z",
+                "supersedes": {"documentId": None, "version": 1},  # filled in below
+                "messages": [
+                    {
+                        "key": "d2",
+                        "role": "custom",
+                        "text": "Decision: uploads reset the stream and back off exponentially.",
+                    }
+                ],
+            }
+        )
     return requests
 
 
@@ -87,12 +117,18 @@ def archive_at(path: Path, version: int) -> None:
             if "supersedes" in request:
                 request["supersedes"]["documentId"] = decision
             request = contract.validate(contract.ADMIT, request)  # as the api would pass it
-            admitted = admit(conn, request, handlers=handlers, now="2026-10-21T10:00:00.000Z",
-                             retention_plan=plan if version >= CLOCK_SINCE else None)
+            admitted = admit(
+                conn,
+                request,
+                handlers=handlers,
+                now="2026-10-21T10:00:00.000Z",
+                retention_plan=plan if version >= CLOCK_SINCE else None,
+            )
             days = plan.get(DEFAULT_CLASS_FOR_KIND[request["kind"]]) if plan and version < CLOCK_SINCE else None
             if days:
-                conn.execute(CREATION_SCHEDULE, {"id": admitted["documentId"], "version": admitted["version"],
-                                                 "days": days})
+                conn.execute(
+                    CREATION_SCHEDULE, {"id": admitted["documentId"], "version": admitted["version"], "days": days}
+                )
                 retention.adopt_plan_if_unset(conn, plan)
             if request["kind"] == "decision":
                 decision = admitted["documentId"]
@@ -139,7 +175,8 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         assert conn.execute("SELECT count(*) FROM meta WHERE key = 'index_backfill'").fetchone()[0] == 0
         unindexed = conn.execute(
             "SELECT count(*) FROM documents AS d WHERE d.state IN ('live', 'superseded') AND NOT EXISTS "
-            "(SELECT 1 FROM windows AS w WHERE w.document_row = d.id)").fetchone()[0]
+            "(SELECT 1 FROM windows AS w WHERE w.document_row = d.id)"
+        ).fetchone()[0]
         assert unindexed == 0
         found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "limit": 5})["results"]
         assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
@@ -163,15 +200,19 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         marker = conn.execute("SELECT count(*) FROM meta WHERE key = 'retention_backfill'").fetchone()[0]
         assert marker == (1 if version < EXPIRY_SINCE else 0)
         archive.call("maintain", {})
-        scheduled = dict(conn.execute(
-            "SELECT d.kind, count(*) FROM expiry_schedule AS e JOIN documents AS d ON d.id = e.document_row "
-            "GROUP BY d.kind").fetchall())
+        scheduled = dict(
+            conn.execute(
+                "SELECT d.kind, count(*) FROM expiry_schedule AS e JOIN documents AS d ON d.id = e.document_row "
+                "GROUP BY d.kind"
+            ).fetchall()
+        )
         assert scheduled == {"turn": 1, "tool-result": 1}  # decisions are durable: no entry
         # archived a day after it was written: its days count from the archiving (0012; the tool
         # result's entry waits for the lease of the searches above)
         start = conn.execute(
             "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', e.due_at, '-' || e.retention_days || ' days') "
-            "FROM expiry_schedule AS e JOIN documents AS d ON d.id = e.document_row WHERE d.kind = 'turn'").fetchone()
+            "FROM expiry_schedule AS e JOIN documents AS d ON d.id = e.document_row WHERE d.kind = 'turn'"
+        ).fetchone()
         assert start == ("2026-10-21T10:00:00.000Z",)
         assert conn.execute("SELECT count(*) FROM meta WHERE key = 'retention_backfill'").fetchone()[0] == 0
 

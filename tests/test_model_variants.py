@@ -19,18 +19,38 @@ from tests.conftest import hermetic_env, run_cwa
 from tests.test_rerank import build_cross_encoder
 
 P = "/work/variants"
-TOPICS = ["retry policy", "cache eviction", "lock timeout", "upload quota", "schema migration",
-          "flaky test", "disk usage", "release notes", "token budget", "vector index"]
+TOPICS = [
+    "retry policy",
+    "cache eviction",
+    "lock timeout",
+    "upload quota",
+    "schema migration",
+    "flaky test",
+    "disk usage",
+    "release notes",
+    "token budget",
+    "vector index",
+]
 
 
 def admit_windows(archive, count: int) -> None:
     for i in range(count):
         topic = TOPICS[i % len(TOPICS)]
-        archive.admit({"project": P, "sessionId": f"s{i % 3}", "kind": "turn", "messages": [
-            {"role": "user", "text": f"Note {i}: what did we learn about the {topic} in module m{i}?"},
-            {"role": "assistant", "text": f"In module m{i} the {topic} needed change number {i * 7}; we "
-                                          f"measured it twice, wrote test case t{i} and left a comment for later."},
-        ]})
+        archive.admit(
+            {
+                "project": P,
+                "sessionId": f"s{i % 3}",
+                "kind": "turn",
+                "messages": [
+                    {"role": "user", "text": f"Note {i}: what did we learn about the {topic} in module m{i}?"},
+                    {
+                        "role": "assistant",
+                        "text": f"In module m{i} the {topic} needed change number {i * 7}; we "
+                        f"measured it twice, wrote test case t{i} and left a comment for later.",
+                    },
+                ],
+            }
+        )
 
 
 def test_too_few_windows_is_a_typed_refusal_that_writes_nothing(db_path):
@@ -57,8 +77,10 @@ def test_optimize_measures_and_only_a_winner_is_used(db_path, monkeypatch, verdi
             assert report["measured"][side]["msPerWindow"] > 0
             assert 0.9 <= report["measured"][side]["knownItemR@10"] <= 1.0
         original, optimized = report["measured"]["original"], report["measured"]["optimized"]
-        recall_kept = (optimized["knownItemR@1"] >= original["knownItemR@1"]
-                       and optimized["knownItemR@10"] >= original["knownItemR@10"])
+        recall_kept = (
+            optimized["knownItemR@1"] >= original["knownItemR@1"]
+            and optimized["knownItemR@10"] >= original["knownItemR@10"]
+        )
         # the verdict is exactly the documented rule (speed is the only criterion this test sets)
         assert report["accepted"] is (verdict == "accepted" and recall_kept and report["meanCosine"] >= 0.98)
         used = model_variants.active(db_path)
@@ -72,13 +94,15 @@ def test_optimize_measures_and_only_a_winner_is_used(db_path, monkeypatch, verdi
         assert report["fingerprint"] == used.fingerprint != locate().fingerprint
         assert status["model"]["fingerprint"] == used.fingerprint
         # the vectors of the packaged model are not mixed in: search stays lexical until re-embedded
-        before = archive.search({"project": P, "query": "what changed in the eviction of cached entries",
-                                 "semanticPolicy": "always"})
+        before = archive.search(
+            {"project": P, "query": "what changed in the eviction of cached entries", "semanticPolicy": "always"}
+        )
         assert before["semantic"]["used"] is False
         embedded = archive.call("index-embed", {})
         assert embedded["modelChanged"] is True and embedded["fingerprint"] == used.fingerprint
-        after = archive.search({"project": P, "query": "what changed in the eviction of cached entries",
-                                "semanticPolicy": "always"})
+        after = archive.search(
+            {"project": P, "query": "what changed in the eviction of cached entries", "semanticPolicy": "always"}
+        )
         assert after["semantic"]["used"] is True
 
 
@@ -86,8 +110,9 @@ def test_a_variant_built_for_another_model_is_ignored(db_path):
     folder = db_path.parent / "models"
     folder.mkdir(parents=True)
     (folder / "v.onnx").write_bytes(b"not used")
-    (folder / model_variants.MANIFEST).write_bytes(orjson.dumps(
-        {"accepted": True, "source": "minilm-l6-v2:0000000000000000", "file": "v.onnx"}))
+    (folder / model_variants.MANIFEST).write_bytes(
+        orjson.dumps({"accepted": True, "source": "minilm-l6-v2:0000000000000000", "file": "v.onnx"})
+    )
     assert model_variants.active(db_path) == locate()
 
 
@@ -140,4 +165,7 @@ def test_install_refuses_a_model_that_fails_its_identity_check(tmp_path, hub):
     models = tmp_path / "data" / "cwa" / "models"
     assert not (models / "reranker").exists() and not any(models.iterdir())  # staging removed too
     missing = run_cwa(["models", "install", "--json"], env)  # the hub has no embedding model: 404
-    assert missing.returncode == EXIT_CODES["download-failed"] and orjson.loads(missing.stdout)["error"]["details"]["reason"] == "http-error"
+    assert (
+        missing.returncode == EXIT_CODES["download-failed"]
+        and orjson.loads(missing.stdout)["error"]["details"]["reason"] == "http-error"
+    )

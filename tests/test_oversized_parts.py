@@ -9,11 +9,11 @@ import sys
 
 import orjson
 import pytest
-
 from conftest import hermetic_env
+
 from cwa.api import Archive
-from cwa.store.admission import document_ids_in
 from cwa.session.transcript import UNCOUNTED_SLACK
+from cwa.store.admission import document_ids_in
 
 T0 = 1_795_000_000_000
 BIG = "".join(f"token{n % 997} " for n in range(400_000))[:1_500_000]  # 1.5 MB, far above every cap
@@ -24,42 +24,107 @@ def _user(text: str = "ok", **extra) -> dict:
 
 
 def _call(call_id: str, arguments: dict, name: str = "write") -> dict:
-    return {"role": "assistant", "content": [{"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}],
-            "stopReason": "toolUse", "timestamp": T0 + 1}
+    return {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}],
+        "stopReason": "toolUse",
+        "timestamp": T0 + 1,
+    }
 
 
 CASES = {
-    "bash command": [_user("run it"), {"role": "bashExecution", "command": "printf '%s' " + BIG[:400_000],
-                                       "output": "done", "exitCode": 0, "timestamp": T0 + 1}],
-    "assistant text": [_user("write"), {"role": "assistant", "content": [{"type": "text", "text": BIG}],
-                                        "stopReason": "stop", "timestamp": T0 + 1}],
-    "thinking": [_user("think"), {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": BIG, "thinkingSignature": "c2ln"}, {"type": "text", "text": "ok"}],
-        "stopReason": "stop", "timestamp": T0 + 1}],
-    "toolCall arguments": [_user("write it"), _call("c1", {"path": "a.txt", "content": BIG}),
-                           {"role": "toolResult", "toolCallId": "c1", "toolName": "write",
-                            "content": [{"type": "text", "text": "written"}], "timestamp": T0 + 2}],
+    "bash command": [
+        _user("run it"),
+        {
+            "role": "bashExecution",
+            "command": "printf '%s' " + BIG[:400_000],
+            "output": "done",
+            "exitCode": 0,
+            "timestamp": T0 + 1,
+        },
+    ],
+    "assistant text": [
+        _user("write"),
+        {"role": "assistant", "content": [{"type": "text", "text": BIG}], "stopReason": "stop", "timestamp": T0 + 1},
+    ],
+    "thinking": [
+        _user("think"),
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": BIG, "thinkingSignature": "c2ln"},
+                {"type": "text", "text": "ok"},
+            ],
+            "stopReason": "stop",
+            "timestamp": T0 + 1,
+        },
+    ],
+    "toolCall arguments": [
+        _user("write it"),
+        _call("c1", {"path": "a.txt", "content": BIG}),
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "write",
+            "content": [{"type": "text", "text": "written"}],
+            "timestamp": T0 + 2,
+        },
+    ],
     "custom": [_user(), {"role": "custom", "customType": "note", "content": BIG, "display": True, "timestamp": T0 + 1}],
     "branchSummary": [{"role": "branchSummary", "summary": BIG, "fromId": "e1", "timestamp": T0}, _user("go on")],
-    "compactionSummary": [{"role": "compactionSummary", "summary": BIG, "tokensBefore": 9, "timestamp": T0},
-                          _user("go on")],
-    "unknown user block": [{"role": "user", "content": [{"type": "text", "text": "see the file"},
-                                                        {"type": "file", "data": BIG}], "timestamp": T0}],
+    "compactionSummary": [
+        {"role": "compactionSummary", "summary": BIG, "tokensBefore": 9, "timestamp": T0},
+        _user("go on"),
+    ],
+    "unknown user block": [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "see the file"}, {"type": "file", "data": BIG}],
+            "timestamp": T0,
+        }
+    ],
     "user extra field": [_user("hi", attachment=BIG)],
-    "tool extra field": [_user("list"), _call("c2", {}, "ls"),
-                         {"role": "toolResult", "toolCallId": "c2", "toolName": "ls", "timestamp": T0 + 2,
-                          "content": [{"type": "text", "text": "a b"}], "details": {"listing": BIG}}],
+    "tool extra field": [
+        _user("list"),
+        _call("c2", {}, "ls"),
+        {
+            "role": "toolResult",
+            "toolCallId": "c2",
+            "toolName": "ls",
+            "timestamp": T0 + 2,
+            "content": [{"type": "text", "text": "a b"}],
+            "details": {"listing": BIG},
+        },
+    ],
 }
 
 
 @pytest.fixture(scope="module")
 def answers(tmp_path_factory):
     root = tmp_path_factory.mktemp("oversized")
-    lines = b"".join(orjson.dumps({"id": name, "method": "session-context", "params": {
-        "project": "/work/big", "sessionId": name, "messages": messages,
-        "model": {"contextWindow": 200_000, "maxTokens": 8_192}}}) + b"\n" for name, messages in CASES.items())
-    done = subprocess.run([sys.executable, "-m", "cwa", "serve", "--no-background"], input=lines, capture_output=True,
-                          env=hermetic_env(root, root / "archive.db"), timeout=300)
+    lines = b"".join(
+        orjson.dumps(
+            {
+                "id": name,
+                "method": "session-context",
+                "params": {
+                    "project": "/work/big",
+                    "sessionId": name,
+                    "messages": messages,
+                    "model": {"contextWindow": 200_000, "maxTokens": 8_192},
+                },
+            }
+        )
+        + b"\n"
+        for name, messages in CASES.items()
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "cwa", "serve", "--no-background"],
+        input=lines,
+        capture_output=True,
+        env=hermetic_env(root, root / "archive.db"),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     replies = {reply["id"]: reply for reply in map(orjson.loads, done.stdout.splitlines())}
     return root / "archive.db", replies

@@ -4,14 +4,17 @@ the figures live in docs/performance.md)."""
 from __future__ import annotations
 
 import orjson
-
 from conftest import hermetic_env, run_cwa
+
 from cwa.evaluation.perf.scale import OPERATIONS
 
 
 def test_the_runner_measures_every_operation_against_the_floor_at_10k_windows(tmp_path):
-    out = run_cwa(["eval", "perf", "--sizes", "10000", "--queries", "12", "--embed-sample", "32", "--json"],
-                  hermetic_env(tmp_path), timeout=900)
+    out = run_cwa(
+        ["eval", "perf", "--sizes", "10000", "--queries", "12", "--embed-sample", "32", "--json"],
+        hermetic_env(tmp_path),
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr.decode()
     report = orjson.loads(out.stdout)
     assert report["coldVersion"]["runs"] == 7 and report["coldVersion"]["best_ms"] > 0
@@ -38,8 +41,11 @@ def test_the_runner_measures_every_operation_against_the_floor_at_10k_windows(tm
 
 
 def test_bad_sizes_and_corpora_are_refused_before_any_work(tmp_path):
-    for args, reason in ((["--sizes", "12"], "invalid-size"), (["--sizes", "ten"], "invalid-size"),
-                         (["--corpora", "novels"], "unknown-corpus")):
+    for args, reason in (
+        (["--sizes", "12"], "invalid-size"),
+        (["--sizes", "ten"], "invalid-size"),
+        (["--corpora", "novels"], "unknown-corpus"),
+    ):
         out = run_cwa(["eval", "perf", *args, "--json"], hermetic_env(tmp_path))
         assert out.returncode != 0
         error = orjson.loads(out.stdout)["error"]

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 from blake3 import blake3
+from pi_host import CWA, FAUX, Pi, children, pi_env, pi_installed, serve_processes
 
 from cwa import routing
 from cwa.api import Archive
 from cwa.tokens import estimate_tokens
-from pi_host import CWA, FAUX, Pi, children, pi_env, pi_installed, serve_processes
-
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -66,7 +65,8 @@ def test_rotation_search_and_recall_through_real_pi(tmp_path: Path) -> None:
         assert "release train" in last
         with Archive.open(tmp_path / "archive.db") as archive:
             stored = archive.conn.execute(
-                "SELECT count(*) FROM documents WHERE kind = 'turn' AND state = 'live'").fetchone()[0]
+                "SELECT count(*) FROM documents WHERE kind = 'turn' AND state = 'live'"
+            ).fetchone()[0]
             assert stored >= 1
         events = pi.prompt(call("context_window_search", query=sentinel))
         found = tool_end(events, "context_window_search")
@@ -281,16 +281,33 @@ def test_tools_gather_traverse_archive_and_supersede(tmp_path: Path) -> None:
         page = tool_end(events, "context_window_traverse")["result"]
         assert page["details"]["status"] == "ok" and page["details"]["records"]
 
-        events = pi.prompt(call("context_window_archive", text="Convention: payment retries stop after 5 attempts.",
-                                type="convention", subjectKey="payment-retries"))
+        events = pi.prompt(
+            call(
+                "context_window_archive",
+                text="Convention: payment retries stop after 5 attempts.",
+                type="convention",
+                subjectKey="payment-retries",
+            )
+        )
         kept = tool_end(events, "context_window_archive")["result"]["details"]
-        events = pi.prompt(call("context_window_archive", text="Convention: payment retries stop after 3 attempts.",
-                                type="convention", subjectKey="payment-retries"))
+        events = pi.prompt(
+            call(
+                "context_window_archive",
+                text="Convention: payment retries stop after 3 attempts.",
+                type="convention",
+                subjectKey="payment-retries",
+            )
+        )
         replaced = tool_end(events, "context_window_archive")["result"]["details"]
         assert replaced["documentId"] == kept["documentId"] and replaced["version"] == kept["version"] + 1
 
-        events = pi.prompt(call("context_window_supersede", documentId=first["documentId"],
-                                note="The retry budget is now 3 attempts (see payment-retries)."))
+        events = pi.prompt(
+            call(
+                "context_window_supersede",
+                documentId=first["documentId"],
+                note="The retry budget is now 3 attempts (see payment-retries).",
+            )
+        )
         retired = tool_end(events, "context_window_supersede")["result"]
         assert not retired.get("isError"), retired
         events = pi.prompt(call("context_recall", documentId="doc-does-not-exist"))
@@ -301,11 +318,15 @@ def test_tools_gather_traverse_archive_and_supersede(tmp_path: Path) -> None:
     finally:
         assert pi.close() == 0
     with Archive.open(tmp_path / "archive.db") as archive:
-        states = dict(archive.conn.execute(
-            "SELECT document_id || ' v' || version, state FROM documents WHERE kind = 'manual'").fetchall())
+        states = dict(
+            archive.conn.execute(
+                "SELECT document_id || ' v' || version, state FROM documents WHERE kind = 'manual'"
+            ).fetchall()
+        )
         assert states == {f"{kept['documentId']} v1": "superseded", f"{kept['documentId']} v2": "live"}
-        row = archive.conn.execute("SELECT state FROM documents WHERE document_id = ? ORDER BY version DESC",
-                                   (first["documentId"],)).fetchone()
+        row = archive.conn.execute(
+            "SELECT state FROM documents WHERE document_id = ? ORDER BY version DESC", (first["documentId"],)
+        ).fetchone()
         assert row[0] == "superseded"
 
 
@@ -323,8 +344,11 @@ def test_a_new_session_records_its_verified_parent_lineage(tmp_path: Path) -> No
     finally:
         assert pi.close() == 0
     with Archive.open(tmp_path / "archive.db") as archive:
-        rows = dict(archive.conn.execute(
-            "SELECT s.session_key, p.session_key FROM sessions s LEFT JOIN sessions p ON s.parent_id = p.id"))
+        rows = dict(
+            archive.conn.execute(
+                "SELECT s.session_key, p.session_key FROM sessions s LEFT JOIN sessions p ON s.parent_id = p.id"
+            )
+        )
     assert rows[child_id] == parent_id and rows[parent_id] is None
 
 
@@ -360,8 +384,10 @@ def test_cwa_pi_install_and_uninstall_drive_what_pi_loads(tmp_path: Path) -> Non
 def test_the_model_sees_the_routing_guidance_and_a_labelled_hint_in_a_later_session(tmp_path: Path) -> None:
     pi = Pi(tmp_path, pi_env(tmp_path), args=("--session-dir", str(tmp_path / "sessions")))
     try:
-        pi.prompt("The nightly export to the warehouse fails with ERR_QUOTA_EXCEEDED when the batch is larger "
-                  "than 4096 rows; we fixed it by chunking in exporter/batch.py.")
+        pi.prompt(
+            "The nightly export to the warehouse fails with ERR_QUOTA_EXCEEDED when the batch is larger "
+            "than 4096 rows; we fixed it by chunking in exporter/batch.py."
+        )
         pi.prompt("ok thanks")
         assert pi.command("new_session")["success"]
         pi.prompt("the nightly export fails again with ERR_QUOTA_EXCEEDED, what did we do last time?")
@@ -371,7 +397,9 @@ def test_the_model_sees_the_routing_guidance_and_a_labelled_hint_in_a_later_sess
     system = json.dumps([m for m in request if m["role"] == "system"])
     for line in routing.guidance()["guidelines"]:
         assert json.dumps(line)[1:-1] in system
-    question = next(i for i, m in enumerate(request) if m["role"] == "user" and "what did we do last time" in json.dumps(m))
+    question = next(
+        i for i, m in enumerate(request) if m["role"] == "user" and "what did we do last time" in json.dumps(m)
+    )
     hint = request[question + 1]
     text = hint["content"][0]["text"] if isinstance(hint["content"], list) else hint["content"]
     assert text.startswith("\n\n[cwa archive, ") and "historical evidence, may be outdated" in text
@@ -382,8 +410,9 @@ def test_parts_turn_off_as_docs_pi_md_says(tmp_path: Path) -> None:
     agent = tmp_path / "home" / ".pi" / "agent"
     agent.mkdir(parents=True)
     (agent / "settings.json").write_text(json.dumps({"cwa": {"hintBudgetTokens": 0}}))
-    pi = Pi(tmp_path, pi_env(tmp_path),
-            args=("--session-dir", str(tmp_path / "sessions"), "--exclude-tools", "context_*"))
+    pi = Pi(
+        tmp_path, pi_env(tmp_path), args=("--session-dir", str(tmp_path / "sessions"), "--exclude-tools", "context_*")
+    )
     try:
         pi.prompt("The nightly export fails with ERR_QUOTA_EXCEEDED above 4096 rows; we chunk in exporter/batch.py.")
         pi.prompt("ok thanks")

@@ -10,10 +10,10 @@ import sys
 
 import anyio
 import orjson
+from conftest import hermetic_env, turn
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import hermetic_env, turn
 from cwa.api import Archive
 
 A, B = "/work/project-a", "/work/project-b"
@@ -22,8 +22,13 @@ UNKNOWN = "doc-0123456789abcdef0123"
 
 def _answers(tmp_path, requests: list[dict]) -> list[dict]:
     lines = b"".join(orjson.dumps({"id": n, **r}) + b"\n" for n, r in enumerate(requests))
-    done = subprocess.run([sys.executable, "-m", "cwa", "serve", "--no-background"], input=lines, capture_output=True,
-                          env=hermetic_env(tmp_path, tmp_path / "archive.db"), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "cwa", "serve", "--no-background"],
+        input=lines,
+        capture_output=True,
+        env=hermetic_env(tmp_path, tmp_path / "archive.db"),
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return [orjson.loads(line) for line in done.stdout.splitlines()]
 
@@ -50,8 +55,12 @@ def test_serve_answers_another_projects_document_as_an_unknown_id(tmp_path):
         ("supersede", lambda d: {"documentId": d, "by": {"documentId": a2}}),  # both of A's
         ("recall", lambda d: {"documentId": d}),
         ("traverse", lambda d: {"documentId": d}),
-        ("admit", lambda d: turn("B tries to retire A's document", project=B, session="b",
-                                  supersedes={"documentId": d, "version": 1})),
+        (
+            "admit",
+            lambda d: turn(
+                "B tries to retire A's document", project=B, session="b", supersedes={"documentId": d, "version": 1}
+            ),
+        ),
     ]
     requests = []
     for method, params in methods:
@@ -76,7 +85,10 @@ def _mcp(tmp_path, project: str):
     from mcp.client.stdio import StdioServerParameters
 
     env = hermetic_env(tmp_path, tmp_path / "archive.db") | {
-        "CWA_PROJECT": project, "CWA_SESSION": f"{project}-s", "CWA_SEMANTIC_RETRIEVAL": "false"}
+        "CWA_PROJECT": project,
+        "CWA_SESSION": f"{project}-s",
+        "CWA_SEMANTIC_RETRIEVAL": "false",
+    }
     return StdioServerParameters(command=sys.executable, args=["-m", "cwa", "mcp"], env=env)
 
 
@@ -100,8 +112,10 @@ def test_an_mcp_agent_cannot_retire_another_projects_document(tmp_path):
                     assert theirs[0].replace(a1, "ID") == unknown[0].replace(UNKNOWN, "ID")
                     _same_as_unknown(theirs[1], unknown[1], a1)
                     assert theirs[1]["error"]["code"] == "not-found"
-                for name, arguments in (("context_recall", {"documentId": a1}),
-                                        ("context_window_traverse", {"documentId": a1})):
+                for name, arguments in (
+                    ("context_recall", {"documentId": a1}),
+                    ("context_window_traverse", {"documentId": a1}),
+                ):
                     theirs = await tool(b, name, arguments)
                     unknown = await tool(b, name, {**arguments, "documentId": UNKNOWN})
                     assert theirs[0].replace(a1, "ID") == unknown[0].replace(UNKNOWN, "ID"), (theirs, unknown)

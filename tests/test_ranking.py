@@ -13,13 +13,20 @@ AT = "2026-11-01T10:00:00Z"
 
 
 def turn(session: str, text: str, kind: str = "turn", at: str = AT, **extra) -> dict:
-    return {"project": P, "sessionId": session, "kind": kind, "createdAt": at,
-            "messages": [{"role": "user" if kind == "turn" else "assistant", "text": text}], **extra}
+    return {
+        "project": P,
+        "sessionId": session,
+        "kind": kind,
+        "createdAt": at,
+        "messages": [{"role": "user" if kind == "turn" else "assistant", "text": text}],
+        **extra,
+    }
 
 
 def search(archive, query, **extra):
-    return archive.search({"project": P, "query": query, "limit": 10, "semanticPolicy": "never",
-                           "expansion": False, **extra})
+    return archive.search(
+        {"project": P, "query": query, "limit": 10, "semanticPolicy": "never", "expansion": False, **extra}
+    )
 
 
 def ids_of(response):
@@ -50,15 +57,25 @@ def test_prior_is_one_without_signals_and_never_above_the_cap():
 
 def test_a_decision_wins_a_near_tie(archive):
     # a near tie of the rank fusion (the learned ranker's features separate the two by more)
-    texts = ["Seen again: flaky upload retry on staging, after the nightly build.",
-             "We keep the flaky upload retry on staging until the Friday review of all the open pipeline work."]
+    texts = [
+        "Seen again: flaky upload retry on staging, after the nightly build.",
+        "We keep the flaky upload retry on staging until the Friday review of all the open pipeline work.",
+    ]
 
     def admit(project, second_kind):
         first = archive.admit({**turn("s1", texts[0]), "project": project})["documentId"]
         # another session: the second turn does not get the first's words as its context
         second = archive.admit({**turn("s2", texts[1], kind=second_kind), "project": project})["documentId"]
-        found = archive.search({"project": project, "query": "flaky upload retry staging", "limit": 10,
-                                "semanticPolicy": "never", "expansion": False, "ranker": "fused"})["results"]
+        found = archive.search(
+            {
+                "project": project,
+                "query": "flaky upload retry staging",
+                "limit": 10,
+                "semanticPolicy": "never",
+                "expansion": False,
+                "ranker": "fused",
+            }
+        )["results"]
         assert found[0]["score"] == found[1]["score"]  # the same evidence: a near tie
         return [r["documentId"] for r in found[:2]], first, second
 
@@ -72,8 +89,16 @@ def test_recalls_of_a_result_lift_it_in_a_near_tie(archive):
     # a near tie of the rank fusion; the learned ranker's rank features separate these two by more
     # than the prior's 15%
     def search(archive, query):
-        return archive.search({"project": P, "query": query, "limit": 10, "semanticPolicy": "never",
-                               "expansion": False, "ranker": "fused"})
+        return archive.search(
+            {
+                "project": P,
+                "query": query,
+                "limit": 10,
+                "semanticPolicy": "never",
+                "expansion": False,
+                "ranker": "fused",
+            }
+        )
 
     first = archive.admit(turn("s1", "Deploy notes: the canary gate compares error budgets hourly."))["documentId"]
     second = archive.admit(turn("s2", "Reminder that each canary gate reads two error budgets."))["documentId"]
@@ -84,7 +109,9 @@ def test_recalls_of_a_result_lift_it_in_a_near_tie(archive):
     assert ids_of(search(archive, "canary gate error budgets"))[:2] == [second, first]
     recalls = archive.conn.execute(
         "SELECT count(*) FROM recall_feedback AS f JOIN documents AS d ON d.id = f.document_row "
-        "WHERE d.document_id = ?", (second,)).fetchone()[0]
+        "WHERE d.document_id = ?",
+        (second,),
+    ).fetchone()[0]
     assert recalls == 3
 
 
@@ -165,8 +192,9 @@ def test_the_next_turn_joins_as_a_neighbour_without_changing_scores(dialogue):
 def test_neighbours_respect_visibility(dialogue):
     archive, ids = dialogue
     key = archive.conn.execute(
-        "SELECT m.message_key FROM messages AS m JOIN documents AS d ON d.id = m.document_row "
-        "WHERE d.document_id = ?", (ids[2],)).fetchone()[0]
+        "SELECT m.message_key FROM messages AS m JOIN documents AS d ON d.id = m.document_row WHERE d.document_id = ?",
+        (ids[2],),
+    ).fetchone()[0]
     hidden = search(archive, "gaming party invite", neighborCredit=0.5, ranker="fused", excludeVisibleSourceKeys=[key])
     assert ids[2] not in ids_of(hidden) and ids[0] in ids_of(hidden)
     learned = search(archive, "gaming party invite", excludeVisibleSourceKeys=[key], explain=True)
@@ -175,8 +203,14 @@ def test_neighbours_respect_visibility(dialogue):
 
 def test_a_superseded_neighbour_is_skipped_for_its_successor(dialogue):
     archive, ids = dialogue
-    successor = archive.admit(turn("s1", "Actually: my cousins and the old teammates.", at="2026-11-01T09:02:00Z",
-                                   supersedes={"documentId": ids[2], "version": 1}))
+    successor = archive.admit(
+        turn(
+            "s1",
+            "Actually: my cousins and the old teammates.",
+            at="2026-11-01T09:02:00Z",
+            supersedes={"documentId": ids[2], "version": 1},
+        )
+    )
     found = search(archive, "gaming party invite", neighborCredit=0.5, ranker="fused")["results"]
     versions = {(r["documentId"], r["version"]) for r in found}
     assert (ids[2], 1) not in versions

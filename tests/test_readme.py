@@ -43,14 +43,14 @@ def test_demo_archives_the_sample_session_and_is_idempotent(tmp_path):
     assert "src/retry.py:42" in output and "ERR_LOCK_TIMEOUT" in output  # paths and an error
 
     # the next day's preflight: a marker, a snippet, and a current-state question left alone
-    assert '[continuity-marker: implicit-concept-continuity]' in output
+    assert "[continuity-marker: implicit-concept-continuity]" in output
     assert 'also mentioned "acquire_lock"' in output
-    assert '[historical-snippet: explicit-history-strong-evidence]' in output
-    assert '[suppress: current-state-required]' in output
+    assert "[historical-snippet: explicit-history-strong-evidence]" in output
+    assert "[suppress: current-state-required]" in output
 
     second = run_cwa(["demo"], env)
     assert second.stdout.decode().count("(already archived)") == 4
-    hints = lambda text: text[text.index("The next day"):text.index("Look inside")]  # noqa: E731
+    hints = lambda text: text[text.index("The next day") : text.index("Look inside")]  # noqa: E731
     assert hints(second.stdout.decode()) == hints(output)  # frozen: replayed byte for byte
 
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
@@ -64,10 +64,7 @@ def test_every_package_folder_is_listed_for_the_wheel():
     import tomllib
 
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    folders = {
-        ".".join(path.parent.relative_to(REPO).parts)
-        for path in (REPO / "cwa").rglob("__init__.py")
-    }
+    folders = {".".join(path.parent.relative_to(REPO).parts) for path in (REPO / "cwa").rglob("__init__.py")}
     assert folders <= listed, f"add {sorted(folders - listed)} to [tool.setuptools] packages"
 
 

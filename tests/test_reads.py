@@ -26,9 +26,12 @@ def test_large_document_answers_with_manifest_only(archive):
     assert "text" not in doc
     assert len(doc["messages"]) == GET_MANIFEST_MESSAGES
     assert doc["manifest"]["messageCount"] == 31
-    assert doc["manifest"]["chunkCount"] == len(archive.conn.execute(
-        "SELECT 1 FROM document_chunks dc JOIN documents d ON d.id = dc.document_row "
-        "WHERE d.document_id = ?", (admitted["documentId"],)).fetchall())
+    assert doc["manifest"]["chunkCount"] == len(
+        archive.conn.execute(
+            "SELECT 1 FROM document_chunks dc JOIN documents d ON d.id = dc.document_row WHERE d.document_id = ?",
+            (admitted["documentId"],),
+        ).fetchall()
+    )
     assert len(doc["manifest"]["chunks"]) <= GET_MANIFEST_CHUNKS
 
 
@@ -36,8 +39,9 @@ def test_manifest_lists_at_most_256_chunk_occurrences(archive):
     # ~7 MiB of newline-free text: ~112 chunks of 64 KiB is under the cap, so use short lines
     # making 16 KiB chunks: 7 MiB / 16 KiB ≈ 450 chunks.
     text = ("y" * 99 + "\n") * (7 * MIB // 100)
-    admitted = archive.admit({"project": "/p", "sessionId": "s", "kind": "tool-result",
-                              "messages": [{"role": "toolResult", "text": text}]})
+    admitted = archive.admit(
+        {"project": "/p", "sessionId": "s", "kind": "tool-result", "messages": [{"role": "toolResult", "text": text}]}
+    )
     doc = archive.get({"documentId": admitted["documentId"]})
     assert doc["manifest"]["chunkCount"] > GET_MANIFEST_CHUNKS
     assert len(doc["manifest"]["chunks"]) == GET_MANIFEST_CHUNKS
@@ -46,14 +50,22 @@ def test_manifest_lists_at_most_256_chunk_occurrences(archive):
 def test_byte_range_read_touches_only_intersecting_chunks(db_path):
     text = _big_tool_output(60_000)
     with Archive.open(db_path) as archive:
-        admitted = archive.admit({"project": "/p", "sessionId": "s", "kind": "tool-result",
-                                  "messages": [{"key": "t", "role": "toolResult", "text": text}]})
+        admitted = archive.admit(
+            {
+                "project": "/p",
+                "sessionId": "s",
+                "kind": "tool-result",
+                "messages": [{"key": "t", "role": "toolResult", "text": text}],
+            }
+        )
         doc = archive.get({"documentId": admitted["documentId"]})
         chunks = doc["manifest"]["chunks"] if doc["complete"] else None
     raw = apsw.Connection(str(db_path))
     row = raw.execute("SELECT id FROM documents WHERE document_id = ?", (admitted["documentId"],)).fetchone()[0]
-    spans = raw.execute("SELECT ordinal, chunk_id, start_byte, end_byte FROM document_chunks "
-                        "WHERE document_row = ? ORDER BY ordinal", (row,)).fetchall()
+    spans = raw.execute(
+        "SELECT ordinal, chunk_id, start_byte, end_byte FROM document_chunks WHERE document_row = ? ORDER BY ordinal",
+        (row,),
+    ).fetchall()
     assert chunks is None and len(spans) > 10
     middle = spans[len(spans) // 2]
     start, end = middle[2] + 10, middle[3] + 10  # straddles this chunk and the next
@@ -64,18 +76,20 @@ def test_byte_range_read_touches_only_intersecting_chunks(db_path):
 
     with Archive.open(db_path) as archive:
         piece = archive.get({"documentId": admitted["documentId"], "range": {"start": start, "end": end}})
-    expected = (("[toolResult]\n").encode() + text.encode())[start:end].decode()
+    expected = ((b"[toolResult]\n") + text.encode())[start:end].decode()
     assert piece["text"] == expected
     assert piece["chunksRead"] == 2
     assert piece["range"] == {"start": start, "end": end}
 
 
 def test_range_boundaries_inside_a_character_widen_to_whole_characters(archive):
-    admitted = archive.admit({"project": "/p", "sessionId": "s", "kind": "turn",
-                              "messages": [{"role": "user", "text": "ab漢字cd"}]})
+    admitted = archive.admit(
+        {"project": "/p", "sessionId": "s", "kind": "turn", "messages": [{"role": "user", "text": "ab漢字cd"}]}
+    )
     header = len("[user]\n")
-    piece = archive.get({"documentId": admitted["documentId"],
-                         "range": {"start": header + 3, "end": header + 6}})  # inside 漢 .. inside 字
+    piece = archive.get(
+        {"documentId": admitted["documentId"], "range": {"start": header + 3, "end": header + 6}}
+    )  # inside 漢 .. inside 字
     assert piece["text"] == "漢字"
     assert piece["range"] == {"start": header + 2, "end": header + 8}
 
@@ -86,8 +100,14 @@ def test_range_errors(archive):
         archive.get({"documentId": doc_id, "range": {"start": 5, "end": 2}})
     with pytest.raises(InvalidRequest):
         archive.get({"documentId": doc_id, "range": {"start": 0, "end": 10_000}})
-    big = archive.admit({"project": "/p", "sessionId": "s", "kind": "tool-result",
-                         "messages": [{"role": "toolResult", "text": "z" * (2 * MIB)}]})["documentId"]
+    big = archive.admit(
+        {
+            "project": "/p",
+            "sessionId": "s",
+            "kind": "tool-result",
+            "messages": [{"role": "toolResult", "text": "z" * (2 * MIB)}],
+        }
+    )["documentId"]
     with pytest.raises(LimitExceeded):
         archive.get({"documentId": big, "range": {"start": 0, "end": MIB + 1}})
 
@@ -102,8 +122,7 @@ def test_unknown_document_and_version_are_not_found(archive):
 
 
 def test_small_document_answer_is_complete(archive):
-    admitted = archive.admit(turn("question?", metadata={"tool": "pi", "nested": {"a": [1, 2]}},
-                                  parentSessionId="s0"))
+    admitted = archive.admit(turn("question?", metadata={"tool": "pi", "nested": {"a": [1, 2]}}, parentSessionId="s0"))
     doc = archive.get({"documentId": admitted["documentId"]})
     assert doc["complete"] is True
     assert doc["text"] == "[user]\nquestion?\n\n[assistant]\nanswer to: question?"

@@ -8,13 +8,13 @@ import shutil
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-
 from conftest import DISK_GUARD_OFF
+from onnx import TensorProto, helper, numpy_helper
+from tokenizers import Tokenizer
+
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.models import locate
-from tokenizers import Tokenizer
 
 PROJECT = "/work/rr"
 
@@ -37,11 +37,16 @@ def build_cross_encoder(folder, favoured_word: str) -> None:
             helper.make_node("ReduceSum", ["passage_only", "one"], ["logits"], keepdims=1),
         ],
         "tiny-cross-encoder",
-        [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "seq"])
-         for n in ("input_ids", "attention_mask", "token_type_ids")],
+        [
+            helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "seq"])
+            for n in ("input_ids", "attention_mask", "token_type_ids")
+        ],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])],
-        [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(np.array([2], dtype=np.int64), "two"),
-         numpy_helper.from_array(np.array([1], dtype=np.int64), "one")],
+        [
+            numpy_helper.from_array(weights, "w"),
+            numpy_helper.from_array(np.array([2], dtype=np.int64), "two"),
+            numpy_helper.from_array(np.array([1], dtype=np.int64), "one"),
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -52,7 +57,9 @@ def open_archive(tmp_path, folder, **env):
     config = tmp_path / "cfg" / "cwa" / "config.json"  # rerankerPath is honoured from here only
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(json.dumps({"rerankerPath": str(folder)}))
-    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF, **env})
+    settings = load_settings(
+        None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF, **env}
+    )
     archive = Archive.open(tmp_path / "a.db", settings=settings)
     texts = [
         ("garden plans for spring: tomatoes and basil", "We planned the garden beds for spring."),
@@ -60,14 +67,29 @@ def open_archive(tmp_path, folder, **env):
         ("ERR_GARDEN_42 broke the watering job", "The watering job failed with ERR_GARDEN_42."),
     ]
     for n, (user, assistant) in enumerate(texts):  # a session each: no turn is another's context
-        archive.admit({"project": PROJECT, "sessionId": f"s{n}", "kind": "turn",
-                       "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}]})
+        archive.admit(
+            {
+                "project": PROJECT,
+                "sessionId": f"s{n}",
+                "kind": "turn",
+                "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}],
+            }
+        )
     return archive
 
 
 def ask(archive, query):
-    return archive.search({"project": PROJECT, "query": query, "limit": 3, "leaseSeconds": 0,
-                           "semanticPolicy": "never", "expansion": False, "ranker": "fused"})
+    return archive.search(
+        {
+            "project": PROJECT,
+            "query": query,
+            "limit": 3,
+            "leaseSeconds": 0,
+            "semanticPolicy": "never",
+            "expansion": False,
+            "ranker": "fused",
+        }
+    )
 
 
 def test_reranker_reorders_only_its_tier_and_never_changes_scores(tmp_path):
@@ -119,7 +141,6 @@ def test_reranker_degrades_silently(tmp_path, damage):
 
 def test_locomo_runner_has_a_rerank_mode_when_a_reranker_is_installed(tmp_path):
     import orjson
-
     from conftest import hermetic_env, run_cwa
 
     folder = tmp_path / "reranker"
@@ -129,14 +150,28 @@ def test_locomo_runner_has_a_rerank_mode_when_a_reranker_is_installed(tmp_path):
     config = tmp_path / "home" / ".config" / "cwa" / "config.json"
     config.parent.mkdir(parents=True)
     config.write_text(json.dumps({"rerankerPath": str(folder)}))
-    turns = [{"speaker": "Ana", "dia_id": f"D1:{i}", "text": text} for i, text in enumerate(
-        ["I adopted a cat.", "The violin lessons start soon.", "Ben plays music.", "Music is fun, lessons too."], 1)]
+    turns = [
+        {"speaker": "Ana", "dia_id": f"D1:{i}", "text": text}
+        for i, text in enumerate(
+            ["I adopted a cat.", "The violin lessons start soon.", "Ben plays music.", "Music is fun, lessons too."], 1
+        )
+    ]
     data = tmp_path / "locomo.json"
-    data.write_bytes(orjson.dumps([{
-        "sample_id": "c", "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns},
-        "qa": [{"question": "When do Ben's music lessons start?", "evidence": ["D1:2"], "category": 1}]}]))
-    out = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "hybrid,hybrid+rerank", "--no-coding-training",
-                   "--json"], env)
+    data.write_bytes(
+        orjson.dumps(
+            [
+                {
+                    "sample_id": "c",
+                    "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns},
+                    "qa": [{"question": "When do Ben's music lessons start?", "evidence": ["D1:2"], "category": 1}],
+                }
+            ]
+        )
+    )
+    out = run_cwa(
+        ["eval", "locomo", "--data", str(data), "--modes", "hybrid,hybrid+rerank", "--no-coding-training", "--json"],
+        env,
+    )
     assert out.returncode == 0, out.stderr
     report = orjson.loads(out.stdout)
     assert set(report["modes"]) == {"hybrid", "hybrid+rerank"} and "skipped" not in report

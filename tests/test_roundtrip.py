@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import blake3
 import apsw
+import blake3
 
 from cwa.api import Archive
 from cwa.limits import CHUNK_NEWLINE_AFTER, MAX_CHUNK_BYTES
@@ -30,9 +30,7 @@ def _multibyte_session() -> list[dict]:
 def test_large_multibyte_document_round_trips_byte_for_byte_after_reopen(db_path):
     messages = _multibyte_session()
     with Archive.open(db_path) as archive:
-        admitted = archive.admit(
-            {"project": "/p", "sessionId": "s", "kind": "turn", "messages": messages}
-        )
+        admitted = archive.admit({"project": "/p", "sessionId": "s", "kind": "turn", "messages": messages})
     with Archive.open(db_path) as archive:  # a fresh connection to the file on disk
         doc = archive.get({"documentId": admitted["documentId"]})
 
@@ -62,9 +60,7 @@ def test_large_multibyte_document_round_trips_byte_for_byte_after_reopen(db_path
 
 def test_stored_chunks_are_valid_utf8_and_reassemble_in_sql(db_path):
     with Archive.open(db_path) as archive:
-        admitted = archive.admit(
-            {"project": "/p", "sessionId": "s", "kind": "turn", "messages": _multibyte_session()}
-        )
+        admitted = archive.admit({"project": "/p", "sessionId": "s", "kind": "turn", "messages": _multibyte_session()})
         expected = archive.get({"documentId": admitted["documentId"]})["text"]
     conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
     for (data,) in conn.execute("SELECT data FROM chunks"):
@@ -77,10 +73,22 @@ def test_stored_chunks_are_valid_utf8_and_reassemble_in_sql(db_path):
 
 def test_identical_bytes_are_stored_once_across_documents(archive):
     shared = "x" * 20_000 + "\n" + "shared line of a big tool output\n" * 2000
-    first = archive.admit({"project": "/p", "sessionId": "s", "kind": "tool-result",
-                           "messages": [{"key": "k1", "role": "toolResult", "text": shared}]})
-    second = archive.admit({"project": "/p", "sessionId": "s", "kind": "tool-result",
-                            "messages": [{"key": "k2", "role": "toolResult", "text": shared}]})
+    first = archive.admit(
+        {
+            "project": "/p",
+            "sessionId": "s",
+            "kind": "tool-result",
+            "messages": [{"key": "k1", "role": "toolResult", "text": shared}],
+        }
+    )
+    second = archive.admit(
+        {
+            "project": "/p",
+            "sessionId": "s",
+            "kind": "tool-result",
+            "messages": [{"key": "k2", "role": "toolResult", "text": shared}],
+        }
+    )
     assert first["documentId"] != second["documentId"]
     hashes_1 = {c["hash"] for c in archive.get({"documentId": first["documentId"]})["manifest"]["chunks"]}
     hashes_2 = {c["hash"] for c in archive.get({"documentId": second["documentId"]})["manifest"]["chunks"]}

@@ -7,13 +7,13 @@ import re
 import sys
 
 import pytest
-
 from conftest import REPO
+
 from cwa import routing
 from cwa.retrieve.hint_text import render_marker
 
 sys.path.insert(0, str(REPO / "eval" / "routing"))
-import harness  # noqa: E402
+import harness
 
 
 def test_the_shipped_guidance_records_its_own_fingerprint() -> None:
@@ -68,13 +68,16 @@ def test_the_rendered_prompt_holds_the_guidance_and_the_marker_as_cwa_inserts_it
     assert "continuity marker" not in harness.render({**case, "marker": None})["user"]
 
 
-@pytest.mark.parametrize("answer, route", [
-    ("ROUTE: archive", "archive"),
-    ("I think...\nroute: Both\n", "both"),
-    ("ROUTE: live\nROUTE: neither", "neither"),
-    ("ROUTE: somewhere", None),
-    ("the archive, probably", None),
-])
+@pytest.mark.parametrize(
+    "answer, route",
+    [
+        ("ROUTE: archive", "archive"),
+        ("I think...\nroute: Both\n", "both"),
+        ("ROUTE: live\nROUTE: neither", "neither"),
+        ("ROUTE: somewhere", None),
+        ("the archive, probably", None),
+    ],
+)
 def test_parse_reads_the_last_route_line(answer: str, route: str | None) -> None:
     assert harness.parse(answer) == route
 

@@ -87,7 +87,9 @@ def test_a_writer_waits_for_a_held_lock_instead_of_failing(tmp_path):
     waiter.execute("CREATE TABLE waited (x)")  # blocks until the holder commits, then succeeds
     released.join()
     assert {r[0] for r in waiter.execute("SELECT name FROM sqlite_schema WHERE name IN ('held', 'waited')")} == {
-        "held", "waited"}
+        "held",
+        "waited",
+    }
 
 
 def test_migrations_are_numbered_and_each_table_and_view_is_documented(tmp_path):
@@ -98,13 +100,14 @@ def test_migrations_are_numbered_and_each_table_and_view_is_documented(tmp_path)
     names = [
         r[0]
         for r in conn.execute(
-            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') "
-            "AND name NOT LIKE 'sqlite_%'"
+            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'"
         )
     ]
     conn.close()
     assert {"live_documents", "document_overview"} <= set(names)
-    shadow = {n for n in names for v in ("window_fts", "window_vectors") if n.startswith(v + "_")}  # FTS5, vec0 internals
+    shadow = {
+        n for n in names for v in ("window_fts", "window_vectors") if n.startswith(v + "_")
+    }  # FTS5, vec0 internals
     for name in sorted(set(names) - shadow):
         assert f"`{name}`" in schema_doc, f"docs/schema.md does not describe {name}"
 
@@ -112,8 +115,7 @@ def test_migrations_are_numbered_and_each_table_and_view_is_documented(tmp_path)
 def test_views_show_documents_with_session_project_kind_class_size_and_state(archive):
     archive.admit(turn("visible", createdAt="2026-11-01T00:00:00Z"))
     row = archive.conn.execute(
-        "SELECT project, session_id, kind, retention_class, created_at, byte_length, state "
-        "FROM live_documents"
+        "SELECT project, session_id, kind, retention_class, created_at, byte_length, state FROM live_documents"
     ).fetchone()
     assert row[:5] == ("/work/p", "s1", "turn", "conversation", "2026-11-01T00:00:00.000Z")
     assert row[5] > 0 and row[6] == "live"

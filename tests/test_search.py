@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from conftest import DISK_GUARD_OFF
+
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import InvalidRequest, LimitExceeded
@@ -16,7 +16,9 @@ from cwa.retrieve.calibration import normalized_idf
 P = "/work/app"
 
 
-def doc(session: str, *messages: tuple[str, str], kind: str = "turn", at: str = "2026-11-01T10:00:00Z", **extra) -> dict:
+def doc(
+    session: str, *messages: tuple[str, str], kind: str = "turn", at: str = "2026-11-01T10:00:00Z", **extra
+) -> dict:
     return {
         "project": P,
         "sessionId": session,
@@ -28,16 +30,38 @@ def doc(session: str, *messages: tuple[str, str], kind: str = "turn", at: str = 
 
 
 CORPUS = [
-    doc("s1", ("user", "The retry loop in src/retry.py never gives up."),
-        ("assistant", "RetryPolicy compares attempt > max_attempts after incrementing."), at="2026-11-01T10:00:00Z"),
-    doc("s1", ("toolResult", "E   retry.LockTimeoutError: ERR_LOCK_TIMEOUT after 30000 ms\n"
-                             "FAILED tests/test_retry.py::test_gives_up"), kind="tool-result", at="2026-11-01T10:01:00Z"),
-    doc("s1", ("assistant", "Fixed in commit a1b2c3d4e5: we use \"exponential backoff capped\" at 30 s."),
-        at="2026-11-01T10:02:00Z"),
-    doc("s2", ("user", "Please document the cache eviction policy for the session store."),
-        ("assistant", "The cache evicts least recently used entries first."), at="2026-11-02T09:00:00Z"),
-    doc("s2", ("user", "What is the file layout of the project?"),
-        ("assistant", "Sources live under src and tests under tests."), at="2026-11-02T09:05:00Z"),
+    doc(
+        "s1",
+        ("user", "The retry loop in src/retry.py never gives up."),
+        ("assistant", "RetryPolicy compares attempt > max_attempts after incrementing."),
+        at="2026-11-01T10:00:00Z",
+    ),
+    doc(
+        "s1",
+        (
+            "toolResult",
+            "E   retry.LockTimeoutError: ERR_LOCK_TIMEOUT after 30000 ms\nFAILED tests/test_retry.py::test_gives_up",
+        ),
+        kind="tool-result",
+        at="2026-11-01T10:01:00Z",
+    ),
+    doc(
+        "s1",
+        ("assistant", 'Fixed in commit a1b2c3d4e5: we use "exponential backoff capped" at 30 s.'),
+        at="2026-11-01T10:02:00Z",
+    ),
+    doc(
+        "s2",
+        ("user", "Please document the cache eviction policy for the session store."),
+        ("assistant", "The cache evicts least recently used entries first."),
+        at="2026-11-02T09:00:00Z",
+    ),
+    doc(
+        "s2",
+        ("user", "What is the file layout of the project?"),
+        ("assistant", "Sources live under src and tests under tests."),
+        at="2026-11-02T09:05:00Z",
+    ),
 ]
 
 
@@ -135,19 +159,30 @@ def test_weak_evidence_is_expanded_and_keeps_its_own_scores(corpus):
 def test_evidence_recomputes_identically_after_rebuild(corpus):
     archive, _ = corpus
     queries = ["eviction policy", "tests", "ERR_LOCK_TIMEOUT", "retry loop gives up"]
-    before = [[(r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
-               for r in search(archive, q)] for q in queries]
+    before = [
+        [
+            (r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
+            for r in search(archive, q)
+        ]
+        for q in queries
+    ]
     relations = archive.search({"project": P, "relation": "latest-question"})["results"]
     count = "SELECT (SELECT value FROM index_stats WHERE name = 'windows'), (SELECT count(*) FROM windows)"
     kept, counted = archive.conn.execute(count).fetchone()
     assert kept == counted > 0
     archive.call("index-rebuild", {})
     assert archive.conn.execute(count).fetchone() == (counted, counted)
-    after = [[(r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
-              for r in search(archive, q)] for q in queries]
+    after = [
+        [
+            (r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
+            for r in search(archive, q)
+        ]
+        for q in queries
+    ]
     assert after == before
-    assert [r["documentId"] for r in archive.search({"project": P, "relation": "latest-question"})["results"]] == \
-        [r["documentId"] for r in relations]
+    assert [r["documentId"] for r in archive.search({"project": P, "relation": "latest-question"})["results"]] == [
+        r["documentId"] for r in relations
+    ]
 
 
 def test_weak_top_hit_is_not_strong_and_scores_ignore_weaker_candidates(db_path):
@@ -171,8 +206,12 @@ def test_weak_top_hit_is_not_strong_and_scores_ignore_weaker_candidates(db_path)
 def test_bm25f_user_text_outweighs_assistant_which_outweighs_tool_output(db_path):
     text = "the flaky websocket reconnect handler drops frames"
     with Archive.open(db_path) as archive:
-        ids = {role: archive.admit(doc(f"s-{role}", (role, text), kind="turn" if role != "toolResult" else "tool-result"))["documentId"]
-               for role in ("toolResult", "assistant", "user")}
+        ids = {
+            role: archive.admit(doc(f"s-{role}", (role, text), kind="turn" if role != "toolResult" else "tool-result"))[
+                "documentId"
+            ]
+            for role in ("toolResult", "assistant", "user")
+        }
         ranked = [r["documentId"] for r in search(archive, "websocket reconnect frames")]
     assert ranked == [ids["user"], ids["assistant"], ids["toolResult"]]
 
@@ -209,7 +248,9 @@ def test_visible_key_limits_are_checked_before_any_work(archive):
     with pytest.raises(LimitExceeded):
         archive.search({"project": P, "query": "x", "excludeVisibleSourceKeys": [f"k{n}" for n in range(1001)]})
     with pytest.raises(LimitExceeded):
-        archive.search({"project": P, "query": "x", "excludeVisibleSourceKeys": ["漢" * 400 + str(n) for n in range(1000)]})
+        archive.search(
+            {"project": P, "query": "x", "excludeVisibleSourceKeys": ["漢" * 400 + str(n) for n in range(1000)]}
+        )
     with pytest.raises(InvalidRequest):
         archive.search({"project": P})
 
@@ -245,10 +286,22 @@ def test_scope_session_lineage_project_and_all(db_path, tmp_path):
 
 def test_relation_with_query_uses_single_messages(db_path):
     with Archive.open(db_path) as archive:
-        archive.admit(doc("s", ("user", "No, use the staging database instead."),
-                          ("assistant", "Switching the migration runner to staging."), at="2026-11-01T10:00:00Z"))
-        archive.admit(doc("s", ("user", "Actually, keep the feature flag off."),
-                          ("assistant", "The migration runner keeps the flag off."), at="2026-11-02T10:00:00Z"))
+        archive.admit(
+            doc(
+                "s",
+                ("user", "No, use the staging database instead."),
+                ("assistant", "Switching the migration runner to staging."),
+                at="2026-11-01T10:00:00Z",
+            )
+        )
+        archive.admit(
+            doc(
+                "s",
+                ("user", "Actually, keep the feature flag off."),
+                ("assistant", "The migration runner keeps the flag off."),
+                at="2026-11-02T10:00:00Z",
+            )
+        )
         latest = archive.search({"project": P, "relation": "latest-correction"})
         assert latest["resolution"] == {"relation": "latest-correction", "status": "resolved"}
         assert latest["results"][0]["snippet"].startswith("Actually, keep the feature flag off")
@@ -264,8 +317,9 @@ def test_relation_with_query_uses_single_messages(db_path):
 
 def test_a_path_is_found_by_its_trailing_segments(db_path):
     with Archive.open(db_path) as archive:
-        target = archive.admit(doc("s", ("toolResult", 'File "/home/dev/app/src/cache/lru.py", line 12, in get'),
-                                   kind="tool-result"))
+        target = archive.admit(
+            doc("s", ("toolResult", 'File "/home/dev/app/src/cache/lru.py", line 12, in get'), kind="tool-result")
+        )
         archive.admit(doc("s", ("user", "the lru cache in src looks wrong")))
         for query in ("src/cache/lru.py", "cache/lru.py", "lru.py", "/home/dev/app/src/cache/lru.py"):
             top = search(archive, query)[0]
@@ -275,9 +329,15 @@ def test_a_path_is_found_by_its_trailing_segments(db_path):
 
 def test_a_dotted_name_is_found_by_its_last_parts(db_path):
     with Archive.open(db_path) as archive:
-        target = archive.admit(doc("s", ("toolResult", "E   retry.policy.BackoffPolicy.next_delay() returned -1"),
-                                   kind="tool-result"))
-        for query in ("BackoffPolicy.next_delay", "BackoffPolicy", "next_delay", "retry.policy.BackoffPolicy.next_delay"):
+        target = archive.admit(
+            doc("s", ("toolResult", "E   retry.policy.BackoffPolicy.next_delay() returned -1"), kind="tool-result")
+        )
+        for query in (
+            "BackoffPolicy.next_delay",
+            "BackoffPolicy",
+            "next_delay",
+            "retry.policy.BackoffPolicy.next_delay",
+        ):
             top = search(archive, query)[0]
             assert (top["matchType"], top["documentId"]) == ("exact-symbol", target["documentId"]), query
 
@@ -290,8 +350,9 @@ def test_snippets_stay_within_their_token_share(db_path):
         for n in range(3):
             archive.admit(doc(f"s{n}", ("toolResult", long_text + str(n)), kind="tool-result"))
         for budget, limit in ((40, 2), (160, 3), (0, 1)):
-            results = archive.search({"project": P, "query": "needle_value keyword", "limit": limit,
-                                      "hintBudgetTokens": budget})["results"]
+            results = archive.search(
+                {"project": P, "query": "needle_value keyword", "limit": limit, "hintBudgetTokens": budget}
+            )["results"]
             share = max(16, min(80, budget // limit)) if budget else 16
             assert results and all(estimate_tokens(r["snippet"]) <= share for r in results)
             if share >= 24:  # room for the 12-token identifier and both ellipses
@@ -301,9 +362,16 @@ def test_snippets_stay_within_their_token_share(db_path):
 def test_scope_filter_finds_a_weak_match_behind_many_stronger_ones_elsewhere(db_path):
     with Archive.open(db_path) as archive:
         for n in range(120):  # another project's much better matches fill the first ranked batches
-            archive.admit({**doc(f"b{n}", ("user", "gravity gravity gravity well orbit " * 3 + str(n))), "project": "/b"})
-        mine = archive.admit(doc("a", ("toolResult", "a long log line that mentions gravity once among many other words "
-                                                     + "filler " * 150), kind="tool-result"))
+            archive.admit(
+                {**doc(f"b{n}", ("user", "gravity gravity gravity well orbit " * 3 + str(n))), "project": "/b"}
+            )
+        mine = archive.admit(
+            doc(
+                "a",
+                ("toolResult", "a long log line that mentions gravity once among many other words " + "filler " * 150),
+                kind="tool-result",
+            )
+        )
         results = search(archive, "gravity")
     assert [r["documentId"] for r in results] == [mine["documentId"]]
 
@@ -311,9 +379,39 @@ def test_scope_filter_finds_a_weak_match_behind_many_stronger_ones_elsewhere(db_
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_QUERY_PIECES = st.sampled_from(['"', "'", "`", "NEAR", "AND", "OR", "NOT", "(", ")", "*", "^", ":", "-",
-                                 "hello", "src/a.py", "a1b2c3d4", "ERR_X_Y", "\\", "{", "漢", "🚀", " ",
-                                 "https://x.y/z?q=\"1\"", "~/", "#12", "v1.2.3", "30 s", "\u0000", "\n"])
+_QUERY_PIECES = st.sampled_from(
+    [
+        '"',
+        "'",
+        "`",
+        "NEAR",
+        "AND",
+        "OR",
+        "NOT",
+        "(",
+        ")",
+        "*",
+        "^",
+        ":",
+        "-",
+        "hello",
+        "src/a.py",
+        "a1b2c3d4",
+        "ERR_X_Y",
+        "\\",
+        "{",
+        "漢",
+        "🚀",
+        " ",
+        'https://x.y/z?q="1"',
+        "~/",
+        "#12",
+        "v1.2.3",
+        "30 s",
+        "\u0000",
+        "\n",
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
 from cwa.api import Archive
 from cwa.config import load_settings
@@ -11,8 +12,6 @@ from cwa.errors import EXIT_CODES, InvalidRequest
 from cwa.models import BATCH, BATCH_TOKENS, embedder, length_batches, status
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.fusion import fuse
-
-from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
 PROJECT = "/work/sem"
 CORPUS = [
@@ -35,8 +34,14 @@ def settings_for(tmp_path, semantic: bool = True):
 def archive(tmp_path):
     with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
         for user, assistant in CORPUS:
-            opened.admit({"project": PROJECT, "sessionId": "s1", "kind": "turn",
-                          "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}]})
+            opened.admit(
+                {
+                    "project": PROJECT,
+                    "sessionId": "s1",
+                    "kind": "turn",
+                    "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}],
+                }
+            )
         yield opened
 
 
@@ -57,7 +62,8 @@ def test_texts_of_any_length_embed_alike_alone_or_in_a_batch():
     # embed() groups texts by length into runs of bounded size and pads each run to its longest
     # text; a text's vector must not depend on its neighbours, its position or the padding.
     texts = ["ok", "The weather is lovely today.", "", "retry " * 400, "He drove to the stadium."] + [
-        " ".join(f"word{n}" for n in range(k)) for k in range(1, 120, 7)]
+        " ".join(f"word{n}" for n in range(k)) for k in range(1, 120, 7)
+    ]
     together = embedder().embed(texts)
     alone = [embedder().embed([text])[0] for text in texts]
     for vector, single in zip(together, alone):
@@ -86,8 +92,14 @@ def test_admission_queues_and_embed_drains(archive):
     result = archive.call("index-embed", {})
     assert result["embedded"] == len(CORPUS) and result["pending"] == 0 and result["modelChanged"] is False
     # an identical window shares its vector: nothing new to embed
-    archive.admit({"project": PROJECT, "sessionId": "s2", "kind": "turn",
-                   "messages": [{"role": "user", "text": CORPUS[1][0]}, {"role": "assistant", "text": CORPUS[1][1]}]})
+    archive.admit(
+        {
+            "project": PROJECT,
+            "sessionId": "s2",
+            "kind": "turn",
+            "messages": [{"role": "user", "text": CORPUS[1][0]}, {"role": "assistant", "text": CORPUS[1][1]}],
+        }
+    )
     assert archive.call("models-status", {})["archive"]["pendingWindows"] == 0
 
 
@@ -128,8 +140,14 @@ def test_semantic_off_is_byte_identical_to_the_lexical_path(archive, tmp_path):
 
 
 def test_semantic_candidates_respect_scope(archive):
-    archive.admit({"project": "/other", "sessionId": "x", "kind": "turn",
-                   "messages": [{"role": "user", "text": "Our release broke because storage was full."}]})
+    archive.admit(
+        {
+            "project": "/other",
+            "sessionId": "x",
+            "kind": "turn",
+            "messages": [{"role": "user", "text": "Our release broke because storage was full."}],
+        }
+    )
     archive.call("index-embed", {})
     response = search(archive, "why did the release break? storage was full", semanticPolicy="always")
     assert all(r["source"]["project"] == PROJECT for r in response["results"])
@@ -179,7 +197,8 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
     conversation = {
         "sample_id": "conv-t",
         "conversation": {
-            "speaker_a": "Ana", "speaker_b": "Ben",
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
                 {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a grey cat named Pixel last week."},
@@ -193,7 +212,12 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
         },
         "qa": [
             {"question": "What is the name of Ana's cat?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
-            {"question": "Where did Ben's violin teacher move?", "answer": "Lisbon", "evidence": ["D2:2", "D:x"], "category": 1},
+            {
+                "question": "Where did Ben's violin teacher move?",
+                "answer": "Lisbon",
+                "evidence": ["D2:2", "D:x"],
+                "category": 1,
+            },
             {"question": "No evidence here", "answer": "-", "evidence": [], "category": 2},
         ],
     }
@@ -202,8 +226,15 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
     out = run_cwa(["eval", "locomo", "--data", str(data), "--no-coding-training", "--json"], hermetic_env(tmp_path))
     assert out.returncode == 0, out.stderr
     report = orjson.loads(out.stdout)
-    assert set(report["modes"]) == {"fts5", "fused-lexical", "fused-hybrid", "neighbors", "lexical", "auto",
-                                    "hybrid"}  # no reranker installed
+    assert set(report["modes"]) == {
+        "fts5",
+        "fused-lexical",
+        "fused-hybrid",
+        "neighbors",
+        "lexical",
+        "auto",
+        "hybrid",
+    }  # no reranker installed
     for learned in ("lexical", "auto", "hybrid"):  # out of fold, with the training figures beside
         assert report["modes"][learned]["training"]["questions"] == 2
     assert report["preflight"]["questions"] == 2 and report["codingTraining"] is False
@@ -215,11 +246,17 @@ def test_locomo_runner_reports_every_mode_and_dropped_ids(tmp_path):
         assert mode["overall"]["R@5"] == 1.0  # four turns: every evidence turn is in the top 5
     bad = run_cwa(["eval", "locomo", "--data", str(data), "--modes", "psychic"], hermetic_env(tmp_path))
     assert bad.returncode == EXIT_CODES["invalid-request"]
-    for name, body in (("broken.json", b'{"not": "closed"'), ("other.json", b'[{"sample_id": "x"}]'),
-                       ("undated.json", b'[{"sample_id": "x", "conversation": {"session_1": []}, "qa": []}]')):
+    for name, body in (
+        ("broken.json", b'{"not": "closed"'),
+        ("other.json", b'[{"sample_id": "x"}]'),
+        ("undated.json", b'[{"sample_id": "x", "conversation": {"session_1": []}, "qa": []}]'),
+    ):
         (tmp_path / name).write_bytes(body)
         refused = run_cwa(["eval", "locomo", "--data", str(tmp_path / name), "--json"], hermetic_env(tmp_path))
-        assert refused.returncode == EXIT_CODES["invalid-request"] and orjson.loads(refused.stdout)["error"]["code"] == "invalid-request"
+        assert (
+            refused.returncode == EXIT_CODES["invalid-request"]
+            and orjson.loads(refused.stdout)["error"]["code"] == "invalid-request"
+        )
 
 
 def test_serve_embeds_queued_windows_in_the_background(tmp_path):
@@ -231,9 +268,17 @@ def test_serve_embeds_queued_windows_in_the_background(tmp_path):
     env = hermetic_env(tmp_path, db)
     with Archive.open(db) as archive:
         for user, assistant in CORPUS:
-            archive.admit({"project": PROJECT, "sessionId": "s1", "kind": "turn",
-                           "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}]})
-    child = subprocess.Popen([sys.executable, "-m", "cwa", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            archive.admit(
+                {
+                    "project": PROJECT,
+                    "sessionId": "s1",
+                    "kind": "turn",
+                    "messages": [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}],
+                }
+            )
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cwa", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
     try:
         request = orjson.dumps({"id": 1, "method": "models-status", "params": {}}) + b"\n"
         pending = None

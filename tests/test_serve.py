@@ -26,7 +26,9 @@ def test_requests_are_answered_in_order_with_their_ids(archive):
     assert replies[1] == {"id": 7, "result": replies[1]["result"]}
     assert replies[1]["result"]["documents"]["total"] == 1
     doc_id = replies[0]["result"]["documentId"]
-    got = _serve(archive, orjson.dumps({"id": 3, "method": "get", "params": {"project": "/work/p", "documentId": doc_id}}))
+    got = _serve(
+        archive, orjson.dumps({"id": 3, "method": "get", "params": {"project": "/work/p", "documentId": doc_id}})
+    )
     assert got[0]["result"]["text"].startswith("[user]\nserve me")
 
 
@@ -55,7 +57,9 @@ def test_oversized_line_is_rejected_without_reading_it_whole(archive, monkeypatc
     reply = handle_line(archive.call, None)
     assert reply["error"]["code"] == "limit-exceeded"
     out = io.BytesIO()
-    payload = b'{"id": 1, "method": "status", "params": {"pad": "' + b"x" * 5000 + b'"}}\n{"id": 2, "method": "status"}\n'
+    payload = (
+        b'{"id": 1, "method": "status", "params": {"pad": "' + b"x" * 5000 + b'"}}\n{"id": 2, "method": "status"}\n'
+    )
     serve_module.serve(archive.call, io.BytesIO(payload), out)
     replies = [orjson.loads(line) for line in out.getvalue().splitlines()]
     assert replies[0]["error"]["code"] == "limit-exceeded"

@@ -6,14 +6,18 @@ import subprocess
 import sys
 
 import orjson
-
 from conftest import hermetic_env, run_cwa
 from session_helpers import Transcript
 
 
 def test_serve_carries_deltas_across_calls(tmp_path):
-    process = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=hermetic_env(tmp_path, tmp_path / "a.db"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cwa", "serve", "--no-background"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=hermetic_env(tmp_path, tmp_path / "a.db"),
+    )
 
     def call(request_id: int, method: str, params: dict) -> dict:
         process.stdin.write(orjson.dumps({"id": request_id, "method": method, "params": params}) + b"\n")
@@ -28,8 +32,11 @@ def test_serve_carries_deltas_across_calls(tmp_path):
     first = call(1, "session-context", {**scope, "messages": transcript.messages, "answer": "delta"})["result"]
     assert first["delta"]["keep"] == 0 and len(first["delta"]["append"]) == 2
     transcript.user("and the backoff?")
-    second = call(2, "session-context", {**scope, "messages": transcript.messages[2:], "baseDigest": first["digest"],
-                                         "answer": "delta"})["result"]
+    second = call(
+        2,
+        "session-context",
+        {**scope, "messages": transcript.messages[2:], "baseDigest": first["digest"], "answer": "delta"},
+    )["result"]
     assert second["delta"]["keep"] == 2 and second["delta"]["append"][0]["content"] == "and the backoff?"
     stale = call(3, "session-context", {**scope, "messages": [], "baseDigest": first["digest"]})
     assert stale["error"]["code"] == "conflict" and stale["error"]["details"]["reason"] == "resync-required"
@@ -48,24 +55,48 @@ def test_cli_replays_a_pi_session_file_and_reports_status(tmp_path):
     transcript.turn("list the flaky tests", "tests/test_io.py::test_reconnect")
     transcript.user("fix it")
     transcript.tool("\n".join(f"trace line {n} in module_{n}" for n in range(2_000)))
-    entries = [{"type": "session", "version": 3, "id": "sess-uuid", "timestamp": "2026-11-19T10:00:00Z",
-                "cwd": str(tmp_path)}]
+    entries = [
+        {"type": "session", "version": 3, "id": "sess-uuid", "timestamp": "2026-11-19T10:00:00Z", "cwd": str(tmp_path)}
+    ]
     parent = None
     for number, message in enumerate(transcript.messages):
-        entries.append({"type": "message", "id": f"e{number}", "parentId": parent, "timestamp": "2026-11-19T10:00:00Z",
-                        "message": message})
+        entries.append(
+            {
+                "type": "message",
+                "id": f"e{number}",
+                "parentId": parent,
+                "timestamp": "2026-11-19T10:00:00Z",
+                "message": message,
+            }
+        )
         parent = f"e{number}"
     session_file = tmp_path / "session.jsonl"
     session_file.write_bytes(b"\n".join(orjson.dumps(e) for e in entries) + b"\n")
 
-    replay = run_cwa(["session", "replay", "--session", "pi-1", "--project", "/work/p", "--file", str(session_file),
-                      "--context-window", "200000", "--max-tokens", "8192"], env)
+    replay = run_cwa(
+        [
+            "session",
+            "replay",
+            "--session",
+            "pi-1",
+            "--project",
+            "/work/p",
+            "--file",
+            str(session_file),
+            "--context-window",
+            "200000",
+            "--max-tokens",
+            "8192",
+        ],
+        env,
+    )
     assert replay.returncode == 0, replay.stderr.decode()
     out = replay.stdout.decode()
     assert "list the flaky tests" in out and "event: " in out and '"externalized"' in out
     assert "0/20 turns" not in out and "2/20 turns" in out
-    as_json = run_cwa(["session", "replay", "--session", "pi-1", "--project", "/work/p", "--file", str(session_file),
-                       "--json"], env)
+    as_json = run_cwa(
+        ["session", "replay", "--session", "pi-1", "--project", "/work/p", "--file", str(session_file), "--json"], env
+    )
     result = orjson.loads(as_json.stdout)
     assert [m["role"] for m in result["messages"]] == [m["role"] for m in transcript.messages]
     assert result["events"] == []  # a replay of the same transcript decides nothing new
@@ -92,17 +123,34 @@ def test_a_pi_session_file_is_read_as_pi_builds_its_context(tmp_path):
         {"type": "message", "id": "x", "parentId": "b", "message": {"role": "user", "content": "abandoned branch"}},
         {"type": "message", "id": "c", "parentId": "b", "message": {"role": "user", "content": "two"}},
         {"type": "model_change", "id": "m", "parentId": "c", "provider": "faux", "modelId": "faux-1"},
-        {"type": "compaction", "id": "k", "parentId": "m", "summary": "earlier work", "firstKeptEntryId": "c",
-         "tokensBefore": 900, "timestamp": "2026-11-19T10:00:00Z"},
-        {"type": "custom_message", "id": "d", "parentId": "k", "customType": "note", "content": "hello",
-         "display": True},
+        {
+            "type": "compaction",
+            "id": "k",
+            "parentId": "m",
+            "summary": "earlier work",
+            "firstKeptEntryId": "c",
+            "tokensBefore": 900,
+            "timestamp": "2026-11-19T10:00:00Z",
+        },
+        {
+            "type": "custom_message",
+            "id": "d",
+            "parentId": "k",
+            "customType": "note",
+            "content": "hello",
+            "display": True,
+        },
         {"type": "message", "id": "e", "parentId": "d", "message": {"role": "user", "content": "three"}},
     ]
     path = tmp_path / "child.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps(e) for e in entries) + b"\n")
     messages, header = read_transcript(path)
     assert [(m["role"], m.get("content") or m.get("summary")) for m in messages] == [
-        ("compactionSummary", "earlier work"), ("user", "two"), ("custom", "hello"), ("user", "three")]
+        ("compactionSummary", "earlier work"),
+        ("user", "two"),
+        ("custom", "hello"),
+        ("user", "three"),
+    ]
     assert parent_session_id(header) == "parent-uuid"
     bare = tmp_path / "bare.jsonl"
     bare.write_bytes(b'{"role": "user", "content": "hi"}\n')

@@ -30,9 +30,14 @@ def test_cues_for_single_messages(role, text, expected):
 
 
 def test_answers_are_replies_to_a_user_message_in_the_same_document():
-    scored = score_messages("turn", [MessageView("assistant", "Here is the plan."),
-                                     MessageView("user", "Why?"),
-                                     MessageView("assistant", "Because the cache is cold.")])
+    scored = score_messages(
+        "turn",
+        [
+            MessageView("assistant", "Here is the plan."),
+            MessageView("user", "Why?"),
+            MessageView("assistant", "Because the cache is cold."),
+        ],
+    )
     assert scored[0].get("answer", 0) < CUE_THRESHOLD
     assert scored[2]["answer"] >= CUE_THRESHOLD
 

@@ -14,8 +14,14 @@ def test_subject_key_replacement_becomes_the_next_version(archive):
         archive.admit(turn("use backoff", subjectKey="retry-policy", createdAt="2026-11-02T00:00:00Z"))
     assert caught.value.details["documentId"] == first["documentId"]
 
-    second = archive.admit(turn("use backoff", subjectKey="retry-policy", createdAt="2026-11-02T00:00:00Z",
-                                supersedes={"documentId": first["documentId"], "version": 1}))
+    second = archive.admit(
+        turn(
+            "use backoff",
+            subjectKey="retry-policy",
+            createdAt="2026-11-02T00:00:00Z",
+            supersedes={"documentId": first["documentId"], "version": 1},
+        )
+    )
     assert second["documentId"] == first["documentId"] and second["version"] == 2
     old = archive.get({"documentId": first["documentId"], "version": 1})
     new = archive.get({"documentId": first["documentId"]})
@@ -35,8 +41,14 @@ def test_supersession_rules(archive):
     with pytest.raises(NotFound) as other:  # another project's document: as if it did not exist
         archive.admit(turn("elsewhere", project="/other", createdAt="2026-11-03T00:00:00Z", supersedes=ref))
     with pytest.raises(NotFound) as unknown:
-        archive.admit(turn("elsewhere", project="/other", createdAt="2026-11-03T00:00:00Z",
-                           supersedes={"documentId": "doc-unknown", "version": 1}))
+        archive.admit(
+            turn(
+                "elsewhere",
+                project="/other",
+                createdAt="2026-11-03T00:00:00Z",
+                supersedes={"documentId": "doc-unknown", "version": 1},
+            )
+        )
     assert other.value.message.replace(old["documentId"], "X") == unknown.value.message.replace("doc-unknown", "X")
     with pytest.raises(NotFound):
         archive.admit(turn("x", supersedes={"documentId": old["documentId"], "version": 9}))

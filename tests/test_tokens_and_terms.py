@@ -10,11 +10,26 @@ from cwa.index.terms import query_terms, terms
 from cwa.tokens import estimate_tokens
 
 PORTER_SAMPLES = {
-    "caresses": "caress", "ponies": "poni", "cats": "cat", "agreed": "agre", "motoring": "motor",
-    "hopping": "hop", "happy": "happi", "relational": "relat", "conditional": "condit",
-    "digitizer": "digit", "operator": "oper", "hopefulness": "hope", "sensibiliti": "sensibl",
-    "electrical": "electr", "adjustment": "adjust", "adoption": "adopt", "effective": "effect",
-    "generalizations": "gener", "controll": "control", "retrying": "retri",
+    "caresses": "caress",
+    "ponies": "poni",
+    "cats": "cat",
+    "agreed": "agre",
+    "motoring": "motor",
+    "hopping": "hop",
+    "happy": "happi",
+    "relational": "relat",
+    "conditional": "condit",
+    "digitizer": "digit",
+    "operator": "oper",
+    "hopefulness": "hope",
+    "sensibiliti": "sensibl",
+    "electrical": "electr",
+    "adjustment": "adjust",
+    "adoption": "adopt",
+    "effective": "effect",
+    "generalizations": "gener",
+    "controll": "control",
+    "retrying": "retri",
 }
 
 
@@ -38,7 +53,7 @@ def test_query_terms_are_distinct_in_order():
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("aZ_9 .\n\"\\{}é漢🚀xyzAB")), max_size=300))
+@given(st.text(alphabet=st.sampled_from(list('aZ_9 .\n"\\{}é漢🚀xyzAB')), max_size=300))
 def test_estimate_upper_bounds_the_lexical_term_count(text):
     assert estimate_tokens(text) >= len(terms(text))
 
@@ -53,7 +68,7 @@ def test_estimate_charges_opaque_identifiers_and_multibyte_text_by_byte():
 
 @settings(max_examples=300, deadline=None)
 @given(
-    text=st.text(alphabet=st.sampled_from(list("aZ_9 .\n\"\\é漢🚀xyzAB")), max_size=400),
+    text=st.text(alphabet=st.sampled_from(list('aZ_9 .\n"\\é漢🚀xyzAB')), max_size=400),
     budget=st.integers(0, 60),
     focus=st.integers(0, 400),
 )

@@ -9,13 +9,13 @@ import subprocess
 import sys
 
 import orjson
-
 from conftest import hermetic_env, run_cwa
+from session_helpers import PROJECT, Host, Transcript
+from test_lifecycle import DISK_GUARD_OFF, Clock, expires_on, maintain_all, state
+
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.store.admission import document_ids_in
-from session_helpers import PROJECT, Host, Transcript
-from test_lifecycle import DISK_GUARD_OFF, Clock, expires_on, maintain_all, state
 
 NOW = "2026-12-01T12:00:00.000Z"
 YEAR_AGO = 1_763_000_000_000  # 2025-11-13 in epoch milliseconds: over a year before NOW
@@ -35,18 +35,35 @@ def test_an_old_sessions_externalized_output_survives_maintenance_through_serve(
     transcript.tool(big)
     transcript.assistant("All of it passed.")
     transcript.user("thanks")
-    request = {"id": 1, "method": "session-context", "params": {
-        "project": PROJECT, "sessionId": "old", "messages": transcript.messages,
-        "model": {"contextWindow": 200_000, "maxTokens": 8_192}}}
-    done = subprocess.run([sys.executable, "-m", "cwa", "serve", "--no-background"], input=orjson.dumps(request) + b"\n",
-                          capture_output=True, env=env, timeout=120)
+    request = {
+        "id": 1,
+        "method": "session-context",
+        "params": {
+            "project": PROJECT,
+            "sessionId": "old",
+            "messages": transcript.messages,
+            "model": {"contextWindow": 200_000, "maxTokens": 8_192},
+        },
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "cwa", "serve", "--no-background"],
+        input=orjson.dumps(request) + b"\n",
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     answer = orjson.loads(done.stdout.splitlines()[0])["result"]
     previews = [m for m in answer["messages"] if m["role"] == "toolResult"]
     (doc_id,) = set(_named(previews[0]))  # the preview names the archived output
     swept = orjson.loads(run_cwa(["maintain", "--json"], env).stdout)
     assert swept["expired"] == 0 and swept["purged"] == 0  # before: expired 1, purged 1
-    recalled = orjson.loads(run_cwa(["call", "recall"], env, stdin=orjson.dumps(
-        {"project": PROJECT, "documentId": doc_id, "maxTokens": 200_000})).stdout)
+    recalled = orjson.loads(
+        run_cwa(
+            ["call", "recall"],
+            env,
+            stdin=orjson.dumps({"project": PROJECT, "documentId": doc_id, "maxTokens": 200_000}),
+        ).stdout
+    )
     assert recalled["status"] == "resolved"  # before: expired
     text = run_cwa(["get", doc_id, "--text"], env).stdout.decode()
     assert big in text  # every byte, not 0 of them
@@ -54,8 +71,16 @@ def test_an_old_sessions_externalized_output_survives_maintenance_through_serve(
 
 def test_what_the_copy_names_lives_while_shown_and_its_class_days_after(tmp_path):
     clock = Clock(NOW)
-    settings = load_settings(None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-                                        **DISK_GUARD_OFF, "CWA_ROTATION_TURNS": "3", "CWA_RETAIN_TURNS": "1"})
+    settings = load_settings(
+        None,
+        env={
+            "HOME": str(tmp_path),
+            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+            **DISK_GUARD_OFF,
+            "CWA_ROTATION_TURNS": "3",
+            "CWA_RETAIN_TURNS": "1",
+        },
+    )
     with Archive.open(tmp_path / "archive.db", settings=settings, clock=clock) as archive:
         host = Host(archive, session="quiet")
         transcript = Transcript(start=YEAR_AGO)

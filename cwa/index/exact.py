@@ -68,9 +68,7 @@ _PATTERNS: list[tuple[str, re.Pattern[bytes]]] = [
     ("commit", re.compile(rb"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),
     (
         "quoted",
-        re.compile(
-            rb"\"([^\"\n]{2,200})\"|(?<!\w)'([^'\n]{2,200})'(?!\w)|`([^`\n]{2,200})`"
-        ),
+        re.compile(rb"\"([^\"\n]{2,200})\"|(?<!\w)'([^'\n]{2,200})'(?!\w)|`([^`\n]{2,200})`"),
     ),
     (
         "symbol",
@@ -122,9 +120,7 @@ def find_anchors(data: bytes, offset: int = 0) -> list[Anchor]:
             group = match.lastindex or 0
             text = match.group(group).decode("utf-8", errors="replace").strip()
             if text:
-                found.append(
-                    Anchor(anchor_type, text, offset + match.start(group), offset + match.end(group))
-                )
+                found.append(Anchor(anchor_type, text, offset + match.start(group), offset + match.end(group)))
     return found
 
 
@@ -146,7 +142,9 @@ def query_anchors(query: str) -> list[Anchor]:
 MAX_SUFFIXES = 4
 
 
-_SYMBOL_SEGMENT = re.compile(r"[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
+_SYMBOL_SEGMENT = re.compile(
+    r"[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
+)
 
 
 def name_parts(name: str, separator: str) -> list[tuple[str, int, int]]:
@@ -222,8 +220,16 @@ class ExactHandler:
         conn.executemany(
             queries("index")["insert_anchor"],
             [
-                (target.document_row, a.type, a.text, a.folded if a.folded != a.text else None,
-                 a.specificity, a.start, a.end, n)
+                (
+                    target.document_row,
+                    a.type,
+                    a.text,
+                    a.folded if a.folded != a.text else None,
+                    a.specificity,
+                    a.start,
+                    a.end,
+                    n,
+                )
                 for a, n in anchors
             ],
         )

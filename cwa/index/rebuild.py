@@ -12,7 +12,7 @@ the end, in batches too.
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import apsw
 
@@ -24,8 +24,12 @@ BATCH_SECONDS = 0.2  # the longest a rebuild holds the write lock at a time
 YIELD_SECONDS = 0.03  # a gap for writers polling SQLite's lock (it is not a fair queue)
 
 
-def _batches(conn: apsw.Connection, items: list, work: Callable[[object], None],
-             progress: Callable[[int, int], None] | None = None) -> None:
+def _batches(
+    conn: apsw.Connection,
+    items: list,
+    work: Callable[[object], None],
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
     """Run `work` on each item inside write transactions of about BATCH_SECONDS each."""
     done = 0
     while done < len(items):
@@ -54,7 +58,7 @@ def rebuild_indexes(
     with write_transaction(conn):
         conn.execute(admission["insert_generation"], ("rebuild", now))
         generation = conn.last_insert_rowid()
-    documents = [row for row, in conn.execute(sql["all_documents"])]
+    documents = [row for (row,) in conn.execute(sql["all_documents"])]
 
     def reindex(row: object) -> None:
         drop_derived(conn, row)
@@ -68,7 +72,9 @@ def rebuild_indexes(
         conn.execute(sql["set_generation"], (generation, row))
 
     _batches(conn, documents, reindex, progress)
-    _batches(conn, [row for row, in conn.execute(sql["stale_derived_documents"])], lambda row: drop_derived(conn, row))
+    _batches(
+        conn, [row for (row,) in conn.execute(sql["stale_derived_documents"])], lambda row: drop_derived(conn, row)
+    )
     with write_transaction(conn):
         conn.execute(sql["drop_stray_fts_rows"])
         conn.execute(sql["recount_windows"])

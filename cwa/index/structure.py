@@ -7,8 +7,8 @@ a relation (`latest-question`, …) at CUE_THRESHOLD or above.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import apsw
 

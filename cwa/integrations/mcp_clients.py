@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from cwa.errors import InvalidRequest, StorageUnavailable
 from cwa.file_writes import write_atomically
@@ -36,7 +37,9 @@ def config_file(client: str, project: Path, env: Mapping[str, str]) -> Path:
         return Path(env.get("CODEX_HOME") or Path(env.get("HOME", str(Path.home()))) / ".codex") / "config.toml"
     if client == "opencode":
         return project / "opencode.json"
-    raise InvalidRequest(f"unknown MCP client {client[:32]}", field="client", reason="not-allowed", allowed=list(CLIENTS))
+    raise InvalidRequest(
+        f"unknown MCP client {client[:32]}", field="client", reason="not-allowed", allowed=list(CLIENTS)
+    )
 
 
 def entry_text(client: str) -> str:
@@ -62,11 +65,16 @@ def _merge_json(path: Path, text: str, section: str, value: dict[str, Any]) -> s
     try:
         data = json.loads(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
-        raise InvalidRequest(f"{path} is not valid JSON ({exc}); fix or remove it first", field="config",
-                             reason="bad-json", path=str(path)) from exc
+        raise InvalidRequest(
+            f"{path} is not valid JSON ({exc}); fix or remove it first",
+            field="config",
+            reason="bad-json",
+            path=str(path),
+        ) from exc
     if not isinstance(data, dict) or not isinstance(data.get(section, {}), dict):
-        raise InvalidRequest(f"{path} does not hold an object {section!r}", field=section, reason="wrong-type",
-                             path=str(path))
+        raise InvalidRequest(
+            f"{path} does not hold an object {section!r}", field=section, reason="wrong-type", path=str(path)
+        )
     data.setdefault(section, {})[NAME] = value
     return json.dumps(data, indent=2) + "\n"
 
@@ -97,5 +105,10 @@ def install(client: str, project: Path, env: Mapping[str, str], write: bool) -> 
     changed = after != before
     if write and changed:
         write_atomically(path, after.encode("utf-8"))
-    return {"client": client, "config": str(path), "entry": entry_text(client), "changed": changed,
-            "written": write and changed}
+    return {
+        "client": client,
+        "config": str(path),
+        "entry": entry_text(client),
+        "changed": changed,
+        "written": write and changed,
+    }

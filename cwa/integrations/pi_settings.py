@@ -7,9 +7,10 @@ file atomically, so a failure leaves the old file whole.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import orjson
 
@@ -44,13 +45,18 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         data = orjson.loads(raw) if raw.strip() else {}
     except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"{path} is not valid JSON ({exc}); fix or remove it first", field="settings",
-                             reason="bad-json", path=str(path)) from exc
+        raise InvalidRequest(
+            f"{path} is not valid JSON ({exc}); fix or remove it first",
+            field="settings",
+            reason="bad-json",
+            path=str(path),
+        ) from exc
     if not isinstance(data, dict):
         raise InvalidRequest(f"{path} is not a JSON object", field="settings", reason="not-an-object", path=str(path))
     if not isinstance(data.get("extensions", []), list):
-        raise InvalidRequest(f'"extensions" in {path} is not a list', field="extensions", reason="wrong-type",
-                             path=str(path))
+        raise InvalidRequest(
+            f'"extensions" in {path} is not a list', field="extensions", reason="wrong-type", path=str(path)
+        )
     return data
 
 

@@ -71,9 +71,16 @@ class Record:
         return data[head:tail].decode("utf-8", errors="replace"), start + head, start + tail
 
     def identity(self) -> dict[str, Any]:
-        return {"documentId": self.document_id, "version": self.version, "kind": self.kind,
-                "createdAt": self.created_at, "sessionId": self.session, "role": self.role,
-                "messageKey": self.key, "ordinal": self.ordinal}
+        return {
+            "documentId": self.document_id,
+            "version": self.version,
+            "kind": self.kind,
+            "createdAt": self.created_at,
+            "sessionId": self.session,
+            "role": self.role,
+            "messageKey": self.key,
+            "ordinal": self.ordinal,
+        }
 
 
 def record_at(conn: apsw.Connection, document_row: int, ordinal: int) -> Record | None:
@@ -81,12 +88,15 @@ def record_at(conn: apsw.Connection, document_row: int, ordinal: int) -> Record 
     return Record(*row) if row else None
 
 
-def records_from(conn: apsw.Connection, session_row: int, position: tuple[str, int, int], direction: str,
-                 limit: int) -> list[Record]:
+def records_from(
+    conn: apsw.Connection, session_row: int, position: tuple[str, int, int], direction: str, limit: int
+) -> list[Record]:
     """Up to `limit` records of the session strictly before or after `position`, nearest first."""
     created, row, ordinal = position
-    found = conn.execute(queries("chronology")[f"records_{direction}"],
-                         {"session": session_row, "created": created, "row": row, "ordinal": ordinal, "limit": limit})
+    found = conn.execute(
+        queries("chronology")[f"records_{direction}"],
+        {"session": session_row, "created": created, "row": row, "ordinal": ordinal, "limit": limit},
+    )
     return [Record(*r) for r in found]
 
 

@@ -30,9 +30,7 @@ class Context:
         return {**self.scope.params(), "superseded": int(self.include_superseded)}
 
 
-def make_context(
-    conn: apsw.Connection, scope: Scope, visible: list[str], now: str, session_id: str | None
-) -> Context:
+def make_context(conn: apsw.Connection, scope: Scope, visible: list[str], now: str, session_id: str | None) -> Context:
     """What every candidate query needs: scope, visible keys (also as JSON for SQL), the lineage
     of the asking session (preferred on near-ties)."""
     lineage: set[int] = set(orjson.loads(scope.session_rows)) if scope.session_rows else set()

@@ -28,7 +28,9 @@ def candidate_terms(texts: list[str], qterms: list[str]) -> Counter:
     frequent: each costs one index lookup)."""
     asked = set(qterms)
     counts = Counter(
-        t for text in texts for t in terms(text)
+        t
+        for text in texts
+        for t in terms(text)
         if t not in asked and t not in FILLER_TERMS and len(t) >= MIN_LENGTH and not any(c.isdigit() for c in t)
     )
     return Counter(dict(counts.most_common(CONSIDERED)))

@@ -44,10 +44,21 @@ def gather(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     before, after = INTENTS[request.get("intent", "auto")]
     before, after = request.get("before", before), request.get("after", after)
     max_tokens = request.get("maxTokens", DEFAULT_MAX_TOKENS)
-    found = search(conn, {**{k: request[k] for k in ("query", "scope", "project", "sessionId",
-                                                     "excludeVisibleSourceKeys") if k in request},
-                          "limit": request.get("limit", DEFAULT_ANCHORS), "semanticPolicy": "always",
-                          "leaseSeconds": 0}, settings, now)
+    found = search(
+        conn,
+        {
+            **{
+                k: request[k]
+                for k in ("query", "scope", "project", "sessionId", "excludeVisibleSourceKeys")
+                if k in request
+            },
+            "limit": request.get("limit", DEFAULT_ANCHORS),
+            "semanticPolicy": "always",
+            "leaseSeconds": 0,
+        },
+        settings,
+        now,
+    )
     chosen: dict[tuple[int, int], dict[str, Any]] = {}
     for result in found["results"]:
         record, center = _anchor_record(conn, result)
@@ -97,15 +108,17 @@ def _anchor_record(conn: apsw.Connection, result: dict[str, Any]) -> tuple[Recor
     return record, max(0, result["range"]["start"] - message.text_start)
 
 
-def _add_neighbour(conn: apsw.Connection, chosen: dict, entry: dict, direction: str, distance: int,
-                   visible: frozenset[str]) -> None:
+def _add_neighbour(
+    conn: apsw.Connection, chosen: dict, entry: dict, direction: str, distance: int, visible: frozenset[str]
+) -> None:
     """The record `distance` steps from an anchor, readable ones the caller cannot already see
     (cached per anchor). Before
     the first record of a forked session, the walk goes on in its recorded parent (the verified
     lineage, at most LINEAGE_DEPTH sessions up), never into another session."""
     cache = entry.setdefault(direction, [])
-    walk = entry.setdefault(f"{direction}-walk", {"session": entry["record"].session_row,
-                                                  "last": entry["record"].position, "depth": 0})
+    walk = entry.setdefault(
+        f"{direction}-walk", {"session": entry["record"].session_row, "last": entry["record"].position, "depth": 0}
+    )
     while len(cache) < distance and walk["session"] is not None:
         found = records_from(conn, walk["session"], walk["last"], direction, 4 * distance)
         if not found:  # this session ran out: before its first record comes its parent's history
@@ -121,8 +134,9 @@ def _add_neighbour(conn: apsw.Connection, chosen: dict, entry: dict, direction: 
                     break
     if len(cache) >= distance:
         record = cache[distance - 1]
-        chosen.setdefault(record.position[1:], {"record": record, "anchor": False, "distance": distance,
-                                                "direction": direction})
+        chosen.setdefault(
+            record.position[1:], {"record": record, "anchor": False, "distance": distance, "direction": direction}
+        )
 
 
 def _flag_conflicts(conn: apsw.Connection, items: list[dict[str, Any]], picked: list[dict[str, Any]]) -> None:
@@ -136,8 +150,11 @@ def _flag_conflicts(conn: apsw.Connection, items: list[dict[str, Any]], picked: 
             conflicts[(by["documentId"], by["version"])] = "superseded-by"
         for other in items:
             replaced = other.get("supersededBy")
-            if other is not item and replaced and (replaced["documentId"], replaced["version"]) == (
-                    item["documentId"], item["version"]):
+            if (
+                other is not item
+                and replaced
+                and (replaced["documentId"], replaced["version"]) == (item["documentId"], item["version"])
+            ):
                 conflicts[(other["documentId"], other["version"])] = "supersedes"
         if conflicts:
             item["conflicts"] = [{"documentId": d, "version": v, "reason": r} for (d, v), r in conflicts.items()]

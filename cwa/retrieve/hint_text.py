@@ -60,7 +60,9 @@ def render_snippet(text: str, center: int, created_at: str, tool_output: bool, b
         if allowance < MIN_EXCERPT_TOKENS:
             return None
         left, right = fit_around(stripped, allowance - 2 * estimate_tokens(ELLIPSIS), center)
-        excerpt = (ELLIPSIS if left > 0 else "") + stripped[left:right].strip() + (ELLIPSIS if right < len(stripped) else "")
+        excerpt = (
+            (ELLIPSIS if left > 0 else "") + stripped[left:right].strip() + (ELLIPSIS if right < len(stripped) else "")
+        )
         quoted = orjson.dumps(excerpt).decode()
         cost = estimate_tokens(quoted)
         if cost <= room:

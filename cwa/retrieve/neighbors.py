@@ -30,7 +30,9 @@ def worth(rank: int) -> float:
     return 1.0 / (RANK_K + rank)
 
 
-def reorder(ctx: Context, tier: list[Candidate], qterms: list[str], limit: int, taken: set[int], share: float) -> list[Candidate]:
+def reorder(
+    ctx: Context, tier: list[Candidate], qterms: list[str], limit: int, taken: set[int], share: float
+) -> list[Candidate]:
     """The tier with neighbour credit, best first (stable: ties keep the fused order)."""
     if share <= 0 or not tier:
         return tier
@@ -69,7 +71,12 @@ def neighbor_candidates(ctx: Context, windows: dict[int, WindowRow], qterms: lis
     for row, window in windows.items():
         evidence = window_evidence(ctx.conn, window, qterms)
         found[row] = window_candidate(
-            "neighbor", "neighbor", calibration.lexical_score(qterms, evidence.matched), 0.0,
-            window, evidence, modes=["neighbor"],
+            "neighbor",
+            "neighbor",
+            calibration.lexical_score(qterms, evidence.matched),
+            0.0,
+            window,
+            evidence,
+            modes=["neighbor"],
         )
     return found

@@ -33,12 +33,26 @@ def reach(max_tokens: int, records: int) -> int:
     return max(256, 2 * max_tokens // max(1, records))
 
 
-def message_locator(record: Record, secret: bytes, unit: str = "message", start: int | None = None,
-                    end: int | None = None) -> str:
-    return sign(Locator(record.document_id, record.version, unit, None,
-                        record.text_start if start is None else start, record.end if end is None else end,
-                        record.ordinal if unit == "message" else None, None, None, record.project, record.session,
-                        "project"), secret)
+def message_locator(
+    record: Record, secret: bytes, unit: str = "message", start: int | None = None, end: int | None = None
+) -> str:
+    return sign(
+        Locator(
+            record.document_id,
+            record.version,
+            unit,
+            None,
+            record.text_start if start is None else start,
+            record.end if end is None else end,
+            record.ordinal if unit == "message" else None,
+            None,
+            None,
+            record.project,
+            record.session,
+            "project",
+        ),
+        secret,
+    )
 
 
 def record_item(conn: apsw.Connection, entry: dict[str, Any], secret: bytes, reach_tokens: int) -> dict[str, Any]:
@@ -46,14 +60,19 @@ def record_item(conn: apsw.Connection, entry: dict[str, Any], secret: bytes, rea
     text within `reach_tokens` of the match (of the near end, for a neighbour): what its share
     of a budget could show. `entry` holds the record and how it was found."""
     record: Record = entry["record"]
-    item: dict[str, Any] = {**record.identity(), "superseded": record.state == "superseded",
-                            "locator": message_locator(record, secret), "bytes": record.size}
+    item: dict[str, Any] = {
+        **record.identity(),
+        "superseded": record.state == "superseded",
+        "locator": message_locator(record, secret),
+        "bytes": record.size,
+    }
     if "anchor" in entry:
         item["anchor"] = entry["anchor"]
     if entry.get("anchor"):
         result = entry["result"]
-        item.update(score=result["score"], band=result["band"], reranked=result["reranked"],
-                    matchType=result["matchType"])
+        item.update(
+            score=result["score"], band=result["band"], reranked=result["reranked"], matchType=result["matchType"]
+        )
     elif "distance" in entry:
         item.update(direction=entry["direction"], distance=entry["distance"])
     if item["superseded"]:
@@ -85,8 +104,9 @@ class _Row:
         self.cost = sum(cost for _, _, cost in self.pieces) + QUOTES
 
 
-def fit(what: str, items: list[dict[str, Any]], entries: list[dict[str, Any]], max_tokens: int, now: str,
-        secret: bytes) -> tuple[list[dict[str, Any]], int, int]:
+def fit(
+    what: str, items: list[dict[str, Any]], entries: list[dict[str, Any]], max_tokens: int, now: str, secret: bytes
+) -> tuple[list[dict[str, Any]], int, int]:
     """Shorten texts (and, when labels alone do not fit, drop the farthest records) until the
     rendered packet is within `max_tokens`: (items, records omitted, the packet's tokens). A
     packet's estimate is the sum of its parts' (they join at line breaks), so each part is
@@ -96,16 +116,21 @@ def fit(what: str, items: list[dict[str, Any]], entries: list[dict[str, Any]], m
     while rows:
         budgets = _shares(what, rows, max_tokens)
         if budgets is not None:
-            labels = [estimate_tokens(render.record_label(row.item, n, now, render.new_session([r.item for r in rows], n - 1)))
-                      for n, row in enumerate(rows, 1)]
+            labels = [
+                estimate_tokens(
+                    render.record_label(row.item, n, now, render.new_session([r.item for r in rows], n - 1))
+                )
+                for n, row in enumerate(rows, 1)
+            ]
             for _ in range(8):  # labels and notes are estimated apart: shrink until it truly fits
                 fitted = [_shorten(row, share) for row, share in zip(rows, budgets)]
                 total = packet_tokens(what, [item for item, _ in fitted], [cost for _, cost in fitted], labels)
                 if total <= max_tokens:
                     return [_signed(item, row.entry, secret) for (item, _), row in zip(fitted, rows)], omitted, total
                 budgets = [max(MIN_TEXT_TOKENS, int(b * 0.85)) for b in budgets]
-        farthest = max(range(len(rows)),
-                       key=lambda i: (not rows[i].entry.get("anchor"), rows[i].entry.get("distance", 0), i))
+        farthest = max(
+            range(len(rows)), key=lambda i: (not rows[i].entry.get("anchor"), rows[i].entry.get("distance", 0), i)
+        )
         rows.pop(farthest)
         omitted += 1
     return [], omitted, estimate_tokens(render.packet(what, [], now))
@@ -197,7 +222,9 @@ def _signed(item: dict[str, Any], entry: dict[str, Any], secret: bytes) -> dict[
         return item
     record: Record = entry["record"]
     start, end = item["shown"]["start"], item["shown"]["end"]
-    continuation = {side: message_locator(record, secret, "range", low, high)
-                    for side, low, high in (("before", record.text_start, start), ("after", end, record.end))
-                    if high > low}
+    continuation = {
+        side: message_locator(record, secret, "range", low, high)
+        for side, low, high in (("before", record.text_start, start), ("after", end, record.end))
+        if high > low
+    }
     return {**item, "truncated": {**item["truncated"], "continuation": continuation}}

@@ -26,12 +26,23 @@ from cwa.config import Settings
 from cwa.errors import CwaError, NotFound
 from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text, ranker
-from cwa.retrieve.continuity import (FILLER_TERMS, MARKER, MARKER_MIN_IDF, SNIPPET, SUPPRESS, Decision, Evidence, Policy,
-                                     SNIPPET_MIN_SHARE, decide, probability_share)
-from cwa.retrieve.intent import HISTORICAL_WORDS
-from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies, make_context
+from cwa.retrieve.continuity import (
+    FILLER_TERMS,
+    MARKER,
+    MARKER_MIN_IDF,
+    SNIPPET,
+    SNIPPET_MIN_SHARE,
+    SUPPRESS,
+    Decision,
+    Evidence,
+    Policy,
+    decide,
+    probability_share,
+)
+from cwa.retrieve.intent import HISTORICAL_WORDS
+from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import find_candidates
 from cwa.store import exposure_ledger, hint_ledger
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait, write_transaction
@@ -140,8 +151,16 @@ def freeze_empty(conn: apsw.Connection, request: dict[str, Any], reason: str, no
             return
         decision = Decision(SUPPRESS, reason)
         bounds = Budgets(0, 0, 0)
-        _record(conn, session, key, request["text"], decision, _response(conn, decision, "", [], 0, bounds, now),
-                bounds, now)
+        _record(
+            conn,
+            session,
+            key,
+            request["text"],
+            decision,
+            _response(conn, decision, "", [], 0, bounds, now),
+            bounds,
+            now,
+        )
 
 
 def _record(
@@ -240,13 +259,17 @@ def _source_evidence(
     }
     if candidate.mode == "lexical":
         return Evidence(**facts, **_lexical_evidence(candidate, content, idf), probability=probability)
-    near = candidate.text[max(0, candidate.center - COVERAGE_REACH_CHARS): candidate.center + COVERAGE_REACH_CHARS]
+    near = candidate.text[max(0, candidate.center - COVERAGE_REACH_CHARS) : candidate.center + COVERAGE_REACH_CHARS]
     held = {token.term for token in tokens(near)}
     coverage = round(sum(t in held for t in content) / len(content), 4) if content else 0.0
-    return Evidence(**facts, score=candidate.score, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors))
+    return Evidence(
+        **facts, score=candidate.score, coverage=coverage, max_idf=candidate.max_idf, anchors=tuple(candidate.anchors)
+    )
 
 
-def _probabilities(ctx: Context, tiers: list[list[Candidate]], qterms: list[str], settings: Settings) -> dict[int, float]:
+def _probabilities(
+    ctx: Context, tiers: list[list[Candidate]], qterms: list[str], settings: Settings
+) -> dict[int, float]:
     """The learned ranker's probability for each lexical candidate (lexical model, no neighbours
     fetched: preflight stays cheap)."""
     if len(tiers) < 2 or not tiers[1]:
@@ -272,8 +295,11 @@ def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, f
         "coverage": round(len(matched) / len(content), 4) if content else 0.0,
         "max_idf": max((idf[t] for t in matched), default=0.0),
         "terms": tuple((t, idf[t]) for t in candidate.matched),
-        "occurrences": (sum(candidate.occurrences.get(t, 0) for t in held) if candidate.occurrences
-                        else sum(1 for token in tokens(candidate.text) if token.term in held)),
+        "occurrences": (
+            sum(candidate.occurrences.get(t, 0) for t in held)
+            if candidate.occurrences
+            else sum(1 for token in tokens(candidate.text) if token.term in held)
+        ),
     }
 
 
@@ -284,7 +310,9 @@ def _render(decision: Decision, candidates: dict[int, Candidate], allowance: int
     chosen = decision.chosen
     if decision.outcome == SNIPPET:
         candidate = candidates[chosen.source]
-        text = hint_text.render_snippet(candidate.text, candidate.center, chosen.created_at, chosen.tool_output, allowance)
+        text = hint_text.render_snippet(
+            candidate.text, candidate.center, chosen.created_at, chosen.tool_output, allowance
+        )
         if text:
             return text, decision
     else:

@@ -102,8 +102,9 @@ def load(path: str = "") -> Weights:
             raise ValueError("trained on other features")
         models = {name: _model(found["models"][name]) for name in MODELS}
     except (OSError, ValueError, KeyError, TypeError, IndexError, orjson.JSONDecodeError) as exc:
-        raise InvalidRequest(f"ranker weights {path or 'ranker.json'} are unusable: {exc}",
-                             field="rankerPath", reason="invalid-ranker") from exc
+        raise InvalidRequest(
+            f"ranker weights {path or 'ranker.json'} are unusable: {exc}", field="rankerPath", reason="invalid-ranker"
+        ) from exc
     return Weights(models, str(found.get("fingerprint", "")), path or "package")
 
 
@@ -150,9 +151,13 @@ def order(
     rank_semantic = {c.document_row: i for i, c in enumerate(semantic or [])}
     rows = [*anchored, *(c.document_row for c in candidates)]
     found = ctx.conn.execute(queries("ranking")["session_neighbors"], {"rows": orjson.dumps(rows).decode()}).fetchall()
-    around = {hit: (before, before_window, after, after_window) for hit, before, before_window, after, after_window in found}
-    head = sorted(candidates, key=lambda c: min(rank_lexical.get(c.document_row, 1 << 30),
-                                                 rank_semantic.get(c.document_row, 1 << 30)))[:NEIGHBOR_SOURCES]
+    around = {
+        hit: (before, before_window, after, after_window) for hit, before, before_window, after, after_window in found
+    }
+    head = sorted(
+        candidates,
+        key=lambda c: min(rank_lexical.get(c.document_row, 1 << 30), rank_semantic.get(c.document_row, 1 << 30)),
+    )[:NEIGHBOR_SOURCES]
     if neighbors:
         sources = [*anchored, *(c.document_row for c in head)]
         candidates += _neighbors(ctx, sources, around, {c.document_row for c in candidates} | taken, qterms)
@@ -181,9 +186,13 @@ def _merge(lexical: list[Candidate], semantic: list[Candidate]) -> list[Candidat
             merged[row] = replace(candidate, modes=[candidate.mode])
             continue
         better = candidate if candidate.score > held.score else held
-        merged[row] = replace(better, modes=sorted({*held.modes, candidate.mode}), bm25=max(held.bm25, candidate.bm25),
-                              similarity=max(held.similarity, candidate.similarity),
-                              max_idf=max(held.max_idf, candidate.max_idf))
+        merged[row] = replace(
+            better,
+            modes=sorted({*held.modes, candidate.mode}),
+            bm25=max(held.bm25, candidate.bm25),
+            similarity=max(held.similarity, candidate.similarity),
+            max_idf=max(held.max_idf, candidate.max_idf),
+        )
     return list(merged.values())
 
 
@@ -238,26 +247,28 @@ def _features(
         row = c.document_row
         before, before_window, after, after_window = around.get(row, (None,) * 4)
         in_lexical = row in rank_lexical
-        rows.append((
-            bm25[row],
-            1.0 / (1 + rank_lexical[row]) if in_lexical else 0.0,
-            c.coverage,
-            calibration.lexical_score_of(c.coverage, c.matched),
-            c.max_idf,
-            float(in_lexical and not c.matched),
-            similarity[row],
-            similarity[row] - best_cosine if cosine else 0.0,
-            1.0 / (1 + rank_semantic[row]) if row in rank_semantic else 0.0,
-            sum(idf.get(t, 0.0) for t in c.matched) / query_idf,
-            c.bm25 / query_idf,
-            math.log1p(len(idf)),
-            math.log1p(len(c.text) / 100),
-            bm25[row] * similarity[row],
-            strength.get(before, 0.0),
-            strength.get(after, 0.0),
-            cosine.get(before_window, 0.0),
-            cosine.get(after_window, 0.0),
-            mass[c.session_row] / total,
-            float(c.kind == "tool-result"),
-        ))
+        rows.append(
+            (
+                bm25[row],
+                1.0 / (1 + rank_lexical[row]) if in_lexical else 0.0,
+                c.coverage,
+                calibration.lexical_score_of(c.coverage, c.matched),
+                c.max_idf,
+                float(in_lexical and not c.matched),
+                similarity[row],
+                similarity[row] - best_cosine if cosine else 0.0,
+                1.0 / (1 + rank_semantic[row]) if row in rank_semantic else 0.0,
+                sum(idf.get(t, 0.0) for t in c.matched) / query_idf,
+                c.bm25 / query_idf,
+                math.log1p(len(idf)),
+                math.log1p(len(c.text) / 100),
+                bm25[row] * similarity[row],
+                strength.get(before, 0.0),
+                strength.get(after, 0.0),
+                cosine.get(before_window, 0.0),
+                cosine.get(after_window, 0.0),
+                mass[c.session_row] / total,
+                float(c.kind == "tool-result"),
+            )
+        )
     return np.asarray(rows, dtype=np.float64).reshape(len(candidates), len(FEATURES))

@@ -23,6 +23,7 @@ from typing import Any
 import apsw
 
 from cwa import limits
+from cwa.errors import InvalidRequest, NotFound
 from cwa.retrieve.locators import Locator, sign, verify
 from cwa.retrieve.summary import document_summary
 from cwa.store import recall_feedback
@@ -32,7 +33,6 @@ from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
-from cwa.errors import InvalidRequest, NotFound
 
 COMPLETE_TURN_BYTES = 64 * 1024
 
@@ -70,8 +70,12 @@ def _recall_locator(conn, request, now, max_tokens, neighbors) -> dict[str, Any]
     if problem:
         return problem
     if locator.lease is not None and not lease_active(conn, locator.lease, now):
-        return _status("lease-expired", documentId=doc["documentId"], version=doc["version"],
-                       reason="search again, or recall by documentId")
+        return _status(
+            "lease-expired",
+            documentId=doc["documentId"],
+            version=doc["version"],
+            reason="search again, or recall by documentId",
+        )
     result = _materialize(conn, doc, locator, now, max_tokens, neighbors, secret)
     recall_feedback.record(conn, doc["row"], now, locator.lease)  # the importance prior counts it
     return result
@@ -93,17 +97,13 @@ def _recall_document(conn, request, now, max_tokens) -> dict[str, Any]:
         if estimate_tokens(text) <= max_tokens:
             return _resolved(conn, doc, messages, now, 0, doc["byteLength"], text, reads, "complete-source")
     toc = [
-        {"ordinal": o, "start": s, "end": e}
-        for o, s, e in conn.execute(queries("search")["chunk_toc"], (doc["row"],))
+        {"ordinal": o, "start": s, "end": e} for o, s, e in conn.execute(queries("search")["chunk_toc"], (doc["row"],))
     ]
     result = _resolved(conn, doc, messages, now, 0, 0, "", 0, "table-of-contents")
     result["tableOfContents"] = {
         "chunks": toc[:256],
         "chunkCount": len(toc),
-        "messages": [
-            {"key": m.key, "role": m.role, "start": m.start, "end": m.end}
-            for m in messages[:256]
-        ],
+        "messages": [{"key": m.key, "role": m.role, "start": m.start, "end": m.end} for m in messages[:256]],
     }
     return result
 
@@ -138,8 +138,12 @@ def _materialize(conn, doc, locator: Locator, now, max_tokens, neighbors, secret
         message = messages[locator.message]
         spans, unit = [(None, message.start, message.end)], "message"
     elif locator.unit == "window" and locator.window is not None:
-        spans = [(o, s, e) for o, s, e in conn.execute(
-            sql["windows_around"], (doc["row"], locator.window - neighbors, locator.window + neighbors))]
+        spans = [
+            (o, s, e)
+            for o, s, e in conn.execute(
+                sql["windows_around"], (doc["row"], locator.window - neighbors, locator.window + neighbors)
+            )
+        ]
         if not any(o == locator.window for o, _, _ in spans):  # indexes changed since the search
             spans = [(None, locator.start, locator.end)]
         unit = "window"

@@ -16,7 +16,6 @@ from cwa.store.sqlfiles import queries
 from cwa.vocabulary import SCOPES
 
 
-
 @dataclass(frozen=True)
 class Scope:
     requested: str
@@ -48,6 +47,4 @@ def resolve_scope(
     if effective == "project":
         return Scope(requested, effective, project, session, row[0], None, False)
     lineage = [r[0] for r in conn.execute(sql["session_lineage"], (row[0], session))]
-    return Scope(
-        requested, effective, project, session, row[0], orjson.dumps(lineage).decode(), not lineage
-    )
+    return Scope(requested, effective, project, session, row[0], orjson.dumps(lineage).decode(), not lineage)

@@ -30,7 +30,14 @@ from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.semantic import query_vector, semantic_candidates
 from cwa.retrieve.summary import document_summary
-from cwa.retrieve.windows import Ranking, WindowRow, best_admissible, distinct_candidates, window_candidate, window_evidence
+from cwa.retrieve.windows import (
+    Ranking,
+    WindowRow,
+    best_admissible,
+    distinct_candidates,
+    window_candidate,
+    window_evidence,
+)
 from cwa.store.connection import BOOKKEEPING_SKIPPED
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
 from cwa.store.reads import message_at, message_by_ordinal, read_bytes
@@ -170,12 +177,22 @@ def _learned_tier(
     report: the embeddings are asked as the semantic policy says (`auto`: on weak evidence)."""
     exact = tiers[0]
     lexical = tiers[1] if len(tiers) > 1 else []
-    report, semantic, vector = _ask_embeddings(ctx, request, settings, query, qterms, tiers, limit, max(limit, RANKER_POOL))
+    report, semantic, vector = _ask_embeddings(
+        ctx, request, settings, query, qterms, tiers, limit, max(limit, RANKER_POOL)
+    )
     if not lexical and not semantic:
         return report, None
     weights = ranker.load(settings["rankerPath"])
-    pool = ranker.order(ctx, lexical, semantic, vector, qterms, {c.document_row for c in exact}, weights,
-                        anchored=[c.document_row for c in exact])
+    pool = ranker.order(
+        ctx,
+        lexical,
+        semantic,
+        vector,
+        qterms,
+        {c.document_row for c in exact},
+        weights,
+        anchored=[c.document_row for c in exact],
+    )
     _set_tier(tiers, collapse(importance.reorder(ctx.conn, pool.kept)))
     return report, pool
 
@@ -192,11 +209,15 @@ def _explain(ctx: Context, pool: ranker.Pool | None, name: str) -> dict[str, Any
         "model": pool.model,
         "features": list(ranker.FEATURES),
         "pool": [
-            {"documentId": summaries[c.document_row]["documentId"],
-             "version": summaries[c.document_row]["version"],
-             "messageKey": getattr(message_at(ctx.conn, c.document_row, c.start), "key", None),
-             "modes": c.modes, "probability": round(float(p), 6), "kept": c.document_row in kept,
-             "features": [round(float(x), 6) for x in f]}
+            {
+                "documentId": summaries[c.document_row]["documentId"],
+                "version": summaries[c.document_row]["version"],
+                "messageKey": getattr(message_at(ctx.conn, c.document_row, c.start), "key", None),
+                "modes": c.modes,
+                "probability": round(float(p), 6),
+                "kept": c.document_row in kept,
+                "features": [round(float(x), 6) for x in f],
+            }
             for c, f, p in zip(pool.candidates, pool.features, pool.probability)
         ],
     }
@@ -244,7 +265,7 @@ def _rerank(settings: Settings, wanted: bool, query: str, tiers: list[list[Candi
     order = sorted(range(len(top)), key=lambda i: -scores[i])  # stable: ties keep the fused order
     for candidate in top:
         candidate.reranked = True
-    tiers[1] = [top[i] for i in order] + tiers[1][len(top):]
+    tiers[1] = [top[i] for i in order] + tiers[1][len(top) :]
     return True
 
 
@@ -254,7 +275,9 @@ def _weak(tiers: list[list[Candidate]]) -> bool:
     return not tiers[0] and (not lexical or lexical[0].score < RESCUE_SCORE or lexical[0].coverage < RESCUE_COVERAGE)
 
 
-def _expand(ctx: Context, request: dict[str, Any], qterms: list[str], tiers: list[list[Candidate]], limit: int) -> list[str]:
+def _expand(
+    ctx: Context, request: dict[str, Any], qterms: list[str], tiers: list[list[Candidate]], limit: int
+) -> list[str]:
     """Bo1 expansion on weak evidence: the expanded query's windows are fused into the lexical tier
     (in place); their scores and coverage stay those of the original query terms."""
     if request.get("expansion") is False or len(tiers) < 2 or not tiers[1] or not _weak(tiers):
@@ -282,8 +305,14 @@ RESCUE_COVERAGE = 0.5
 
 
 def _ask_embeddings(
-    ctx: Context, request: dict[str, Any], settings: Settings, query: str, qterms: list[str],
-    tiers: list[list[Candidate]], limit: int, size: int,
+    ctx: Context,
+    request: dict[str, Any],
+    settings: Settings,
+    query: str,
+    qterms: list[str],
+    tiers: list[list[Candidate]],
+    limit: int,
+    size: int,
 ) -> tuple[dict[str, Any] | None, list[Candidate] | None, Any]:
     """The semantic report, and `size` semantic candidates with the query's embedding when the
     policy asks for them (`auto`: only when no exact anchor matched and the lexical evidence is
@@ -337,10 +366,13 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
         hits, folded = [], False
         for folded in (False, True):
             key = fold(anchor.text) if folded else anchor.text
-            hits = [AnchorHit(*row) for row in ctx.conn.execute(
-                sql["exact_anchor_hits"],
-                {"anchor": key, "folded": int(folded), "visible": ctx.visible, **ctx.filters()},
-            )]
+            hits = [
+                AnchorHit(*row)
+                for row in ctx.conn.execute(
+                    sql["exact_anchor_hits"],
+                    {"anchor": key, "folded": int(folded), "visible": ctx.visible, **ctx.filters()},
+                )
+            ]
             if hits:
                 break
         if not hits and anchor.type == "quoted":
@@ -438,7 +470,9 @@ def _select_terms(ctx: Context, query: str) -> list[str]:
     return [t for t in distinct if t in keep]
 
 
-def match_expressions(qterms: list[str], df: dict[str, int], total: int, context: bool = True) -> list[tuple[str, float]]:
+def match_expressions(
+    qterms: list[str], df: dict[str, int], total: int, context: bool = True
+) -> list[tuple[str, float]]:
     """FTS5 queries to run in turn, least-common posting lists first, within a work budget.
 
     The rarest terms are OR-ed while their postings add up to at most POSTINGS_BUDGET; commoner
@@ -500,8 +534,17 @@ def _lexical_search(
     def candidate(window: WindowRow) -> Candidate:
         evidence = window_evidence(ctx.conn, window, qterms)
         idf = max((calibration.normalized_idf(df[t], total) for t in evidence.matched), default=0.0)
-        return window_candidate("lexical", "bm25", calibration.lexical_score(qterms, evidence.matched), window.score,
-                                window, evidence, max_idf=idf, order=preferred[window.window_id], bm25=window.score)
+        return window_candidate(
+            "lexical",
+            "bm25",
+            calibration.lexical_score(qterms, evidence.matched),
+            window.score,
+            window,
+            evidence,
+            max_idf=idf,
+            order=preferred[window.window_id],
+            bm25=window.score,
+        )
 
     return distinct_candidates(rows, taken, limit, candidate)
 
@@ -525,7 +568,9 @@ def _bm25f(ctx: Context, match: str, expected: float) -> Ranking:
         nonlocal span
         while True:
             low = max(0, newest - span)
-            top = ctx.conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": k, "low": low}).fetchall()
+            top = ctx.conn.execute(
+                sql["lexical_top"], {"match": match, "ranking": RANKING, "k": k, "low": low}
+            ).fetchall()
             if len(top) >= k or low == 0:
                 return {window: -raw for window, raw in top}, len(top) < k
             span *= SLICE_GROWTH
@@ -669,7 +714,11 @@ def _present(ctx: Context, chosen: list[tuple[Candidate, dict, float]], budget: 
         except BOOKKEEPING_SKIPPED:
             pass  # results without protection beat no results: their locators carry no lease
     secret = archive_secret(conn)
-    share = max(SNIPPET_MIN_TOKENS, min(SNIPPET_MAX_TOKENS, budget // max(1, len(chosen)))) if budget else SNIPPET_MIN_TOKENS
+    share = (
+        max(SNIPPET_MIN_TOKENS, min(SNIPPET_MAX_TOKENS, budget // max(1, len(chosen))))
+        if budget
+        else SNIPPET_MIN_TOKENS
+    )
     results = []
     for candidate, summary, margin in chosen:
         message = (

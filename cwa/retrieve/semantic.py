@@ -60,7 +60,17 @@ def semantic_candidates(
         return {window: similarity[content] for content, window in holders}, k >= available
 
     rows = best_admissible(ctx, nearest, max(SEMANTIC_POOL, 8 * limit), limit, taken)
-    return distinct_candidates(rows, taken, limit, lambda window: window_candidate(
-        "semantic", "semantic", calibration.semantic_score(window.score), round(window.score, 4),
-        window, window_evidence(conn, window, qterms), similarity=window.score,
-    ))
+    return distinct_candidates(
+        rows,
+        taken,
+        limit,
+        lambda window: window_candidate(
+            "semantic",
+            "semantic",
+            calibration.semantic_score(window.score),
+            round(window.score, 4),
+            window,
+            window_evidence(conn, window, qterms),
+            similarity=window.score,
+        ),
+    )

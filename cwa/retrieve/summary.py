@@ -8,8 +8,21 @@ import apsw
 
 from cwa.store.sqlfiles import queries
 
-FIELDS = ("row", "documentId", "version", "kind", "createdAt", "state", "projectRow", "generation",
-          "project", "sessionId", "sessionRow", "textDigest", "byteLength")
+FIELDS = (
+    "row",
+    "documentId",
+    "version",
+    "kind",
+    "createdAt",
+    "state",
+    "projectRow",
+    "generation",
+    "project",
+    "sessionId",
+    "sessionRow",
+    "textDigest",
+    "byteLength",
+)
 
 
 def document_summary(conn: apsw.Connection, row: int) -> dict[str, Any]:

@@ -15,13 +15,13 @@ from typing import Any
 
 import apsw
 
+from cwa.errors import NotFound
 from cwa.retrieve import packet, render
 from cwa.retrieve.chronology import DIRECTIONS, Record, record_at, records_from
 from cwa.retrieve.locators import sign_values, verify, verify_values
 from cwa.store.reads import find_document, message_at
 from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
-from cwa.errors import NotFound
 
 PAGE_MAX = 128
 DEFAULT_PAGE = 20
@@ -69,9 +69,18 @@ def traverse(conn: apsw.Connection, request: dict[str, Any], now: str) -> dict[s
         last, exhausted, stop = records[len(items) - 1].position if items else position, False, "budget"
     rendered = render.packet("traverse", items, now)
     cursor = None if exhausted else sign_values(CURSOR_PREFIX, [project, session_row, direction, list(last)], secret)
-    return {"status": "ok", "anchor": anchor, "direction": direction, "records": items, "omitted": omitted,
-            "scanned": scanned, "stopReason": stop, "cursor": cursor, "rendered": rendered,
-            "tokens": tokens}
+    return {
+        "status": "ok",
+        "anchor": anchor,
+        "direction": direction,
+        "records": items,
+        "omitted": omitted,
+        "scanned": scanned,
+        "stopReason": stop,
+        "cursor": cursor,
+        "rendered": rendered,
+        "tokens": tokens,
+    }
 
 
 def _invalid(status: str, reason: str) -> dict[str, Any]:

@@ -27,7 +27,9 @@ from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
 
 WIDEN = 4  # each further batch a mode ranks is this many times larger
-TERM_CACHE_WINDOWS = 4_096  # windows whose term counts (and, per connection, texts) are kept: a session's own turns recur
+TERM_CACHE_WINDOWS = (
+    4_096  # windows whose term counts (and, per connection, texts) are kept: a session's own turns recur
+)
 
 
 class WindowRow(NamedTuple):
@@ -156,8 +158,23 @@ def window_candidate(
     mode: str, match_type: str, score: float, raw: float, window: WindowRow, evidence: WindowEvidence, **extra
 ) -> Candidate:
     """A candidate whose evidence is one window (lexical, semantic, neighbour)."""
-    return Candidate(mode=mode, document_row=window.document_row, match_type=match_type, score=score, raw=raw,
-                     start=window.start, end=window.end, window=window.ordinal, matched=evidence.matched,
-                     coverage=evidence.coverage, text=evidence.text, center=evidence.center,
-                     occurrences=evidence.occurrences, alias=window.content_hash, window_id=window.window_id,
-                     session_row=window.session_row, kind=window.kind, **extra)
+    return Candidate(
+        mode=mode,
+        document_row=window.document_row,
+        match_type=match_type,
+        score=score,
+        raw=raw,
+        start=window.start,
+        end=window.end,
+        window=window.ordinal,
+        matched=evidence.matched,
+        coverage=evidence.coverage,
+        text=evidence.text,
+        center=evidence.center,
+        occurrences=evidence.occurrences,
+        alias=window.content_hash,
+        window_id=window.window_id,
+        session_row=window.session_row,
+        kind=window.kind,
+        **extra,
+    )

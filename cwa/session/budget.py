@@ -67,8 +67,13 @@ class Budget:
         )
 
     def limits(self) -> dict[str, int]:
-        return {"contextWindow": self.context_window, "usableTokens": self.usable, "rotationTokens": self.target,
-                "rotationTurns": self.rotation_turns, "toolResultBudgetTokens": self.tool_budget}
+        return {
+            "contextWindow": self.context_window,
+            "usableTokens": self.usable,
+            "rotationTokens": self.target,
+            "rotationTurns": self.rotation_turns,
+            "toolResultBudgetTokens": self.tool_budget,
+        }
 
 
 def level(tokens: int, turns: int, budget: Budget) -> str:

@@ -24,7 +24,8 @@ from __future__ import annotations
 import hmac
 import re
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import apsw
 import blake3
@@ -86,22 +87,50 @@ def archive_checkpoint(
     parts = split_parts(text)
     written = []
     for ordinal, part in enumerate(parts):
-        result = admit({**base, "kind": "checkpoint-part", "messages": [
-            {"key": f"checkpoint:{digest[:24]}:{ordinal}", "role": "user", "text": part}]})
+        result = admit(
+            {
+                **base,
+                "kind": "checkpoint-part",
+                "messages": [{"key": f"checkpoint:{digest[:24]}:{ordinal}", "role": "user", "text": part}],
+            }
+        )
         if not result or not result.get("documentId"):
-            raise Internal(f"part {ordinal} of checkpoint {digest[:12]} was not written; no root was made",
-                           reason="part-not-written", part=ordinal)
-        written.append({"documentId": result["documentId"], "version": result["version"],
-                        "bytes": len(part.encode("utf-8")), "created": result["created"]})
+            raise Internal(
+                f"part {ordinal} of checkpoint {digest[:12]} was not written; no root was made",
+                reason="part-not-written",
+                part=ordinal,
+            )
+        written.append(
+            {
+                "documentId": result["documentId"],
+                "version": result["version"],
+                "bytes": len(part.encode("utf-8")),
+                "created": result["created"],
+            }
+        )
         if progress:
             progress(ordinal + 1, len(parts) + 1)
     head, tail, elided = _head_and_tail(text, size)
-    manifest = {"digest": digest, "bytes": size, "parts": [[p["documentId"], p["version"], p["bytes"]] for p in written]}
+    manifest = {
+        "digest": digest,
+        "bytes": size,
+        "parts": [[p["documentId"], p["version"], p["bytes"]] for p in written],
+    }
     entry = catalog_entry(head, tail, size, digest)
-    root = admit({**base, "kind": "checkpoint-root", "metadata": {"checkpoint": manifest, "catalogEntry": entry},
-                  "messages": [
-        {"key": f"checkpoint:{digest[:24]}", "role": "user",
-         "text": f"[archived input: {size} bytes in {len(parts)} part(s), blake3 {digest}]\n{head}\n…\n{tail}"}]})
+    root = admit(
+        {
+            **base,
+            "kind": "checkpoint-root",
+            "metadata": {"checkpoint": manifest, "catalogEntry": entry},
+            "messages": [
+                {
+                    "key": f"checkpoint:{digest[:24]}",
+                    "role": "user",
+                    "text": f"[archived input: {size} bytes in {len(parts)} part(s), blake3 {digest}]\n{head}\n…\n{tail}",
+                }
+            ],
+        }
+    )
     if not root or not root.get("documentId"):
         raise Internal(f"the root of checkpoint {digest[:12]} was not written", reason="root-not-written")
     if progress:
@@ -144,7 +173,7 @@ def _head_and_tail(text: str, size: int, total: int = PREVIEW_TOKENS, what: str 
     head_budget = int(budget * HEAD_SHARE)
     window = text[: head_budget * 16]
     _, head_end = fit_around(window, head_budget, 0)
-    tail_window = text[max(head_end, len(text) - (budget - head_budget) * 16):]
+    tail_window = text[max(head_end, len(text) - (budget - head_budget) * 16) :]
     tail_start, _ = fit_around(tail_window, budget - head_budget, len(tail_window) - 1)
     tail_from = len(text) - len(tail_window) + tail_start
     head, tail = text[:head_end], text[tail_from:]
@@ -169,8 +198,10 @@ def render_catalog(conn: apsw.Connection, entries: list[dict[str, Any]], budget:
     lines: list[str] = []
     for entry in entries:
         when = f" ({entry['from'][:16]}Z)" if entry.get("from") else ""
-        line = (f"- {entry['rootId']}{when}: {entry['topic']!r}; terms {', '.join(entry['salientTerms'])}; "
-                f"{entry['bytes']} bytes" + (f"; blake3 {entry['blake3'][:16]}" if entry.get("blake3") else ""))
+        line = (
+            f"- {entry['rootId']}{when}: {entry['topic']!r}; terms {', '.join(entry['salientTerms'])}; "
+            f"{entry['bytes']} bytes" + (f"; blake3 {entry['blake3'][:16]}" if entry.get("blake3") else "")
+        )
         if estimate_tokens("\n".join([*lines, line])) + HEADER_TOKENS > budget:
             break
         lines.append(line)
@@ -198,14 +229,23 @@ def session_catalog(conn: apsw.Connection, project: str, session_id: str) -> dic
 
 
 def archive_previous_summary(
-    conn: apsw.Connection, admit: Callable[[dict[str, Any]], dict[str, Any]], project: str, session_id: str,
+    conn: apsw.Connection,
+    admit: Callable[[dict[str, Any]], dict[str, Any]],
+    project: str,
+    session_id: str,
     summary: str,
 ) -> dict[str, Any]:
     """An earlier compaction's summary is a source too, unless it is a catalog this archive made."""
     if trusted_catalog(conn, summary):
         return {"archived": False, "documentId": None}
-    admitted = admit({"project": project, "sessionId": session_id, "kind": "summary",
-                      "messages": [{"role": "compactionSummary", "text": summary}]})
+    admitted = admit(
+        {
+            "project": project,
+            "sessionId": session_id,
+            "kind": "summary",
+            "messages": [{"role": "compactionSummary", "text": summary}],
+        }
+    )
     return {"archived": True, "documentId": admitted["documentId"]}
 
 

@@ -21,12 +21,12 @@ from cwa.errors import NotFound
 from cwa.session.checkpoint import CATALOG_TOKENS, archive_previous_summary, catalog_entry, render_catalog
 from cwa.session.transcript import Entry, entries_of, groups, shown_text, unique_keys
 from cwa.session.turns import CATALOG_HEAD_CHARS, CATALOG_TAIL_CHARS, archive_group
-from cwa.store.reads import find_document, read_bytes
-from cwa.vocabulary import READABLE_STATES
 from cwa.store import session_state
 from cwa.store.exposure_ledger import lineage as session_lineage
 from cwa.store.hint_ledger import session_row
+from cwa.store.reads import find_document, read_bytes
 from cwa.tokens import estimate_tokens
+from cwa.vocabulary import READABLE_STATES
 
 DETAILS_VERSION = 1
 MAX_ENTRIES = 512  # entries carried in details, newest kept
@@ -52,9 +52,11 @@ def compact(host: Any, request: dict[str, Any]) -> dict[str, Any]:
     seen = {e["rootId"] for e in new_entries}
     everything = new_entries + [e for e in carried if e["rootId"] not in seen]
     newest_first = list(reversed(new_entries)) + [e for e in carried if e["rootId"] not in seen]
-    intro = (f"[cwa] {len(entries)} earlier message(s) of this session were archived exactly before compaction "
-             f"({len(new_entries)} document(s)); earlier archives are listed too. Find them with the archive's "
-             "search and gather tools and recall any id below for the exact text.")
+    intro = (
+        f"[cwa] {len(entries)} earlier message(s) of this session were archived exactly before compaction "
+        f"({len(new_entries)} document(s)); earlier archives are listed too. Find them with the archive's "
+        "search and gather tools and recall any id below for the exact text."
+    )
     catalog = render_catalog(host.conn, newest_first, CATALOG_TOKENS - estimate_tokens(intro + "\n"))
     summary = intro + "\n" + catalog
     return {
@@ -73,8 +75,11 @@ def _shown_texts(host: Any, project: str, session: str, entries: list[Entry]) ->
     if row is None:
         return {}
     decided = session_state.load_replacements(host.conn, session_lineage(host.conn, row), [e.key for e in entries])
-    return {e.key: shown_text(e, decided[e.key].text) for e in entries
-            if e.key in decided and decided[e.key].text is not None}
+    return {
+        e.key: shown_text(e, decided[e.key].text)
+        for e in entries
+        if e.key in decided and decided[e.key].text is not None
+    }
 
 
 def trusted_entries(conn: Any, project: str, details: Any) -> list[dict[str, Any]]:
@@ -107,6 +112,13 @@ def _archived_entry(conn: Any, project: str, document_id: str) -> dict[str, Any]
         return None
     size = doc["byteLength"]
     head = read_bytes(conn, doc["row"], 0, min(size, HEAD_BYTES))[0].decode("utf-8", "ignore")
-    tail = read_bytes(conn, doc["row"], size - TAIL_BYTES, size)[0].decode("utf-8", "ignore") if size > HEAD_BYTES else ""
-    return {"rootId": document_id, "version": doc["version"], "kind": doc["kind"], "from": doc["createdAt"],
-            **catalog_entry(head[:CATALOG_HEAD_CHARS], tail[-CATALOG_TAIL_CHARS:], size, "")}
+    tail = (
+        read_bytes(conn, doc["row"], size - TAIL_BYTES, size)[0].decode("utf-8", "ignore") if size > HEAD_BYTES else ""
+    )
+    return {
+        "rootId": document_id,
+        "version": doc["version"],
+        "kind": doc["kind"],
+        "from": doc["createdAt"],
+        **catalog_entry(head[:CATALOG_HEAD_CHARS], tail[-CATALOG_TAIL_CHARS:], size, ""),
+    }

@@ -35,29 +35,31 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import apsw
 import blake3
 
 from cwa.config import Settings
 from cwa.errors import Conflict, NotFound
+from cwa.limits import MAX_SOURCE_MESSAGES, MAX_VISIBLE_KEYS, PREFLIGHT_QUERY_CHARS
 from cwa.retrieve import preflight
 from cwa.session import budget as budgets
 from cwa.session.budget import Budget
 from cwa.session.checkpoint import archive_checkpoint, checkpoint_keys, preview
 from cwa.session.transcript import (
+    COMMAND_HEAD_CHARS,
     EMPTY_DIGEST,
     PER_MESSAGE_TOKENS,
     TOOL_ROLES,
     Entry,
+    beyond_slack_tokens,
     chain_digest,
     content_text,
     entries_of,
     group_complete,
-    COMMAND_HEAD_CHARS,
-    beyond_slack_tokens,
     groups,
     left_out,
     serialize,
@@ -76,7 +78,6 @@ from cwa.store.exposure_ledger import lineage as session_lineage
 from cwa.store.reads import find_document
 from cwa.store.session_state import EpochRow, Replacement
 from cwa.store.sessions import ensure_project, ensure_session
-from cwa.limits import MAX_SOURCE_MESSAGES, MAX_VISIBLE_KEYS, PREFLIGHT_QUERY_CHARS
 from cwa.timestamps import shift
 
 TOOL_PREVIEW_TOKENS = 400  # below the smallest floor, so a rebalanced result always shrinks
@@ -150,8 +151,13 @@ class ProviderCopy:
 
     def add_hint(self, shown: Shown, text: str, sources: tuple[str, ...]) -> None:
         """Attach a hint after `shown`, the message added last."""
-        shown.hint = {"role": "custom", "customType": HINT_TYPE, "content": text, "display": False,
-                      "timestamp": shown.entry.raw.get("timestamp")}
+        shown.hint = {
+            "role": "custom",
+            "customType": HINT_TYPE,
+            "content": text,
+            "display": False,
+            "timestamp": shown.entry.raw.get("timestamp"),
+        }
         shown.hint_tokens = sizing_tokens(text) + PER_MESSAGE_TOKENS
         shown.hint_sources = sources
         self.messages.append(shown.hint)
@@ -162,8 +168,11 @@ class ProviderCopy:
 
 def _hint_sources(response: dict[str, Any]) -> tuple[str, ...]:
     """The document ids of a preflight answer's hint sources."""
-    return tuple(h["source"]["documentId"] for h in response.get("hints", ())
-                 if isinstance(h.get("source"), dict) and h["source"].get("documentId"))
+    return tuple(
+        h["source"]["documentId"]
+        for h in response.get("hints", ())
+        if isinstance(h.get("source"), dict) and h["source"].get("documentId")
+    )
 
 
 def _visible_text(entry: Entry) -> str:
@@ -185,8 +194,9 @@ def _user_text(entry: Entry) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return "\n\n".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
-                       and isinstance(b.get("text"), str))
+    return "\n\n".join(
+        b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
 
 
 def _oversized_text(entry: Entry) -> str:
@@ -211,8 +221,9 @@ class SessionEngine:
         self.project, self.session_key, self.parent_key = project, session_key, parent_key
         now = host.clock()
         with write_transaction(host.conn):
-            self.session = ensure_session(host.conn, ensure_project(host.conn, project, now), session_key,
-                                          parent_key, now)
+            self.session = ensure_session(
+                host.conn, ensure_project(host.conn, project, now), session_key, parent_key, now
+            )
         self.lineage = session_lineage(host.conn, self.session)
         self.epoch = session_state.load_epoch(host.conn, self.lineage) or EpochRow()
         self.entries: list[Entry] = []
@@ -240,8 +251,9 @@ class SessionEngine:
 
     # -- the transcript ------------------------------------------------------------------------
 
-    def extend(self, messages: list[Any], budget: Budget, events: list[dict[str, Any]],
-               parsed: list[Entry] | None = None) -> None:
+    def extend(
+        self, messages: list[Any], budget: Budget, events: list[dict[str, Any]], parsed: list[Entry] | None = None
+    ) -> None:
         """Take the messages after those already known (`parsed`: already read, from the start of
         a fresh engine); the epoch follows them."""
         self.budget = budget
@@ -290,23 +302,45 @@ class SessionEngine:
         arriving, previous = span[-1], span[:-1]
         wanted = min(budget.retain_turns, len(previous))
         arriving_tokens = sum(e.tokens for e in arriving)
-        kept = next((count for count in range(wanted, 0, -1)
-                     if sum(e.tokens for g in previous[-count:] for e in g) + arriving_tokens <= budget.target), 0)
+        kept = next(
+            (
+                count
+                for count in range(wanted, 0, -1)
+                if sum(e.tokens for g in previous[-count:] for e in g) + arriving_tokens <= budget.target
+            ),
+            0,
+        )
         checkpoint_needed = kept == 0
         kept = max(kept, 1)
         first_kept = previous[len(previous) - kept][0]
         self.epoch = EpochRow(
-            self.epoch.epoch + 1, first_kept.key,
-            {"emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
-             "checkpointNeeded": checkpoint_needed, "rotationQueued": False, "reason": "catch-up",
-             "compactionKey": self.epoch.flags.get("compactionKey")})
+            self.epoch.epoch + 1,
+            first_kept.key,
+            {
+                "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
+                "checkpointNeeded": checkpoint_needed,
+                "rotationQueued": False,
+                "reason": "catch-up",
+                "compactionKey": self.epoch.flags.get("compactionKey"),
+            },
+        )
         with write_transaction(self.host.conn):
             session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
-        events.append({"type": "rotated", "epoch": self.epoch.epoch, "reason": "catch-up", "retainedGroups": kept,
-                       "removedGroups": len(previous) - kept, "archived": [],
-                       "backlogMessages": first_kept.index - start})
+        events.append(
+            {
+                "type": "rotated",
+                "epoch": self.epoch.epoch,
+                "reason": "catch-up",
+                "retainedGroups": kept,
+                "removedGroups": len(previous) - kept,
+                "archived": [],
+                "backlogMessages": first_kept.index - start,
+            }
+        )
         if checkpoint_needed:
-            events.append({"type": "checkpoint-needed", "reason": "a single interaction group exceeds the rotation target"})
+            events.append(
+                {"type": "checkpoint-needed", "reason": "a single interaction group exceeds the rotation target"}
+            )
         return first_kept.index
 
     def _queue_backlog(self, start: int) -> None:
@@ -343,13 +377,17 @@ class SessionEngine:
         rotation splits it), each group recorded as archived."""
         entries = [e for group in batch for e in group]
         decided = session_state.load_replacements(self.host.conn, self.lineage, [e.key for e in entries])
-        shown = {e.key: shown_text(e, decided[e.key].text) for e in entries
-                 if e.key in decided and decided[e.key].text is not None}
+        shown = {
+            e.key: shown_text(e, decided[e.key].text)
+            for e in entries
+            if e.key in decided and decided[e.key].text is not None
+        }
         documents = archive_group(self.host.admit, self.scope, entries, shown)
         ids = [d["rootId"] for d in documents]
         with write_transaction(self.host.conn):
-            session_state.record_turns(self.host.conn, self.session, [(g[0].key, g[-1].key) for g in batch], ids,
-                                       self.host.clock())
+            session_state.record_turns(
+                self.host.conn, self.session, [(g[0].key, g[-1].key) for g in batch], ids, self.host.clock()
+            )
         self.archived.update((g[0].key, g[-1].key) for g in batch)
 
     def _protect_named(self) -> None:
@@ -376,7 +414,9 @@ class SessionEngine:
         with write_transaction(self.host.conn):
             session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
 
-    def _enter(self, entry: Entry, decided: Replacement | None, latest_user: bool, events: list[dict[str, Any]]) -> None:
+    def _enter(
+        self, entry: Entry, decided: Replacement | None, latest_user: bool, events: list[dict[str, Any]]
+    ) -> None:
         """Add one message to the epoch: replay its decision, or make it now."""
         if entry.is_user:
             frozen = hint_ledger.find_in_lineage(self.host.conn, self.lineage, entry.key)
@@ -401,15 +441,22 @@ class SessionEngine:
     def _apply(self, entry: Entry, decision: Replacement) -> Shown:
         if decision.text is None:
             return Shown(entry, entry.raw, entry.tokens, decision.action, decision.document_id)
-        return Shown(entry, with_text(entry, decision.text), decision.tokens, decision.action, decision.document_id,
-                     decision.text)
+        return Shown(
+            entry,
+            with_text(entry, decision.text),
+            decision.tokens,
+            decision.action,
+            decision.document_id,
+            decision.text,
+        )
 
     def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> Replacement:
         """Store a decision; the one stored first wins (another process serving the same session
         may have decided the message a moment earlier), and is what this copy shows."""
         with write_transaction(self.host.conn):
-            session_state.save_replacement(self.host.conn, self.session, entry.key, decision, version,
-                                           self.host.clock(), update=update)
+            session_state.save_replacement(
+                self.host.conn, self.session, entry.key, decision, version, self.host.clock(), update=update
+            )
             if update or self.host.conn.changes():
                 return decision
             return session_state.load_replacements(self.host.conn, [self.session], [entry.key]).get(entry.key, decision)
@@ -430,13 +477,22 @@ class SessionEngine:
         with durable_writes(self.host.conn):
             archived = archive_checkpoint(self.host.admit, self.project, self.session_key, text, entry.timestamp)
         shown_text = _naming(archived["preview"], archived["rootId"])
-        decision = Replacement("oversized", archived["rootId"], shown_text,
-                               shown_tokens(with_text(entry, shown_text)), self.epoch.epoch)
+        decision = Replacement(
+            "oversized", archived["rootId"], shown_text, shown_tokens(with_text(entry, shown_text)), self.epoch.epoch
+        )
         decision = self._record(entry, decision, archived["version"])
         self.extra_visible[entry.key] = checkpoint_keys(text)
-        events.append({"type": "oversized-archived", "messageKey": entry.key, "role": entry.role,
-                       "documentId": archived["rootId"], "bytes": len(text.encode("utf-8")),
-                       "previewTokens": archived["previewTokens"], "pendingParts": archived["pendingParts"]})
+        events.append(
+            {
+                "type": "oversized-archived",
+                "messageKey": entry.key,
+                "role": entry.role,
+                "documentId": archived["rootId"],
+                "bytes": len(text.encode("utf-8")),
+                "previewTokens": archived["previewTokens"],
+                "pendingParts": archived["pendingParts"],
+            }
+        )
         return self._apply(entry, decision)
 
     def _signature(self, entry: Entry) -> tuple[str, str, str]:
@@ -471,16 +527,26 @@ class SessionEngine:
         if earlier is not None:
             call = earlier.entry.tool_call_id or earlier.entry.key
             where = f", archived as {earlier.document_id}" if earlier.document_id else ""
-            text = (f"[duplicate tool result: the same output as the earlier {entry.tool_name or 'tool'} call {call}"
-                    f"{where}, still in this context; this one is archived as {document_id}]")
+            text = (
+                f"[duplicate tool result: the same output as the earlier {entry.tool_name or 'tool'} call {call}"
+                f"{where}, still in this context; this one is archived as {document_id}]"
+            )
             action = "duplicate"
         else:
             text = _naming(preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output"), document_id)
             action = "preview"
         decision = Replacement(action, document_id, text, shown_tokens(with_text(entry, text)), self.epoch.epoch)
         decision = self._record(entry, decision, version)
-        events.append({"type": "externalized", "messageKey": entry.key, "documentId": document_id,
-                       "action": action, "tokens": entry.tokens, "shownTokens": decision.tokens})
+        events.append(
+            {
+                "type": "externalized",
+                "messageKey": entry.key,
+                "documentId": document_id,
+                "action": action,
+                "tokens": entry.tokens,
+                "shownTokens": decision.tokens,
+            }
+        )
         return self._apply(entry, decision)
 
     # -- hints ---------------------------------------------------------------------------------
@@ -507,8 +573,15 @@ class SessionEngine:
         if found["modelVisibleText"]:
             self.view.add_hint(shown, found["modelVisibleText"], _hint_sources(found))
         diagnostics = found["diagnostics"]
-        events.append({"type": "hint", "messageKey": entry.key, "outcome": diagnostics["outcome"],
-                       "reason": diagnostics["reason"], "tokens": diagnostics["metrics"].get("tokens", 0)})
+        events.append(
+            {
+                "type": "hint",
+                "messageKey": entry.key,
+                "outcome": diagnostics["outcome"],
+                "reason": diagnostics["reason"],
+                "tokens": diagnostics["metrics"].get("tokens", 0),
+            }
+        )
 
     def visible_keys(self) -> list[str]:
         """Message keys of every source the provider can still see (newest kept within the limit)."""
@@ -543,7 +616,7 @@ class SessionEngine:
         previous = groups([s.entry for s in self.view.shown])
         by_key = {s.entry.key: s for s in self.view.shown}
         wanted = min(budget.retain_turns, len(previous))
-        candidates = previous[len(previous) - wanted:]
+        candidates = previous[len(previous) - wanted :]
         for group in candidates:  # rebalance: retained output above the floor becomes a preview
             for entry in group:
                 shown = by_key[entry.key]
@@ -559,13 +632,17 @@ class SessionEngine:
         kept = max(kept, 1) if wanted else 0
         removed = previous[: len(previous) - kept]
         archived_ids = self._archive_groups(removed, followed=True)
-        retained = [by_key[e.key] for g in previous[len(previous) - kept:] for e in g]
+        retained = [by_key[e.key] for g in previous[len(previous) - kept :] for e in g]
         self.epoch = EpochRow(
             self.epoch.epoch + 1,
             retained[0].entry.key if retained else arriving.entry.key,
-            {"emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
-             "checkpointNeeded": checkpoint_needed, "rotationQueued": False, "reason": reason,
-             "compactionKey": self.epoch.flags.get("compactionKey")},
+            {
+                "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
+                "checkpointNeeded": checkpoint_needed,
+                "rotationQueued": False,
+                "reason": reason,
+                "compactionKey": self.epoch.flags.get("compactionKey"),
+            },
         )
         with write_transaction(self.host.conn):
             session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
@@ -575,14 +652,22 @@ class SessionEngine:
         for shown in retained:
             if shown.entry.role in TOOL_ROLES:
                 self.signatures.setdefault(self._signature(shown.entry), shown)
-        event: dict[str, Any] = {"type": "rotated", "epoch": self.epoch.epoch, "reason": reason,
-                                 "retainedGroups": kept, "removedGroups": len(removed), "archived": archived_ids}
+        event: dict[str, Any] = {
+            "type": "rotated",
+            "epoch": self.epoch.epoch,
+            "reason": reason,
+            "retainedGroups": kept,
+            "removedGroups": len(removed),
+            "archived": archived_ids,
+        }
         if kept < wanted:
             event["emergencyRetention"] = {"kept": kept, "wanted": wanted}
             events.append({"type": "emergency-retention", "kept": kept, "wanted": wanted})
         events.append(event)
         if checkpoint_needed:
-            events.append({"type": "checkpoint-needed", "reason": "a single interaction group exceeds the rotation target"})
+            events.append(
+                {"type": "checkpoint-needed", "reason": "a single interaction group exceeds the rotation target"}
+            )
 
     def _rebalance(self, shown: Shown, events: list[dict[str, Any]]) -> Shown:
         entry = shown.entry
@@ -590,8 +675,16 @@ class SessionEngine:
         text = _naming(preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output"), document_id)
         decision = Replacement("preview", document_id, text, shown_tokens(with_text(entry, text)), self.epoch.epoch + 1)
         self._record(entry, decision, version, update=True)
-        events.append({"type": "externalized", "messageKey": entry.key, "documentId": document_id,
-                       "action": "rebalanced", "tokens": entry.tokens, "shownTokens": decision.tokens})
+        events.append(
+            {
+                "type": "externalized",
+                "messageKey": entry.key,
+                "documentId": document_id,
+                "action": "rebalanced",
+                "tokens": entry.tokens,
+                "shownTokens": decision.tokens,
+            }
+        )
         return self._apply(entry, decision)
 
     def _shown_texts(self) -> dict[str, str]:
@@ -608,8 +701,9 @@ class SessionEngine:
                 continue
             documents = archive_group(self.host.admit, self.scope, group, shown, self._grown_from(group[0].key))
             with write_transaction(self.host.conn):
-                session_state.record_turn(self.host.conn, self.session, mark[0], mark[1],
-                                          [d["rootId"] for d in documents], self.host.clock())
+                session_state.record_turn(
+                    self.host.conn, self.session, mark[0], mark[1], [d["rootId"] for d in documents], self.host.clock()
+                )
             self.archived.add(mark)
             ids.extend(d["rootId"] for d in documents)
         return ids
@@ -712,8 +806,9 @@ class Engines:
         else:
             parsed = entries_of(request["messages"])  # a malformed message is refused before any write
             engine = self.fresh(project, session, request.get("parentSessionId"))
-        budget = Budget.of(request.get("model", {}), request.get("reserveTokens"), self.host.settings,
-                           request.get("settings", {}))
+        budget = Budget.of(
+            request.get("model", {}), request.get("reserveTokens"), self.host.settings, request.get("settings", {})
+        )
         events: list[dict[str, Any]] = []
         try:
             engine.extend(request["messages"], budget, events, parsed)
@@ -726,14 +821,21 @@ class Engines:
     def _extending(engine: SessionEngine | None, base: str) -> SessionEngine:
         """The engine a delta extends, when it holds exactly the prefix the host names."""
         if engine is None or engine.digest != base:
-            raise Conflict("the engine does not hold the transcript this delta extends; send every message once",
-                           reason="resync-required", digest=engine.digest if engine else None)
+            raise Conflict(
+                "the engine does not hold the transcript this delta extends; send every message once",
+                reason="resync-required",
+                digest=engine.digest if engine else None,
+            )
         return engine
 
     def _answer(self, engine: SessionEngine, mode: str, events: list[dict[str, Any]]) -> dict[str, Any]:
         copy = engine.provider_copy()
-        result: dict[str, Any] = {"digest": engine.digest, "count": len(engine.entries),
-                                  "status": engine.status(), "events": events}
+        result: dict[str, Any] = {
+            "digest": engine.digest,
+            "count": len(engine.entries),
+            "status": engine.status(),
+            "events": events,
+        }
         if mode == "delta":
             keep = engine.returned[1] if engine.returned and engine.returned[0] == engine.epoch.epoch else 0
             result["delta"] = {"keep": keep, "append": copy[keep:]}
@@ -749,8 +851,9 @@ class Engines:
         if request.get("baseDigest") is not None:  # the messages that followed the last call
             engine = self._extending(engine, request["baseDigest"])
             try:
-                engine.extend(request.get("messages", []),
-                              engine.budget or Budget.of({}, None, self.host.settings, {}), [])
+                engine.extend(
+                    request.get("messages", []), engine.budget or Budget.of({}, None, self.host.settings, {}), []
+                )
             except BaseException:
                 self.drop(project, session)
                 raise
@@ -760,13 +863,20 @@ class Engines:
             engine.extend(request["messages"], Budget.of({}, None, self.host.settings, {}), [], parsed)
         if engine is None:
             return {"archived": [], "known": False, "status": None, "digest": None, "count": 0}
-        return {"archived": engine.settle(bool(request.get("aborted"))), "known": True, "status": engine.status(),
-                "digest": engine.digest, "count": len(engine.entries)}
+        return {
+            "archived": engine.settle(bool(request.get("aborted"))),
+            "known": True,
+            "status": engine.status(),
+            "digest": engine.digest,
+            "count": len(engine.entries),
+        }
 
     def rotate(self, request: dict[str, Any]) -> dict[str, Any]:
         """Queue a rotation for the session's next user message."""
         project, session = request["project"], request["sessionId"]
-        engine = self.get(project, session) or SessionEngine(self.host, project, session, request.get("parentSessionId"))
+        engine = self.get(project, session) or SessionEngine(
+            self.host, project, session, request.get("parentSessionId")
+        )
         engine.queue_rotation()
         return {"rotationQueued": True, "status": engine.status()}
 
@@ -782,10 +892,18 @@ class Engines:
             raise NotFound(f"no session {session!r} in project {project!r}", reason="no-session")
         epoch = session_state.load_epoch(self.host.conn, session_lineage(self.host.conn, row)) or EpochRow()
         flags = epoch.flags
-        return {"inMemory": False, "epoch": epoch.epoch, "turns": None, "tokens": None, "limits": None, "level": None,
-                "emergencyRetention": flags.get("emergency"), "checkpointNeeded": bool(flags.get("checkpointNeeded")),
-                "rotationQueued": bool(flags.get("rotationQueued")),
-                "archivedGroups": len(session_state.archived_groups(self.host.conn, [row]))}
+        return {
+            "inMemory": False,
+            "epoch": epoch.epoch,
+            "turns": None,
+            "tokens": None,
+            "limits": None,
+            "level": None,
+            "emergencyRetention": flags.get("emergency"),
+            "checkpointNeeded": bool(flags.get("checkpointNeeded")),
+            "rotationQueued": bool(flags.get("rotationQueued")),
+            "archivedGroups": len(session_state.archived_groups(self.host.conn, [row])),
+        }
 
     def with_visible(self, request: dict[str, Any]) -> dict[str, Any]:
         """A search request of a session this process serves also excludes what its provider

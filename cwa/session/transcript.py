@@ -51,8 +51,12 @@ READ_FIELDS = {
     "compactionSummary": {"role", "summary", "timestamp"},
     "branchSummary": {"role", "summary", "timestamp"},
 }
-BLOCK_FIELDS = {"text": {"type", "text"}, "thinking": {"type", "thinking"}, "image": {"type", "data", "mimeType"},
-                "toolCall": {"type", "id", "name", "arguments"}}
+BLOCK_FIELDS = {
+    "text": {"type", "text"},
+    "thinking": {"type", "thinking"},
+    "image": {"type", "data", "mimeType"},
+    "toolCall": {"type", "id", "name", "arguments"},
+}
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,11 @@ class Entry:
     def admission(self, text: str | None = None) -> dict[str, Any]:
         """The message as an admission request names it."""
         message: dict[str, Any] = {"key": self.key, "role": self.role, "text": self.text if text is None else text}
-        for name, value in (("toolName", self.tool_name), ("toolCallId", self.tool_call_id),
-                            ("timestamp", self.timestamp)):
+        for name, value in (
+            ("toolName", self.tool_name),
+            ("toolCallId", self.tool_call_id),
+            ("timestamp", self.timestamp),
+        ):
             if value is not None:
                 message[name] = value
         return message
@@ -177,8 +184,9 @@ def serialize(message: Any, path: str) -> tuple[str, str, int, str | None, str |
         custom_type = message.get("customType")
         tool_name = custom_type if isinstance(custom_type, str) and custom_type else None
     else:
-        raise InvalidRequest(f"{path}.role {role!r} is not a Pi message role", field=f"{path}.role",
-                             reason="bad-message")
+        raise InvalidRequest(
+            f"{path}.role {role!r} is not a Pi message role", field=f"{path}.role", reason="bad-message"
+        )
     return role, text, extra, tool_name, tool_call_id
 
 
@@ -196,8 +204,11 @@ def uncounted_bytes(message: dict[str, Any]) -> int:
         if not isinstance(block, dict):
             continue
         known = BLOCK_FIELDS.get(block.get("type"))
-        total += _json_bytes(block) if known is None else sum(
-            _json_bytes(value) for name, value in block.items() if name not in known)
+        total += (
+            _json_bytes(block)
+            if known is None
+            else sum(_json_bytes(value) for name, value in block.items() if name not in known)
+        )
     return total
 
 
@@ -274,8 +285,13 @@ def _kept_block(block: Any) -> Any | None:
         arguments = block.get("arguments")
         if _small(arguments):
             return block
-        return {**block, "arguments": {"cwaLeftOut": f"{_json_bytes(arguments):,} bytes of arguments, archived "
-                                                     "with this message (see its text)"}}
+        return {
+            **block,
+            "arguments": {
+                "cwaLeftOut": f"{_json_bytes(arguments):,} bytes of arguments, archived "
+                "with this message (see its text)"
+            },
+        }
     if kind == "image" or _small(block):
         return block
     return None
@@ -317,12 +333,22 @@ def left_out(entry: Entry) -> str:
     read = READ_FIELDS.get(entry.role, {"role"})
     fields = {name: value for name, value in entry.raw.items() if name not in read and not _small(value)}
     content = entry.raw.get("content")
-    blocks = [block for block in content if isinstance(block, dict) and block.get("type") not in BLOCK_FIELDS
-              and not _small(block)] if isinstance(content, list) else []
+    blocks = (
+        [
+            block
+            for block in content
+            if isinstance(block, dict) and block.get("type") not in BLOCK_FIELDS and not _small(block)
+        ]
+        if isinstance(content, list)
+        else []
+    )
     if not fields and not blocks:
         return ""
     parts = {**({"fields": fields} if fields else {}), **({"blocks": blocks} if blocks else {})}
-    return "\n\n[parts of this message besides its text, as JSON]\n" + orjson.dumps(parts, option=orjson.OPT_SORT_KEYS).decode()
+    return (
+        "\n\n[parts of this message besides its text, as JSON]\n"
+        + orjson.dumps(parts, option=orjson.OPT_SORT_KEYS).decode()
+    )
 
 
 def shown_text(entry: Entry, text: str) -> str:
@@ -333,7 +359,7 @@ def shown_text(entry: Entry, text: str) -> str:
 
 def chain_digest(previous: str, key: str) -> str:
     """The running digest over message keys (`baseDigest`): blake3 of the previous digest and key."""
-    return blake3.blake3(f"{previous}\x1f{key}".encode("utf-8")).hexdigest()[:32]
+    return blake3.blake3(f"{previous}\x1f{key}".encode()).hexdigest()[:32]
 
 
 EMPTY_DIGEST = blake3.blake3(b"cwa-transcript").hexdigest()[:32]

@@ -72,8 +72,12 @@ def _branch_messages(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [m for e in branch if (m := _message(e)) is not None]
     marker = branch[compaction]
     kept_from = next((i for i, e in enumerate(branch) if e.get("id") == marker.get("firstKeptEntryId")), compaction)
-    summary = {"role": "compactionSummary", "summary": marker.get("summary", ""),
-               "tokensBefore": marker.get("tokensBefore"), "timestamp": marker.get("timestamp")}
+    summary = {
+        "role": "compactionSummary",
+        "summary": marker.get("summary", ""),
+        "tokensBefore": marker.get("tokensBefore"),
+        "timestamp": marker.get("timestamp"),
+    }
     kept = [e for i, e in enumerate(branch) if kept_from <= i < compaction or i > compaction]
     return [summary, *(m for e in kept if (m := _message(e)) is not None)]
 
@@ -83,9 +87,18 @@ def _message(entry: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "message" and isinstance(entry.get("message"), dict):
         return entry["message"]
     if kind == "custom_message":
-        return {"role": "custom", "customType": entry.get("customType"), "content": entry.get("content", ""),
-                "display": entry.get("display", True), "timestamp": entry.get("timestamp")}
+        return {
+            "role": "custom",
+            "customType": entry.get("customType"),
+            "content": entry.get("content", ""),
+            "display": entry.get("display", True),
+            "timestamp": entry.get("timestamp"),
+        }
     if kind == "branch_summary":
-        return {"role": "branchSummary", "summary": entry.get("summary", ""), "fromId": entry.get("fromId"),
-                "timestamp": entry.get("timestamp")}
+        return {
+            "role": "branchSummary",
+            "summary": entry.get("summary", ""),
+            "fromId": entry.get("fromId"),
+            "timestamp": entry.get("timestamp"),
+        }
     return None

@@ -12,7 +12,8 @@ Every admission is idempotent: the same group archived again returns the same id
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import blake3
 
@@ -47,8 +48,14 @@ def _split(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return parts
 
 
-def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown: dict[str, str],
-                  supersedes: dict[str, Any] | None = None, describe: bool = False) -> list[dict[str, Any]]:
+def archive_group(
+    admit: Admit,
+    scope: dict[str, str],
+    group: list[Entry],
+    shown: dict[str, str],
+    supersedes: dict[str, Any] | None = None,
+    describe: bool = False,
+) -> list[dict[str, Any]]:
     """Admit one interaction group as turn document(s); `shown` maps the keys of externalized
     messages to the text the provider saw. A group that grew since it was archived as one
     document `supersedes` that document (when it is still one document). Returns, per document
@@ -64,15 +71,22 @@ def archive_group(admit: Admit, scope: dict[str, str], group: list[Entry], shown
     by_key = {e.key: e for e in group}
     documents = []
     for number, part in enumerate(parts, 1):
-        request: dict[str, Any] = {**scope, "kind": "turn", "messages": part,
-                                   **_created([by_key[m["key"]] for m in part])}
+        request: dict[str, Any] = {
+            **scope,
+            "kind": "turn",
+            "messages": part,
+            **_created([by_key[m["key"]] for m in part]),
+        }
         if len(parts) > 1:
             request["metadata"] = {"turnGroup": {"key": group[0].key, "part": number, "parts": len(parts)}}
         elif supersedes is not None:
             request["supersedes"] = supersedes
         admitted = admit(request)
-        documents.append(_entry(admitted, part, [by_key[m["key"]] for m in part]) if describe
-                         else {"rootId": admitted["documentId"], "version": admitted["version"]})
+        documents.append(
+            _entry(admitted, part, [by_key[m["key"]] for m in part])
+            if describe
+            else {"rootId": admitted["documentId"], "version": admitted["version"]}
+        )
     return documents
 
 

@@ -19,10 +19,10 @@ import orjson
 
 from cwa import limits
 from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
-from cwa.store.derived import IndexHandler, IndexTarget, prepare_handlers, run_handlers
 from cwa.store import checkpoint_parts, retention
 from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction
+from cwa.store.derived import IndexHandler, IndexTarget, prepare_handlers, run_handlers
 from cwa.store.reads import find_document
 from cwa.store.serialization import SerializedDocument, identity_digest, serialize_messages
 from cwa.store.sessions import ensure_project, ensure_session
@@ -32,7 +32,7 @@ from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 
 DOCUMENT_ID_PREFIX = "doc-"
 DOCUMENT_ID_DIGITS = 20  # hex digits of the identity digest in an id the archive makes
-_DOCUMENT_ID = re.compile(DOCUMENT_ID_PREFIX + "[0-9a-f]{%d}(?![0-9a-f])" % DOCUMENT_ID_DIGITS)
+_DOCUMENT_ID = re.compile(DOCUMENT_ID_PREFIX + f"[0-9a-f]{{{DOCUMENT_ID_DIGITS}}}(?![0-9a-f])")
 
 
 def document_ids_in(text: str) -> list[str]:
@@ -85,18 +85,12 @@ def admit(
         if existing:  # another process admitted it while we waited for the lock
             return _existing_response(conn, existing)
         project_id = ensure_project(conn, request["project"], now)
-        session_row = ensure_session(
-            conn, project_id, request["sessionId"], request.get("parentSessionId"), now
-        )
-        supersedes_row, document_id, version = _resolve_identity_and_supersession(
-            conn, request, project_id, identity
-        )
+        session_row = ensure_session(conn, project_id, request["sessionId"], request.get("parentSessionId"), now)
+        supersedes_row, document_id, version = _resolve_identity_and_supersession(conn, request, project_id, identity)
         conn.execute(sql["insert_generation"], ("admit", now))
         generation_id = conn.last_insert_rowid()
 
-        conn.executemany(
-            sql["insert_chunk"], [(h, len(p), p) for h, p in zip(hashes, pieces)]
-        )
+        conn.executemany(sql["insert_chunk"], [(h, len(p), p) for h, p in zip(hashes, pieces)])
         chunk_ids = [conn.execute(sql["chunk_id"], (h,)).fetchone()[0] for h in hashes]
 
         if supersedes_row is not None:  # first, so the subject key is free for the replacement
@@ -158,11 +152,15 @@ def admit(
         if retention_plan is not None:
             retention.schedule(conn, document_row, request["retentionClass"], retention_plan)
             retention.adopt_plan_if_unset(conn, retention_plan)
-        outcomes = {} if part else run_handlers(
-            conn,
-            handlers,
-            generation_id,
-            IndexTarget(document_row, request["kind"], document, prepared),
+        outcomes = (
+            {}
+            if part
+            else run_handlers(
+                conn,
+                handlers,
+                generation_id,
+                IndexTarget(document_row, request["kind"], document, prepared),
+            )
         )
         if request["kind"] == "checkpoint-root":
             checkpoint_parts.link_parts(conn, document_row, metadata)
@@ -239,8 +237,7 @@ def _resolve_identity_and_supersession(
         holder = conn.execute(sql["find_live_subject"], (project_id, subject)).fetchone()
         if holder is not None and (old is None or holder[0] != old["row"]):
             raise Conflict(
-                f"subject key {subject!r} is held by {holder[1]} v{holder[2]}; "
-                "name it in supersedes to replace it",
+                f"subject key {subject!r} is held by {holder[1]} v{holder[2]}; name it in supersedes to replace it",
                 field="subjectKey",
                 reason="subject-held",
                 documentId=holder[1],

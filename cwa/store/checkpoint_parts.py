@@ -11,7 +11,8 @@ identity released so that a retry writes it afresh.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import apsw
 
@@ -31,14 +32,20 @@ def link_parts(conn: apsw.Connection, root_row: int, metadata: dict[str, Any] | 
     linked = 0
     for part in parts if isinstance(parts, list) else ():
         if isinstance(part, list) and len(part) >= 2 and isinstance(part[0], str) and isinstance(part[1], int):
-            conn.execute(queries("checkpoints")["link_part"], {"root": root_row, "document_id": part[0],
-                                                                 "version": part[1]})
+            conn.execute(
+                queries("checkpoints")["link_part"], {"root": root_row, "document_id": part[0], "version": part[1]}
+            )
             linked += conn.changes()
     return linked
 
 
-def index_linked(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, root_row: int | None = None,
-                 limit: int = INDEX_BATCH) -> int:
+def index_linked(
+    conn: apsw.Connection,
+    handlers: Sequence[IndexHandler],
+    now: str,
+    root_row: int | None = None,
+    limit: int = INDEX_BATCH,
+) -> int:
     """Index linked parts that have no derived rows yet (of one root, or any), each in its own
     transaction; how many. Also what recovers a root whose process died before its parts were
     indexed (maintenance runs it)."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Iterator
 
 import apsw
 import blake3
@@ -26,8 +26,8 @@ from cwa.errors import (
     StorageUnavailable,
 )
 from cwa.store import migrations
-from cwa.store.transactions import roll_back
 from cwa.store.sqlfiles import resource_dir
+from cwa.store.transactions import roll_back
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_POLL_SECONDS = 0.005  # how often a waiting writer retries the lock
@@ -68,8 +68,10 @@ def storage_error(exc: BaseException, path: Path | str = "the archive") -> CwaEr
 
 
 # what cwa says whenever the archived bytes themselves are damaged (errors and doctor alike)
-RESTORE_ADVICE = ("restore the archive from a copy (or salvage it with sqlite3's .recover); cwa cannot rebuild "
-                  "archived bytes, and rewrites nothing derived from them meanwhile")
+RESTORE_ADVICE = (
+    "restore the archive from a copy (or salvage it with sqlite3's .recover); cwa cannot rebuild "
+    "archived bytes, and rewrites nothing derived from them meanwhile"
+)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 

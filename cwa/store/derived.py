@@ -13,8 +13,9 @@ Its result reaches `index` as `target.prepared[handler.name]`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import apsw
 
@@ -51,9 +52,7 @@ class _PrepareFailed:
         self.error = error
 
 
-def prepare_handlers(
-    handlers: Sequence[IndexHandler], kind: str, document: SerializedDocument
-) -> dict[str, Any]:
+def prepare_handlers(handlers: Sequence[IndexHandler], kind: str, document: SerializedDocument) -> dict[str, Any]:
     """Run each handler's optional pure `prepare` step (no database, no lock)."""
     prepared: dict[str, Any] = {}
     for handler in handlers:

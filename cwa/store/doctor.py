@@ -44,8 +44,12 @@ def integrity(path: Path) -> dict[str, Any]:
     except (apsw.CorruptError, apsw.NotADBError) as exc:  # too damaged even to be checked
         messages = [f"{type(exc).__name__}: {exc}"]
     ok = messages == ["ok"]
-    return _check("integrity", ok, "ok" if ok else f"{len(messages)} problem(s): {RESTORE_ADVICE}",
-                  problems=[] if ok else messages)
+    return _check(
+        "integrity",
+        ok,
+        "ok" if ok else f"{len(messages)} problem(s): {RESTORE_ADVICE}",
+        problems=[] if ok else messages,
+    )
 
 
 def canonical_chunks(conn: apsw.Connection) -> dict[str, Any]:
@@ -59,15 +63,21 @@ def canonical_chunks(conn: apsw.Connection) -> dict[str, Any]:
         if len(data) != byte_length or blake3.blake3(data).hexdigest() != digest:
             bad += 1
             damaged.append(chunk_id)
-    holders = [f"{d} v{v}" for d, v in conn.execute(sql["documents_of_chunks"],
-                                                    {"ids": orjson.dumps(damaged).decode()})] if damaged else []
+    holders = (
+        [f"{d} v{v}" for d, v in conn.execute(sql["documents_of_chunks"], {"ids": orjson.dumps(damaged).decode()})]
+        if damaged
+        else []
+    )
     broken = [f"{d} v{v}" for d, v in conn.execute(sql["broken_documents"])]
     affected = list(dict.fromkeys(holders + broken))
     ok = not damaged and not broken
-    detail = (f"{chunks} chunk(s) match their digests; every readable document's ranges cover its bytes" if ok else
-              f"{bad} of {chunks} chunk(s) differ from their digest, {len(broken)} document(s) with missing or "
-              f"misplaced chunk ranges; {len(affected)} document(s) affected ({', '.join(affected[:SHOWN])}"
-              f"{', …' if len(affected) > SHOWN else ''}): {RESTORE_ADVICE}")
+    detail = (
+        f"{chunks} chunk(s) match their digests; every readable document's ranges cover its bytes"
+        if ok
+        else f"{bad} of {chunks} chunk(s) differ from their digest, {len(broken)} document(s) with missing or "
+        f"misplaced chunk ranges; {len(affected)} document(s) affected ({', '.join(affected[:SHOWN])}"
+        f"{', …' if len(affected) > SHOWN else ''}): {RESTORE_ADVICE}"
+    )
     return _check("canonical-chunks", ok, detail, chunks=chunks, badChunks=bad, documents=affected)
 
 
@@ -85,7 +95,9 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
     windows, counted, fts = conn.execute(sql["window_totals"]).fetchone()
     stale = len(conn.execute(queries("index")["stale_derived_documents"]).fetchall())
     bad_documents = []
-    for row, document_id, version, byte_length, digest in conn.execute(sql["sample_documents"], {"limit": sample}).fetchall():
+    for row, document_id, version, byte_length, digest in conn.execute(
+        sql["sample_documents"], {"limit": sample}
+    ).fetchall():
         data, _ = read_bytes(conn, row, 0, byte_length)
         if blake3.blake3(data).hexdigest() != digest:
             bad_documents.append(f"{document_id} v{version}")
@@ -94,28 +106,50 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
         data, _ = read_bytes(conn, row, start, end)
         bad_windows += blake3.blake3(data).hexdigest() != content_hash
     return [
-        _check("canonical-digests", not bad_documents,
-               f"{min(sample, indexable)} sampled document(s) match their text digest" if not bad_documents
-               else f"text differs from its digest: {', '.join(bad_documents[:SHOWN])}: {RESTORE_ADVICE}",
-               documents=bad_documents),
-        _check("derived-index", unindexed == 0 and no_windows == 0 and stale == 0 and bad_windows == 0,
-               f"{indexable} document(s) to index: {unindexed} never indexed, {no_windows} without windows, "
-               f"{stale} holding rows they should not, {bad_windows} sampled window(s) off their bytes",
-               repairable=True, indexable=indexable, unindexed=unindexed, withoutWindows=no_windows,
-               stale=stale, badWindows=bad_windows),
-        _check("window-counts", windows == counted == fts,
-               f"{windows} windows, {counted} counted for BM25, {fts} BM25F rows", repairable=True,
-               windows=windows, counted=counted, ftsRows=fts),
+        _check(
+            "canonical-digests",
+            not bad_documents,
+            f"{min(sample, indexable)} sampled document(s) match their text digest"
+            if not bad_documents
+            else f"text differs from its digest: {', '.join(bad_documents[:SHOWN])}: {RESTORE_ADVICE}",
+            documents=bad_documents,
+        ),
+        _check(
+            "derived-index",
+            unindexed == 0 and no_windows == 0 and stale == 0 and bad_windows == 0,
+            f"{indexable} document(s) to index: {unindexed} never indexed, {no_windows} without windows, "
+            f"{stale} holding rows they should not, {bad_windows} sampled window(s) off their bytes",
+            repairable=True,
+            indexable=indexable,
+            unindexed=unindexed,
+            withoutWindows=no_windows,
+            stale=stale,
+            badWindows=bad_windows,
+        ),
+        _check(
+            "window-counts",
+            windows == counted == fts,
+            f"{windows} windows, {counted} counted for BM25, {fts} BM25F rows",
+            repairable=True,
+            windows=windows,
+            counted=counted,
+            ftsRows=fts,
+        ),
     ]
 
 
 def checkpoints(conn: apsw.Connection) -> dict[str, Any]:
     orphans = checkpoint_parts.orphan_count(conn)
     pending = len(conn.execute(queries("checkpoints")["unindexed_parts"], {"root": None, "limit": 1 << 30}).fetchall())
-    return _check("checkpoint-parts", orphans == 0 and pending == 0,
-                  f"{orphans} orphan part(s) (a checkpoint killed before its root; never searchable), "
-                  f"{pending} part(s) of committed roots not indexed yet", repairable=True,
-                  orphans=orphans, unindexed=pending)
+    return _check(
+        "checkpoint-parts",
+        orphans == 0 and pending == 0,
+        f"{orphans} orphan part(s) (a checkpoint killed before its root; never searchable), "
+        f"{pending} part(s) of committed roots not indexed yet",
+        repairable=True,
+        orphans=orphans,
+        unindexed=pending,
+    )
 
 
 def _archive_files(path: Path) -> list[Path]:
@@ -131,18 +165,28 @@ def permissions(path: Path) -> dict[str, Any]:
         if mode & ~ARCHIVE_FILE_MODE:  # more open than cwa makes it
             wrong.append(f"{target.name} is {mode:o}, wanted {ARCHIVE_FILE_MODE:o}")
     readable = os.access(path, os.R_OK | os.W_OK)
-    return _check("permissions", not wrong and readable, "; ".join(wrong) if wrong else
-                  ("private to its owner" if readable else "not readable and writable by this user"),
-                  repairable=bool(wrong), problems=wrong)
+    return _check(
+        "permissions",
+        not wrong and readable,
+        "; ".join(wrong)
+        if wrong
+        else ("private to its owner" if readable else "not readable and writable by this user"),
+        repairable=bool(wrong),
+        problems=wrong,
+    )
 
 
 def disk(path: Path, critical_mib: int) -> dict[str, Any]:
     free = shutil.disk_usage(path.parent).free
     headroom = free - critical_mib * (1 << 20)
-    return _check("disk", critical_mib <= 0 or headroom > 0,
-                  f"{free // (1 << 20)} MiB free, guard at {critical_mib} MiB" + (
-                      "" if critical_mib <= 0 or headroom > 0 else ": admission is refused (disk-low)"),
-                  freeBytes=free, criticalMebibytes=critical_mib)
+    return _check(
+        "disk",
+        critical_mib <= 0 or headroom > 0,
+        f"{free // (1 << 20)} MiB free, guard at {critical_mib} MiB"
+        + ("" if critical_mib <= 0 or headroom > 0 else ": admission is refused (disk-low)"),
+        freeBytes=free,
+        criticalMebibytes=critical_mib,
+    )
 
 
 def damaged_file(path: Path, critical_mib: int, error: BaseException) -> dict[str, Any]:
@@ -151,14 +195,24 @@ def damaged_file(path: Path, critical_mib: int, error: BaseException) -> dict[st
     cause = (getattr(error, "details", None) or {}).get("sqlite") or str(error)
     found = integrity(path)
     problems = list(dict.fromkeys([*found.get("problems", []), cause]))
-    checks = [_check("integrity", False, f"the file is damaged ({cause[:200]}): {RESTORE_ADVICE}",
-                     problems=problems), permissions(path), disk(path, critical_mib)]
+    checks = [
+        _check("integrity", False, f"the file is damaged ({cause[:200]}): {RESTORE_ADVICE}", problems=problems),
+        permissions(path),
+        disk(path, critical_mib),
+    ]
     return {"healthy": False, "checks": checks, "repaired": [], "path": str(path), "damaged": True}
 
 
 def diagnose(conn: apsw.Connection, path: Path, critical_mib: int, sample: int = SAMPLE) -> list[dict[str, Any]]:
-    return [integrity(path), schema(conn), canonical_chunks(conn), *derived(conn, sample), checkpoints(conn),
-            permissions(path), disk(path, critical_mib)]
+    return [
+        integrity(path),
+        schema(conn),
+        canonical_chunks(conn),
+        *derived(conn, sample),
+        checkpoints(conn),
+        permissions(path),
+        disk(path, critical_mib),
+    ]
 
 
 CANONICAL_CHECKS = ("integrity", "canonical-chunks", "canonical-digests")
@@ -172,5 +226,3 @@ def canonical_damage(checks: list[dict[str, Any]]) -> bool:
 def fix_permissions(path: Path) -> None:
     for target in _archive_files(path):
         target.chmod(ARCHIVE_FILE_MODE)
-
-

@@ -18,7 +18,8 @@ work left. In order:
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import apsw
 
@@ -36,8 +37,14 @@ VACUUM_PAGES = 2048  # pages freed per incremental-vacuum step (8 MiB of 4 KiB p
 INCREMENTAL = 2  # PRAGMA auto_vacuum's value for incremental
 
 
-def maintain(conn: apsw.Connection, now: str, limit: int, plan: dict[str, int], vacuum: bool = False,
-             handlers: Sequence[IndexHandler] = ()) -> dict[str, Any]:
+def maintain(
+    conn: apsw.Connection,
+    now: str,
+    limit: int,
+    plan: dict[str, int],
+    vacuum: bool = False,
+    handlers: Sequence[IndexHandler] = (),
+) -> dict[str, Any]:
     """One bounded pass. With the index `handlers`, it also indexes checkpoint parts whose root
     committed but whose process died before indexing them."""
     sql = queries("lifecycle")
@@ -122,8 +129,9 @@ class PeriodicMaintenance(DaemonWorker):
 
     name = "cwa-maintain"
 
-    def __init__(self, path: str, clock, plan: dict[str, int], interval: float,
-                 handlers: Sequence[IndexHandler] = ()) -> None:
+    def __init__(
+        self, path: str, clock, plan: dict[str, int], interval: float, handlers: Sequence[IndexHandler] = ()
+    ) -> None:
         super().__init__(path, interval)
         self.clock, self.plan, self.handlers = clock, plan, tuple(handlers)
         self.passes = 0

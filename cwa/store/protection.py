@@ -32,12 +32,22 @@ from cwa.vocabulary import READABLE_STATES
 DEFAULT_PROTECTION_SECONDS = 3600
 
 
-def set_pin(conn: apsw.Connection, document_id: str, version: int | None, pinned: bool, plan: dict[str, int],
-            project: str | None = None) -> dict:
+def set_pin(
+    conn: apsw.Connection,
+    document_id: str,
+    version: int | None,
+    pinned: bool,
+    plan: dict[str, int],
+    project: str | None = None,
+) -> dict:
     doc = find_document(conn, document_id, version, project)
     if pinned and doc["state"] not in READABLE_STATES:
-        raise Conflict(f"{document_id} v{doc['version']} is {doc['state']}: there is nothing left to pin",
-                       documentId=document_id, version=doc["version"], state=doc["state"])
+        raise Conflict(
+            f"{document_id} v{doc['version']} is {doc['state']}: there is nothing left to pin",
+            documentId=document_id,
+            version=doc["version"],
+            state=doc["state"],
+        )
     sql = queries("lifecycle")
     with write_transaction(conn):
         conn.execute(sql["set_pinned"], {"row": doc["row"], "pinned": int(pinned)})
@@ -45,8 +55,14 @@ def set_pin(conn: apsw.Connection, document_id: str, version: int | None, pinned
     return {"documentId": document_id, "version": doc["version"], "pinned": pinned}
 
 
-def protect(conn: apsw.Connection, client_id: str, documents: list[dict[str, Any]], ttl_seconds: int, now: str,
-            project: str | None = None) -> dict:
+def protect(
+    conn: apsw.Connection,
+    client_id: str,
+    documents: list[dict[str, Any]],
+    ttl_seconds: int,
+    now: str,
+    project: str | None = None,
+) -> dict:
     """Replace `client_id`'s protected set; every reference must resolve or nothing changes."""
     rows = {find_document(conn, ref["documentId"], ref.get("version"), project)["row"] for ref in documents}
     until = shift(now, ttl_seconds)
@@ -55,8 +71,9 @@ def protect(conn: apsw.Connection, client_id: str, documents: list[dict[str, Any
     return {"clientId": client_id, "protected": len(rows), "expiresAt": until}
 
 
-def protect_named(conn: apsw.Connection, client_id: str, project: str, document_ids: Collection[str],
-                  until: str, now: str) -> int:
+def protect_named(
+    conn: apsw.Connection, client_id: str, project: str, document_ids: Collection[str], until: str, now: str
+) -> int:
     """`client_id` protects the readable versions of `document_ids` in `project` (and the parts of
     the checkpoint roots among them) until `until`, and nothing else; how many versions. Ids that
     name nothing of the project are left out: a window may quote any text."""

@@ -13,7 +13,7 @@ the gone document stays findable through it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import apsw
 
@@ -27,7 +27,7 @@ def purge(conn: apsw.Connection, limit: int, handlers: Sequence[IndexHandler] = 
     queued = conn.execute(sql["next_purges"], {"limit": limit}).fetchall()
     successors: set[int] = set()
     for row, reason in queued:
-        successors.update(r for r, in conn.execute(sql["indexed_successor"], (row,)))
+        successors.update(r for (r,) in conn.execute(sql["indexed_successor"], (row,)))
         for content_hash in drop_derived(conn, row):
             _forget_embedding(conn, content_hash)
         conn.execute(sql["delete_feedback_of"], (row,))

@@ -49,8 +49,9 @@ _DOCUMENT_FIELDS = (
 )
 
 
-def find_document(conn: apsw.Connection, document_id: str, version: int | None,
-                  project: str | None = None) -> dict[str, Any]:
+def find_document(
+    conn: apsw.Connection, document_id: str, version: int | None, project: str | None = None
+) -> dict[str, Any]:
     """The document's row as a dict (latest version when `version` is None), or `not-found`.
     With `project` (a caller bound to one), another project's document is not found, with the
     very answer an id that never existed gets: the one place every method looks a named
@@ -66,8 +67,7 @@ def find_document(conn: apsw.Connection, document_id: str, version: int | None,
 def _header(doc: dict[str, Any], conn: apsw.Connection) -> dict[str, Any]:
     sql = queries("reads")
     outcomes = {
-        handler: outcome
-        for handler, outcome, _ in conn.execute(sql["outcomes"], (doc["generation"], doc["row"]))
+        handler: outcome for handler, outcome, _ in conn.execute(sql["outcomes"], (doc["generation"], doc["row"]))
     }
     supersedes = (
         {"documentId": doc["supersedesDocumentId"], "version": doc["supersedesVersion"]}
@@ -128,9 +128,7 @@ def _messages(conn: apsw.Connection, document_row: int, limit: int) -> list[dict
 def _manifest(conn: apsw.Connection, document_row: int, limit: int) -> list[dict[str, Any]]:
     return [
         {"ordinal": ordinal, "start": start, "end": end, "hash": digest}
-        for ordinal, start, end, digest in conn.execute(
-            queries("reads")["chunk_manifest"], (document_row, limit)
-        )
+        for ordinal, start, end, digest in conn.execute(queries("reads")["chunk_manifest"], (document_row, limit))
     ]
 
 
@@ -146,9 +144,7 @@ def read_bytes(conn: apsw.Connection, document_row: int, start: int, end: int) -
     return b"".join(pieces), chunks_read
 
 
-def read_range(
-    conn: apsw.Connection, doc: dict[str, Any], start: int, end: int
-) -> dict[str, Any]:
+def read_range(conn: apsw.Connection, doc: dict[str, Any], start: int, end: int) -> dict[str, Any]:
     """A byte range as text. A boundary inside a UTF-8 sequence moves outward to the character."""
     size = doc["byteLength"]
     if start > end or end > size:
@@ -221,14 +217,21 @@ def read_checkpoint(conn: apsw.Connection, metadata: str | None) -> str | None:
 
 
 def get_document(
-    conn: apsw.Connection, document_id: str, version: int | None, byte_range: dict | None,
+    conn: apsw.Connection,
+    document_id: str,
+    version: int | None,
+    byte_range: dict | None,
     project: str | None = None,
 ) -> dict[str, Any]:
     doc = find_document(conn, document_id, version, project)
     if doc["state"] in GONE_STATES:  # expired or redacted: the header stays, the bytes do not
         if byte_range is not None:
-            raise Conflict(f"{document_id} v{doc['version']} is {doc['state']}: its text is no longer readable",
-                           documentId=document_id, version=doc["version"], reason=doc["state"])
+            raise Conflict(
+                f"{document_id} v{doc['version']} is {doc['state']}: its text is no longer readable",
+                documentId=document_id,
+                version=doc["version"],
+                reason=doc["state"],
+            )
         return {**_header(doc, conn), "complete": False, "available": False}
     if byte_range is not None:
         return read_range(conn, doc, byte_range["start"], byte_range["end"])

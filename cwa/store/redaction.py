@@ -19,14 +19,23 @@ import apsw
 import orjson
 
 from cwa.errors import Conflict
-from cwa.store.secret import archive_mac
 from cwa.store.connection import write_transaction
+from cwa.store.secret import archive_mac
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import SUPPRESS
 
 REDACTED_PREVIEW = "[this archived content was redacted]"  # what a session's provider copy shows instead
-BLANK_HINT = {"hints": [], "diagnostics": {"outcome": SUPPRESS, "reason": "source-redacted", "metrics": {},
-                                           "generation": None, "decidedAt": None, "frozen": False}}
+BLANK_HINT = {
+    "hints": [],
+    "diagnostics": {
+        "outcome": SUPPRESS,
+        "reason": "source-redacted",
+        "metrics": {},
+        "generation": None,
+        "decidedAt": None,
+        "frozen": False,
+    },
+}
 
 
 def _token(conn: apsw.Connection, project: str, session: str | None, rows: list[int]) -> str:
@@ -42,15 +51,17 @@ def redact(conn: apsw.Connection, project: str, session: str | None, confirm: st
     scope = {"project": project, "sessionId": session}
     rows = _in_scope(conn, project, session)
     if confirm is None:
-        return {"scope": scope, "documents": len(rows), "confirm": _token(conn, project, session, rows),
-                "redacted": 0}
+        return {"scope": scope, "documents": len(rows), "confirm": _token(conn, project, session, rows), "redacted": 0}
     sql = queries("lifecycle")
     with write_transaction(conn):
         rows = _in_scope(conn, project, session)
         # as bytes: compare_digest refuses non-ASCII text, and a token is whatever the caller typed
         if not hmac.compare_digest(confirm.encode("utf-8"), _token(conn, project, session, rows).encode()):
-            raise Conflict("the confirm token does not match the documents now in scope (run without --confirm "
-                           "again to see them)", reason="stale-token", documents=len(rows))
+            raise Conflict(
+                "the confirm token does not match the documents now in scope (run without --confirm again to see them)",
+                reason="stale-token",
+                documents=len(rows),
+            )
         listed = orjson.dumps(rows).decode()
         for row in rows:
             conn.execute(sql["set_state"], {"row": row, "state": "tombstoned", "now": now})
@@ -58,8 +69,10 @@ def redact(conn: apsw.Connection, project: str, session: str | None, confirm: st
             conn.execute(sql["unschedule_document"], (row,))
             conn.execute(sql["queue_purge"], (row, "redacted", now))
         conn.execute(sql["blank_hints_from"], {"rows": listed, "response": orjson.dumps(BLANK_HINT).decode()})
-        conn.execute(queries("session")["redact_replacements"],
-                     {"rows": listed, "text": REDACTED_PREVIEW, "tokens": len(REDACTED_PREVIEW) // 4 + 4})
+        conn.execute(
+            queries("session")["redact_replacements"],
+            {"rows": listed, "text": REDACTED_PREVIEW, "tokens": len(REDACTED_PREVIEW) // 4 + 4},
+        )
         conn.execute(sql["drop_protections_of"], {"rows": listed})
         conn.execute(sql["drop_lease_documents_of"], {"rows": listed})
     return {"scope": scope, "documents": len(rows), "confirm": confirm, "redacted": len(rows)}

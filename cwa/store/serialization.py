@@ -132,8 +132,7 @@ def identity_digest(request: dict[str, Any], document: SerializedDocument, creat
         "metadata": request.get("metadata"),
         "textDigest": blake3.blake3(document.text).hexdigest(),
         "messages": [
-            [m.key, m.role, m.tool_name, m.tool_call_id, m.timestamp, m.start, m.end]
-            for m in document.messages
+            [m.key, m.role, m.tool_name, m.tool_call_id, m.timestamp, m.start, m.end] for m in document.messages
         ],
     }
     return blake3.blake3(orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS)).hexdigest()

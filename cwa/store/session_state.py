@@ -45,9 +45,16 @@ def load_epoch(conn: apsw.Connection, lineage: list[int]) -> EpochRow | None:
 
 
 def save_epoch(conn: apsw.Connection, session: int, row: EpochRow, now: str) -> None:
-    conn.execute(queries("session")["save_epoch"], {
-        "session": session, "epoch": row.epoch, "cut": row.cut_key,
-        "flags": orjson.dumps(row.flags, option=orjson.OPT_SORT_KEYS).decode(), "now": now})
+    conn.execute(
+        queries("session")["save_epoch"],
+        {
+            "session": session,
+            "epoch": row.epoch,
+            "cut": row.cut_key,
+            "flags": orjson.dumps(row.flags, option=orjson.OPT_SORT_KEYS).decode(),
+            "now": now,
+        },
+    )
 
 
 def load_replacements(conn: apsw.Connection, lineage: list[int], keys: list[str]) -> dict[str, Replacement]:
@@ -55,27 +62,51 @@ def load_replacements(conn: apsw.Connection, lineage: list[int], keys: list[str]
         return {}
     found: dict[str, Replacement] = {}
     params = {"sessions": orjson.dumps(lineage).decode(), "keys": orjson.dumps(keys).decode()}
-    for key, action, document_id, text, tokens, epoch in conn.execute(queries("session")["lineage_replacements"], params):
+    for key, action, document_id, text, tokens, epoch in conn.execute(
+        queries("session")["lineage_replacements"], params
+    ):
         found.setdefault(key, Replacement(action, document_id, text, tokens, epoch))
     return found
 
 
-def save_replacement(conn: apsw.Connection, session: int, key: str, decision: Replacement,
-                     version: int | None, now: str, *, update: bool = False) -> None:
-    conn.execute(queries("session")["update_replacement" if update else "insert_replacement"], {
-        "session": session, "key": key, "action": decision.action, "document": decision.document_id,
-        "version": version, "text": decision.text, "tokens": decision.tokens, "epoch": decision.epoch, "now": now})
+def save_replacement(
+    conn: apsw.Connection,
+    session: int,
+    key: str,
+    decision: Replacement,
+    version: int | None,
+    now: str,
+    *,
+    update: bool = False,
+) -> None:
+    conn.execute(
+        queries("session")["update_replacement" if update else "insert_replacement"],
+        {
+            "session": session,
+            "key": key,
+            "action": decision.action,
+            "document": decision.document_id,
+            "version": version,
+            "text": decision.text,
+            "tokens": decision.tokens,
+            "epoch": decision.epoch,
+            "now": now,
+        },
+    )
 
 
 def archived_groups(conn: apsw.Connection, lineage: list[int]) -> set[tuple[str, str]]:
     """(first key, last key) of every group already archived along the lineage."""
-    return {(r[0], r[1]) for r in conn.execute(queries("session")["archived_groups"], (orjson.dumps(lineage).decode(),))}
+    return {
+        (r[0], r[1]) for r in conn.execute(queries("session")["archived_groups"], (orjson.dumps(lineage).decode(),))
+    }
 
 
 def previous_turn(conn: apsw.Connection, lineage: list[int], first_key: str) -> list[str]:
     """Document ids of the latest archive of the group that starts at `first_key` (none: [])."""
-    row = conn.execute(queries("session")["previous_turn"],
-                       {"sessions": orjson.dumps(lineage).decode(), "key": first_key}).fetchone()
+    row = conn.execute(
+        queries("session")["previous_turn"], {"sessions": orjson.dumps(lineage).decode(), "key": first_key}
+    ).fetchone()
     return orjson.loads(row[0]) if row else []
 
 
@@ -83,8 +114,9 @@ def record_turn(conn: apsw.Connection, session: int, first: str, last: str, docu
     record_turns(conn, session, [(first, last)], documents, now)
 
 
-def record_turns(conn: apsw.Connection, session: int, marks: list[tuple[str, str]], documents: list[str],
-                 now: str) -> None:
+def record_turns(
+    conn: apsw.Connection, session: int, marks: list[tuple[str, str]], documents: list[str], now: str
+) -> None:
     """Groups (first key, last key) archived together in `documents`."""
     encoded = orjson.dumps(documents).decode()
     conn.executemany(queries("session")["insert_turn"], [(session, first, last, encoded, now) for first, last in marks])

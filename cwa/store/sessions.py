@@ -20,9 +20,7 @@ def ensure_project(conn: apsw.Connection, identity: str, now: str) -> int:
     return conn.last_insert_rowid()
 
 
-def ensure_session(
-    conn: apsw.Connection, project_id: int, session_key: str, parent_key: str | None, now: str
-) -> int:
+def ensure_session(conn: apsw.Connection, project_id: int, session_key: str, parent_key: str | None, now: str) -> int:
     """The session's row, created if new; its parent is recorded once and never changed."""
     sql = queries("admission")
     parent_row = None

@@ -7,10 +7,10 @@ built wheel carries them inside it as `cwa/migrations` and `cwa/sql`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)

@@ -27,8 +27,9 @@ def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> di
         "schemaVersion": migrations.user_version(conn),
         "project": project,
         "projects": projects,
-        "projectsHeld": [{"project": identity, "documents": count}
-                         for identity, count in conn.execute(sql["projects_held"])],
+        "projectsHeld": [
+            {"project": identity, "documents": count} for identity, count in conn.execute(sql["projects_held"])
+        ],
         "sessions": sessions,
         "documents": {
             "total": sum(count for _, count, _ in by_state),

@@ -23,10 +23,16 @@ def check_supersession(
     """Raise `conflict` unless `old` (a find_document dict) may be superseded by a replacement of
     `project_row` created at `created_at` (`replacement_row` None: not admitted yet)."""
     if old["projectRow"] != project_row:
-        raise Conflict("a document can only supersede one of its own project", field="supersedes", reason="other-project")
+        raise Conflict(
+            "a document can only supersede one of its own project", field="supersedes", reason="other-project"
+        )
     if old["state"] != "live":
-        raise Conflict(f"the superseded document is {old['state']}, not live", field="supersedes",
-                       reason="not-live", state=old["state"])
+        raise Conflict(
+            f"the superseded document is {old['state']}, not live",
+            field="supersedes",
+            reason="not-live",
+            state=old["state"],
+        )
     if old["createdAt"] > created_at:
         raise Conflict("a document can only supersede an older one", field="supersedes", reason="not-older")
     if replacement_row is not None:

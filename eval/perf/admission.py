@@ -21,9 +21,11 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cwa.api import Archive  # noqa: E402
-from bench import percentile, timed  # noqa: E402
-from cwa.evaluation.sessions import synthetic_sessions  # noqa: E402
+from bench import percentile, timed
+
+from cwa.api import Archive
+from cwa.evaluation.sessions import synthetic_sessions
+
 
 def synthetic_documents(count: int) -> list[dict]:
     return list(synthetic_sessions(count))
@@ -43,31 +45,50 @@ def run(count: int) -> dict:
             get_ms = [timed(lambda i=i: archive.get({"documentId": i})) for i in ids[:500]]
             big = "".join(f"{n:08d} src/big/file.py:{n % 1000} ✓ line of tool output\n" for n in range(120_000))
             holder: dict = {}
-            large_ms = timed(lambda: holder.update(archive.admit(
-                {"project": "/bench/project", "sessionId": "big", "kind": "tool-result",
-                 "messages": [{"role": "toolResult", "text": big}]})))
+            large_ms = timed(
+                lambda: holder.update(
+                    archive.admit(
+                        {
+                            "project": "/bench/project",
+                            "sessionId": "big",
+                            "kind": "tool-result",
+                            "messages": [{"role": "toolResult", "text": big}],
+                        }
+                    )
+                )
+            )
             big_id = holder["documentId"]
             size = archive.get({"documentId": big_id, "range": {"start": 0, "end": 0}})["byteLength"]
             rng = random.Random(3)
             range_ms = []
             for _ in range(500):
                 offset = rng.randrange(0, size - 4096)
-                range_ms.append(timed(lambda o=offset: archive.get(
-                    {"documentId": big_id, "range": {"start": o, "end": o + 4096}})))
+                range_ms.append(
+                    timed(lambda o=offset: archive.get({"documentId": big_id, "range": {"start": o, "end": o + 4096}}))
+                )
             status = archive.status()
-        results["admit"] = {"p50_ms": percentile(admit_ms, 0.5), "p95_ms": percentile(admit_ms, 0.95),
-                            "docs_per_s": count / elapsed}
+        results["admit"] = {
+            "p50_ms": percentile(admit_ms, 0.5),
+            "p95_ms": percentile(admit_ms, 0.95),
+            "docs_per_s": count / elapsed,
+        }
         results["retry"] = {"p50_ms": percentile(retry_ms, 0.5)}
         results["get_inline"] = {"p50_ms": percentile(get_ms, 0.5), "p95_ms": percentile(get_ms, 0.95)}
-        results["range_4k_of_5mib"] = {"p50_ms": percentile(range_ms, 0.5), "p95_ms": percentile(range_ms, 0.95),
-                                       "document_bytes": size}
+        results["range_4k_of_5mib"] = {
+            "p50_ms": percentile(range_ms, 0.5),
+            "p95_ms": percentile(range_ms, 0.95),
+            "document_bytes": size,
+        }
         results["admit_large"] = {"ms": round(large_ms, 1), "document_bytes": size}
         results["bytes"] = {"logical": status["bytes"]["logical"], "file": status["bytes"]["file"]}
 
         texts = [b"\n\n".join(m["text"].encode() for m in d["messages"]) for d in documents]
         base = apsw.Connection(str(Path(folder) / "baseline.db"))
-        for statement in ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL",
-                          "CREATE TABLE t (id INTEGER PRIMARY KEY, text BLOB)"):
+        for statement in (
+            "PRAGMA journal_mode = WAL",
+            "PRAGMA synchronous = NORMAL",
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, text BLOB)",
+        ):
             base.execute(statement).fetchall()
 
         def insert(text: bytes) -> None:
@@ -91,15 +112,25 @@ def main() -> None:
         print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
         return
     print(f"documents            {results['documents']}")
-    print(f"admit                p50 {results['admit']['p50_ms']:.3f} ms  p95 {results['admit']['p95_ms']:.3f} ms  "
-          f"{results['admit']['docs_per_s']:.0f} docs/s")
-    print(f"baseline insert      p50 {results['baseline_insert']['p50_ms']:.3f} ms  "
-          f"(admit/baseline {results['admit_vs_baseline_p50']:.1f}x)")
+    print(
+        f"admit                p50 {results['admit']['p50_ms']:.3f} ms  p95 {results['admit']['p95_ms']:.3f} ms  "
+        f"{results['admit']['docs_per_s']:.0f} docs/s"
+    )
+    print(
+        f"baseline insert      p50 {results['baseline_insert']['p50_ms']:.3f} ms  "
+        f"(admit/baseline {results['admit_vs_baseline_p50']:.1f}x)"
+    )
     print(f"idempotent retry     p50 {results['retry']['p50_ms']:.3f} ms")
-    print(f"get (inline)         p50 {results['get_inline']['p50_ms']:.3f} ms  p95 {results['get_inline']['p95_ms']:.3f} ms")
-    print(f"4 KiB range of {results['range_4k_of_5mib']['document_bytes'] / 2**20:.1f} MiB  "
-          f"p50 {results['range_4k_of_5mib']['p50_ms']:.3f} ms  p95 {results['range_4k_of_5mib']['p95_ms']:.3f} ms")
-    print(f"admit one {results['admit_large']['document_bytes'] / 2**20:.1f} MiB log  {results['admit_large']['ms']:.0f} ms")
+    print(
+        f"get (inline)         p50 {results['get_inline']['p50_ms']:.3f} ms  p95 {results['get_inline']['p95_ms']:.3f} ms"
+    )
+    print(
+        f"4 KiB range of {results['range_4k_of_5mib']['document_bytes'] / 2**20:.1f} MiB  "
+        f"p50 {results['range_4k_of_5mib']['p50_ms']:.3f} ms  p95 {results['range_4k_of_5mib']['p95_ms']:.3f} ms"
+    )
+    print(
+        f"admit one {results['admit_large']['document_bytes'] / 2**20:.1f} MiB log  {results['admit_large']['ms']:.0f} ms"
+    )
     print(f"bytes                logical {results['bytes']['logical']}  file {results['bytes']['file']}")
 
 

@@ -51,8 +51,9 @@ def texts(count: int) -> list[str]:
 
 
 def measure(tree: Path, source: Path, out: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(source), str(out)], check=True,
-                          capture_output=True, cwd=out.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tree), str(source), str(out)], check=True, capture_output=True, cwd=out.parent
+    )
     rate, loaded, peak = done.stdout.decode().split()
     return {"textsPerSecond": round(float(rate), 1), "peakRssAfterLoadBytes": int(loaded), "peakRssBytes": int(peak)}
 
@@ -83,8 +84,10 @@ def main() -> None:
         return
     for name in trees:
         found = report[name]
-        print(f"{name}: {found['textsPerSecond']} texts/s; peak RSS {found['peakRssAfterLoadBytes'] / 2**20:.0f} MiB "
-              f"after loading, {found['peakRssBytes'] / 2**20:.0f} MiB after embedding {args.texts} texts")
+        print(
+            f"{name}: {found['textsPerSecond']} texts/s; peak RSS {found['peakRssAfterLoadBytes'] / 2**20:.0f} MiB "
+            f"after loading, {found['peakRssBytes'] / 2**20:.0f} MiB after embedding {args.texts} texts"
+        )
     if "meanCosine" in report:
         print(f"mean cosine between the trees' vectors: {report['meanCosine']}")
 

@@ -27,8 +27,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import latency  # noqa: E402
-from session import Serve  # noqa: E402
+from bench import latency
+from session import Serve
 
 PROJECT = "/bench/first-send"
 T0 = 1_795_000_000_000
@@ -41,11 +41,18 @@ def transcript(count: int) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     for number in range(count):
         if number % 2 == 0:
-            messages.append({"role": "user", "content": f"turn {number}: look at widget-{number}",
-                             "timestamp": T0 + number * 1000})
+            messages.append(
+                {"role": "user", "content": f"turn {number}: look at widget-{number}", "timestamp": T0 + number * 1000}
+            )
         else:
-            messages.append({"role": "assistant", "content": [{"type": "text", "text": f"widget-{number - 1} is ok"}],
-                             "stopReason": "stop", "timestamp": T0 + number * 1000})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": f"widget-{number - 1} is ok"}],
+                    "stopReason": "stop",
+                    "timestamp": T0 + number * 1000,
+                }
+            )
     return messages
 
 
@@ -55,8 +62,9 @@ def run(count: int) -> dict[str, Any]:
     serve = Serve(folder)
     try:
         scope = {"project": PROJECT, "sessionId": "long"}
-        answer, first_ms = serve.call("session-context", {**scope, "messages": messages,
-                                                          "model": {"contextWindow": 200_000, "maxTokens": 8_192}})
+        answer, first_ms = serve.call(
+            "session-context", {**scope, "messages": messages, "model": {"contextWindow": 200_000, "maxTokens": 8_192}}
+        )
         rotated = next(e for e in answer["events"] if e["type"] == "rotated")
         probes = []
         for _ in range(STATUS_PROBES):
@@ -72,7 +80,9 @@ def run(count: int) -> dict[str, Any]:
         serve.close()
     with sqlite3.connect(folder / "archive.db") as db:
         turns = db.execute("SELECT count(*) FROM session_turns").fetchone()[0]
-        documents, largest = db.execute("SELECT count(*), max(source_key_count) FROM documents WHERE kind = 'turn'").fetchone()
+        documents, largest = db.execute(
+            "SELECT count(*), max(source_key_count) FROM documents WHERE kind = 'turn'"
+        ).fetchone()
     return {
         "messages": count,
         "requestBytes": len(orjson.dumps(messages)),
@@ -97,11 +107,13 @@ def main() -> None:
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
-    print(f"{report['messages']:,} messages ({report['requestBytes'] / 2**20:.1f} MiB): first answer in "
-          f"{report['firstAnswerMs'] / 1000:.2f} s with {report['providerMessages']} provider messages; "
-          f"{report['backlogMessages']:,} messages archived in idle time in {report['archivingSeconds']} s "
-          f"({report['turnDocuments']} turn documents, {report['groupsArchived']:,} of "
-          f"{report['groupsBeforeEpoch']:,} groups recorded)")
+    print(
+        f"{report['messages']:,} messages ({report['requestBytes'] / 2**20:.1f} MiB): first answer in "
+        f"{report['firstAnswerMs'] / 1000:.2f} s with {report['providerMessages']} provider messages; "
+        f"{report['backlogMessages']:,} messages archived in idle time in {report['archivingSeconds']} s "
+        f"({report['turnDocuments']} turn documents, {report['groupsArchived']:,} of "
+        f"{report['groupsBeforeEpoch']:,} groups recorded)"
+    )
     probes = report["statusWhileArchiving"]
     print(f"status meanwhile: p50 {probes['p50_ms']} ms, p95 {probes['p95_ms']} ms, max {probes['max_ms']} ms")
 

@@ -19,12 +19,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import for_each_size, latency, timed  # noqa: E402
-from search import PROJECT, build, queries  # noqa: E402
-from semantic import fill_synthetic  # noqa: E402
+from bench import for_each_size, latency, timed
+from search import PROJECT, build, queries
+from semantic import fill_synthetic
 
-from cwa.api import Archive  # noqa: E402
-from cwa.config import load_settings  # noqa: E402
+from cwa.api import Archive
+from cwa.config import load_settings
 
 
 def run(windows: int, embed_sample: int | None = None) -> dict:
@@ -38,34 +38,64 @@ def run(windows: int, embed_sample: int | None = None) -> dict:
         timings: dict[str, list[float]] = {"lexical": [], "hybrid": [], "search": []}
         records = 0
         for mode, semantic in (("lexical", "false"), ("hybrid", "true")):
-            settings = load_settings(None, env={"CWA_SEMANTIC_RETRIEVAL": semantic, "HOME": folder,
-                                                "XDG_CONFIG_HOME": folder, "CWA_DISK_CRITICAL_MEBIBYTES": "0"})
+            settings = load_settings(
+                None,
+                env={
+                    "CWA_SEMANTIC_RETRIEVAL": semantic,
+                    "HOME": folder,
+                    "XDG_CONFIG_HOME": folder,
+                    "CWA_DISK_CRITICAL_MEBIBYTES": "0",
+                },
+            )
             with Archive.open(path, settings=settings) as archive:
                 for query in queries()["lexical"]:
                     found: dict = {}
-                    timings[mode].append(timed(lambda q=query: found.update(
-                        archive.call("gather", {"project": PROJECT, "query": q}))))
+                    timings[mode].append(
+                        timed(
+                            lambda q=query, found=found: found.update(
+                                archive.call("gather", {"project": PROJECT, "query": q})
+                            )
+                        )
+                    )
                     records += len(found["items"])
                     if semantic == "true":
-                        timings["search"].append(timed(lambda q=query: archive.search(
-                            {"project": PROJECT, "query": q, "limit": 5, "leaseSeconds": 0,
-                             "semanticPolicy": "always"})))
-    result = {"windows": window_count, "embedded": embedded, "synthetic_vectors": synthetic,
-              "records_per_gather": round(records / (2 * len(queries()["lexical"])), 1),
-              "lexical": latency(timings["lexical"]), "hybrid": latency(timings["hybrid"]),
-              "hybrid_search": latency(timings["search"])}
+                        timings["search"].append(
+                            timed(
+                                lambda q=query: archive.search(
+                                    {
+                                        "project": PROJECT,
+                                        "query": q,
+                                        "limit": 5,
+                                        "leaseSeconds": 0,
+                                        "semanticPolicy": "always",
+                                    }
+                                )
+                            )
+                        )
+    result = {
+        "windows": window_count,
+        "embedded": embedded,
+        "synthetic_vectors": synthetic,
+        "records_per_gather": round(records / (2 * len(queries()["lexical"])), 1),
+        "lexical": latency(timings["lexical"]),
+        "hybrid": latency(timings["hybrid"]),
+        "hybrid_search": latency(timings["search"]),
+    }
     result["hybrid_gather_vs_search_p50"] = round(result["hybrid"]["p50_ms"] / result["hybrid_search"]["p50_ms"], 2)
     return result
 
 
 def show(result: dict) -> None:
-    print(f"{result['windows']:,} windows ({result['synthetic_vectors']:,} synthetic vectors), "
-          f"{result['records_per_gather']} records per gather")
+    print(
+        f"{result['windows']:,} windows ({result['synthetic_vectors']:,} synthetic vectors), "
+        f"{result['records_per_gather']} records per gather"
+    )
     for mode in ("lexical", "hybrid", "hybrid_search"):
         timing = result[mode]
         print(f"  {mode:<14} p50 {timing['p50_ms']:8.2f} ms   p95 {timing['p95_ms']:8.2f} ms")
 
 
 if __name__ == "__main__":
-    for_each_size(__doc__, run, show,
-                  lambda parser: parser.add_argument("--embed-sample", type=int, help="embed only N windows"))
+    for_each_size(
+        __doc__, run, show, lambda parser: parser.add_argument("--embed-sample", type=int, help="embed only N windows")
+    )

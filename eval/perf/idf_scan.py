@@ -25,7 +25,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cwa.evaluation.sessions import synthetic_sessions  # noqa: E402
+from cwa.evaluation.sessions import synthetic_sessions
 
 
 def timed(conn: apsw.Connection, sql: str, *args) -> float:
@@ -41,10 +41,15 @@ def run(windows: int) -> dict:
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(text)")
         conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
         with conn:
-            conn.executemany("INSERT INTO t (text) VALUES (?)", ((text,) for text in itertools.islice(itertools.cycle(texts), windows)))
+            conn.executemany(
+                "INSERT INTO t (text) VALUES (?)",
+                ((text,) for text in itertools.islice(itertools.cycle(texts), windows)),
+            )
         newest = conn.execute("SELECT max(rowid) FROM t").fetchone()[0] - 5000
         common = [w for (w,) in conn.execute("SELECT term FROM v WHERE term GLOB '[a-z]*' ORDER BY doc DESC LIMIT 2")]
-        rare = conn.execute("SELECT term FROM v WHERE doc BETWEEN ? AND ? LIMIT 1", (windows // 200, windows // 100)).fetchone()[0]
+        rare = conn.execute(
+            "SELECT term FROM v WHERE doc BETWEEN ? AND ? LIMIT 1", (windows // 200, windows // 100)
+        ).fetchone()[0]
         report: dict = {"windows": windows, "queries": {}}
         for label, words in ((" AND ".join(common), common), (common[0], common[:1]), (rare, [rare])):
             match = " AND ".join(f'"{w}"' for w in words)
@@ -52,8 +57,12 @@ def run(windows: int) -> dict:
                 "postings": {w: conn.execute("SELECT doc FROM v WHERE term = ?", (w,)).fetchone()[0] for w in words},
                 "vocab_count_ms": round(sum(timed(conn, "SELECT doc FROM v WHERE term = ?", w) for w in words), 2),
                 "rank_all_ms": timed(conn, "SELECT rowid, rank FROM t WHERE t MATCH ? ORDER BY rank LIMIT 40", match),
-                "rank_newest_ms": timed(conn, "SELECT rowid, rank FROM t WHERE t MATCH ? AND rowid > ? ORDER BY rank LIMIT 40",
-                                        match, newest),
+                "rank_newest_ms": timed(
+                    conn,
+                    "SELECT rowid, rank FROM t WHERE t MATCH ? AND rowid > ? ORDER BY rank LIMIT 40",
+                    match,
+                    newest,
+                ),
                 "rows_newest_ms": timed(conn, "SELECT rowid FROM t WHERE t MATCH ? AND rowid > ?", match, newest),
             }
         conn.close()
@@ -71,9 +80,11 @@ def main() -> None:
         return
     print(f"{report['windows']:,} windows in a bare FTS5 table")
     for label, found in report["queries"].items():
-        print(f"  {label:<24} postings {found['postings']}: fts5vocab count {found['vocab_count_ms']} ms; "
-              f"rank over all {found['rank_all_ms']} ms, over the newest 5,000 ids {found['rank_newest_ms']} ms; "
-              f"rows of the newest 5,000 without rank {found['rows_newest_ms']} ms")
+        print(
+            f"  {label:<24} postings {found['postings']}: fts5vocab count {found['vocab_count_ms']} ms; "
+            f"rank over all {found['rank_all_ms']} ms, over the newest 5,000 ids {found['rank_newest_ms']} ms; "
+            f"rows of the newest 5,000 without rank {found['rows_newest_ms']} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -22,12 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import for_each_size, percentile  # noqa: E402
-from search import build  # noqa: E402
+from bench import for_each_size, percentile
+from search import build
 
-from cwa.api import Archive  # noqa: E402
-from cwa.store.connection import open_connection  # noqa: E402
-from cwa.timestamps import shift, utc_now  # noqa: E402
+from cwa.api import Archive
+from cwa.store.connection import open_connection
+from cwa.timestamps import shift, utc_now
 
 
 class WriterProbe:
@@ -46,7 +46,7 @@ class WriterProbe:
             self.waits.append((time.perf_counter() - began) * 1000)
         conn.close()
 
-    def __enter__(self) -> "WriterProbe":
+    def __enter__(self) -> WriterProbe:
         self.thread.start()
         return self
 
@@ -82,9 +82,17 @@ def run(windows: int, limit: int = 500) -> dict:
             vacuum_ms = (time.perf_counter() - began) * 1000
             after = path.stat().st_size
     return {
-        "windows": windows, "documents": documents, "limit": limit, "expired": expired, "purged": purged,
-        "passes": len(passes), "pass_p50_ms": round(percentile(passes, 0.5), 1), "pass_max_ms": round(max(passes), 1),
-        "file_bytes_before": before, "file_bytes_after_passes": incremental, "file_bytes_after_vacuum": after,
+        "windows": windows,
+        "documents": documents,
+        "limit": limit,
+        "expired": expired,
+        "purged": purged,
+        "passes": len(passes),
+        "pass_p50_ms": round(percentile(passes, 0.5), 1),
+        "pass_max_ms": round(max(passes), 1),
+        "file_bytes_before": before,
+        "file_bytes_after_passes": incremental,
+        "file_bytes_after_vacuum": after,
         "vacuum_ms": round(vacuum_ms, 1),
         "writer_wait_p50_ms": round(percentile(probe.waits, 0.5), 2),
         "writer_wait_max_ms": round(max(probe.waits), 1),
@@ -94,14 +102,20 @@ def run(windows: int, limit: int = 500) -> dict:
 
 def show(result: dict) -> None:
     mib = 1 << 20
-    print(f"{result['documents']} documents ({result['windows']}+ windows): {result['expired']} expired, "
-          f"{result['purged']} purged in {result['passes']} passes of {result['limit']} "
-          f"(p50 {result['pass_p50_ms']} ms, max {result['pass_max_ms']} ms)")
-    print(f"  file {result['file_bytes_before'] / mib:.1f} MiB -> {result['file_bytes_after_passes'] / mib:.1f} MiB "
-          f"after the passes (incremental vacuum) -> {result['file_bytes_after_vacuum'] / mib:.1f} MiB after "
-          f"VACUUM ({result['vacuum_ms']} ms)")
-    print(f"  a writer arriving meanwhile waited p50 {result['writer_wait_p50_ms']} ms, "
-          f"at most {result['writer_wait_max_ms']} ms ({result['writer_probes']} probes)")
+    print(
+        f"{result['documents']} documents ({result['windows']}+ windows): {result['expired']} expired, "
+        f"{result['purged']} purged in {result['passes']} passes of {result['limit']} "
+        f"(p50 {result['pass_p50_ms']} ms, max {result['pass_max_ms']} ms)"
+    )
+    print(
+        f"  file {result['file_bytes_before'] / mib:.1f} MiB -> {result['file_bytes_after_passes'] / mib:.1f} MiB "
+        f"after the passes (incremental vacuum) -> {result['file_bytes_after_vacuum'] / mib:.1f} MiB after "
+        f"VACUUM ({result['vacuum_ms']} ms)"
+    )
+    print(
+        f"  a writer arriving meanwhile waited p50 {result['writer_wait_p50_ms']} ms, "
+        f"at most {result['writer_wait_max_ms']} ms ({result['writer_probes']} probes)"
+    )
 
 
 def options(parser) -> None:

@@ -28,9 +28,10 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import latency  # noqa: E402
-from cwa.evaluation.locomo import turn_text  # noqa: E402
-from cwa.evaluation.perf.scale import Serve  # noqa: E402
+from bench import latency
+
+from cwa.evaluation.locomo import turn_text
+from cwa.evaluation.perf.scale import Serve
 
 BUILD = """
 import sys, time
@@ -52,16 +53,24 @@ with Archive.open(path) as archive:
     after = size(archive)
 print(turns / seconds, before, after)
 """
+
+
 def build(tree: Path, archive: Path, data: Path) -> tuple[float, int, int]:
     """The archive built by `tree`'s code: its admission rate in turns/s and the file's bytes
     before and after embedding (WAL checkpointed)."""
-    out = subprocess.run([sys.executable, "-c", BUILD, str(tree), str(archive), str(data)], check=True,
-                         capture_output=True, cwd=archive.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", BUILD, str(tree), str(archive), str(data)],
+        check=True,
+        capture_output=True,
+        cwd=archive.parent,
+    )
     rate, before, after = out.stdout.decode().split()[-3:]
     return float(rate), int(before), int(after)
 
 
-def measure(tree: Path, archive: Path, questions: list[tuple[str, str]], tag: str) -> tuple[dict[str, list[float]], int]:
+def measure(
+    tree: Path, archive: Path, questions: list[tuple[str, str]], tag: str
+) -> tuple[dict[str, list[float]], int]:
     """Client-side milliseconds of each request kind through one `cwa serve` child, and the
     child's peak RSS (VmHWM) at the end."""
     server = Serve(archive, tree)
@@ -72,8 +81,15 @@ def measure(tree: Path, archive: Path, questions: list[tuple[str, str]], tag: st
             requests = {
                 "hybrid": ("search", {**search, "semanticPolicy": "always"}),
                 "lexical": ("search", {**search, "semanticPolicy": "never"}),
-                "preflight": ("preflight", {"project": project, "sessionId": f"bench-{tag}-{number}",
-                                            "messageKey": "m", "text": "Remind me: " + question}),
+                "preflight": (
+                    "preflight",
+                    {
+                        "project": project,
+                        "sessionId": f"bench-{tag}-{number}",
+                        "messageKey": "m",
+                        "text": "Remind me: " + question,
+                    },
+                ),
             }
             for kind, (method, params) in requests.items():
                 timings[kind].append(server.call(method, params)[0])
@@ -91,10 +107,16 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     conversations = orjson.loads(args.data.read_bytes())
-    questions = [(f"locomo:{c['sample_id']}", qa["question"]) for c in conversations for qa in c["qa"]
-                 if qa.get("evidence")]
-    text_bytes = sum(len(turn_text(turn).encode()) for c in conversations for key, turns in c["conversation"].items()
-                     if re.fullmatch(r"session_\d+", key) and isinstance(turns, list) for turn in turns)
+    questions = [
+        (f"locomo:{c['sample_id']}", qa["question"]) for c in conversations for qa in c["qa"] if qa.get("evidence")
+    ]
+    text_bytes = sum(
+        len(turn_text(turn).encode())
+        for c in conversations
+        for key, turns in c["conversation"].items()
+        if re.fullmatch(r"session_\d+", key) and isinstance(turns, list)
+        for turn in turns
+    )
     trees = {"this tree": Path(__file__).resolve().parents[2]}
     if args.baseline:
         trees = {"baseline": args.baseline.resolve(), **trees}
@@ -112,20 +134,29 @@ def main() -> None:
                     timings[name].setdefault(kind, []).extend(values)
         for name in trees:
             rate, before, after = built[name]
-            report[name] = {"admissionTurnsPerSecond": round(rate, 1),
-                            "archiveBytesPerTextByte": {"withoutVectors": round(before / text_bytes, 2),
-                                                        "withVectors": round(after / text_bytes, 2)},
-                            "servePeakRssBytes": peaks[name],
-                            **{kind: latency(values) for kind, values in timings[name].items()}}
+            report[name] = {
+                "admissionTurnsPerSecond": round(rate, 1),
+                "archiveBytesPerTextByte": {
+                    "withoutVectors": round(before / text_bytes, 2),
+                    "withVectors": round(after / text_bytes, 2),
+                },
+                "servePeakRssBytes": peaks[name],
+                **{kind: latency(values) for kind, values in timings[name].items()},
+            }
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
     for name, found in report.items():
-        print(f"{name}: admission {found['admissionTurnsPerSecond']} turns/s; " + "; ".join(
-            f"{kind} p50 {found[kind]['p50_ms']} / p95 {found[kind]['p95_ms']} ms" for kind in ("hybrid", "lexical", "preflight"))
+        print(
+            f"{name}: admission {found['admissionTurnsPerSecond']} turns/s; "
+            + "; ".join(
+                f"{kind} p50 {found[kind]['p50_ms']} / p95 {found[kind]['p95_ms']} ms"
+                for kind in ("hybrid", "lexical", "preflight")
+            )
             + f"; archive {found['archiveBytesPerTextByte']['withoutVectors']}x the text without vectors, "
-              f"{found['archiveBytesPerTextByte']['withVectors']}x with; serve peak RSS "
-              f"{found['servePeakRssBytes'] / 2**20:.0f} MiB")
+            f"{found['archiveBytesPerTextByte']['withVectors']}x with; serve peak RSS "
+            f"{found['servePeakRssBytes'] / 2**20:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -25,11 +25,29 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import latency  # noqa: E402
-from pi_host import FAUX, Pi, pi_env, pi_installed  # noqa: E402
+from bench import latency
+from pi_host import FAUX, Pi, pi_env, pi_installed
 
-WORDS = ("retry", "backoff", "payment", "gateway", "timeout", "socket", "schema", "migration", "parser",
-         "exporter", "flaky", "fixture", "upload", "budget", "cache", "invalidate", "worker", "queue")
+WORDS = (
+    "retry",
+    "backoff",
+    "payment",
+    "gateway",
+    "timeout",
+    "socket",
+    "schema",
+    "migration",
+    "parser",
+    "exporter",
+    "flaky",
+    "fixture",
+    "upload",
+    "budget",
+    "cache",
+    "invalidate",
+    "worker",
+    "queue",
+)
 
 
 def filler(number: int, tokens: int) -> str:
@@ -46,7 +64,11 @@ def filler(number: int, tokens: int) -> str:
 
 def run(turns: int, session_tokens: int) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="cwa-pi-bench-"))
-    settings = {"CWA_TEST_FAUX_WINDOW": "400000", "CWA_ROTATION_TURNS": "10000", "CWA_PI_TRACE": str(folder / "trace.jsonl")}
+    settings = {
+        "CWA_TEST_FAUX_WINDOW": "400000",
+        "CWA_ROTATION_TURNS": "10000",
+        "CWA_PI_TRACE": str(folder / "trace.jsonl"),
+    }
     with_cwa = Pi(folder / "with", pi_env(folder / "with", **settings))
     without = Pi(folder / "without", pi_env(folder / "without", **settings), extensions=(FAUX,))
     for pi in (with_cwa, without):
@@ -101,8 +123,10 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"session: ~{result['sessionTokens']} provider tokens, {result['transcriptMessages']} messages "
-          f"(built in {result['buildSeconds']} s); footer: {result['footer']}")
+    print(
+        f"session: ~{result['sessionTokens']} provider tokens, {result['transcriptMessages']} messages "
+        f"(built in {result['buildSeconds']} s); footer: {result['footer']}"
+    )
     for key in ("roundTrip", "roundTripAfterUserMessage", "roundTripAfterToolResult", "turnWithCwa", "turnWithoutCwa"):
         value = result[key]
         print(f"{key:28} p50 {value['p50_ms']:8.2f} ms   p95 {value['p95_ms']:8.2f} ms   n={value['n']}")

@@ -24,8 +24,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", default="coding")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[2] / "docs" / "performance.png")
     args = parser.parse_args(argv)
-    runs = sorted((run for path in args.reports for run in orjson.loads(path.read_bytes())["runs"]
-                   if run["corpus"] == args.corpus), key=lambda run: run["admission"]["windows"])
+    runs = sorted(
+        (
+            run
+            for path in args.reports
+            for run in orjson.loads(path.read_bytes())["runs"]
+            if run["corpus"] == args.corpus
+        ),
+        key=lambda run: run["admission"]["windows"],
+    )
     if not runs:
         raise SystemExit(f"no run of corpus {args.corpus!r} in the reports")
 
@@ -40,8 +47,14 @@ def main(argv: list[str] | None = None) -> None:
         points = [(size, run["latency"][name]["p95_ms"]) for size, run in zip(sizes, runs) if run["latency"][name]["n"]]
         if points:
             axes.plot(*zip(*points), marker="o", label=name)
-    axes.plot(sizes, [run["floor"]["lexical"]["p95_ms"] for run in runs], linestyle="--", color="black",
-              marker="s", label="bare FTS5 floor (lexical)")
+    axes.plot(
+        sizes,
+        [run["floor"]["lexical"]["p95_ms"] for run in runs],
+        linestyle="--",
+        color="black",
+        marker="s",
+        label="bare FTS5 floor (lexical)",
+    )
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("windows in the archive")

@@ -17,58 +17,65 @@ import tempfile
 import time
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cwa.api import Archive  # noqa: E402
-from bench import for_each_size, latency  # noqa: E402
-from search import PROJECT, build  # noqa: E402
-from cwa.evaluation.perf.scale import preflight_messages  # noqa: E402
+from bench import for_each_size, latency
+from search import PROJECT, build
+
+from cwa.api import Archive
+from cwa.evaluation.perf.scale import preflight_messages
 
 
 def run(windows: int) -> dict:
-    with tempfile.TemporaryDirectory() as folder:
-        with Archive.open(Path(folder) / "archive.db") as archive:
-            started = time.perf_counter()
-            documents = build(archive, windows)
-            build_seconds = time.perf_counter() - started
-            window_count = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
-            texts = preflight_messages(400)
-            decide, replay, search = [], [], []
-            outcomes: dict[str, int] = {}
-            for number, text in enumerate(texts):
-                params = {
-                    "project": PROJECT,
-                    "sessionId": "bench-live",
-                    "messageKey": f"bench-{number}",
-                    "text": text,
-                    "activeMessageKeys": [f"bench-{k}" for k in range(max(0, number - 20), number)],
-                    "excludeVisibleSourceKeys": [f"visible-{k}" for k in range(20)],
-                }
-                start = time.perf_counter()
-                result = archive.call("preflight", params)
-                decide.append((time.perf_counter() - start) * 1000)
-                outcome = result["diagnostics"]["outcome"]
-                outcomes[outcome] = outcomes.get(outcome, 0) + 1
-                start = time.perf_counter()
-                archive.call("preflight", params)
-                replay.append((time.perf_counter() - start) * 1000)
-                start = time.perf_counter()
-                archive.search({"project": PROJECT, "query": text, "limit": 3, "leaseSeconds": 0})
-                search.append((time.perf_counter() - start) * 1000)
-    summary: dict = {"windows": window_count, "documents": documents, "build_seconds": round(build_seconds, 1),
-                     "outcomes": outcomes}
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "archive.db") as archive:
+        started = time.perf_counter()
+        documents = build(archive, windows)
+        build_seconds = time.perf_counter() - started
+        window_count = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+        texts = preflight_messages(400)
+        decide, replay, search = [], [], []
+        outcomes: dict[str, int] = {}
+        for number, text in enumerate(texts):
+            params = {
+                "project": PROJECT,
+                "sessionId": "bench-live",
+                "messageKey": f"bench-{number}",
+                "text": text,
+                "activeMessageKeys": [f"bench-{k}" for k in range(max(0, number - 20), number)],
+                "excludeVisibleSourceKeys": [f"visible-{k}" for k in range(20)],
+            }
+            start = time.perf_counter()
+            result = archive.call("preflight", params)
+            decide.append((time.perf_counter() - start) * 1000)
+            outcome = result["diagnostics"]["outcome"]
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            start = time.perf_counter()
+            archive.call("preflight", params)
+            replay.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            archive.search({"project": PROJECT, "query": text, "limit": 3, "leaseSeconds": 0})
+            search.append((time.perf_counter() - start) * 1000)
+    summary: dict = {
+        "windows": window_count,
+        "documents": documents,
+        "build_seconds": round(build_seconds, 1),
+        "outcomes": outcomes,
+    }
     for name, values in (("preflight_decide", decide), ("preflight_replay", replay), ("search_baseline", search)):
         summary[name] = latency(values)
-    summary["decide_vs_search_p50"] = round(summary["preflight_decide"]["p50_ms"] / summary["search_baseline"]["p50_ms"], 2)
+    summary["decide_vs_search_p50"] = round(
+        summary["preflight_decide"]["p50_ms"] / summary["search_baseline"]["p50_ms"], 2
+    )
     return summary
 
 
 def show(result: dict) -> None:
     print(f"{result['windows']} windows in {result['documents']} documents (built in {result['build_seconds']} s)")
     for name in ("preflight_decide", "preflight_replay", "search_baseline"):
-        print(f"  {name:<18} p50 {result[name]['p50_ms']:8.3f} ms   p95 {result[name]['p95_ms']:8.3f} ms   n={result[name]['n']}")
+        print(
+            f"  {name:<18} p50 {result[name]['p50_ms']:8.3f} ms   p95 {result[name]['p95_ms']:8.3f} ms   n={result[name]['n']}"
+        )
     print(f"  decide / search p50: {result['decide_vs_search_p50']}x   outcomes: {result['outcomes']}")
 
 

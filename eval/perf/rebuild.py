@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import random
 import statistics
 import sys
-import multiprocessing
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cwa.api import Archive  # noqa: E402
-from cwa.config import load_settings  # noqa: E402
+from cwa.api import Archive
+from cwa.config import load_settings
 
 QUIET = {"CWA_SEMANTIC_RETRIEVAL": "false", "CWA_DISK_CRITICAL_MEBIBYTES": "0"}
 
@@ -32,9 +32,20 @@ def seed(archive: Archive, documents: int) -> None:
     rng = random.Random(documents)
     vocabulary = [f"term{i}" for i in range(4000)]
     for number in range(documents):
-        archive.admit({"project": "/bench/rebuild", "sessionId": f"s{number % 10}", "kind": "turn", "messages": [
-            {"role": "user", "text": f"retry budget {number} " + " ".join(rng.choice(vocabulary) for _ in range(200))},
-            {"role": "assistant", "text": " ".join(rng.choice(vocabulary) for _ in range(200))}]})
+        archive.admit(
+            {
+                "project": "/bench/rebuild",
+                "sessionId": f"s{number % 10}",
+                "kind": "turn",
+                "messages": [
+                    {
+                        "role": "user",
+                        "text": f"retry budget {number} " + " ".join(rng.choice(vocabulary) for _ in range(200)),
+                    },
+                    {"role": "assistant", "text": " ".join(rng.choice(vocabulary) for _ in range(200))},
+                ],
+            }
+        )
 
 
 def probe(path: str, stop, waits) -> None:
@@ -82,9 +93,12 @@ def main() -> int:
             stop.set()
             prober.join()
             longest.append(max(waits))
-    result = {"documents": args.documents, "rebuildSeconds": [round(s, 2) for s in seconds],
-              "rebuildSecondsMedian": round(statistics.median(seconds), 2),
-              "longestLockWaitMs": [round(w * 1000, 1) for w in longest]}
+    result = {
+        "documents": args.documents,
+        "rebuildSeconds": [round(s, 2) for s in seconds],
+        "rebuildSecondsMedian": round(statistics.median(seconds), 2),
+        "longestLockWaitMs": [round(w * 1000, 1) for w in longest],
+    }
     print(json.dumps(result, indent=2 if args.json else None))
     return 0
 

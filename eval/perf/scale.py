@@ -49,8 +49,19 @@ KINDS = (
     ("exact postings", ("anchors",)),
     ("structure", ("windows", "message_cues", "session_", "supersessions", "index_stats", "checkpoint_parts")),
     ("chunks", ("chunks", "document_chunks", "documents", "messages", "sessions", "projects")),
-    ("ledgers", ("hint_", "lease", "recall_feedback", "index_outcomes", "expiry_schedule", "context_protections",
-                 "purge_queue", "index_generations")),
+    (
+        "ledgers",
+        (
+            "hint_",
+            "lease",
+            "recall_feedback",
+            "index_outcomes",
+            "expiry_schedule",
+            "context_protections",
+            "purge_queue",
+            "index_generations",
+        ),
+    ),
 )
 
 
@@ -98,9 +109,15 @@ def admit_until(archive: Archive, corpus: str, windows: int, progress: Callable[
         if count * 10 // windows > before * 10 // windows:  # every tenth of the way
             progress(f"admitted {documents:,} documents, {count:,} windows")
     seconds = time.perf_counter() - started
-    return {"documents": documents, "windows": count, "textBytes": text_bytes, "seconds": round(seconds, 1),
-            "windowsPerSecond": round(count / seconds, 1), "documentsPerSecond": round(documents / seconds, 1),
-            "megabytesPerSecond": round(text_bytes / 1e6 / seconds, 3)}
+    return {
+        "documents": documents,
+        "windows": count,
+        "textBytes": text_bytes,
+        "seconds": round(seconds, 1),
+        "windowsPerSecond": round(count / seconds, 1),
+        "documentsPerSecond": round(documents / seconds, 1),
+        "megabytesPerSecond": round(text_bytes / 1e6 / seconds, 3),
+    }
 
 
 def embed(archive: Archive, sample: int) -> dict:
@@ -110,25 +127,35 @@ def embed(archive: Archive, sample: int) -> dict:
     started = time.perf_counter()
     embedded = archive.call("index-embed", {"limit": sample})["embedded"] if sample else 0
     seconds = time.perf_counter() - started
-    return {"embedded": embedded, "windowsPerSecond": round(embedded / seconds, 1) if embedded else None,
-            "syntheticVectors": fill_synthetic(archive)}
+    return {
+        "embedded": embedded,
+        "windowsPerSecond": round(embedded / seconds, 1) if embedded else None,
+        "syntheticVectors": fill_synthetic(archive),
+    }
 
 
 def window_texts(conn: apsw.Connection) -> list[tuple[int, str]]:
     """(document row, text) of every window, in document order."""
-    return [(row, bytes(text).decode()) for row, text in conn.execute(
-        "SELECT w.document_row, substr(c.data, 1 + w.start_byte - dc.start_byte, w.end_byte - w.start_byte) "
-        "FROM windows w JOIN document_chunks dc ON dc.document_row = w.document_row "
-        "AND dc.start_byte <= w.start_byte AND dc.end_byte >= w.end_byte "
-        "JOIN chunks c ON c.id = dc.chunk_id ORDER BY w.document_row, w.start_byte")]
+    return [
+        (row, bytes(text).decode())
+        for row, text in conn.execute(
+            "SELECT w.document_row, substr(c.data, 1 + w.start_byte - dc.start_byte, w.end_byte - w.start_byte) "
+            "FROM windows w JOIN document_chunks dc ON dc.document_row = w.document_row "
+            "AND dc.start_byte <= w.start_byte AND dc.end_byte >= w.end_byte "
+            "JOIN chunks c ON c.id = dc.chunk_id ORDER BY w.document_row, w.start_byte"
+        )
+    ]
 
 
 def floor(folder: Path, texts: list[tuple[int, str]], queries: list[str]) -> dict:
     """Bare FTS5 over the same window texts: insert throughput (one transaction per document) and
     BM25 top-10 latency for the same lexical queries."""
     bare = apsw.Connection(str(folder / "floor.db"))
-    for statement in ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL",
-                      "CREATE VIRTUAL TABLE t USING fts5(text)"):
+    for statement in (
+        "PRAGMA journal_mode = WAL",
+        "PRAGMA synchronous = NORMAL",
+        "CREATE VIRTUAL TABLE t USING fts5(text)",
+    ):
         bare.execute(statement).fetchall()
     started = time.perf_counter()
     at = 0
@@ -149,8 +176,12 @@ def floor(folder: Path, texts: list[tuple[int, str]], queries: list[str]) -> dic
         timings.append((time.perf_counter() - begun) * 1000)
     bare.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     bare.close()
-    return {"windowsPerSecond": round(len(texts) / seconds, 1), "megabytesPerSecond": round(text_bytes / 1e6 / seconds, 3),
-            "fileBytes": (folder / "floor.db").stat().st_size, "lexical": percentiles(timings)}
+    return {
+        "windowsPerSecond": round(len(texts) / seconds, 1),
+        "megabytesPerSecond": round(text_bytes / 1e6 / seconds, 3),
+        "fileBytes": (folder / "floor.db").stat().st_size,
+        "lexical": percentiles(timings),
+    }
 
 
 def bytes_by_kind(path: Path, text_bytes: int) -> dict:
@@ -166,13 +197,19 @@ def bytes_by_kind(path: Path, text_bytes: int) -> dict:
     conn.close()
     split["free"] = free
     file_bytes = path.stat().st_size
-    return {"file": file_bytes, "perTextByte": round(file_bytes / text_bytes, 2),
-            "withoutVectors": round((file_bytes - split["vectors"]) / text_bytes, 2),
-            "kinds": split, "kindsPerTextByte": {k: round(v / text_bytes, 3) for k, v in split.items()}}
+    return {
+        "file": file_bytes,
+        "perTextByte": round(file_bytes / text_bytes, 2),
+        "withoutVectors": round((file_bytes - split["vectors"]) / text_bytes, 2),
+        "kinds": split,
+        "kindsPerTextByte": {k: round(v / text_bytes, 3) for k, v in split.items()},
+    }
 
 
 # `cwa serve` run from the checkout in argv[1] (a baseline tree), not from the installed package.
-SERVE_FROM_TREE = "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'cwa'; from cwa.cli import main; main()"
+SERVE_FROM_TREE = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'cwa'; from cwa.cli import main; main()"
+)
 
 
 class Serve:
@@ -183,7 +220,11 @@ class Serve:
         start = [sys.executable, "-c", SERVE_FROM_TREE, str(tree)] if tree else [sys.executable, "-m", "cwa"]
         self.child = subprocess.Popen(
             [*start, "serve", "--no-background", "--maintenance-interval", "0"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "CWA_DB": str(db)}, cwd=db.parent)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "CWA_DB": str(db)},
+            cwd=db.parent,
+        )
         self.number = 0
 
     def call(self, method: str, params: dict) -> tuple[float, dict]:
@@ -213,8 +254,10 @@ def exact_queries(corpus: str, count: int, seed: int = 3) -> list[str]:
     if corpus != "coding":
         return []
     rng = random.Random(seed)
-    return [rng.choice((f"src/{rng.choice(MODULES)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py", rng.choice(ERRORS)))
-            for _ in range(count)]
+    return [
+        rng.choice((f"src/{rng.choice(MODULES)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py", rng.choice(ERRORS)))
+        for _ in range(count)
+    ]
 
 
 def operations(db: Path, corpus: str, count: int) -> tuple[dict, int]:
@@ -228,8 +271,11 @@ def operations(db: Path, corpus: str, count: int) -> tuple[dict, int]:
         server.call("search", {**search, "query": "warm up", "semanticPolicy": "always"})
         server.call("preflight", {"project": project, "sessionId": "perf-warm", "messageKey": "m", "text": "warm up?"})
         for number, text in enumerate(preflight_messages(count)):
-            timings["preflight"].append(server.call("preflight", {
-                "project": project, "sessionId": f"perf-{number}", "messageKey": "m", "text": text})[0])
+            timings["preflight"].append(
+                server.call(
+                    "preflight", {"project": project, "sessionId": f"perf-{number}", "messageKey": "m", "text": text}
+                )[0]
+            )
         for query in exact_queries(corpus, count):
             timings["exact"].append(server.call("search", {**search, "query": query})[0])
         for query in lexical_queries(count):
@@ -237,8 +283,9 @@ def operations(db: Path, corpus: str, count: int) -> tuple[dict, int]:
             timings["lexical"].append(elapsed)
             locators = [r["locator"] for r in found["results"][:3]]
             if locators:
-                timings["recall3"].append(sum(server.call("recall", {"project": project, "locator": locator})[0]
-                                              for locator in locators))
+                timings["recall3"].append(
+                    sum(server.call("recall", {"project": project, "locator": locator})[0] for locator in locators)
+                )
             timings["hybrid"].append(server.call("search", {**search, "query": query, "semanticPolicy": "always"})[0])
             timings["gather"].append(server.call("gather", {"project": project, "query": query})[0])
         rss = server.peak_rss()
@@ -275,27 +322,46 @@ def measure(corpus: str, windows: int, count: int, embed_sample: int, progress: 
         size = bytes_by_kind(db, admission["textBytes"])
         progress("serving")
         latency, rss = operations(db, corpus, count)
-        one_shot = cold_start(["call", "search"], orjson.dumps({"project": project, "query": queries[0]}),
-                              {"CWA_DB": str(db)}, runs=3)
-    return {"corpus": corpus, "requested": windows, "admission": admission, "embedding": embedding, "floor": bare,
-            "bytes": size, "bytesBeforeEmbedding": without_vectors, "latency": latency, "servePeakRssBytes": rss,
-            "coldCallSearch": one_shot,
-            "ratios": {
-                "lexicalP95OverFloor": _ratio(latency["lexical"], bare["lexical"], "p95_ms"),
-                "lexicalP50OverFloor": _ratio(latency["lexical"], bare["lexical"], "p50_ms"),
-                "admissionOverFloorInsert": round(admission["windowsPerSecond"] / bare["windowsPerSecond"], 3)}}
+        one_shot = cold_start(
+            ["call", "search"], orjson.dumps({"project": project, "query": queries[0]}), {"CWA_DB": str(db)}, runs=3
+        )
+    return {
+        "corpus": corpus,
+        "requested": windows,
+        "admission": admission,
+        "embedding": embedding,
+        "floor": bare,
+        "bytes": size,
+        "bytesBeforeEmbedding": without_vectors,
+        "latency": latency,
+        "servePeakRssBytes": rss,
+        "coldCallSearch": one_shot,
+        "ratios": {
+            "lexicalP95OverFloor": _ratio(latency["lexical"], bare["lexical"], "p95_ms"),
+            "lexicalP50OverFloor": _ratio(latency["lexical"], bare["lexical"], "p50_ms"),
+            "admissionOverFloorInsert": round(admission["windowsPerSecond"] / bare["windowsPerSecond"], 3),
+        },
+    }
 
 
 def _ratio(mine: dict, base: dict, key: str) -> float | None:
     return round(mine[key] / base[key], 2) if mine.get(key) and base.get(key) else None
 
 
-def run(sizes: list[int], corpora: list[str], count: int, embed_sample: int,
-        progress: Callable[[str], None] = lambda _: None) -> dict:
-    report = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                          "sqlite": apsw.sqlite_lib_version()},
-              "queriesPerOperation": count, "embedSample": embed_sample,
-              "coldVersion": cold_start(["--version"]), "runs": []}
+def run(
+    sizes: list[int],
+    corpora: list[str],
+    count: int,
+    embed_sample: int,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict:
+    report = {
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "sqlite": apsw.sqlite_lib_version()},
+        "queriesPerOperation": count,
+        "embedSample": embed_sample,
+        "coldVersion": cold_start(["--version"]),
+        "runs": [],
+    }
     for corpus in corpora:
         for windows in sizes:
             progress(f"{corpus} at {windows:,} windows")
@@ -304,25 +370,37 @@ def run(sizes: list[int], corpora: list[str], count: int, embed_sample: int,
 
 
 def print_report(report: dict) -> None:
-    print(f"cold `cwa --version`: median {report['coldVersion']['median_ms']} ms "
-          f"(best {report['coldVersion']['best_ms']} ms); {report['queriesPerOperation']} queries per operation")
+    print(
+        f"cold `cwa --version`: median {report['coldVersion']['median_ms']} ms "
+        f"(best {report['coldVersion']['best_ms']} ms); {report['queriesPerOperation']} queries per operation"
+    )
     for found in report["runs"]:
         a, f = found["admission"], found["floor"]
-        print(f"\n{found['corpus']}: {a['windows']:,} windows in {a['documents']:,} documents, "
-              f"{a['textBytes'] / 2**20:.1f} MiB of text")
-        print(f"  admission {a['windowsPerSecond']:,.0f} windows/s ({a['megabytesPerSecond']} MB/s); floor insert "
-              f"{f['windowsPerSecond']:,.0f} windows/s; ratio {found['ratios']['admissionOverFloorInsert']}")
+        print(
+            f"\n{found['corpus']}: {a['windows']:,} windows in {a['documents']:,} documents, "
+            f"{a['textBytes'] / 2**20:.1f} MiB of text"
+        )
+        print(
+            f"  admission {a['windowsPerSecond']:,.0f} windows/s ({a['megabytesPerSecond']} MB/s); floor insert "
+            f"{f['windowsPerSecond']:,.0f} windows/s; ratio {found['ratios']['admissionOverFloorInsert']}"
+        )
         e = found["embedding"]
-        print(f"  embedding {e['windowsPerSecond']} windows/s over {e['embedded']:,} "
-              f"(+{e['syntheticVectors']:,} synthetic vectors)")
+        print(
+            f"  embedding {e['windowsPerSecond']} windows/s over {e['embedded']:,} "
+            f"(+{e['syntheticVectors']:,} synthetic vectors)"
+        )
         print(f"  {'operation':<12}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}")
         for name, timing in [*found["latency"].items(), ("floor FTS5", f["lexical"])]:
             if timing["n"]:
                 print(f"  {name:<12}{timing['p50_ms']:>10}{timing['p95_ms']:>10}{timing['p99_ms']:>10}")
         print(f"  lexical p95 / floor p95: {found['ratios']['lexicalP95OverFloor']}")
         b = found["bytesBeforeEmbedding"]
-        print(f"  archive without vectors {b['file'] / 2**20:.1f} MiB = {b['perTextByte']}x text: "
-              + ", ".join(f"{k} {v}" for k, v in b["kindsPerTextByte"].items() if v))
+        print(
+            f"  archive without vectors {b['file'] / 2**20:.1f} MiB = {b['perTextByte']}x text: "
+            + ", ".join(f"{k} {v}" for k, v in b["kindsPerTextByte"].items() if v)
+        )
         print(f"  with vectors {found['bytes']['file'] / 2**20:.1f} MiB = {found['bytes']['perTextByte']}x text")
-        print(f"  serve peak RSS {found['servePeakRssBytes'] / 2**20:.0f} MiB; cold `cwa call search` median "
-              f"{found['coldCallSearch']['median_ms']} ms")
+        print(
+            f"  serve peak RSS {found['servePeakRssBytes'] / 2**20:.0f} MiB; cold `cwa call search` median "
+            f"{found['coldCallSearch']['median_ms']} ms"
+        )

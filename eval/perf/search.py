@@ -23,9 +23,10 @@ import apsw
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cwa.api import Archive  # noqa: E402
-from bench import for_each_size, latency, timed  # noqa: E402
-from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, synthetic_sessions, word  # noqa: E402
+from bench import for_each_size, latency, timed
+
+from cwa.api import Archive
+from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, synthetic_sessions, word
 
 PROJECT = "/bench/project"
 
@@ -46,8 +47,10 @@ def queries(seed: int = 11) -> dict[str, list[str]]:
     rng = random.Random(seed)
     return {
         "lexical": [" ".join(word(rng) for _ in range(rng.randint(2, 4))) for _ in range(200)],
-        "exact": [rng.choice((f"src/{rng.choice(MODULES)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py",
-                              rng.choice(ERRORS))) for _ in range(100)],
+        "exact": [
+            rng.choice((f"src/{rng.choice(MODULES)}/{rng.choice(WORDS)}_{rng.choice(WORDS)}.py", rng.choice(ERRORS)))
+            for _ in range(100)
+        ],
     }
 
 
@@ -60,26 +63,45 @@ def run(windows: int) -> dict:
             build_seconds = time.perf_counter() - started
             conn = archive.conn
             window_count = conn.execute("SELECT count(*) FROM windows").fetchone()[0]
-            texts = [bytes(t).decode() for (t,) in conn.execute(
-                "SELECT substr(c.data, 1 + w.start_byte - dc.start_byte, w.end_byte - w.start_byte) "
-                "FROM windows w JOIN document_chunks dc ON dc.document_row = w.document_row "
-                "AND dc.start_byte <= w.start_byte AND dc.end_byte >= w.end_byte "
-                "JOIN chunks c ON c.id = dc.chunk_id")]
+            texts = [
+                bytes(t).decode()
+                for (t,) in conn.execute(
+                    "SELECT substr(c.data, 1 + w.start_byte - dc.start_byte, w.end_byte - w.start_byte) "
+                    "FROM windows w JOIN document_chunks dc ON dc.document_row = w.document_row "
+                    "AND dc.start_byte <= w.start_byte AND dc.end_byte >= w.end_byte "
+                    "JOIN chunks c ON c.id = dc.chunk_id"
+                )
+            ]
             qs = queries()
             timings: dict[str, list[float]] = {"lexical": [], "exact": [], "relation": [], "recall": []}
             locators: list[str] = []
             for kind in ("lexical", "exact"):
                 for q in qs[kind]:
                     holder: dict = {}
-                    timings[kind].append(timed(lambda q=q: holder.update(
-                        archive.search({"project": PROJECT, "query": q, "limit": 5}))))
+                    timings[kind].append(
+                        timed(
+                            lambda q=q, holder=holder: holder.update(
+                                archive.search({"project": PROJECT, "query": q, "limit": 5})
+                            )
+                        )
+                    )
                     locators.extend(r["locator"] for r in holder["results"][:1])
             for relation in ("latest-question", "latest-request", "latest-correction", "latest-answer") * 25:
-                timings["relation"].append(timed(lambda r=relation: archive.search(
-                    {"project": PROJECT, "relation": r, "query": random.Random(len(timings["relation"])).choice(WORDS)})))
+                timings["relation"].append(
+                    timed(
+                        lambda r=relation: archive.search(
+                            {
+                                "project": PROJECT,
+                                "relation": r,
+                                "query": random.Random(len(timings["relation"])).choice(WORDS),
+                            }
+                        )
+                    )
+                )
             for locator in locators[:200]:
-                timings["recall"].append(timed(lambda l=locator: archive.recall(
-                    {"locator": l, "project": PROJECT, "maxTokens": 800})))
+                timings["recall"].append(
+                    timed(lambda loc=locator: archive.recall({"locator": loc, "project": PROJECT, "maxTokens": 800}))
+                )
             file_bytes = archive.status()["bytes"]["file"]
 
         bare = apsw.Connection(str(Path(folder) / "bare.db"))
@@ -87,13 +109,23 @@ def run(windows: int) -> dict:
         bare.execute("CREATE VIRTUAL TABLE t USING fts5(text)")
         with bare:
             bare.executemany("INSERT INTO t (text) VALUES (?)", ((t,) for t in texts))
-        bare_ms = [timed(lambda q=q: bare.execute(
-            "SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10",
-            (" OR ".join(f'"{w}"' for w in q.split()),)).fetchall()) for q in qs["lexical"]]
+        bare_ms = [
+            timed(
+                lambda q=q: bare.execute(
+                    "SELECT rowid, bm25(t) FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10",
+                    (" OR ".join(f'"{w}"' for w in q.split()),),
+                ).fetchall()
+            )
+            for q in qs["lexical"]
+        ]
         bare.close()
 
-    summary = {"windows": window_count, "documents": documents, "build_seconds": round(build_seconds, 1),
-               "archive_bytes": file_bytes}
+    summary = {
+        "windows": window_count,
+        "documents": documents,
+        "build_seconds": round(build_seconds, 1),
+        "archive_bytes": file_bytes,
+    }
     for kind, values in list(timings.items()) + [("bare_fts5_lexical", bare_ms)]:
         summary[kind] = latency(values)
     summary["lexical_vs_bare_p50"] = round(summary["lexical"]["p50_ms"] / summary["bare_fts5_lexical"]["p50_ms"], 1)
@@ -101,10 +133,14 @@ def run(windows: int) -> dict:
 
 
 def show(result: dict) -> None:
-    print(f"{result['windows']} windows in {result['documents']} documents "
-          f"(built in {result['build_seconds']} s, {result['archive_bytes'] / 2**20:.1f} MiB)")
+    print(
+        f"{result['windows']} windows in {result['documents']} documents "
+        f"(built in {result['build_seconds']} s, {result['archive_bytes'] / 2**20:.1f} MiB)"
+    )
     for kind in ("exact", "lexical", "relation", "recall", "bare_fts5_lexical"):
-        print(f"  {kind:<18} p50 {result[kind]['p50_ms']:8.3f} ms   p95 {result[kind]['p95_ms']:8.3f} ms   n={result[kind]['n']}")
+        print(
+            f"  {kind:<18} p50 {result[kind]['p50_ms']:8.3f} ms   p95 {result[kind]['p95_ms']:8.3f} ms   n={result[kind]['n']}"
+        )
     print(f"  lexical / bare FTS5 p50: {result['lexical_vs_bare_p50']}x")
 
 

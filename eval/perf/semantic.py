@@ -24,10 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import for_each_size, latency, timed  # noqa: E402
-from search import PROJECT, build, queries  # noqa: E402
+from bench import for_each_size, latency, timed
+from search import PROJECT, build, queries
 
-from cwa.api import Archive  # noqa: E402
+from cwa.api import Archive
 
 
 def run(windows: int, embed_sample: int | None = None) -> dict:
@@ -41,12 +41,22 @@ def run(windows: int, embed_sample: int | None = None) -> dict:
         timings: dict[str, list[float]] = {"never": [], "always": []}
         for query in queries()["lexical"]:
             for policy in ("never", "always"):
-                timings[policy].append(timed(lambda q=query, p=policy: archive.search(
-                    {"project": PROJECT, "query": q, "limit": 5, "leaseSeconds": 0, "semanticPolicy": p})))
-    result = {"windows": window_count, "embedded": embedded, "synthetic_vectors": synthetic,
-              "embed_seconds": round(embed_seconds, 1),
-              "windows_per_second": round(embedded / embed_seconds, 1),
-              "lexical": latency(timings["never"]), "hybrid": latency(timings["always"])}
+                timings[policy].append(
+                    timed(
+                        lambda q=query, p=policy: archive.search(
+                            {"project": PROJECT, "query": q, "limit": 5, "leaseSeconds": 0, "semanticPolicy": p}
+                        )
+                    )
+                )
+    result = {
+        "windows": window_count,
+        "embedded": embedded,
+        "synthetic_vectors": synthetic,
+        "embed_seconds": round(embed_seconds, 1),
+        "windows_per_second": round(embedded / embed_seconds, 1),
+        "lexical": latency(timings["never"]),
+        "hybrid": latency(timings["always"]),
+    }
     result["hybrid_vs_lexical_p50"] = round(result["hybrid"]["p50_ms"] / result["lexical"]["p50_ms"], 2)
     return result
 
@@ -71,11 +81,15 @@ def fill_synthetic(archive) -> int:
 
 
 def show(result: dict) -> None:
-    print(f"{result['windows']} windows: embedded {result['embedded']} contents in {result['embed_seconds']} s "
-          f"({result['windows_per_second']}/s)"
-          + (f"; {result['synthetic_vectors']} synthetic vectors" if result["synthetic_vectors"] else ""))
+    print(
+        f"{result['windows']} windows: embedded {result['embedded']} contents in {result['embed_seconds']} s "
+        f"({result['windows_per_second']}/s)"
+        + (f"; {result['synthetic_vectors']} synthetic vectors" if result["synthetic_vectors"] else "")
+    )
     for name in ("lexical", "hybrid"):
-        print(f"  {name:<8} p50 {result[name]['p50_ms']:8.3f} ms   p95 {result[name]['p95_ms']:8.3f} ms   n={result[name]['n']}")
+        print(
+            f"  {name:<8} p50 {result[name]['p50_ms']:8.3f} ms   p95 {result[name]['p95_ms']:8.3f} ms   n={result[name]['n']}"
+        )
     print(f"  hybrid / lexical p50: {result['hybrid_vs_lexical_p50']}x")
 
 

@@ -35,9 +35,10 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import latency  # noqa: E402
-from cwa.session.transcript import entry_of  # noqa: E402
-from cwa.evaluation.sessions import ERRORS, _path, _sentence, _symbol, _tool_output  # noqa: E402
+from bench import latency
+
+from cwa.evaluation.sessions import ERRORS, _path, _sentence, _symbol, _tool_output
+from cwa.session.transcript import entry_of
 
 PROJECT = "/bench/session"
 T0 = 1_795_000_000_000
@@ -48,11 +49,19 @@ class Serve:
 
     def __init__(self, folder: Path) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CWA_")}
-        env.update(HOME=str(folder), XDG_CONFIG_HOME=str(folder / "cfg"), PI_CODING_AGENT_DIR=str(folder / "pi"),
-                   CWA_DB=str(folder / "archive.db"), CWA_DISK_CRITICAL_MEBIBYTES="0")
-        self.process = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background",
-                                         "--maintenance-interval", "0"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, env=env)
+        env.update(
+            HOME=str(folder),
+            XDG_CONFIG_HOME=str(folder / "cfg"),
+            PI_CODING_AGENT_DIR=str(folder / "pi"),
+            CWA_DB=str(folder / "archive.db"),
+            CWA_DISK_CRITICAL_MEBIBYTES="0",
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
         self.next_id = 0
 
     def call(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], float]:
@@ -90,39 +99,75 @@ class Script:
     def user(self) -> None:
         rng = self.rng
         self.turns += 1
-        text = rng.choice((
-            f"why does {_path(rng)} raise {rng.choice(ERRORS)} when the {_sentence(rng, 2, 3)}?",
-            f"please refactor {_symbol(rng)} so the {_sentence(rng, 2, 4)} is configurable",
-            f"no, don't change {_path(rng)}; use {_symbol(rng)} instead",
-            _sentence(rng, 8, 40),
-        ))
+        text = rng.choice(
+            (
+                f"why does {_path(rng)} raise {rng.choice(ERRORS)} when the {_sentence(rng, 2, 3)}?",
+                f"please refactor {_symbol(rng)} so the {_sentence(rng, 2, 4)} is configurable",
+                f"no, don't change {_path(rng)}; use {_symbol(rng)} instead",
+                _sentence(rng, 8, 40),
+            )
+        )
         self.messages.append({"role": "user", "content": text, "timestamp": self._at()})
 
     def tool_call(self, output: str | None = None) -> None:
         rng = self.rng
         self.calls += 1
         call = f"call_{self.calls}"
-        self.messages.append({"role": "assistant", "api": "faux", "provider": "faux", "model": "faux-1", "usage": {},
-                              "stopReason": "toolUse", "timestamp": self._at(), "content": [
-                                  {"type": "text", "text": _sentence(rng, 5, 25)},
-                                  {"type": "toolCall", "id": call, "name": "bash",
-                                   "arguments": {"command": f"pytest -q {_path(rng)}"}}]})
+        self.messages.append(
+            {
+                "role": "assistant",
+                "api": "faux",
+                "provider": "faux",
+                "model": "faux-1",
+                "usage": {},
+                "stopReason": "toolUse",
+                "timestamp": self._at(),
+                "content": [
+                    {"type": "text", "text": _sentence(rng, 5, 25)},
+                    {
+                        "type": "toolCall",
+                        "id": call,
+                        "name": "bash",
+                        "arguments": {"command": f"pytest -q {_path(rng)}"},
+                    },
+                ],
+            }
+        )
         if output is None:
             big = self.big_every and self.calls % self.big_every == 0
             output = "\n".join(_tool_output(rng) for _ in range(12 if big else 1))
-        self.messages.append({"role": "toolResult", "toolCallId": call, "toolName": "bash", "isError": False,
-                              "content": [{"type": "text", "text": output}], "timestamp": self._at()})
+        self.messages.append(
+            {
+                "role": "toolResult",
+                "toolCallId": call,
+                "toolName": "bash",
+                "isError": False,
+                "content": [{"type": "text", "text": output}],
+                "timestamp": self._at(),
+            }
+        )
 
     def answer(self) -> None:
-        self.messages.append({"role": "assistant", "api": "faux", "provider": "faux", "model": "faux-1", "usage": {},
-                              "stopReason": "stop", "timestamp": self._at(),
-                              "content": [{"type": "text", "text": _sentence(self.rng, 30, 120)}]})
+        self.messages.append(
+            {
+                "role": "assistant",
+                "api": "faux",
+                "provider": "faux",
+                "model": "faux-1",
+                "usage": {},
+                "stopReason": "stop",
+                "timestamp": self._at(),
+                "content": [{"type": "text", "text": _sentence(self.rng, 30, 120)}],
+            }
+        )
 
 
 class Driver:
     """A host: delta requests by default, the provider copy kept by applying the answers."""
 
-    def __init__(self, serve: Serve, session: str, model: dict[str, Any], settings: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, serve: Serve, session: str, model: dict[str, Any], settings: dict[str, Any] | None = None
+    ) -> None:
         self.serve, self.session, self.model, self.settings = serve, session, model, settings or {}
         self.sent, self.digest = 0, None
         self.copy: list[dict[str, Any]] = []
@@ -140,15 +185,17 @@ class Driver:
         if self.digest is None:
             result, ms = self.serve.call("session-context", self.params(script.messages, answer="delta"))
         else:
-            result, ms = self.serve.call("session-context", self.params(
-                script.messages[self.sent:], answer="delta", baseDigest=self.digest))
+            result, ms = self.serve.call(
+                "session-context", self.params(script.messages[self.sent :], answer="delta", baseDigest=self.digest)
+            )
         delta = result["delta"]
         self.copy = self.copy[: delta["keep"]] + delta["append"]
         if keep:
             self.copies.append(self.copy)
         self.digest, self.sent, self.status = result["digest"], len(script.messages), result["status"]
-        self.delta_ms.append((ms, any(e["type"] == "rotated" for e in result["events"]),
-                              script.messages[-1]["role"] == "user"))
+        self.delta_ms.append(
+            (ms, any(e["type"] == "rotated" for e in result["events"]), script.messages[-1]["role"] == "user")
+        )
 
     def full(self, script: Script) -> float:
         result, ms = self.serve.call("session-context", self.params(script.messages))
@@ -183,16 +230,22 @@ def cache_reuse(copies: list[list[dict[str, Any]]]) -> dict[str, float]:
         repeated_total += shared
         input_total += sum(size)
         shares.append(shared / max(1, sum(size)))
-    return {"tokenWeighted": round(repeated_total / max(1, input_total), 4),
-            "meanPerRequest": round(sum(shares) / max(1, len(shares)), 4), "requests": len(copies)}
+    return {
+        "tokenWeighted": round(repeated_total / max(1, input_total), 4),
+        "meanPerRequest": round(sum(shares) / max(1, len(shares)), 4),
+        "requests": len(copies),
+    }
 
 
 def deltas(samples: list[tuple[float, bool, bool]]) -> dict[str, Any]:
     """Latency of deltas that did not rotate: all, those carrying a new user message (automatic
     preflight runs for it), and the others (assistant and tool messages)."""
     steady = [(ms, user) for ms, rotated, user in samples if not rotated]
-    return {"delta": latency([ms for ms, _ in steady]), "userDelta": latency([ms for ms, user in steady if user]),
-            "otherDelta": latency([ms for ms, user in steady if not user])}
+    return {
+        "delta": latency([ms for ms, _ in steady]),
+        "userDelta": latency([ms for ms, user in steady if user]),
+        "otherDelta": latency([ms for ms, user in steady if not user]),
+    }
 
 
 def no_rotation(folder: Path) -> dict[str, Any]:
@@ -209,8 +262,13 @@ def no_rotation(folder: Path) -> dict[str, Any]:
     for _ in range(20):
         driver.turn(script)
     serve.close()
-    return {"transcriptMiB": round(size / 2**20, 2), "providerTokens": driver.status["tokens"],
-            "epoch": driver.status["epoch"], "full": latency(full), **deltas(driver.delta_ms[built + 1:])}
+    return {
+        "transcriptMiB": round(size / 2**20, 2),
+        "providerTokens": driver.status["tokens"],
+        "epoch": driver.status["epoch"],
+        "full": latency(full),
+        **deltas(driver.delta_ms[built + 1 :]),
+    }
 
 
 def rotation(folder: Path, turns: int) -> dict[str, Any]:
@@ -221,9 +279,15 @@ def rotation(folder: Path, turns: int) -> dict[str, Any]:
         driver.turn(script)
     serve.close()
     rotating = [ms for ms, rotated, _ in driver.delta_ms if rotated]
-    return {"turns": turns, "requests": len(driver.delta_ms), "rotations": len(rotating),
-            "epoch": driver.status["epoch"], "atRotation": latency(rotating), **deltas(driver.delta_ms[1:]),
-            "cacheReuse": cache_reuse(driver.copies)}
+    return {
+        "turns": turns,
+        "requests": len(driver.delta_ms),
+        "rotations": len(rotating),
+        "epoch": driver.status["epoch"],
+        "atRotation": latency(rotating),
+        **deltas(driver.delta_ms[1:]),
+        "cacheReuse": cache_reuse(driver.copies),
+    }
 
 
 def externalized(folder: Path) -> dict[str, Any]:
@@ -243,9 +307,14 @@ def externalized(folder: Path) -> dict[str, Any]:
     for _ in range(20):
         driver.turn(script, tools=1, output="tests passed")
     serve.close()
-    return {"transcriptMiB": round(size / 2**20, 2), "providerTokens": driver.status["tokens"],
-            "externalized": driver.status["externalized"], "full": latency(full), **deltas(driver.delta_ms[built + 1:]),
-            "externalizingDelta": latency(externalizing)}
+    return {
+        "transcriptMiB": round(size / 2**20, 2),
+        "providerTokens": driver.status["tokens"],
+        "externalized": driver.status["externalized"],
+        "full": latency(full),
+        **deltas(driver.delta_ms[built + 1 :]),
+        "externalizingDelta": latency(externalizing),
+    }
 
 
 def main() -> None:
@@ -254,8 +323,11 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = {}
-    for name, run in (("no-rotation", no_rotation), ("rotation", lambda f: rotation(f, args.turns)),
-                      ("externalized", externalized)):
+    for name, run in (
+        ("no-rotation", no_rotation),
+        ("rotation", lambda f: rotation(f, args.turns)),
+        ("externalized", externalized),
+    ):
         with tempfile.TemporaryDirectory() as folder:
             results[name] = run(Path(folder))
         if not args.json:

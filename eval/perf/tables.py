@@ -33,9 +33,13 @@ def rows(run: dict) -> dict[str, str]:
     for name in OPERATIONS:
         timing = run["latency"][name]
         if timing["n"]:
-            found[f"{name}, p50 / p95 / p99 ms"] = f"{timing['p50_ms']:.1f} / {timing['p95_ms']:.1f} / {timing['p99_ms']:.1f}"
+            found[f"{name}, p50 / p95 / p99 ms"] = (
+                f"{timing['p50_ms']:.1f} / {timing['p95_ms']:.1f} / {timing['p99_ms']:.1f}"
+            )
     floor = f["lexical"]
-    found["floor FTS5 lexical, p50 / p95 / p99 ms"] = f"{floor['p50_ms']:.1f} / {floor['p95_ms']:.1f} / {floor['p99_ms']:.1f}"
+    found["floor FTS5 lexical, p50 / p95 / p99 ms"] = (
+        f"{floor['p50_ms']:.1f} / {floor['p95_ms']:.1f} / {floor['p99_ms']:.1f}"
+    )
     found["lexical p95 / floor p95"] = f"{run['ratios']['lexicalP95OverFloor']}"
     before = run["bytesBeforeEmbedding"]
     found["archive without vectors, × text"] = f"{before['withoutVectors']}"
@@ -68,7 +72,9 @@ def main(argv: list[str] | None = None) -> None:
             for size in sizes:
                 now = tables[size].get(name, "")
                 old = olds.get(size, {}).get(name)
-                cells.append(f"{old} → {now}" if old is not None and old != now and name != "windows (documents)" else now)
+                cells.append(
+                    f"{old} → {now}" if old is not None and old != now and name != "windows (documents)" else now
+                )
             print(f"| {name} | " + " | ".join(cells) + " |")
 
 

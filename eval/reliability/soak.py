@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
-import fault_workers as workers  # noqa: E402
-from conftest import hermetic_env  # noqa: E402
+import fault_workers as workers
+from conftest import hermetic_env
 
 
 def _folder(root: Path, name: str) -> tuple[Path, dict[str, str]]:
@@ -51,12 +51,18 @@ def concurrent(root: Path, seconds: float) -> dict:
         read = [r.get(timeout=seconds + 300) for r in reads]
     acknowledged = [a for w in written for a in w["acknowledged"]]
     checked = workers.verify(db, acknowledged)
-    return {"seconds": seconds, "admitted": len(acknowledged), "admissionsPerSecond": round(len(acknowledged) / seconds, 1),
-            "readOps": sum(r["ops"] for r in read), "readsPerSecond": round(sum(r["ops"] for r in read) / seconds, 1),
-            "longestReadMs": round(max(r["longest"] for r in read) * 1000, 1),
-            "errors": sum(len(w["errors"]) for w in written) + sum(len(r["errors"]) for r in read),
-            "lost": len(checked["missing"]) + len(checked["wrong"]),
-            "duplicated": checked["liveTurns"] - 20 - len(acknowledged), "integrity": checked["integrity"]}
+    return {
+        "seconds": seconds,
+        "admitted": len(acknowledged),
+        "admissionsPerSecond": round(len(acknowledged) / seconds, 1),
+        "readOps": sum(r["ops"] for r in read),
+        "readsPerSecond": round(sum(r["ops"] for r in read) / seconds, 1),
+        "longestReadMs": round(max(r["longest"] for r in read) * 1000, 1),
+        "errors": sum(len(w["errors"]) for w in written) + sum(len(r["errors"]) for r in read),
+        "lost": len(checked["missing"]) + len(checked["wrong"]),
+        "duplicated": checked["liveTurns"] - 20 - len(acknowledged),
+        "integrity": checked["integrity"],
+    }
 
 
 def waits(root: Path, documents: int) -> list[dict]:
@@ -88,16 +94,25 @@ def _named(copy: list[dict]) -> set[str]:
 
 def shown(root: Path, days: int, sessions: int = 4) -> dict:
     """What a live window names survives every pass; what leaves keeps its days from then."""
-    from cwa.api import Archive
-    from cwa.config import load_settings
     from session_helpers import Host, Transcript
     from test_lifecycle import Clock, maintain_all
 
+    from cwa.api import Archive
+    from cwa.config import load_settings
+
     folder, _ = _folder(root, "shown")
     clock = Clock("2026-12-01T00:00:00.000Z")  # days pass in steps, not in seconds
-    settings = load_settings(None, env={"HOME": str(folder), "XDG_CONFIG_HOME": str(folder / "cfg"),
-                                        "CWA_DISK_CRITICAL_MEBIBYTES": "0", "CWA_SEMANTIC_RETRIEVAL": "false",
-                                        "CWA_ROTATION_TURNS": "4", "CWA_RETAIN_TURNS": "2"})
+    settings = load_settings(
+        None,
+        env={
+            "HOME": str(folder),
+            "XDG_CONFIG_HOME": str(folder / "cfg"),
+            "CWA_DISK_CRITICAL_MEBIBYTES": "0",
+            "CWA_SEMANTIC_RETRIEVAL": "false",
+            "CWA_ROTATION_TURNS": "4",
+            "CWA_RETAIN_TURNS": "2",
+        },
+    )
     checks = {"passes": 0, "calls": 0, "namedChecks": 0, "lostWhileShown": 0, "expiredEarly": 0}
     left: dict[str, float] = {}  # document → the day it left every copy
     last_named: dict[int, set[str]] = {}
@@ -111,8 +126,12 @@ def shown(root: Path, days: int, sessions: int = 4) -> dict:
             for number, (host, transcript) in enumerate(zip(hosts, transcripts)):
                 transcript.user(f"day {day:.2f}: check build {rng.randrange(10**6)}")
                 if rng.random() < 0.6:  # above maxToolResultTokens: archived and previewed
-                    transcript.tool("\n".join(f"log {number}.{step}.{k}: value {rng.randrange(10**9)}"
-                                              for k in range(rng.randrange(700, 1600))))
+                    transcript.tool(
+                        "\n".join(
+                            f"log {number}.{step}.{k}: value {rng.randrange(10**9)}"
+                            for k in range(rng.randrange(700, 1600))
+                        )
+                    )
                 transcript.assistant("Looked at it.")
                 named = _named(host.context(transcript))
                 checks["calls"] += 1
@@ -129,8 +148,9 @@ def shown(root: Path, days: int, sessions: int = 4) -> dict:
                 if archive.get({"documentId": document_id})["state"] == "expired" and day < since + 14:
                     checks["expiredEarly"] += 1
         still_named = set().union(*last_named.values())
-        engine = archive.conn.execute("SELECT count(*) FROM documents WHERE kind IN ('turn', 'tool-result', "
-                                      "'checkpoint-root', 'checkpoint-part')").fetchone()[0]
+        engine = archive.conn.execute(
+            "SELECT count(*) FROM documents WHERE kind IN ('turn', 'tool-result', 'checkpoint-root', 'checkpoint-part')"
+        ).fetchone()[0]
         # the sessions go quiet: 7 days of protection after their last call, then the class's 14
         last_call = (days * 4 - 1) / 4
         clock.at(last_call + 7 + 14 - 0.01)
@@ -139,9 +159,17 @@ def shown(root: Path, days: int, sessions: int = 4) -> dict:
         clock.at(last_call + 7 + 14 + 0.01)
         maintain_all(archive)
         expired_after = sum(archive.get({"documentId": d})["state"] == "expired" for d in still_named)
-    return {"days": days, "sessions": sessions, "engineDocuments": engine, **checks,
-            "leftTheWindow": len(left), "namedAtTheEnd": len(still_named), "liveAfter7Plus14DaysQuiet": kept_quiet,
-            "expiredAfterThat": expired_after, "served": shown_through_serve(root)}
+    return {
+        "days": days,
+        "sessions": sessions,
+        "engineDocuments": engine,
+        **checks,
+        "leftTheWindow": len(left),
+        "namedAtTheEnd": len(still_named),
+        "liveAfter7Plus14DaysQuiet": kept_quiet,
+        "expiredAfterThat": expired_after,
+        "served": shown_through_serve(root),
+    }
 
 
 def shown_through_serve(root: Path, sessions: int = 3, rounds: int = 30) -> dict:
@@ -151,8 +179,12 @@ def shown_through_serve(root: Path, sessions: int = 3, rounds: int = 30) -> dict
     from session_helpers import Transcript
 
     folder, env = _folder(root, "shown-serve")
-    child = subprocess.Popen([sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0.1"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cwa", "serve", "--no-background", "--maintenance-interval", "0.1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     transcripts = [Transcript(start=YEAR_AGO) for _ in range(sessions)]
     named: set[str] = set()
     sent, maintains = 0, 0
@@ -163,13 +195,25 @@ def shown_through_serve(root: Path, sessions: int = 3, rounds: int = 30) -> dict
                 transcript.tool("\n".join(f"entry {session}.{number}.{k}: status {k % 7}" for k in range(1_200)))
                 transcript.assistant("Read it.")
                 sent += 1
-                child.stdin.write(json.dumps({"id": sent, "method": "session-context", "params": {
-                    "project": "/soak/shown", "sessionId": f"served-{session}",
-                    "messages": transcript.messages}}).encode() + b"\n")
+                child.stdin.write(
+                    json.dumps(
+                        {
+                            "id": sent,
+                            "method": "session-context",
+                            "params": {
+                                "project": "/soak/shown",
+                                "sessionId": f"served-{session}",
+                                "messages": transcript.messages,
+                            },
+                        }
+                    ).encode()
+                    + b"\n"
+                )
                 child.stdin.flush()
                 named |= _named(json.loads(child.stdout.readline())["result"]["messages"])
-            maintains += subprocess.run([sys.executable, "-m", "cwa", "maintain"], env=env,
-                                        capture_output=True).returncode == 0
+            maintains += (
+                subprocess.run([sys.executable, "-m", "cwa", "maintain"], env=env, capture_output=True).returncode == 0
+            )
             time.sleep(0.1)  # serve's own passes run meanwhile
     finally:
         child.stdin.close()
@@ -179,8 +223,13 @@ def shown_through_serve(root: Path, sessions: int = 3, rounds: int = 30) -> dict
     with Archive.open(workers.path_of(folder)) as archive:
         states = [archive.get({"documentId": d})["state"] for d in named]
         expired = archive.conn.execute("SELECT count(*) FROM documents WHERE state = 'expired'").fetchone()[0]
-    return {"requests": sent, "maintainRuns": maintains, "named": len(named),
-            "namedNotLive": sum(s != "live" for s in states), "expiredInTheArchive": expired}
+    return {
+        "requests": sent,
+        "maintainRuns": maintains,
+        "named": len(named),
+        "namedNotLive": sum(s != "live" for s in states),
+        "expiredInTheArchive": expired,
+    }
 
 
 def main() -> int:
@@ -189,8 +238,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--documents", type=int, default=3000)
     parser.add_argument("--days", type=int, default=20, help="simulated days of the shown phase")
-    parser.add_argument("--phases", default="admission,checkpoint,maintenance,rebuild,concurrent,waits,shown",
-                        help="comma-separated subset to run")
+    parser.add_argument(
+        "--phases",
+        default="admission,checkpoint,maintenance,rebuild,concurrent,waits,shown",
+        help="comma-separated subset to run",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="cwa-soak-"))
@@ -199,10 +251,12 @@ def main() -> int:
     started = time.monotonic()
     phases = {}
     wanted = set(args.phases.split(","))
-    for name, run, count in (("admission", workers.admission_kills, 2 * share),
-                             ("checkpoint", lambda f, e, n, r: workers.checkpoint_kills(f, e, n, r, megabytes=2), share),
-                             ("maintenance", workers.maintenance_kills, share),
-                             ("rebuild", workers.rebuild_kills, args.kills - 4 * share)):
+    for name, run, count in (
+        ("admission", workers.admission_kills, 2 * share),
+        ("checkpoint", lambda f, e, n, r: workers.checkpoint_kills(f, e, n, r, megabytes=2), share),
+        ("maintenance", workers.maintenance_kills, share),
+        ("rebuild", workers.rebuild_kills, args.kills - 4 * share),
+    ):
         if name not in wanted:
             continue
         folder, env = _folder(root, name)
@@ -214,10 +268,15 @@ def main() -> int:
     during = waits(root, args.documents) if "waits" in wanted else None
     kept = shown(root, args.days) if "shown" in wanted else None
     print(f"shown: {kept}", file=sys.stderr)
-    result = {"kills": {name: p["kills"] for name, p in phases.items()},
-              "killsTotal": sum(p["kills"] for p in phases.values()), "phases": phases,
-              "concurrent": together, "readsDuring": during, "shown": kept,
-              "seconds": round(time.monotonic() - started, 1)}
+    result = {
+        "kills": {name: p["kills"] for name, p in phases.items()},
+        "killsTotal": sum(p["kills"] for p in phases.values()),
+        "phases": phases,
+        "concurrent": together,
+        "readsDuring": during,
+        "shown": kept,
+        "seconds": round(time.monotonic() - started, 1),
+    }
     print(json.dumps(result, indent=2) if args.json else json.dumps(result))
     return 0
 

@@ -45,15 +45,52 @@ PROJECT = "/bench/coding"
 TRAINING_SEED = 5
 TRAINING_DOCUMENTS = 3000
 TRAINING_FACTS = 240
-SUBJECTS = ("lease renewal", "invoice rounding", "webhook retries", "shard rebalancing", "token refresh",
-            "cache eviction", "log rotation", "schema migration", "rate limiting", "snapshot pruning",
-            "session expiry", "queue backpressure", "replica failover", "config reload", "upload resumption")
-VERBS = ("fences stale writers", "rounds half-cents", "backs off exponentially", "moves hot shards",
-         "refreshes expiring tokens", "evicts cold entries", "rotates the logs nightly", "migrates columns online",
-         "throttles noisy tenants", "prunes old snapshots", "expires idle sessions", "slows the producers",
-         "promotes a replica", "reloads without restart", "resumes partial uploads")
-CHOICES = ("a 30 second cap", "banker's rounding", "jitter on every retry", "a two-phase move", "a sliding window",
-           "least frequently used", "size-based rotation", "a shadow column", "a token bucket", "keeping seven days")
+SUBJECTS = (
+    "lease renewal",
+    "invoice rounding",
+    "webhook retries",
+    "shard rebalancing",
+    "token refresh",
+    "cache eviction",
+    "log rotation",
+    "schema migration",
+    "rate limiting",
+    "snapshot pruning",
+    "session expiry",
+    "queue backpressure",
+    "replica failover",
+    "config reload",
+    "upload resumption",
+)
+VERBS = (
+    "fences stale writers",
+    "rounds half-cents",
+    "backs off exponentially",
+    "moves hot shards",
+    "refreshes expiring tokens",
+    "evicts cold entries",
+    "rotates the logs nightly",
+    "migrates columns online",
+    "throttles noisy tenants",
+    "prunes old snapshots",
+    "expires idle sessions",
+    "slows the producers",
+    "promotes a replica",
+    "reloads without restart",
+    "resumes partial uploads",
+)
+CHOICES = (
+    "a 30 second cap",
+    "banker's rounding",
+    "jitter on every retry",
+    "a two-phase move",
+    "a sliding window",
+    "least frequently used",
+    "size-based rotation",
+    "a shadow column",
+    "a token bucket",
+    "keeping seven days",
+)
 
 
 def _name(rng: random.Random) -> str:
@@ -83,8 +120,10 @@ def facts(rng: random.Random, count: int) -> list[dict[str, Any]]:
             question = f"what was decided about the {subject}?"
         else:
             reply = " ".join(rng.choice(VOCABULARY[200:]) for _ in range(6))
-            stated = [("user", f"How should the {subject} behave when its queue is empty?"),
-                      ("assistant", f"Fail fast: {reply}.")]
+            stated = [
+                ("user", f"How should the {subject} behave when its queue is empty?"),
+                ("assistant", f"Fail fast: {reply}."),
+            ]
             question = f"how does the {subject} behave on an empty queue?"
         made.append({"kind": kind, "stated": stated, "question": question})
     return made
@@ -104,9 +143,20 @@ def admit_corpus(archive: Archive, documents: int, planted: list[dict[str, Any]]
             continue
         for offset, (role, text) in enumerate(fact["stated"]):
             kind = "tool-result" if role == "toolResult" else "turn"
-            message = {"role": role, "text": text, **({"toolName": "bash", "toolCallId": f"fact-{n}"} if kind == "tool-result" else {})}
-            found = archive.admit({"project": PROJECT, "sessionId": request["sessionId"], "kind": kind,
-                                   "createdAt": request["createdAt"] + 1 + offset, "messages": [message]})
+            message = {
+                "role": role,
+                "text": text,
+                **({"toolName": "bash", "toolCallId": f"fact-{n}"} if kind == "tool-result" else {}),
+            }
+            found = archive.admit(
+                {
+                    "project": PROJECT,
+                    "sessionId": request["sessionId"],
+                    "kind": kind,
+                    "createdAt": request["createdAt"] + 1 + offset,
+                    "messages": [message],
+                }
+            )
             answers[id(fact)] = found["documentId"]  # the last stated document answers
     return [answers[id(f)] for f in planted]
 
@@ -121,7 +171,9 @@ def training_examples(folder: Path, pools: dict[str, dict[str, Any]]) -> dict[st
         archive.call("index-embed", {})
         for name, pool in pools.items():
             for fact, answer in zip(planted, answers):
-                features, labels = training.collect(archive, PROJECT, fact["question"], {answer}, pool, key="documentId")
+                features, labels = training.collect(
+                    archive, PROJECT, fact["question"], {answer}, pool, key="documentId"
+                )
                 found[name][0].append(features)
                 found[name][1].append(labels)
     return found
@@ -136,8 +188,9 @@ def run(documents: int, count: int, seed: int) -> dict[str, Any]:
         for mode, params in MODES.items():
             hits: dict[str, list[dict[str, float]]] = {}
             for fact, answer in zip(planted, answers):
-                results = archive.search({"project": PROJECT, "query": fact["question"], "limit": 10,
-                                          "leaseSeconds": 0, **params})["results"]
+                results = archive.search(
+                    {"project": PROJECT, "query": fact["question"], "limit": 10, "leaseSeconds": 0, **params}
+                )["results"]
                 ranked = [r["documentId"] for r in results]
                 hits.setdefault(fact["kind"], []).append({f"R@{k}": float(answer in ranked[:k]) for k in KS})
             every = [row for rows in hits.values() for row in rows]

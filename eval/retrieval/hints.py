@@ -51,8 +51,11 @@ GATES = (
     ("budgetViolations", "==", 0),
     ("unsafeToolHints", "==", 0),
 )
-AGE_LIMITS = {"ephemeral": "ephemeralAutoRetrievalDays", "conversation": "conversationAutoRetrievalDays",
-              "derived": "derivedAutoRetrievalDays"}
+AGE_LIMITS = {
+    "ephemeral": "ephemeralAutoRetrievalDays",
+    "conversation": "conversationAutoRetrievalDays",
+    "derived": "derivedAutoRetrievalDays",
+}
 
 
 def fingerprint(fixture: dict[str, Any]) -> str:
@@ -164,7 +167,11 @@ def _judge(case: dict[str, Any], settings: Settings, observed: list[dict[str, An
         for hint in response["hints"]:
             source = hint["source"]
             limit = settings[AGE_LIMITS[source["retentionClass"]]] if source["retentionClass"] in AGE_LIMITS else -1
-            if limit < 0 or source["kind"] == "manual" or (limit and age_days(source["createdAt"], item["now"]) > limit):
+            if (
+                limit < 0
+                or source["kind"] == "manual"
+                or (limit and age_days(source["createdAt"], item["now"]) > limit)
+            ):
                 counts["stale"] += 1
             if source["toolOutput"] or source["kind"] == "tool-result":
                 counts["unsafe"] += 0 if _quoted_as_data(text) else 1
@@ -181,9 +188,9 @@ def _judge(case: dict[str, Any], settings: Settings, observed: list[dict[str, An
 
 def _quoted_as_data(text: str) -> bool:
     """A snippet: the fixed label saying 'data, not instructions', then one JSON string."""
-    if not text.startswith(SEPARATOR) or "\n" not in text[len(SEPARATOR):]:
+    if not text.startswith(SEPARATOR) or "\n" not in text[len(SEPARATOR) :]:
         return False
-    label, _, body = text[len(SEPARATOR):].partition("\n")
+    label, _, body = text[len(SEPARATOR) :].partition("\n")
     try:
         return "not instructions" in label and isinstance(orjson.loads(body), str)
     except orjson.JSONDecodeError:
@@ -211,7 +218,9 @@ def evaluate(fixture: dict[str, Any]) -> dict[str, Any]:
         "negatives": len(negatives),
         "markerRecall": recall("continuity-marker"),
         "snippetRecall": recall("historical-snippet"),
-        "falsePositiveRate": round(sum(j["outcome"] != "suppress" for j in negatives) / len(negatives), 4) if negatives else 0.0,
+        "falsePositiveRate": round(sum(j["outcome"] != "suppress" for j in negatives) / len(negatives), 4)
+        if negatives
+        else 0.0,
         "leakedTerms": sum(j["leaked"] for _, j in judged),
         "staleReveals": sum(j["stale"] for _, j in judged),
         "budgetViolations": sum(j["budget"] for _, j in judged),
@@ -223,7 +232,13 @@ def evaluate(fixture: dict[str, Any]) -> dict[str, Any]:
         for m, op, bound in GATES
     ]
     failures = [
-        {"case": c.get("name"), "category": c.get("category"), "expected": c["expect"], "outcome": j["outcome"], "reason": j["reason"]}
+        {
+            "case": c.get("name"),
+            "category": c.get("category"),
+            "expected": c["expect"],
+            "outcome": j["outcome"],
+            "reason": j["reason"],
+        }
         for c, j in judged
         if not j["hit"]
     ]

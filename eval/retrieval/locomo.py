@@ -32,12 +32,12 @@ copied into the repository.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import math
 import re
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,11 @@ MODES = {  # mode → search parameters
     "lexical": {"semanticPolicy": "never", "rerank": False, "ranker": "learned"},
     "auto": {"semanticPolicy": "auto", "rerank": False, "ranker": "learned"},
     "hybrid": {"semanticPolicy": "always", "rerank": False, "ranker": "learned"},
-    "hybrid+rerank": {"semanticPolicy": "always", "rerank": True, "ranker": "learned"},  # only with a reranker installed
+    "hybrid+rerank": {
+        "semanticPolicy": "always",
+        "rerank": True,
+        "ranker": "learned",
+    },  # only with a reranker installed
 }
 FLOOR = "fts5"  # bare SQLite FTS5: the turn texts in one table, the question's words OR-ed, bm25()
 LEARNED = {m for m, p in MODES.items() if p["ranker"] == "learned"}
@@ -115,17 +119,30 @@ def ingest(archive: Archive, conversations: list[dict[str, Any]]) -> int:
             try:
                 created = session_time(dialog[f"{key}_date_time"])
             except (KeyError, TypeError, ValueError) as exc:
-                raise InvalidRequest(f"conversation {conversation['sample_id']}: {key} has no readable date "
-                                     f"({key}_date_time)", field="data", reason="not-locomo") from exc
+                raise InvalidRequest(
+                    f"conversation {conversation['sample_id']}: {key} has no readable date ({key}_date_time)",
+                    field="data",
+                    reason="not-locomo",
+                ) from exc
             if not all(isinstance(t, dict) and {"speaker", "text", "dia_id"} <= set(t) for t in value):
-                raise InvalidRequest(f"conversation {conversation['sample_id']}: a turn of {key} lacks speaker, "
-                                     "text or dia_id", field="data", reason="not-locomo")
+                raise InvalidRequest(
+                    f"conversation {conversation['sample_id']}: a turn of {key} lacks speaker, text or dia_id",
+                    field="data",
+                    reason="not-locomo",
+                )
             for turn in value:
                 text = turn_text(turn)
-                archive.admit({
-                    "project": project, "sessionId": key, "kind": "turn", "createdAt": created,
-                    "messages": [{"key": normal_id(turn["dia_id"]) or turn["dia_id"], "role": "custom", "text": text}],
-                })
+                archive.admit(
+                    {
+                        "project": project,
+                        "sessionId": key,
+                        "kind": "turn",
+                        "createdAt": created,
+                        "messages": [
+                            {"key": normal_id(turn["dia_id"]) or turn["dia_id"], "role": "custom", "text": text}
+                        ],
+                    }
+                )
                 turns += 1
     return turns
 
@@ -159,12 +176,18 @@ def load(data_path: Path) -> list[dict[str, Any]]:
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"{data_path} is not JSON: {exc}", field="data", reason="not-json") from exc
     shape = isinstance(conversations, list) and all(
-        isinstance(c, dict) and isinstance(c.get("sample_id"), str) and isinstance(c.get("conversation"), dict)
-        and isinstance(c.get("qa"), list) for c in conversations
+        isinstance(c, dict)
+        and isinstance(c.get("sample_id"), str)
+        and isinstance(c.get("conversation"), dict)
+        and isinstance(c.get("qa"), list)
+        for c in conversations
     )
     if not shape or not conversations:
-        raise InvalidRequest(f"{data_path} is not a LoCoMo file: expected a list of conversations with "
-                             "sample_id, conversation and qa", field="data", reason="not-locomo")
+        raise InvalidRequest(
+            f"{data_path} is not a LoCoMo file: expected a list of conversations with sample_id, conversation and qa",
+            field="data",
+            reason="not-locomo",
+        )
     return conversations
 
 
@@ -187,7 +210,9 @@ def floor_table(conversation: dict[str, Any]) -> apsw.Connection:
     for key, value in dialog.items():
         if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
             for turn in value:
-                conn.execute("INSERT INTO turns VALUES (?, ?)", (normal_id(turn["dia_id"]) or turn["dia_id"], turn_text(turn)))
+                conn.execute(
+                    "INSERT INTO turns VALUES (?, ?)", (normal_id(turn["dia_id"]) or turn["dia_id"], turn_text(turn))
+                )
     return conn
 
 
@@ -197,17 +222,21 @@ def floor_search(conn: apsw.Connection, question: str) -> list[str]:
     if not words:
         return []
     match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-    return [r[0] for r in conn.execute("SELECT id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT 10", (match,))]
+    return [
+        r[0] for r in conn.execute("SELECT id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT 10", (match,))
+    ]
 
 
 CODING = "coding"  # the examples of synthetic coding facts, in every fold's training
 
 
-def collect_examples(archive: Archive, conversations: list[dict[str, Any]], folder: Path,
-                     with_coding: bool = True) -> dict[str, Any]:
+def collect_examples(
+    archive: Archive, conversations: list[dict[str, Any]], folder: Path, with_coding: bool = True
+) -> dict[str, Any]:
     """Every question's pool for each ranker model, as search reports it, labelled by evidence;
     `with_coding`, the synthetic coding facts' (cwa/evaluation/coding.py) too, under CODING."""
-    from cwa.evaluation import coding, ranker_training as training  # noqa: PLC0415 (only to train: ingest stays light)
+    from cwa.evaluation import coding
+    from cwa.evaluation import ranker_training as training
 
     examples = {name: training.Examples() for name in POOLS}
     for name, (features, labels) in (coding.training_examples(folder, POOLS) if with_coding else {}).items():
@@ -223,12 +252,13 @@ def collect_examples(archive: Archive, conversations: list[dict[str, Any]], fold
     return examples
 
 
-def train_folds(archive: Archive, conversations: list[dict[str, Any]], folder: Path,
-                with_coding: bool = True) -> dict[str, list[Path]]:
+def train_folds(
+    archive: Archive, conversations: list[dict[str, Any]], folder: Path, with_coding: bool = True
+) -> dict[str, list[Path]]:
     """Ranker weights per fold, from the pools search reports: `outOfFold[k]` is trained on every
     fold but k (it scores fold k), `inFold[k]` on fold k alone (the training figures); both also
     on the coding facts, as the shipped ranker is, unless not `with_coding`."""
-    from cwa.evaluation import ranker_training as training  # noqa: PLC0415
+    from cwa.evaluation import ranker_training as training
 
     examples = collect_examples(archive, conversations, folder, with_coding)
     ids = [c["sample_id"] for c in conversations]
@@ -248,7 +278,9 @@ AGE_LIMITS = ("ephemeralAutoRetrievalDays", "conversationAutoRetrievalDays", "de
 SHARES = (0.0, 0.5, 0.7, 0.8)  # other snippet thresholds measured ("Remind me" only); 0.0: no share gate
 
 
-def preflight_figures(archive: Archive, conversations: list[dict[str, Any]], files: list[Path], tag: str) -> dict[str, Any]:
+def preflight_figures(
+    archive: Archive, conversations: list[dict[str, Any]], files: list[Path], tag: str
+) -> dict[str, Any]:
     """Each question as a user message through preflight, age limits lifted (the turns are years
     old), each conversation scored with the ranker of the fold that did not see it: once prefixed
     "Remind me: " (historical intent: may a snippet be shown, and is its source an evidence turn?),
@@ -260,16 +292,26 @@ def preflight_figures(archive: Archive, conversations: list[dict[str, Any]], fil
     asked, latencies = 0, []
     runs = {"plain": (None, ""), "remind": (None, REMIND), **{f"remind@{s}": (s, REMIND) for s in SHARES}}
     for index, conversation in enumerate(conversations):
-        archive.settings = replace(base, values={**base.values, **dict.fromkeys(AGE_LIMITS, 0),
-                                                 "rankerPath": str(files[fold_of(index, len(conversations))])})
+        archive.settings = replace(
+            base,
+            values={
+                **base.values,
+                **dict.fromkeys(AGE_LIMITS, 0),
+                "rankerPath": str(files[fold_of(index, len(conversations))]),
+            },
+        )
         project = f"locomo:{conversation['sample_id']}"
         for number, (qa, wanted, _) in enumerate(questions(conversation)):
             if not wanted:
                 continue
             asked += 1
             for run_name, (share, prefix) in runs.items():
-                request = {"project": project, "sessionId": f"eval-{tag}-{run_name}-{number}", "messageKey": "m",
-                           "text": prefix + qa["question"]}
+                request = {
+                    "project": project,
+                    "sessionId": f"eval-{tag}-{run_name}-{number}",
+                    "messageKey": "m",
+                    "text": prefix + qa["question"],
+                }
                 if share is not None:
                     request["policy"] = {"snippetMinShare": share}
                 begin = time.perf_counter()
@@ -286,8 +328,11 @@ def preflight_figures(archive: Archive, conversations: list[dict[str, Any]], fil
 
     def snippets(run_name: str) -> dict[str, Any]:
         right = [r for kind, r in shown.get(run_name, []) if kind == "historical-snippet"]
-        return {"fireRate": round(len(right) / asked, 4) if asked else 0.0, "snippets": len(right),
-                "precision": round(sum(right) / len(right), 4) if right else None}
+        return {
+            "fireRate": round(len(right) / asked, 4) if asked else 0.0,
+            "snippets": len(right),
+            "precision": round(sum(right) / len(right), 4) if right else None,
+        }
 
     plain = shown.get("plain", [])
     return {
@@ -296,14 +341,18 @@ def preflight_figures(archive: Archive, conversations: list[dict[str, Any]], fil
         "preflightP95Ms": round(latencies[int(len(latencies) * 0.95)], 2) if latencies else None,
         "remind": snippets("remind"),
         "remindByShare": {str(s): snippets(f"remind@{s}") for s in SHARES},
-        "plain": {"hintRate": round(len(plain) / asked, 4) if asked else 0.0, "hints": len(plain),
-                  "snippets": sum(kind == "historical-snippet" for kind, _ in plain),
-                  "evidenceShare": round(sum(right for _, right in plain) / len(plain), 4) if plain else None},
+        "plain": {
+            "hintRate": round(len(plain) / asked, 4) if asked else 0.0,
+            "hints": len(plain),
+            "snippets": sum(kind == "historical-snippet" for kind, _ in plain),
+            "evidenceShare": round(sum(right for _, right in plain) / len(plain), 4) if plain else None,
+        },
     }
 
 
-def run(data_path: Path, modes: list[str], progress=None, embedding: str = "installed",
-        coding_training: bool = True) -> dict[str, Any]:
+def run(
+    data_path: Path, modes: list[str], progress=None, embedding: str = "installed", coding_training: bool = True
+) -> dict[str, Any]:
     conversations = load(data_path)
     report: dict[str, Any] = {"modes": {}, "folds": FOLDS, "codingTraining": coding_training}
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "locomo.db") as archive:
@@ -315,25 +364,34 @@ def run(data_path: Path, modes: list[str], progress=None, embedding: str = "inst
             report["skipped"] = {RERANK_MODE: "no cross-encoder installed (cwa models install-reranker)"}
         if embedding == "optimized":
             verdict = archive.call("models-optimize", {})
-            report["optimize"] = {k: verdict[k] for k in ("accepted", "speedup", "meanCosine", "windows", "fingerprint")}
+            report["optimize"] = {
+                k: verdict[k] for k in ("accepted", "speedup", "meanCosine", "windows", "fingerprint")
+            }
         if any(m != FLOOR and MODES[m]["semanticPolicy"] != "never" for m in modes) or LEARNED & set(modes):
             started = time.perf_counter()
             archive.progress = progress
             embedded = archive.call("index-embed", {})["embedded"]
             seconds = time.perf_counter() - started
-            report["embedding"] = {"windows": embedded, "seconds": round(seconds, 1),
-                                   "windowsPerSecond": round(embedded / seconds, 1) if seconds else None}
+            report["embedding"] = {
+                "windows": embedded,
+                "seconds": round(seconds, 1),
+                "windowsPerSecond": round(embedded / seconds, 1) if seconds else None,
+            }
         weights = train_folds(archive, conversations, Path(folder), coding_training) if LEARNED & set(modes) else None
         report["droppedEvidenceIds"] = sum(bad for c in conversations for _, _, bad in questions(c))
         base = archive.settings
         for mode in modes:
-            figures = {"outOfFold": weights["outOfFold"], "inFold": weights["inFold"]} if mode in LEARNED else {"": None}
+            figures = (
+                {"outOfFold": weights["outOfFold"], "inFold": weights["inFold"]} if mode in LEARNED else {"": None}
+            )
             for kind, files in figures.items():
                 rows, by_category, latencies = [], {}, []
                 for index, conversation in enumerate(conversations):
                     project = f"locomo:{conversation['sample_id']}"
                     if files:
-                        archive.settings = replace(base, values={**base.values, "rankerPath": str(files[fold_of(index, len(conversations))])})
+                        archive.settings = replace(
+                            base, values={**base.values, "rankerPath": str(files[fold_of(index, len(conversations))])}
+                        )
                     floor = floor_table(conversation) if mode == FLOOR else None
                     for qa, wanted, _ in questions(conversation):
                         if not wanted:
@@ -342,8 +400,15 @@ def run(data_path: Path, modes: list[str], progress=None, embedding: str = "inst
                         if floor is not None:
                             ranked = floor_search(floor, qa["question"])
                         else:
-                            results = archive.search({"project": project, "query": qa["question"], "limit": 10,
-                                                      "leaseSeconds": 0, **MODES[mode]})["results"]
+                            results = archive.search(
+                                {
+                                    "project": project,
+                                    "query": qa["question"],
+                                    "limit": 10,
+                                    "leaseSeconds": 0,
+                                    **MODES[mode],
+                                }
+                            )["results"]
                             ranked = [r["source"]["messageKey"] for r in results]
                         latencies.append((time.perf_counter() - begin) * 1000)
                         row = score_question(wanted, ranked)
@@ -378,8 +443,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.data.exists():
         sys.exit(f"LoCoMo data not found at {args.data}; pass --data PATH")
-    report = run(args.data, [m for m in args.modes.split(",") if m], embedding=args.embedding,
-                 coding_training=not args.no_coding_training)
+    report = run(
+        args.data,
+        [m for m in args.modes.split(",") if m],
+        embedding=args.embedding,
+        coding_training=not args.no_coding_training,
+    )
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
@@ -387,22 +456,28 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"{report['turns']} turns admitted in {report['admitSeconds']} s; "
-          f"{report['droppedEvidenceIds']} evidence id(s) dropped")
+    print(
+        f"{report['turns']} turns admitted in {report['admitSeconds']} s; "
+        f"{report['droppedEvidenceIds']} evidence id(s) dropped"
+    )
     for mode, reason in report.get("skipped", {}).items():
         print(f"{mode}: skipped, {reason}")
     if "optimize" in report:
         o = report["optimize"]
-        print(f"optimized variant {'accepted' if o['accepted'] else 'rejected'}: {o['speedup']}x, "
-              f"mean cosine {o['meanCosine']} over {o['windows']} windows")
+        print(
+            f"optimized variant {'accepted' if o['accepted'] else 'rejected'}: {o['speedup']}x, "
+            f"mean cosine {o['meanCosine']} over {o['windows']} windows"
+        )
     if "embedding" in report:
         e = report["embedding"]
         print(f"embedded {e['windows']} windows in {e['seconds']} s ({e['windowsPerSecond']}/s)")
     for mode, found in report["modes"].items():
         overall = "  ".join(f"{k} {v:.3f}" for k, v in found["overall"].items())
         label = f"{mode} (out of fold)" if "training" in found else mode
-        print(f"{label:24} {overall}  (n={found['questions']}, search p50 {found['searchP50Ms']} ms, "
-              f"p95 {found['searchP95Ms']} ms)")
+        print(
+            f"{label:24} {overall}  (n={found['questions']}, search p50 {found['searchP50Ms']} ms, "
+            f"p95 {found['searchP95Ms']} ms)"
+        )
         for category, values in found["byCategory"].items():
             print(f"  category {category}: R@1 {values['R@1']:.3f}  R@5 {values['R@5']:.3f}  R@10 {values['R@10']:.3f}")
         if "training" in found:
@@ -411,10 +486,12 @@ def print_report(report: dict[str, Any]) -> None:
     if "preflight" in report:
         for label, found in (("out of fold", report["preflight"]), ("training", report["preflight"]["training"])):
             remind, plain = found["remind"], found["plain"]
-            print(f"preflight ({label}): \"Remind me\" snippets fire {remind['fireRate']:.3f}, precision "
-                  f"{remind['precision']}; plain questions: hints {plain['hintRate']:.3f}, "
-                  f"on evidence turns {plain['evidenceShare']} (preflight p50 {found['preflightP50Ms']} ms, "
-                  f"p95 {found['preflightP95Ms']} ms)")
+            print(
+                f'preflight ({label}): "Remind me" snippets fire {remind["fireRate"]:.3f}, precision '
+                f"{remind['precision']}; plain questions: hints {plain['hintRate']:.3f}, "
+                f"on evidence turns {plain['evidenceShare']} (preflight p50 {found['preflightP50Ms']} ms, "
+                f"p95 {found['preflightP95Ms']} ms)"
+            )
             for share, other in found["remindByShare"].items():
                 print(f"  snippetMinShare {share}: fire {other['fireRate']:.3f}, precision {other['precision']}")
 

@@ -63,7 +63,7 @@ def fit(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     mean = min(max(y.mean(), 1e-6), 1 - 1e-6)
     base = float(np.log(mean / (1 - mean)))
     log_odds = np.full(len(y), base)
-    inner, leaves = 2 ** DEPTH - 1, 2 ** DEPTH
+    inner, leaves = 2**DEPTH - 1, 2**DEPTH
     features = np.zeros((TREES, inner), dtype=np.int64)
     thresholds = np.full((TREES, inner), np.inf)
     values = np.zeros((TREES, leaves))
@@ -74,7 +74,7 @@ def fit(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
         for depth in range(DEPTH):
             children = []
             for offset, rows in enumerate(nodes):
-                node = 2 ** depth - 1 + offset
+                node = 2**depth - 1 + offset
                 split = _best_split(binned[rows], g[rows], h[rows])
                 if split is not None:
                     feature, at = split
@@ -87,9 +87,12 @@ def fit(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
         for leaf, rows in enumerate(nodes):
             values[tree, leaf] = -LEARNING_RATE * g[rows].sum() / (h[rows].sum() + L2) if len(rows) else 0.0
             log_odds[rows] += values[tree, leaf]
-    return {"base": round(base, 6), "feature": features.tolist(),
-            "threshold": [[float(f"{t:.9g}") if np.isfinite(t) else 1e308 for t in row] for row in thresholds],
-            "leaf": [[round(float(v), 6) for v in row] for row in values]}
+    return {
+        "base": round(base, 6),
+        "feature": features.tolist(),
+        "threshold": [[float(f"{t:.9g}") if np.isfinite(t) else 1e308 for t in row] for row in thresholds],
+        "leaf": [[round(float(v), 6) for v in row] for row in values],
+    }
 
 
 def _best_split(binned: np.ndarray, g: np.ndarray, h: np.ndarray) -> tuple[int, int] | None:
@@ -102,8 +105,9 @@ def _best_split(binned: np.ndarray, g: np.ndarray, h: np.ndarray) -> tuple[int, 
         left_g = np.cumsum(np.bincount(column, weights=g, minlength=BINS + 1))[:-1]
         left_h = np.cumsum(np.bincount(column, weights=h, minlength=BINS + 1))[:-1]
         left_n = np.cumsum(np.bincount(column, minlength=BINS + 1))[:-1]
-        gain = (left_g ** 2 / (left_h + L2) + (total_g - left_g) ** 2 / (total_h - left_h + L2)
-                - total_g ** 2 / (total_h + L2))
+        gain = (
+            left_g**2 / (left_h + L2) + (total_g - left_g) ** 2 / (total_h - left_h + L2) - total_g**2 / (total_h + L2)
+        )
         gain[(left_n < MIN_LEAF) | (count - left_n < MIN_LEAF)] = -1.0
         at = int(np.argmax(gain))
         if gain[at] > best:
@@ -132,11 +136,21 @@ def train(examples: dict[str, Examples], conversations: list[str]) -> bytes:
     return weights_file(models, conversations, counts)
 
 
-def collect(archive: Any, project: str, question: str, wanted: set[str],
-            mode: dict[str, Any], key: str = "messageKey") -> tuple[list[list[float]], list[int]]:
+def collect(
+    archive: Any, project: str, question: str, wanted: set[str], mode: dict[str, Any], key: str = "messageKey"
+) -> tuple[list[list[float]], list[int]]:
     """One question's pool through the public search (`explain`), labelled by whether its `key`
     (a LoCoMo turn's message key, or a document id) is one of the wanted."""
-    found = archive.search({"project": project, "query": question, "limit": 10, "leaseSeconds": 0,
-                            "explain": True, "rerank": False, **mode})
+    found = archive.search(
+        {
+            "project": project,
+            "query": question,
+            "limit": 10,
+            "leaseSeconds": 0,
+            "explain": True,
+            "rerank": False,
+            **mode,
+        }
+    )
     pool = found["ranking"]["pool"]
     return [c["features"] for c in pool], [int(c[key] in wanted) for c in pool]

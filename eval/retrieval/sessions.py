@@ -8,26 +8,90 @@ always gives the same documents.
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 import orjson
 
-WORDS = (
-    "retry lock timeout backoff policy cache index query session token budget schema migration "
-    "chunk window handler archive recall locator error path symbol commit config test assert "
-    "deploy cluster ingress worker queue batch shard replica leader follower snapshot compaction "
-    "parser lexer grammar plugin hook router middleware request response header cookie auth "
-    "tenant billing invoice webhook signature payload encoder decoder buffer stream socket"
-).split()
+WORDS = [
+    "retry",
+    "lock",
+    "timeout",
+    "backoff",
+    "policy",
+    "cache",
+    "index",
+    "query",
+    "session",
+    "token",
+    "budget",
+    "schema",
+    "migration",
+    "chunk",
+    "window",
+    "handler",
+    "archive",
+    "recall",
+    "locator",
+    "error",
+    "path",
+    "symbol",
+    "commit",
+    "config",
+    "test",
+    "assert",
+    "deploy",
+    "cluster",
+    "ingress",
+    "worker",
+    "queue",
+    "batch",
+    "shard",
+    "replica",
+    "leader",
+    "follower",
+    "snapshot",
+    "compaction",
+    "parser",
+    "lexer",
+    "grammar",
+    "plugin",
+    "hook",
+    "router",
+    "middleware",
+    "request",
+    "response",
+    "header",
+    "cookie",
+    "auth",
+    "tenant",
+    "billing",
+    "invoice",
+    "webhook",
+    "signature",
+    "payload",
+    "encoder",
+    "decoder",
+    "buffer",
+    "stream",
+    "socket",
+]
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "vo", "zi", "pe", "shu", "dra", "kel", "mon", "tor", "vin", "xa")
 # A long tail of rarer words, as real text has: drawn with Zipf-like weights.
-VOCABULARY = tuple(WORDS) + tuple(
-    a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES[:12]
-)
+VOCABULARY = tuple(WORDS) + tuple(a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES[:12])
 _WEIGHTS = [1.0 / (rank + 1) ** 0.9 for rank in range(len(VOCABULARY))]
 MODULES = ("core", "api", "store", "net", "auth", "billing", "search", "ui", "jobs", "cli")
-ERRORS = ("KeyError", "TimeoutError", "ValueError", "ConnectionResetError", "ERR_LOCK_TIMEOUT",
-          "ENOENT", "AssertionError", "E0425", "PermissionError", "ERR_QUOTA_EXCEEDED")
+ERRORS = (
+    "KeyError",
+    "TimeoutError",
+    "ValueError",
+    "ConnectionResetError",
+    "ERR_LOCK_TIMEOUT",
+    "ENOENT",
+    "AssertionError",
+    "E0425",
+    "PermissionError",
+    "ERR_QUOTA_EXCEEDED",
+)
 
 
 def word(rng: random.Random) -> str:
@@ -43,23 +107,42 @@ def _path(rng: random.Random) -> str:
 
 
 def _symbol(rng: random.Random) -> str:
-    return rng.choice(WORDS).capitalize() + rng.choice(WORDS).capitalize() + rng.choice(("Policy", "Store", "Client", "Handler"))
+    return (
+        rng.choice(WORDS).capitalize()
+        + rng.choice(WORDS).capitalize()
+        + rng.choice(("Policy", "Store", "Client", "Handler"))
+    )
 
 
 def _tool_output(rng: random.Random) -> str:
     kind = rng.randrange(3)
     if kind == 0:
-        frames = [f'  File "{_path(rng)}", line {rng.randint(1, 900)}, in {rng.choice(WORDS)}_{rng.choice(WORDS)}'
-                  for _ in range(rng.randint(3, 12))]
+        frames = [
+            f'  File "{_path(rng)}", line {rng.randint(1, 900)}, in {rng.choice(WORDS)}_{rng.choice(WORDS)}'
+            for _ in range(rng.randint(3, 12))
+        ]
         error = rng.choice(ERRORS)
-        return "\n".join(["$ pytest -q", "Traceback (most recent call last):", *frames,
-                          f"{error}: {_sentence(rng, 4, 12)}", f"FAILED tests/test_{rng.choice(WORDS)}.py"])
+        return "\n".join(
+            [
+                "$ pytest -q",
+                "Traceback (most recent call last):",
+                *frames,
+                f"{error}: {_sentence(rng, 4, 12)}",
+                f"FAILED tests/test_{rng.choice(WORDS)}.py",
+            ]
+        )
     if kind == 1:
-        payload = {"id": rng.getrandbits(48), "status": rng.choice(("ok", "error", "pending")),
-                   "items": [{"name": rng.choice(WORDS), "size": rng.randint(1, 10_000)} for _ in range(rng.randint(2, 15))]}
+        payload = {
+            "id": rng.getrandbits(48),
+            "status": rng.choice(("ok", "error", "pending")),
+            "items": [{"name": rng.choice(WORDS), "size": rng.randint(1, 10_000)} for _ in range(rng.randint(2, 15))],
+        }
         return orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode()
-    lines = [f"{rng.getrandbits(160):040x}"[:10] + f" {rng.choice(('fix', 'feat', 'refactor'))}({rng.choice(MODULES)}): {_sentence(rng, 3, 9)}"
-             for _ in range(rng.randint(3, 20))]
+    lines = [
+        f"{rng.getrandbits(160):040x}"[:10]
+        + f" {rng.choice(('fix', 'feat', 'refactor'))}({rng.choice(MODULES)}): {_sentence(rng, 3, 9)}"
+        for _ in range(rng.randint(3, 20))
+    ]
     return "$ git log --oneline\n" + "\n".join(lines)
 
 
@@ -70,27 +153,75 @@ def synthetic_sessions(documents: int, seed: int = 7, project: str = "/bench/pro
         session = f"session-{n // 40:05d}"
         at = 1793527200000 + n * 60_000
         if n % 3 == 2:
-            yield {"project": project, "sessionId": session, "kind": "tool-result", "createdAt": at,
-                   "messages": [{"role": "toolResult", "toolName": "bash", "toolCallId": f"call-{n}",
-                                 "timestamp": at, "text": _tool_output(rng)}]}
+            yield {
+                "project": project,
+                "sessionId": session,
+                "kind": "tool-result",
+                "createdAt": at,
+                "messages": [
+                    {
+                        "role": "toolResult",
+                        "toolName": "bash",
+                        "toolCallId": f"call-{n}",
+                        "timestamp": at,
+                        "text": _tool_output(rng),
+                    }
+                ],
+            }
             continue
-        opener = rng.choice((
-            f"why does {_path(rng)} raise {rng.choice(ERRORS)} when the {rng.choice(WORDS)} {rng.choice(WORDS)}?",
-            f"please refactor {_symbol(rng)} so the {rng.choice(WORDS)} {rng.choice(WORDS)} is configurable",
-            f"no, don't change {_path(rng)}; use {_symbol(rng)} instead",
-            f"{_sentence(rng)}",
-        ))
-        yield {"project": project, "sessionId": session, "kind": "turn", "createdAt": at,
-               "messages": [
-                   {"role": "user", "text": opener, "timestamp": at},
-                   {"role": "assistant", "timestamp": at + 500,
-                    "text": f"{_sentence(rng, 20, 80)}. I changed {_path(rng)} and {_symbol(rng)}."},
-               ]}
+        opener = rng.choice(
+            (
+                f"why does {_path(rng)} raise {rng.choice(ERRORS)} when the {rng.choice(WORDS)} {rng.choice(WORDS)}?",
+                f"please refactor {_symbol(rng)} so the {rng.choice(WORDS)} {rng.choice(WORDS)} is configurable",
+                f"no, don't change {_path(rng)}; use {_symbol(rng)} instead",
+                f"{_sentence(rng)}",
+            )
+        )
+        yield {
+            "project": project,
+            "sessionId": session,
+            "kind": "turn",
+            "createdAt": at,
+            "messages": [
+                {"role": "user", "text": opener, "timestamp": at},
+                {
+                    "role": "assistant",
+                    "timestamp": at + 500,
+                    "text": f"{_sentence(rng, 20, 80)}. I changed {_path(rng)} and {_symbol(rng)}.",
+                },
+            ],
+        }
 
 
 _SPEAKERS = ("Ana", "Bo", "Caro", "Dev", "Eli", "Fay")
-_CHAT = ("i", "you", "we", "it", "was", "so", "really", "that", "the", "a", "and", "to", "my", "with", "just",
-         "last", "week", "yesterday", "going", "love", "think", "great", "fun", "time", "friends", "family")
+_CHAT = (
+    "i",
+    "you",
+    "we",
+    "it",
+    "was",
+    "so",
+    "really",
+    "that",
+    "the",
+    "a",
+    "and",
+    "to",
+    "my",
+    "with",
+    "just",
+    "last",
+    "week",
+    "yesterday",
+    "going",
+    "love",
+    "think",
+    "great",
+    "fun",
+    "time",
+    "friends",
+    "family",
+)
 
 
 def chat_sessions(documents: int, seed: int = 7, project: str = "/bench/chat") -> Iterator[dict]:
@@ -100,6 +231,10 @@ def chat_sessions(documents: int, seed: int = 7, project: str = "/bench/chat") -
     for n in range(documents):
         pair = _SPEAKERS[(n // 20) % len(_SPEAKERS)], _SPEAKERS[(n // 20 + 1) % len(_SPEAKERS)]
         words = [rng.choice(_CHAT) if rng.random() < 0.45 else word(rng) for _ in range(rng.randint(7, 38))]
-        yield {"project": project, "sessionId": f"chat-{n // 20:05d}", "kind": "turn",
-               "createdAt": 1793527200000 + n * 60_000,
-               "messages": [{"role": "custom", "text": f"{pair[n % 2]}: {' '.join(words)}"}]}
+        yield {
+            "project": project,
+            "sessionId": f"chat-{n // 20:05d}",
+            "kind": "turn",
+            "createdAt": 1793527200000 + n * 60_000,
+            "messages": [{"role": "custom", "text": f"{pair[n % 2]}: {' '.join(words)}"}],
+        }

@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cwa.api import Archive  # noqa: E402
-from cwa.evaluation import locomo  # noqa: E402
-from cwa.evaluation import ranker_training as training  # noqa: E402
-from cwa.file_writes import write_atomically  # noqa: E402
+from cwa.api import Archive
+from cwa.evaluation import locomo
+from cwa.evaluation import ranker_training as training
+from cwa.file_writes import write_atomically
 
 SHIPPED = Path(__file__).resolve().parents[2] / "cwa" / "retrieve" / "ranker.json"
 

@@ -12,8 +12,9 @@ are refused when scored.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -49,8 +50,10 @@ def render(case: dict[str, Any]) -> dict[str, str]:
     sees them) and a user part (the message, followed by the marker exactly as cwa inserts it)."""
     unit = routing.guidance()
     tools = "\n".join(f"- {name}: {tool['description']}" for name, tool in unit["tools"].items())
-    system = (f"{routing.guidelines_text()}\n\nArchive tools:\n{tools}\n\n"
-              "Live tools: read (a file), bash (run a command or a test), edit, write.")
+    system = (
+        f"{routing.guidelines_text()}\n\nArchive tools:\n{tools}\n\n"
+        "Live tools: read (a file), bash (run a command or a test), edit, write."
+    )
     user = case["message"]
     if case.get("marker"):
         user += render_marker(tuple(case["marker"]))
@@ -64,8 +67,15 @@ def parse(answer: str) -> str | None:
 
 
 def result_of(case: dict[str, Any], answer: str, model: str) -> dict[str, Any]:
-    return {"id": case["id"], "marker": bool(case.get("marker")), "expected": case["expected"], "model": model,
-            "fingerprint": routing.fingerprint(), "answer": answer, "route": parse(answer)}
+    return {
+        "id": case["id"],
+        "marker": bool(case.get("marker")),
+        "expected": case["expected"],
+        "model": model,
+        "fingerprint": routing.fingerprint(),
+        "answer": answer,
+        "route": parse(answer),
+    }
 
 
 def score(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -88,6 +98,9 @@ def score(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "unparsed": sum(1 for r in rows if r["route"] is None),
         }
 
-    return {"fingerprint": current, **part(results),
-            "withMarker": part([r for r in results if r["marker"]]),
-            "withoutMarker": part([r for r in results if not r["marker"]])}
+    return {
+        "fingerprint": current,
+        **part(results),
+        "withMarker": part([r for r in results if r["marker"]]),
+        "withoutMarker": part([r for r in results if not r["marker"]]),
+    }

@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import load_cases, render, result_of, score  # noqa: E402
+from harness import load_cases, render, result_of, score
 
 
 def main() -> int:
@@ -50,17 +50,26 @@ def main() -> int:
     with args.out.open("wb") as out:
         for number, case in enumerate(cases, 1):
             prompt = render(case)
-            done = subprocess.run(command, input=f"{prompt['system']}\n\n{prompt['user']}".encode(),
-                                  capture_output=True, timeout=args.timeout)
+            done = subprocess.run(
+                command,
+                input=f"{prompt['system']}\n\n{prompt['user']}".encode(),
+                capture_output=True,
+                timeout=args.timeout,
+            )
             if done.returncode != 0:
-                print(f"the model command failed on {case['id']}: {done.stderr.decode(errors='replace')[-500:]}",
-                      file=sys.stderr)
+                print(
+                    f"the model command failed on {case['id']}: {done.stderr.decode(errors='replace')[-500:]}",
+                    file=sys.stderr,
+                )
                 return 1
             row = result_of(case, done.stdout.decode(errors="replace"), args.model_command)
             rows.append(row)
             out.write(orjson.dumps(row) + b"\n")
-            print(f"[{number}/{len(cases)}] {case['id']} marker={row['marker']} expected={row['expected']} "
-                  f"route={row['route']}", file=sys.stderr)
+            print(
+                f"[{number}/{len(cases)}] {case['id']} marker={row['marker']} expected={row['expected']} "
+                f"route={row['route']}",
+                file=sys.stderr,
+            )
     print(orjson.dumps(score(rows), option=orjson.OPT_INDENT_2).decode())
     return 0
 

@@ -29,9 +29,16 @@ def loopback_host(host: bytes | None) -> bool:
 def asgi_wrapper(datasette: Any):
     def wrap(app):
         async def loopback_only(scope, receive, send):
-            if scope["type"] in ("http", "websocket") and not loopback_host(dict(scope.get("headers") or ()).get(b"host")):
-                await send({"type": "http.response.start", "status": 403,
-                            "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
+            if scope["type"] in ("http", "websocket") and not loopback_host(
+                dict(scope.get("headers") or ()).get(b"host")
+            ):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": REFUSAL})
                 return
             await app(scope, receive, send)
