@@ -240,10 +240,6 @@ def _gather(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 def _traverse(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.traverse import traverse
 
-    if sum(1 for key in ("locator", "documentId", "cursor") if key in request) != 1:
-        raise InvalidRequest(
-            "traverse needs exactly one of locator, documentId or cursor", field="locator", reason="missing"
-        )
     return traverse(archive.conn, request, archive.clock())
 
 
@@ -264,7 +260,42 @@ def _rendered(found: dict[str, Any], renderer: Callable[[dict[str, Any], str], s
 def _supersede(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.store.supersession import supersede
 
+    if "note" in request:
+        return _supersede_by_note(archive, request)
     return supersede(archive.conn, request, archive.clock())
+
+
+def _supersede_by_note(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    """Archive the note as a `decision` of the naming session, superseding the document."""
+    old_id = request["documentId"]
+    current = _get(archive, {**request, "range": {"start": 0, "end": 0}})
+    note = {key: request[key] for key in ("project", "sessionId", "parentSessionId") if key in request}
+    admitted = _admit(
+        archive,
+        contract.validate(
+            contract.ADMIT,
+            {
+                **note,
+                "kind": "decision",
+                "messages": [{"role": "user", "text": request["note"]}],
+                "supersedes": {"documentId": old_id, "version": current["version"]},
+                "metadata": {"cwa": {"note": "supersedes", "documentId": old_id}},
+            },
+        ),
+    )
+    return {
+        "documentId": old_id,
+        "version": current["version"],
+        "state": "superseded",
+        "replacement": {"documentId": admitted["documentId"], "version": admitted["version"]},
+    }
+
+
+def _tool(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa import agent_tools
+
+    scope = agent_tools.Scope(request["project"], request["sessionId"], request.get("parentSessionId"))
+    return agent_tools.run(archive.call, scope, request["name"], request["arguments"], request["host"])
 
 
 def _index_embed(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
@@ -426,7 +457,8 @@ METHODS: dict[str, Method] = {
         Method("recall", contract.RECALL, _recall, "exact bytes for a locator or document id"),
         Method("gather", contract.GATHER, _gather, "dated records in order around the best matches, within a budget"),
         Method("traverse", contract.TRAVERSE, _traverse, "page through a session's chronology from an anchor"),
-        Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another"),
+        Method("supersede", contract.SUPERSEDE, _supersede, "retire a document in favour of another or of a note"),
+        Method("tool", contract.TOOL, _tool, "run one agent tool: the text its model reads and the details"),
         Method("index-rebuild", contract.INDEX_REBUILD, _index_rebuild, "recompute every derived index"),
         Method("doctor", contract.DOCTOR, _doctor, "integrity, derived indexes, orphans, permissions, disk; repair"),
         Method("index-embed", contract.INDEX_EMBED, _index_embed, "embed queued windows for semantic search"),

@@ -21,7 +21,7 @@ from cwa.errors import InvalidRequest, LimitExceeded
 from cwa.json_input import check_depth
 from cwa.session.budget import SESSION_KEYS
 from cwa.timestamps import OutOfRange, parse_timestamp
-from cwa.vocabulary import KINDS, RELATIONS, RETENTION_CLASSES, ROLES
+from cwa.vocabulary import HOSTS, KINDS, RELATIONS, RETENTION_CLASSES, ROLES, SCOPES
 
 
 def _type_name(value: Any) -> str:
@@ -217,14 +217,22 @@ class Field:
 
 @dataclass(frozen=True)
 class Obj(Spec):
+    """An object of known fields. `exactly_one` / `at_least_one` name fields of which exactly
+    one / at least one must be given; `requires` maps a field to those it needs beside it. With
+    `nulls=False` (JSON Schema's reading) an explicit null is a wrong type, not an absent field."""
+
     fields: dict[str, Field]
+    exactly_one: tuple[str, ...] = ()
+    at_least_one: tuple[str, ...] = ()
+    requires: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    nulls: bool = True
 
     def check(self, value: Any, path: str) -> dict:
         if not isinstance(value, dict):
             raise _wrong_type(path, "an object", value)
         unknown = sorted(set(value) - set(self.fields))
         if unknown:
-            where = f"{path}.{unknown[0]}" if path != "params" else unknown[0]
+            where = _field_path(path, unknown[0])
             raise InvalidRequest(
                 f"unknown field {where}",
                 field=where,
@@ -233,8 +241,10 @@ class Obj(Spec):
             )
         result: dict[str, Any] = {}
         for name, spec in self.fields.items():
-            where = name if path == "params" else f"{path}.{name}"
+            where = _field_path(path, name)
             item = value.get(name)
+            if item is None and not self.nulls and name in value:
+                spec.spec.check(item, where)  # every spec refuses null as a wrong type
             if item is None:
                 if spec.required:
                     raise InvalidRequest(f"{where} is required", field=where, reason="missing")
@@ -243,14 +253,43 @@ class Obj(Spec):
                     result[name] = default
                 continue
             result[name] = spec.spec.check(item, where)
+        self._check_together(value, path)
         return result
+
+    def _check_together(self, value: dict, path: str) -> None:
+        given = [name for name in self.exactly_one if value.get(name) is not None]
+        if self.exactly_one and len(given) != 1:
+            names = _alternatives(self.exactly_one, "or")
+            where = _field_path(path, self.exactly_one[0])
+            raise InvalidRequest(f"give exactly one of {names}", field=where, reason="missing", given=given)
+        if self.at_least_one and all(value.get(name) is None for name in self.at_least_one):
+            names = _alternatives(self.at_least_one, "or")
+            where = _field_path(path, self.at_least_one[0])
+            several = "both" if len(self.at_least_one) == 2 else "several"
+            raise InvalidRequest(f"give {names}, or {several}", field=where, reason="missing")
+        for name, needed in self.requires:
+            missing = [other for other in needed if value.get(name) is not None and value.get(other) is None]
+            if missing:
+                where = _field_path(path, missing[0])
+                raise InvalidRequest(f"{where} is required with {name}", field=where, reason="missing")
+
+
+def _field_path(path: str, name: str) -> str:
+    return name if path == "params" else f"{path}.{name}"
+
+
+def _alternatives(names: tuple[str, ...], word: str) -> str:
+    return ", ".join(names[:-1]) + f" {word} {names[-1]}" if len(names) > 1 else names[0]
 
 
 @dataclass(frozen=True)
 class List(Spec):
+    """An array; `max_bytes` bounds the UTF-8 bytes of its string items together."""
+
     item: Spec
     min_items: int = 0
     max_items: int = 1000
+    max_bytes: int | None = None
 
     def check(self, value: Any, path: str) -> list:
         if not isinstance(value, list):
@@ -270,7 +309,18 @@ class List(Spec):
                 reason="too-few",
                 minimum=self.min_items,
             )
-        return [self.item.check(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        checked = [self.item.check(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        if self.max_bytes is not None:
+            size = sum(len(item.encode("utf-8")) for item in checked if isinstance(item, str))
+            if size > self.max_bytes:
+                raise LimitExceeded(
+                    f"{path} is over {self.max_bytes} bytes",
+                    field=path,
+                    reason="too-large",
+                    limit=self.max_bytes,
+                    size=size,
+                )
+        return checked
 
 
 @dataclass(frozen=True)
@@ -293,6 +343,16 @@ class PiMessage(Spec):
 
 
 @dataclass(frozen=True)
+class CheckedLater(Spec):
+    """An object whose fields another schema checks: a method's params, a tool's arguments."""
+
+    def check(self, value: Any, path: str) -> dict:
+        if not isinstance(value, dict):
+            raise _wrong_type(path, "an object", value)
+        return value
+
+
+@dataclass(frozen=True)
 class SettingValue(Spec):
     """A value for one configuration key, checked by that key's own rule (cwa/config.py)."""
 
@@ -305,7 +365,40 @@ class SettingValue(Spec):
             raise InvalidRequest(f"{path} {exc}", field=path, reason="out-of-range") from exc
 
 
+def from_json_schema(schema: dict[str, Any], **rules: Any) -> Spec:
+    """The contract spec for a JSON Schema of the subset agent tools use (routing.json): objects
+    without extra properties, strings, integers, booleans, enums and arrays, with their bounds.
+    `rules` are an object's Obj options (exactly_one, ...). Anything else is a programming
+    error, raised at once rather than checked loosely."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return Enum(tuple(schema["enum"]))
+    if kind == "object":
+        if schema.get("additionalProperties", True) is not False:
+            raise ValueError("a tool's object parameters must set additionalProperties: false")
+        required = set(schema.get("required", ()))
+        fields = {
+            name: Field(from_json_schema(item), required=name in required)
+            for name, item in schema.get("properties", {}).items()
+        }
+        return Obj(fields, nulls=False, **rules)
+    if kind == "string":
+        return Str(schema.get("minLength", 0), schema.get("maxLength", limits.MAX_DOCUMENT_BYTES))
+    if kind == "integer":
+        return Int(schema.get("minimum"), schema.get("maximum"))
+    if kind == "boolean":
+        return Bool()
+    if kind == "array":
+        return List(from_json_schema(schema["items"]), schema.get("minItems", 0), schema.get("maxItems", 1000))
+    raise ValueError(f"JSON Schema type {kind!r} is not one the contract reads")
+
+
 # --- method schemas -------------------------------------------------------------------------
+
+# The message keys a host's prompt still shows (search, gather and preflight leave them out)
+VISIBLE_KEYS = List(
+    Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS, max_bytes=limits.MAX_VISIBLE_KEY_BYTES
+)
 
 MESSAGE = Obj(
     {
@@ -370,11 +463,11 @@ SEARCH = Obj(
         "render": Field(Bool()),
         "query": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True)),
         "relation": Field(Enum(tuple(RELATIONS))),
-        "scope": Field(Enum(("session", "project", "all")), default="project"),
+        "scope": Field(Enum(SCOPES), default="project"),
         "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
         "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
         "limit": Field(Int(1, limits.MAX_SEARCH_LIMIT)),
-        "excludeVisibleSourceKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
+        "excludeVisibleSourceKeys": Field(VISIBLE_KEYS),
         "hintBudgetTokens": Field(Int(0, limits.MAX_HINT_BUDGET_TOKENS)),
         "leaseSeconds": Field(Int(0, limits.MAX_LEASE_SECONDS)),
         "semanticPolicy": Field(Enum(SEMANTIC_POLICIES)),
@@ -383,14 +476,15 @@ SEARCH = Obj(
         "ranker": Field(Enum(RANKERS)),
         "explain": Field(Bool()),
         "rerank": Field(Bool()),
-    }
+    },
+    at_least_one=("query", "relation"),
 )
 
 GATHER = Obj(
     {
         "query": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True), required=True),
         "intent": Field(Enum(("auto", "state", "workflow")), default="auto"),
-        "scope": Field(Enum(("session", "project", "all")), default="project"),
+        "scope": Field(Enum(SCOPES), default="project"),
         "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
         "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
         "limit": Field(Int(1, limits.MAX_GATHER_ANCHORS)),
@@ -398,7 +492,7 @@ GATHER = Obj(
         "after": Field(Int(0, limits.MAX_GATHER_AFTER)),
         "maxEvidence": Field(Int(1, limits.MAX_GATHER_EVIDENCE)),
         "maxTokens": Field(Int(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS)),
-        "excludeVisibleSourceKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
+        "excludeVisibleSourceKeys": Field(VISIBLE_KEYS),
     }
 )
 
@@ -413,7 +507,8 @@ TRAVERSE = Obj(
         "limit": Field(Int(1, limits.MAX_TRAVERSE_PAGE)),
         "scanLimit": Field(Int(1, limits.MAX_TRAVERSE_SCAN)),
         "maxTokens": Field(Int(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS)),
-    }
+    },
+    exactly_one=("locator", "documentId", "cursor"),
 )
 
 RECALL = Obj(
@@ -426,7 +521,8 @@ RECALL = Obj(
         "sessionIds": Field(List(Str(1, limits.MAX_SESSION_ID_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
         "neighbors": Field(Int(0, limits.MAX_RECALL_NEIGHBORS)),
         "maxTokens": Field(Int(limits.MIN_RECALL_TOKENS, limits.MAX_RECALL_TOKENS)),
-    }
+    },
+    exactly_one=("locator", "documentId"),
 )
 
 OPTIONAL_REF = Obj(
@@ -436,13 +532,20 @@ OPTIONAL_REF = Obj(
     }
 )
 
+# Retire a document in favour of another (`by`), or of a note archived in its place (`note`: a
+# `decision` document of the naming session)
 SUPERSEDE = Obj(
     {
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS), required=True),
         "version": Field(Int(1, limits.MAX_VERSION)),
-        "by": Field(OPTIONAL_REF, required=True),
+        "by": Field(OPTIONAL_REF),
+        "note": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True)),
         "project": BOUND_PROJECT,
-    }
+        "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
+        "parentSessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
+    },
+    exactly_one=("by", "note"),
+    requires=(("note", ("project", "sessionId")),),
 )
 
 INDEX_REBUILD = Obj({})
@@ -555,6 +658,17 @@ SESSION_OPEN = Obj(
     }
 )
 
+# One agent tool call (cwa/agent_tools.py): its arguments are checked against the tool's own
+# parameters once the tool is known
+TOOL = Obj(
+    {
+        **SESSION_SCOPE,
+        "host": Field(Enum(HOSTS), required=True),
+        "name": Field(Str(1, limits.MAX_TOOL_NAME_CHARS), required=True),
+        "arguments": Field(CheckedLater(), default=dict),
+    }
+)
+
 PREFLIGHT_POLICY = Obj(
     {
         "hintBudgetTokens": Field(Int(0, limits.MAX_HINT_BUDGET_TOKENS)),
@@ -574,7 +688,7 @@ PREFLIGHT = Obj(
         "messageKey": Field(Str(1, limits.MAX_MESSAGE_KEY_CHARS), required=True),
         "text": Field(Str(0, limits.MAX_DOCUMENT_BYTES, limit=True), required=True),
         "activeMessageKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_ACTIVE_KEYS)),
-        "excludeVisibleSourceKeys": Field(List(Str(1, limits.MAX_MESSAGE_KEY_CHARS), 0, limits.MAX_VISIBLE_KEYS)),
+        "excludeVisibleSourceKeys": Field(VISIBLE_KEYS),
         "policy": Field(PREFLIGHT_POLICY),
     }
 )
@@ -596,6 +710,46 @@ MAINTAIN = Obj(
         "embed": Field(Int(0, limits.MAX_MAINTENANCE_STEPS)),
     }
 )
+
+
+# --- the envelope of one `cwa serve` line ----------------------------------------------------
+
+MAX_ID_CHARS = 256  # a request id is echoed back in the reply: bounded, so a reply stays small
+
+
+@dataclass(frozen=True)
+class RequestId(Spec):
+    def check(self, value: Any, path: str) -> str | int:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise InvalidRequest("id must be a string or an integer", field="id", reason="wrong-type")
+        if isinstance(value, str) and len(value) > MAX_ID_CHARS:
+            raise InvalidRequest(
+                f"id is longer than {MAX_ID_CHARS} characters", field="id", reason="too-long", limit=MAX_ID_CHARS
+            )
+        return value
+
+
+ENVELOPE = Obj(
+    {
+        "id": Field(RequestId()),
+        "method": Field(Str(0, limits.MAX_REQUEST_BYTES), required=True),  # unknown: the method table says so
+        "params": Field(CheckedLater()),  # an object, checked by the method's own schema
+    }
+)
+
+# An agent works through serve within its own project: every method that names a document must
+# name the project too (gather, traverse, tool and the session methods already need one), and
+# another project's document is then answered as an unknown id. `cwa get` and the human CLI stay
+# the owner's direct access to the whole file.
+PROJECT_BOUND = ("recall", "get", "supersede", "pin", "unpin", "protect")
+
+
+def check_project_bound(method: str, params: Any) -> None:
+    """An agent host's call of a method that names a document must name the caller's project."""
+    if method in PROJECT_BOUND and isinstance(params, dict) and not params.get("project"):
+        raise InvalidRequest(
+            f"{method} from an agent host needs the caller's project", field="project", reason="missing"
+        )
 
 
 def validate(schema: Obj, params: Any) -> dict[str, Any]:

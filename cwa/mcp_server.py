@@ -11,9 +11,7 @@ result with `isError` and the typed error code, never as a crash.
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 import sys
 import threading
 import uuid
@@ -40,109 +38,13 @@ def identity(env: Mapping[str, str]) -> agent_tools.Scope:
 
 def run_tool(
     call: Callable[[str, Any], dict[str, Any]], scope: agent_tools.Scope, name: str, arguments: Any
-) -> tuple[str, dict[str, Any], bool]:
-    """(text, structured details, is_error) of one tool call."""
-    tool = agent_tools.TOOLS.get(name)
+) -> dict[str, Any]:
+    """One tool call, forwarded to the archive's `tool` method: `{text, details, isError}`."""
+    request = {**scope.params(), "host": HOST, "name": name, "arguments": {} if arguments is None else arguments}
     try:
-        if tool is None or name not in routing.tool_names(HOST):
-            raise InvalidRequest(
-                f"unknown tool {str(name)[:64]}", field="name", reason="unknown-tool", allowed=routing.tool_names(HOST)
-            )
-        if arguments is not None and not isinstance(arguments, dict):
-            raise InvalidRequest("arguments must be an object", field="arguments", reason="wrong-type")
-        _check_arguments(name, arguments or {})
-        text, details = tool(call, scope, arguments or {})
-        return text, details, False
-    except CwaError as error:
-        return f"cwa {error.code}: {error.message}", {"error": error.to_json()}, True
-
-
-# JSON Schema keywords → the contract's `reason` codes (docs/contract.md)
-_REASONS = {
-    "additionalProperties": "unknown-field",
-    "type": "wrong-type",
-    "enum": "not-allowed",
-    "required": "missing",
-    "minimum": "out-of-range",
-    "maximum": "out-of-range",
-    "minLength": "out-of-range",
-    "maxLength": "out-of-range",
-    "minItems": "out-of-range",
-    "maxItems": "out-of-range",
-}
-
-
-@functools.cache
-def _validator(name: str):
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(routing.guidance()["tools"][name]["parameters"])
-
-
-def _check_arguments(name: str, arguments: dict[str, Any]) -> None:
-    """The tool's JSON Schema (the one the Pi host enforces), as a typed `invalid-request`."""
-    from jsonschema.exceptions import best_match
-
-    error = best_match(_validator(name).iter_errors(arguments))
-    if error is None:
-        return
-    path = ".".join(str(part) for part in error.absolute_path)
-    named = (
-        re.search(r"'([^']{1,64})'", error.message) if error.validator in ("required", "additionalProperties") else None
-    )
-    field = ".".join(part for part in (path, named.group(1) if named else "") if part) or "arguments"
-    raise InvalidRequest(
-        _schema_message(error.validator, error.validator_value, error.instance, field),
-        field=field,
-        reason=_REASONS.get(error.validator, "invalid"),
-    )
-
-
-_TYPE_WORDS = {
-    "boolean": "a boolean",
-    "integer": "an integer",
-    "number": "a number",
-    "string": "a string",
-    "array": "an array",
-    "object": "an object",
-    "null": "null",
-}
-
-
-def _json_type(value: Any) -> str:
-    name = {
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        str: "string",
-        list: "array",
-        dict: "object",
-        type(None): "null",
-    }.get(type(value))
-    return _TYPE_WORDS.get(name or "", "a value")
-
-
-def _type_words(expected: Any) -> str:
-    names = expected if isinstance(expected, list) else [expected]
-    return " or ".join(_TYPE_WORDS.get(name, str(name)) for name in names)
-
-
-def _schema_message(keyword: str, expected: Any, instance: Any, field: str) -> str:
-    """What a JSON Schema keyword refused, in JSON's words (jsonschema's own messages show Python
-    reprs such as `None is not of type 'integer'`)."""
-    words = {
-        "type": lambda: f"{field} must be {_type_words(expected)}, not {_json_type(instance)}",
-        "enum": lambda: f"{field} must be one of {', '.join(orjson.dumps(v).decode() for v in expected)}",
-        "required": lambda: f"{field} is required",
-        "additionalProperties": lambda: f"unknown field {field}",
-        "minimum": lambda: f"{field} must be at least {expected}",
-        "maximum": lambda: f"{field} must be at most {expected}",
-        "minLength": lambda: f"{field} must have at least {expected} character(s)",
-        "maxLength": lambda: f"{field} must have at most {expected} characters",
-        "minItems": lambda: f"{field} must have at least {expected} item(s)",
-        "maxItems": lambda: f"{field} must have at most {expected} items",
-    }
-    return words[keyword]() if keyword in words else f"{field} does not match the tool's schema ({keyword})"
+        return call("tool", request)
+    except CwaError as error:  # the call itself refused (a tool name too long to be one)
+        return agent_tools.refusal(error)
 
 
 def build_server(archive: Archive, scope: agent_tools.Scope):
@@ -169,11 +71,11 @@ def build_server(archive: Archive, scope: agent_tools.Scope):
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx, params) -> types.CallToolResult:
-        text, details, failed = await anyio.to_thread.run_sync(run_tool, call, scope, params.name, params.arguments)
+        answer = await anyio.to_thread.run_sync(run_tool, call, scope, params.name, params.arguments)
         return types.CallToolResult(
-            content=[types.TextContent(text=text)],
-            structured_content=orjson.loads(orjson.dumps(details)),
-            is_error=failed,
+            content=[types.TextContent(text=answer["text"])],
+            structured_content=orjson.loads(orjson.dumps(answer["details"])),
+            is_error=answer["isError"],
         )
 
     return Server(

@@ -17,22 +17,13 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from cwa import limits
+from cwa import contract, limits
 from cwa.api import Archive
 from cwa.errors import CwaError, Internal, InvalidRequest, LimitExceeded
 from cwa.index.semantic import BackgroundEmbedder
 from cwa.json_input import parse_json_body
 from cwa.store.maintenance import PeriodicMaintenance
 from cwa.store.retention import plan_of
-
-ENVELOPE_FIELDS = {"id", "method", "params"}
-# An agent works through serve within its own project: every method that names a document must
-# name the project too (gather, traverse and the session methods already need one), and another
-# project's document is then answered as an unknown id. `cwa get` and the human CLI stay the
-# owner's direct access to the whole file.
-PROJECT_BOUND = ("recall", "get", "supersede", "pin", "unpin", "protect")
-MAX_ID_CHARS = 256  # an id is echoed back in the reply: bounded, so a reply stays small
-
 
 IDLE_SLICE_SECONDS = 0.02  # background work between requests before input is checked again (one batch)
 
@@ -88,22 +79,11 @@ def handle_line(call: Callable[[str, Any], dict[str, Any]], line: bytes | None) 
                 'a request line must be a JSON object {"id", "method", "params"}',
                 reason="not-an-object",
             )
-        candidate_id = envelope.get("id")
-        if candidate_id is not None and (isinstance(candidate_id, bool) or not isinstance(candidate_id, (str, int))):
-            raise InvalidRequest("id must be a string or an integer", field="id", reason="wrong-type")
-        if isinstance(candidate_id, str) and len(candidate_id) > MAX_ID_CHARS:
-            raise InvalidRequest(
-                f"id is longer than {MAX_ID_CHARS} characters", field="id", reason="too-long", limit=MAX_ID_CHARS
-            )
-        request_id = candidate_id  # the params' nesting is bounded by the contract (with this id)
-        unknown = sorted(set(envelope) - ENVELOPE_FIELDS)
-        if unknown:
-            raise InvalidRequest(f"unknown request field {unknown[0]}", field=unknown[0], reason="unknown-field")
-        method = envelope.get("method")
-        if not isinstance(method, str):
-            raise InvalidRequest("method must be a string", field="method", reason="wrong-type")
-        params = envelope.get("params")
-        return {"id": request_id, "result": call(method, {} if params is None else params)}
+        if envelope.get("id") is not None:  # first, so that every later error names the request
+            request_id = contract.RequestId().check(envelope["id"], "id")
+        checked = contract.validate(contract.ENVELOPE, envelope)
+        method, params = checked["method"], checked.get("params", {})
+        return {"id": request_id, "result": call(method, params)}
     except CwaError as error:
         return {"id": request_id, "error": error.to_json()}
     except Exception as exc:  # a bug must not end the session of the host
@@ -140,10 +120,7 @@ def project_bound(call: Callable[[str, Any], dict[str, Any]]) -> Callable[[str, 
     """`call`, refusing an agent-facing read that does not name the caller's project."""
 
     def bounded(method: str, params: Any) -> dict[str, Any]:
-        if method in PROJECT_BOUND and isinstance(params, dict) and not params.get("project"):
-            raise InvalidRequest(
-                f"{method} through cwa serve needs the caller's project", field="project", reason="missing"
-            )
+        contract.check_project_bound(method, params)
         return call(method, params)
 
     return bounded

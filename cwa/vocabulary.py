@@ -51,6 +51,9 @@ RELATIONS = {f"latest-{cue}": cue for cue in CUES}  # relation name → its cue
 
 SCOPES = ("session", "project", "all")  # where a search or gather may look
 
+# The agent hosts that call the archive's tools (routing.json names the tools each offers)
+HOSTS = ("pi", "mcp")
+
 # What automatic preflight decided for a user message (the hint ledger stores it).
 SNIPPET = "historical-snippet"
 MARKER = "continuity-marker"

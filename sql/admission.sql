@@ -18,14 +18,6 @@ INSERT INTO sessions (project_id, session_key, parent_id, created_at) VALUES (?,
 -- name: set_session_parent
 UPDATE sessions SET parent_id = ? WHERE id = ? AND parent_id IS NULL;
 
--- name: session_ancestors
-WITH RECURSIVE chain (id, parent_id) AS (
-  SELECT id, parent_id FROM sessions WHERE id = ?
-  UNION
-  SELECT s.id, s.parent_id FROM sessions AS s JOIN chain AS c ON s.id = c.parent_id
-)
-SELECT id FROM chain;
-
 -- name: latest_version_of
 SELECT max(version) FROM documents WHERE document_id = ?;
 
@@ -78,13 +70,3 @@ VALUES (?, ?, ?, ?, ?);
 -- name: outcomes_for
 SELECT handler, outcome FROM index_outcomes
 WHERE generation_id = ? AND document_row = ? ORDER BY handler;
-
--- name: session_lineage_keys
--- The session's recorded ancestors, nearest first (the session itself excluded).
-WITH RECURSIVE chain (id, parent_id, depth) AS (
-  SELECT id, parent_id, 0 FROM sessions WHERE id = ?
-  UNION ALL
-  SELECT s.id, s.parent_id, c.depth + 1 FROM sessions AS s JOIN chain AS c ON s.id = c.parent_id
-  WHERE c.depth < 64
-)
-SELECT s.session_key FROM chain JOIN sessions AS s ON s.id = chain.id WHERE chain.depth > 0 ORDER BY chain.depth;

@@ -7,15 +7,6 @@
 -- name: project_id
 SELECT id FROM projects WHERE identity = ?;
 
--- name: session_lineage
--- A session and its recorded ancestors.
-WITH RECURSIVE chain (id, parent_id) AS (
-  SELECT s.id, s.parent_id FROM sessions AS s WHERE s.project_id = ? AND s.session_key = ?
-  UNION
-  SELECT s.id, s.parent_id FROM sessions AS s JOIN chain AS c ON s.id = c.parent_id
-)
-SELECT id FROM chain;
-
 -- name: exact_anchor_hits
 -- Documents holding an anchor, case-sensitive (:folded = 0) or case-folded (:folded = 1; then
 -- :anchor is folded too, and a row whose text is already folded stores no separate folded form).

@@ -9,6 +9,7 @@ import apsw
 import orjson
 
 from cwa.retrieve.scope import Scope
+from cwa.store.sessions import lineage_of_key
 from cwa.store.sqlfiles import queries
 
 NEAR_DUPLICATE_SLACK = 3  # extra candidates read, so collapsing near copies still fills a page
@@ -35,7 +36,7 @@ def make_context(conn: apsw.Connection, scope: Scope, visible: list[str], now: s
     of the asking session (preferred on near-ties)."""
     lineage: set[int] = set(orjson.loads(scope.session_rows)) if scope.session_rows else set()
     if not lineage and scope.project_row and session_id:
-        lineage = {r[0] for r in conn.execute(queries("search")["session_lineage"], (scope.project_row, session_id))}
+        lineage = set(lineage_of_key(conn, scope.project_row, session_id))
     return Context(conn, scope, orjson.dumps(visible).decode() if visible else None, frozenset(visible), now, lineage)
 
 

@@ -46,7 +46,7 @@ from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import find_candidates
 from cwa.store import exposure_ledger, hint_ledger
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait, write_transaction
-from cwa.store.sessions import ensure_project, ensure_session
+from cwa.store.sessions import ensure_project, ensure_session, lineage_rows
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens
@@ -115,7 +115,7 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
         frozen = hint_ledger.find_hint(conn, session, key)
         if frozen is not None:  # another process decided first
             return _replay(conn, session, key, frozen, now)
-        lineage = exposure_ledger.lineage(conn, session)
+        lineage = lineage_rows(conn, session)
         used = hint_ledger.active_tokens(conn, lineage, active)
         cooled = set()
         if bounds.cooldown_hours:

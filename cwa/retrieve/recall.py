@@ -23,7 +23,7 @@ from typing import Any
 import apsw
 
 from cwa import limits
-from cwa.errors import InvalidRequest, NotFound
+from cwa.errors import NotFound
 from cwa.retrieve.locators import Locator, sign, verify
 from cwa.retrieve.summary import document_summary
 from cwa.store import recall_feedback
@@ -38,8 +38,6 @@ COMPLETE_TURN_BYTES = 64 * 1024
 
 
 def recall(conn: apsw.Connection, request: dict[str, Any], now: str) -> dict[str, Any]:
-    if ("locator" in request) == ("documentId" in request):
-        raise InvalidRequest("recall needs exactly one of locator or documentId", field="locator", reason="missing")
     max_tokens = request.get("maxTokens", limits.DEFAULT_RECALL_TOKENS)
     neighbors = request.get("neighbors", limits.DEFAULT_RECALL_NEIGHBORS)
     if "locator" in request:

@@ -12,6 +12,7 @@ import apsw
 import orjson
 
 from cwa.errors import InvalidRequest
+from cwa.store.sessions import lineage_of_key
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import SCOPES
 
@@ -46,5 +47,5 @@ def resolve_scope(
         return Scope(requested, effective, project, session, -1, None, True)
     if effective == "project":
         return Scope(requested, effective, project, session, row[0], None, False)
-    lineage = [r[0] for r in conn.execute(sql["session_lineage"], (row[0], session))]
+    lineage = lineage_of_key(conn, row[0], session)
     return Scope(requested, effective, project, session, row[0], orjson.dumps(lineage).decode(), not lineage)

@@ -12,9 +12,7 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from cwa import limits
 from cwa.config import Settings
-from cwa.errors import InvalidRequest, LimitExceeded
 from cwa.index.exact import SPECIFICITY, Anchor, fold, query_anchors
 from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.index.semantic import pending
@@ -89,18 +87,6 @@ def find_candidates(
 
 def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str) -> dict[str, Any]:
     query, relation = request.get("query"), request.get("relation")
-    if not query and not relation:
-        raise InvalidRequest("search needs a query, a relation or both", field="query", reason="missing")
-    visible = request.get("excludeVisibleSourceKeys") or []
-    visible_bytes = sum(len(k.encode("utf-8")) for k in visible)
-    if visible_bytes > limits.MAX_VISIBLE_KEY_BYTES:
-        raise LimitExceeded(
-            f"excludeVisibleSourceKeys is over {limits.MAX_VISIBLE_KEY_BYTES} bytes",
-            field="excludeVisibleSourceKeys",
-            reason="too-large",
-            limit=limits.MAX_VISIBLE_KEY_BYTES,
-            size=visible_bytes,
-        )
     scope = resolve_scope(
         conn,
         request.get("scope", "project"),
@@ -109,7 +95,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         settings["maxReadScope"],
     )
     limit = request.get("limit") or settings["searchResults"]
-    ctx = make_context(conn, scope, visible, now, request.get("sessionId"))
+    ctx = make_context(conn, scope, request.get("excludeVisibleSourceKeys") or [], now, request.get("sessionId"))
 
     tiers: list[list[Candidate]] = []
     semantic: dict[str, Any] | None = None

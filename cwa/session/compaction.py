@@ -22,9 +22,9 @@ from cwa.session.checkpoint import CATALOG_TOKENS, archive_previous_summary, cat
 from cwa.session.transcript import Entry, entries_of, groups, shown_text, unique_keys
 from cwa.session.turns import CATALOG_HEAD_CHARS, CATALOG_TAIL_CHARS, archive_group
 from cwa.store import session_state
-from cwa.store.exposure_ledger import lineage as session_lineage
 from cwa.store.hint_ledger import session_row
 from cwa.store.reads import find_document, read_bytes
+from cwa.store.sessions import lineage_rows as session_lineage
 from cwa.tokens import estimate_tokens
 from cwa.vocabulary import READABLE_STATES
 

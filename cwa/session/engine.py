@@ -74,10 +74,10 @@ from cwa.session.turns import TURN_PART_BYTES, archive_group, archive_tool_resul
 from cwa.store import hint_ledger, protection, session_state
 from cwa.store.admission import document_ids_in
 from cwa.store.connection import BOOKKEEPING_SKIPPED, durable_writes, write_transaction
-from cwa.store.exposure_ledger import lineage as session_lineage
 from cwa.store.reads import find_document
 from cwa.store.session_state import EpochRow, Replacement
 from cwa.store.sessions import ensure_project, ensure_session
+from cwa.store.sessions import lineage_rows as session_lineage
 from cwa.timestamps import shift
 
 TOOL_PREVIEW_TOKENS = 400  # below the smallest floor, so a rebalanced result always shrinks

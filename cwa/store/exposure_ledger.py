@@ -19,11 +19,6 @@ from cwa.timestamps import shift
 TOMBSTONE_DAYS = 30
 
 
-def lineage(conn: apsw.Connection, session: int) -> list[int]:
-    """The session and its recorded ancestors."""
-    return [r[0] for r in conn.execute(queries("admission")["session_ancestors"], (session,))]
-
-
 def recently_surfaced(conn: apsw.Connection, sessions: list[int], rows: Iterable[int], now: str) -> set[int]:
     rows = list(rows)
     if not rows or not sessions:

@@ -10,6 +10,26 @@ import apsw
 from cwa.errors import Conflict
 from cwa.store.sqlfiles import queries
 
+# Links walked up from a session: a host records at most MAX_LINEAGE_DEPTH at a time, and a chain
+# grows as sessions fork from forks; past this many, older ancestors are out of a session's scope.
+MAX_ANCESTRY = 64
+
+
+def ancestry(conn: apsw.Connection, session_row: int) -> list[tuple[int, str]]:
+    """The session and its recorded ancestors, nearest first: (row, session key) pairs."""
+    return list(conn.execute(queries("sessions")["session_ancestry"], {"session": session_row, "depth": MAX_ANCESTRY}))
+
+
+def lineage_rows(conn: apsw.Connection, session_row: int) -> list[int]:
+    """The rows of the session and its recorded ancestors, nearest first."""
+    return [row for row, _ in ancestry(conn, session_row)]
+
+
+def lineage_of_key(conn: apsw.Connection, project_row: int, session_key: str) -> list[int]:
+    """`lineage_rows` of a session named by its key (empty when the project has no such session)."""
+    found = conn.execute(queries("sessions")["session_row"], (project_row, session_key)).fetchone()
+    return lineage_rows(conn, found[0]) if found else []
+
 
 def ensure_project(conn: apsw.Connection, identity: str, now: str) -> int:
     sql = queries("admission")
@@ -44,7 +64,7 @@ def ensure_session(conn: apsw.Connection, project_id: int, session_key: str, par
             field="parentSessionId",
             reason="lineage-mismatch",
         )
-    ancestors = {r[0] for r in conn.execute(sql["session_ancestors"], (parent_row,))}
+    ancestors = set(lineage_rows(conn, parent_row))
     if session_row in ancestors:
         raise Conflict(
             f"recording {parent_key!r} as the parent of {session_key!r} would make a cycle",
@@ -63,5 +83,5 @@ def record_lineage(conn: apsw.Connection, project_id: int, session_key: str, lin
     with conn:
         for child, parent in reversed(list(zip(chain, chain[1:] + [None]))):
             row = ensure_session(conn, project_id, child, parent, now)
-        held = [r[0] for r in conn.execute(queries("admission")["session_lineage_keys"], (row,))]
+        held = [key for _, key in ancestry(conn, row)[1:]]
     return held

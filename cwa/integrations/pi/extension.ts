@@ -22,6 +22,7 @@ const TIMEOUT_MS: Record<string, number> = { "session-context": 120000, "session
 const DEFAULT_TIMEOUT_MS = 60000;
 const STOP_GRACE_MS = 3000;
 const TIMING_WINDOW = 512; // context round trips kept for /window status
+const PROMPT_SNIPPET = "Gather dated records from this project's archived conversation (cwa)";
 const TRACE = process.env.CWA_PI_TRACE; // a file: one JSON line per context round trip (docs/pi.md)
 
 type Json = any;
@@ -220,10 +221,6 @@ export function footer(status: Json): string {
 		`Epoch ${status.epoch} · ${status.turns}/${status.limits.rotationTurns} turns · ` +
 		`~${compactNumber(status.tokens)}/${compactNumber(status.limits.rotationTokens)} tokens${level}`
 	);
-}
-
-function toolText(result: Json, fallback: string): string {
-	return typeof result?.rendered === "string" ? result.rendered : fallback;
 }
 
 export default function cwa(pi: Json) {
@@ -516,24 +513,27 @@ export default function cwa(pi: Json) {
 		await serve.stop();
 	});
 
-	// ---- tools -------------------------------------------------------------------------------
+	// ---- tools: each runs in cwa (the `tool` method); this only registers and forwards --------
 
-	const tools = GUIDANCE.tools;
 	const guidelines: string[] = GUIDANCE.guidelines;
+	const offered = Object.entries(GUIDANCE.tools as Record<string, Json>).filter(([, tool]) => !tool.hosts || tool.hosts.includes("pi"));
 
-	function register(name: string, run: (params: Json) => Promise<{ text: string; details: Json }>, extra: Json = {}): void {
-		if (tools[name].hosts && !tools[name].hosts.includes("pi")) return; // offered by other hosts only
+	const runTool = (name: string, args: Json) => call("tool", { ...scope(), host: "pi", name, arguments: args ?? {} });
+
+	offered.forEach(([name, tool], index) => {
 		pi.registerTool({
 			name,
-			label: tools[name].label,
-			description: tools[name].description,
-			parameters: tools[name].parameters,
-			...extra,
+			label: tool.label,
+			description: tool.description,
+			parameters: tool.parameters,
+			// the routing guidelines go into Pi's system prompt once, with the first tool (routing.json's order)
+			...(index === 0 ? { promptSnippet: PROMPT_SNIPPET, promptGuidelines: guidelines } : {}),
 			async execute(_id: string, params: Json) {
 				try {
-					const { text, details } = await run(params ?? {});
-					return { content: [{ type: "text", text }], details };
+					const answer = await runTool(name, params);
+					return { content: [{ type: "text", text: answer.text }], details: answer.details, ...(answer.isError ? { isError: true } : {}) };
 				} catch (error: any) {
+					// cwa itself could not answer (not running, timed out): the model reads why
 					const code = error instanceof CwaError ? error.code : "internal";
 					return {
 						content: [{ type: "text", text: `cwa ${code}: ${String(error?.message ?? error).slice(0, 1000)}` }],
@@ -543,93 +543,6 @@ export default function cwa(pi: Json) {
 				}
 			},
 		});
-	}
-
-	const searchScope = (scopeName: string | undefined) => (scopeName === "session" ? "session" : "project");
-
-	register(
-		"context_window_gather",
-		async (p) => {
-			const answer = await call("gather", { ...scope(), query: p.query, intent: p.intent ?? "auto", scope: searchScope(p.scope), ...(p.maxTokens ? { maxTokens: p.maxTokens } : {}) });
-			return { text: answer.rendered, details: answer };
-		},
-		{ promptSnippet: "Gather dated records from this project's archived conversation (cwa)", promptGuidelines: guidelines },
-	);
-
-	register("context_window_search", async (p) => {
-		if (!p.query && !p.relation) throw new CwaError("invalid-request", "give a query, a relation, or both");
-		const answer = await call("search", {
-			...scope(),
-			...(p.query ? { query: p.query } : {}),
-			...(p.relation ? { relation: p.relation } : {}),
-			scope: searchScope(p.scope),
-			limit: p.limit ?? 5,
-			render: true,
-		});
-		return { text: toolText(answer, "no results"), details: answer };
-	});
-
-	register("context_recall", async (p) => {
-		if (Boolean(p.locator) === Boolean(p.documentId)) throw new CwaError("invalid-request", "give exactly one of locator or documentId");
-		const answer = await call("recall", {
-			project: state.project,
-			...(p.locator ? { locator: p.locator } : { documentId: p.documentId }),
-			...(p.maxTokens ? { maxTokens: p.maxTokens } : {}),
-			render: true,
-		});
-		return { text: toolText(answer, answer.status), details: answer };
-	});
-
-	register("context_window_traverse", async (p) => {
-		const anchors = ["locator", "documentId", "cursor"].filter((key) => p[key]);
-		if (anchors.length !== 1) throw new CwaError("invalid-request", "give exactly one of locator, documentId or cursor");
-		const answer = await call("traverse", { project: state.project, [anchors[0]]: p[anchors[0]], direction: p.direction ?? "after", ...(p.limit ? { limit: p.limit } : {}) });
-		const more = answer.cursor ? `\n[more: call again with cursor ${answer.cursor}]` : "";
-		return { text: (answer.rendered ?? answer.status) + more, details: answer };
-	});
-
-	async function supersede(documentId: string, replacement?: string, note?: string): Promise<Json> {
-		if (Boolean(replacement) === Boolean(note)) throw new CwaError("invalid-request", "give exactly one of replacement or note");
-		if (replacement) return call("supersede", { project: state.project, documentId, by: { documentId: replacement } });
-		const current = await call("get", { project: state.project, documentId, range: { start: 0, end: 0 } });
-		return call("admit", {
-			...scope(),
-			kind: "decision",
-			messages: [{ role: "user", text: note }],
-			supersedes: { documentId, version: current.version },
-			metadata: { cwa: { note: "supersedes", documentId } },
-		});
-	}
-
-	register("context_window_supersede", async (p) => {
-		const answer = await supersede(p.documentId, p.replacement, p.note);
-		const by = answer.replacement ?? { documentId: answer.documentId, version: answer.version };
-		return { text: `${p.documentId} is superseded by ${by.documentId} v${by.version}`, details: answer };
-	});
-
-	async function archiveExactly(text: string | undefined, messages: Json[] | undefined, type: string, subjectKey?: string): Promise<Json> {
-		if (Boolean(text) === Boolean(messages)) throw new CwaError("invalid-request", "give exactly one of text or messages");
-		const request = {
-			...scope(),
-			kind: "manual",
-			retentionClass: "durable",
-			messages: messages ?? [{ role: "user", text }],
-			metadata: { cwa: { type } },
-			...(subjectKey ? { subjectKey } : {}),
-		};
-		try {
-			return await call("admit", request);
-		} catch (error: any) {
-			const held = error instanceof CwaError && error.code === "conflict" && error.details?.reason === "subject-held";
-			if (!held) throw error;
-			return call("admit", { ...request, supersedes: { documentId: error.details.documentId, version: error.details.version } });
-		}
-	}
-
-	register("context_window_archive", async (p) => {
-		const answer = await archiveExactly(p.text, p.messages, p.type ?? "note", p.subjectKey);
-		const verb = answer.created ? "archived" : "already archived";
-		return { text: `${verb} as ${answer.documentId} v${answer.version}${p.subjectKey ? ` (subject ${p.subjectKey})` : ""}`, details: answer };
 	});
 
 	// ---- /window --------------------------------------------------------------------------------
@@ -690,8 +603,8 @@ export default function cwa(pi: Json) {
 			case "supersede": {
 				if (!rest[0]) return "usage: /window supersede <documentId> [note]";
 				const note = tail.slice(rest[0].length).trim() || `${rest[0]} was retired by the user on ${new Date().toISOString().slice(0, 10)}: it is no longer current.`;
-				const answer = await supersede(rest[0], undefined, note);
-				return `${rest[0]} superseded by ${answer.documentId} v${answer.version} (the note is archived in its place)`;
+				const answer = await call("supersede", { ...scope(), documentId: rest[0], note });
+				return `${rest[0]} superseded by ${answer.replacement.documentId} v${answer.replacement.version} (the note is archived in its place)`;
 			}
 			case "archive":
 				return archiveCommand(rest);
