@@ -164,6 +164,38 @@ CASES = [
         {"project": "/work/p", "query": "plan", "excludeVisibleSourceKeys": [f"k{n}" for n in range(1001)]},
         "limit-exceeded",
     ),
+    # preflight once skipped search's own check and took 1.5 MiB of keys: the limit is the contract's
+    Case(
+        "preflight visible keys over 1 MiB",
+        "preflight",
+        {
+            "project": "/work/p",
+            "sessionId": "s",
+            "messageKey": "m1",
+            "text": "what was the plan?",
+            "excludeVisibleSourceKeys": ["漢" * 500 + str(n) for n in range(1000)],
+        },
+        "limit-exceeded",
+    ),
+    Case(
+        "gather visible keys over 1 MiB",
+        "gather",
+        {"project": "/work/p", "query": "plan", "excludeVisibleSourceKeys": ["漢" * 500 + str(n) for n in range(1000)]},
+        "limit-exceeded",
+    ),
+    Case("tool without host", "tool", {"project": "/work/p", "sessionId": "s", "name": "x"}, "invalid-request"),
+    Case(
+        "tool arguments not an object",
+        "tool",
+        {"project": "/work/p", "sessionId": "s", "host": "pi", "name": "context_recall", "arguments": [1]},
+        "invalid-request",
+    ),
+    Case(
+        "supersede by a note without session",
+        "supersede",
+        {"project": "/work/p", "documentId": "doc-a", "note": "now it is 3"},
+        "invalid-request",
+    ),
     Case(
         "recall with locator and id",
         "recall",

@@ -8,9 +8,12 @@ back to where it started. A name a lower layer needs lives in the lower layer.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import REPO
+
+from cwa import routing
 
 # Lowest first. A package name covers every module under it; `cwa.evaluation` is eval/retrieval/
 # and `cwa.evaluation.perf` is eval/perf/ (shipped inside the package under those names).
@@ -38,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("index", ("cwa.index",)),
     ("retrieve", ("cwa.retrieve",)),
     ("session", ("cwa.session",)),
-    ("api", ("cwa.api", "cwa.contract", "cwa.routing")),
+    ("api", ("cwa.api", "cwa.contract", "cwa.routing", "cwa.agent_tools")),
     (
         "host",
         (
@@ -46,7 +49,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "cwa.serve",
             "cwa.integrations",
             "cwa.evidence",
-            "cwa.agent_tools",
             "cwa.mcp_server",
             "cwa.browse",
             "cwa.demo",
@@ -197,3 +199,42 @@ def test_the_check_names_an_upward_import_a_cycle_and_an_unplaced_module(tmp_pat
     assert "import cycle: cwa.index.lexical -> cwa.store.admission -> cwa.index.lexical" in problems
     assert "cwa.newthing has no layer: add it to LAYERS in tests/test_layers.py" in problems
     assert len(problems) == 4
+
+
+TOOL_MODULE = "cwa/agent_tools.py"
+
+
+def tool_violations(root: Path, tool_names: list[str]) -> list[str]:
+    """Product sources (Python and TypeScript) other than the one tool module that name an agent
+    tool in a string: a tool implemented, or half of one, somewhere else. A host registers the
+    tools by reading routing.json and forwards each call to the `tool` method, so it names none."""
+    problems = []
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.ts")]):
+        where = path.relative_to(root.parent).as_posix()
+        if where == TOOL_MODULE:
+            continue
+        text = path.read_text(encoding="utf-8")
+        problems += [
+            f"{where} names the tool {name}: tools are implemented in {TOOL_MODULE} only"
+            for name in tool_names
+            if re.search(rf"[\"']{re.escape(name)}[\"']", text)
+        ]
+    return problems
+
+
+def test_the_agent_tools_are_implemented_in_one_module():
+    problems = tool_violations(REPO / "cwa", routing.tool_names())
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_names_a_tool_implemented_outside_the_tool_module(tmp_path):
+    (tmp_path / "cwa" / "integrations" / "pi").mkdir(parents=True)
+    (tmp_path / "cwa" / "agent_tools.py").write_text('TOOLS = {"context_recall": recall}\n')
+    (tmp_path / "cwa" / "integrations" / "pi" / "extension.ts").write_text(
+        'register("context_recall", async (p) => call("recall", p));\n'
+    )
+    (tmp_path / "cwa" / "mcp_server.py").write_text('"""Serves `context_recall` over MCP."""\n')
+    problems = tool_violations(tmp_path / "cwa", ["context_recall"])
+    assert problems == [
+        "cwa/integrations/pi/extension.ts names the tool context_recall: tools are implemented in cwa/agent_tools.py only"
+    ]
