@@ -200,7 +200,7 @@ def _record(
     now: str, schema: int | None, archive: dict[str, Any] | None, checks: list[dict[str, Any]], gates: bool
 ) -> dict[str, Any]:
     if gates:
-        from cwa.evaluation.hints import evaluate, load_fixture
+        from cwa.hint_gates import evaluate, load_fixture
 
         report, seconds = _timed(lambda: evaluate(load_fixture(None)))
         checks.append(

@@ -13,7 +13,7 @@ import orjson
 from conftest import hermetic_env
 
 from cwa.api import Archive
-from cwa.evaluation.perf.first_send import transcript
+from cwa_eval.perf.first_send import transcript
 from cwa.session.engine import CATCH_UP_MESSAGES
 
 PROJECT = "/work/long"

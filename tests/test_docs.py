@@ -36,9 +36,10 @@ def resolve(words: list[str]) -> tuple[click.Command | None, str | None]:
     for word in words:
         if word.startswith("-") or not isinstance(command, click.Group):
             return command, word
-        if word not in command.commands:
+        context = click.Context(command)
+        if word not in command.list_commands(context):  # with those registered through entry points
             return (None if command is main else command), word
-        command = command.commands[word]
+        command = command.get_command(context, word)
     return command, None
 
 

@@ -15,8 +15,8 @@ from conftest import REPO
 
 from cwa import routing
 
-# Lowest first. A package name covers every module under it; `cwa.evaluation` is eval/retrieval/
-# and `cwa.evaluation.perf` is eval/perf/ (shipped inside the package under those names).
+# Lowest first. A package name covers every module under it. The evaluation package (eval/, installed
+# as cwa_eval) sits above every host: it may use all of cwa, and nothing in cwa/ may import it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "leaf",
@@ -53,14 +53,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "cwa.browse",
             "cwa.demo",
             "cwa.__main__",
-            "cwa.evaluation",
+            "cwa.hint_gates",
         ),
     ),
+    ("eval", ("cwa_eval",)),
 )
 SOURCES = (
     ("cwa", REPO / "cwa"),
-    ("cwa.evaluation", REPO / "eval" / "retrieval"),
-    ("cwa.evaluation.perf", REPO / "eval" / "perf"),
+    ("cwa_eval", REPO / "eval"),
 )
 
 
@@ -100,11 +100,13 @@ def layer_of(module: str) -> int | None:
     """The layer of the longest listed prefix of `module`; the bare `cwa` prefix covers only the
     package's own `__init__`, so a new top-level module must be placed by hand."""
     parts = module.split(".")
-    for end in range(len(parts), 1, -1):
-        rank = LAYER_OF.get(".".join(parts[:end]))
-        if rank is not None:
+    for end in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix == "cwa" and end < len(parts):
+            continue
+        if (rank := LAYER_OF.get(prefix)) is not None:
             return rank
-    return LAYER_OF.get(module)
+    return None
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -193,12 +195,16 @@ def test_the_check_names_an_upward_import_a_cycle_and_an_unplaced_module(tmp_pat
     (tree / "retrieve" / "search.py").write_text("from cwa.retrieve import semantic\n")
     (tree / "retrieve" / "semantic.py").write_text("def f():\n    from cwa.retrieve.search import x\n")
     (tree / "newthing.py").write_text("")
-    problems = violations((("cwa", tree),))
+    (tree / "demo.py").write_text("from cwa_eval.retrieval import locomo\n")
+    (tmp_path / "eval" / "retrieval").mkdir(parents=True)
+    (tmp_path / "eval" / "retrieval" / "locomo.py").write_text("from cwa.store import admission\n")
+    problems = violations((("cwa", tree), ("cwa_eval", tmp_path / "eval")))
     assert "cwa.store.admission (store) imports cwa.index.lexical (index): an import up a layer" in problems
     assert "import cycle: cwa.retrieve.search -> cwa.retrieve.semantic -> cwa.retrieve.search" in problems
     assert "import cycle: cwa.index.lexical -> cwa.store.admission -> cwa.index.lexical" in problems
     assert "cwa.newthing has no layer: add it to LAYERS in tests/test_layers.py" in problems
-    assert len(problems) == 4
+    assert "cwa.demo (host) imports cwa_eval.retrieval.locomo (eval): an import up a layer" in problems
+    assert len(problems) == 5
 
 
 TOOL_MODULE = "cwa/agent_tools.py"
@@ -237,4 +243,32 @@ def test_the_check_names_a_tool_implemented_outside_the_tool_module(tmp_path):
     problems = tool_violations(tmp_path / "cwa", ["context_recall"])
     assert problems == [
         "cwa/integrations/pi/extension.ts names the tool context_recall: tools are implemented in cwa/agent_tools.py only"
+    ]
+
+
+MAX_CLI_MODULE_LINES = 400  # a command group is read in one sitting
+
+
+def cli_violations(folder: Path) -> list[str]:
+    """Modules of the CLI package longer than a command group should be."""
+    return [
+        f"{path.relative_to(folder.parent).as_posix()} has {lines} lines: split its commands into groups "
+        f"(at most {MAX_CLI_MODULE_LINES})"
+        for path in sorted(folder.glob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_CLI_MODULE_LINES
+    ]
+
+
+def test_the_cli_is_a_package_of_small_command_groups():
+    assert (REPO / "cwa" / "cli" / "__init__.py").is_file() and not (REPO / "cwa" / "cli.py").exists()
+    problems = cli_violations(REPO / "cwa" / "cli")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_names_a_cli_module_over_the_limit(tmp_path):
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "archive.py").write_text("x = 1\n" * 401)
+    (tmp_path / "cli" / "hints.py").write_text("x = 1\n" * 400)
+    assert cli_violations(tmp_path / "cli") == [
+        "cli/archive.py has 401 lines: split its commands into groups (at most 400)"
     ]

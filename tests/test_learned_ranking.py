@@ -159,7 +159,7 @@ def test_a_snippet_needs_most_of_the_rankers_probability(tmp_path, coverage_spli
 def test_training_is_deterministic_and_learns_the_signal():
     import numpy as np
 
-    from cwa.evaluation import ranker_training as training
+    from cwa_eval.retrieval import ranker_training as training
 
     rng = np.random.default_rng(3)
     x = rng.random((3000, len(ranker.FEATURES)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 from conftest import hermetic_env, run_cwa
 
-from cwa.evaluation.perf.scale import OPERATIONS
+from cwa_eval.perf.scale import OPERATIONS
 
 
 def test_the_runner_measures_every_operation_against_the_floor_at_10k_windows(tmp_path):

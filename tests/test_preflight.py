@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import EXIT_CODES, InvalidRequest, LimitExceeded, NotFound
-from cwa.evaluation import hints as hint_eval
+from cwa import hint_gates as hint_eval
 from cwa.retrieve.hint_text import marker_spans, render_marker
 from cwa.timestamps import shift
 from cwa.tokens import estimate_tokens

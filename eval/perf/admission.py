@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import percentile, timed
 
 from cwa.api import Archive
-from cwa.evaluation.sessions import synthetic_sessions
+from cwa_eval.retrieval.sessions import synthetic_sessions
 
 
 def synthetic_documents(count: int) -> list[dict]:

@@ -44,7 +44,7 @@ print(len(texts) / seconds, loaded, peak())
 
 
 def texts(count: int) -> list[str]:
-    from cwa.evaluation.sessions import synthetic_sessions
+    from cwa_eval.retrieval.sessions import synthetic_sessions
 
     found = [m["text"] for d in synthetic_sessions(count) for m in d["messages"]]
     return found[:count]

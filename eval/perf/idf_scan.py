@@ -25,7 +25,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cwa.evaluation.sessions import synthetic_sessions
+from cwa_eval.retrieval.sessions import synthetic_sessions
 
 
 def timed(conn: apsw.Connection, sql: str, *args) -> float:

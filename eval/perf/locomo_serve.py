@@ -30,15 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa.evaluation.locomo import turn_text
-from cwa.evaluation.perf.scale import Serve
+from cwa_eval.retrieval.locomo import turn_text
+from cwa_eval.perf.scale import Serve
 
 BUILD = """
 import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from cwa.api import Archive
-from cwa.evaluation.locomo import ingest, load
+from cwa_eval.retrieval.locomo import ingest, load
 conversations = load(Path(sys.argv[3]))
 path = Path(sys.argv[2])
 def size(archive):

@@ -24,7 +24,7 @@ from bench import for_each_size, latency
 from search import PROJECT, build
 
 from cwa.api import Archive
-from cwa.evaluation.perf.scale import preflight_messages
+from cwa_eval.perf.scale import preflight_messages
 
 
 def run(windows: int) -> dict:

@@ -35,8 +35,8 @@ import apsw
 import orjson
 
 from cwa.api import Archive
-from cwa.evaluation.perf.bench import percentile
-from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, chat_sessions, synthetic_sessions, word
+from cwa_eval.perf.bench import percentile
+from cwa_eval.retrieval.sessions import ERRORS, MODULES, WORDS, chat_sessions, synthetic_sessions, word
 
 PROJECTS = {"coding": "/bench/project", "chat": "/bench/chat"}
 CORPORA: dict[str, Callable[..., Iterator[dict]]] = {"coding": synthetic_sessions, "chat": chat_sessions}
@@ -122,7 +122,7 @@ def admit_until(archive: Archive, corpus: str, windows: int, progress: Callable[
 
 def embed(archive: Archive, sample: int) -> dict:
     """The model's throughput on `sample` windows; seeded random unit vectors for the rest."""
-    from cwa.evaluation.perf.semantic import fill_synthetic
+    from cwa_eval.perf.semantic import fill_synthetic
 
     started = time.perf_counter()
     embedded = archive.call("index-embed", {"limit": sample})["embedded"] if sample else 0

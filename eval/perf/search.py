@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import for_each_size, latency, timed
 
 from cwa.api import Archive
-from cwa.evaluation.sessions import ERRORS, MODULES, WORDS, synthetic_sessions, word
+from cwa_eval.retrieval.sessions import ERRORS, MODULES, WORDS, synthetic_sessions, word
 
 PROJECT = "/bench/project"
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa.evaluation.sessions import ERRORS, _path, _sentence, _symbol, _tool_output
+from cwa_eval.retrieval.sessions import ERRORS, _path, _sentence, _symbol, _tool_output
 from cwa.session.transcript import entry_of
 
 PROJECT = "/bench/session"

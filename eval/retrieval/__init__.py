@@ -1,1 +1,1 @@
-"""Automatic-hint evaluation: fixture cases, the runner, and its gates (shipped as cwa.evaluation)."""
+"""Retrieval evaluations (LoCoMo, synthetic coding sessions) and the learned ranker's training."""

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from cwa.api import Archive
-from cwa.evaluation import ranker_training as training
-from cwa.evaluation.sessions import VOCABULARY, synthetic_sessions
+from cwa_eval.retrieval import ranker_training as training
+from cwa_eval.retrieval.sessions import VOCABULARY, synthetic_sessions
 
 MODES = {
     "fused-lexical": {"semanticPolicy": "never", "ranker": "fused", "rerank": False},

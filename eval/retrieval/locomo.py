@@ -235,8 +235,8 @@ def collect_examples(
 ) -> dict[str, Any]:
     """Every question's pool for each ranker model, as search reports it, labelled by evidence;
     `with_coding`, the synthetic coding facts' (cwa/evaluation/coding.py) too, under CODING."""
-    from cwa.evaluation import coding
-    from cwa.evaluation import ranker_training as training
+    from cwa_eval.retrieval import coding
+    from cwa_eval.retrieval import ranker_training as training
 
     examples = {name: training.Examples() for name in POOLS}
     for name, (features, labels) in (coding.training_examples(folder, POOLS) if with_coding else {}).items():
@@ -258,7 +258,7 @@ def train_folds(
     """Ranker weights per fold, from the pools search reports: `outOfFold[k]` is trained on every
     fold but k (it scores fold k), `inFold[k]` on fold k alone (the training figures); both also
     on the coding facts, as the shipped ranker is, unless not `with_coding`."""
-    from cwa.evaluation import ranker_training as training
+    from cwa_eval.retrieval import ranker_training as training
 
     examples = collect_examples(archive, conversations, folder, with_coding)
     ids = [c["sample_id"] for c in conversations]

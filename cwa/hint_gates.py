@@ -2,7 +2,7 @@
 recompute the metrics from what it returned.
 
     cwa eval hints [--fixture PATH] [--json]
-    python eval/retrieval/hints.py --refingerprint   # after editing hint_cases.json on purpose
+    python -m cwa.hint_gates --refingerprint   # after editing hint_cases.json on purpose
 
 A case is a small corpus (admitted with real creation dates, on top of a shared background of
 unrelated sessions), then steps: user messages sent to preflight in order, each with its active
@@ -77,7 +77,7 @@ def load_fixture(path: Path | None = None) -> dict[str, Any]:
     if (shipped or "fingerprint" in fixture) and fixture.get("fingerprint") != fingerprint(fixture):
         raise InvalidRequest(
             f"{path} changed without updating its fingerprint "
-            "(review the change, then run: python eval/retrieval/hints.py --refingerprint)",
+            "(review the change, then run: python -m cwa.hint_gates --refingerprint)",
             reason="fixture-fingerprint",
         )
     fixture.setdefault("background", [])

@@ -1,0 +1,12 @@
+"""The `cwa` command line: thin shells over the archive's methods (cwa.api), one module per
+command group, each registering its commands on the root group (cwa/cli/root.py).
+
+Human-readable output by default, `--json` for programs. Every failure a caller can cause exits
+with the error code's exit status (docs/contract.md) and a one-line message, never a traceback.
+"""
+
+from cwa.cli import archive, evaluation, hints, hosts, retrieval, sessions, settings, upkeep  # noqa: F401 (registration)
+from cwa.cli.root import main
+from cwa.cli.shared import NEGATIVE_ANSWER_EXIT
+
+__all__ = ["NEGATIVE_ANSWER_EXIT", "main"]
