@@ -13,8 +13,8 @@ import orjson
 from conftest import hermetic_env
 
 from cwa.api import Archive
-from cwa_eval.perf.first_send import transcript
 from cwa.session.engine import CATCH_UP_MESSAGES
+from cwa_eval.perf.first_send import transcript
 
 PROJECT = "/work/long"
 

@@ -9,10 +9,10 @@ from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cwa import hint_gates as hint_eval
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import EXIT_CODES, InvalidRequest, LimitExceeded, NotFound
-from cwa import hint_gates as hint_eval
 from cwa.retrieve.hint_text import marker_spans, render_marker
 from cwa.timestamps import shift
 from cwa.tokens import estimate_tokens

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa_eval.retrieval.locomo import turn_text
 from cwa_eval.perf.scale import Serve
+from cwa_eval.retrieval.locomo import turn_text
 
 BUILD = """
 import sys, time

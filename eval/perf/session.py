@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa_eval.retrieval.sessions import ERRORS, _path, _sentence, _symbol, _tool_output
 from cwa.session.transcript import entry_of
+from cwa_eval.retrieval.sessions import ERRORS, _path, _sentence, _symbol, _tool_output
 
 PROJECT = "/bench/session"
 T0 = 1_795_000_000_000

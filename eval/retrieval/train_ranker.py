@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cwa.api import Archive
+from cwa.file_writes import write_atomically
 from cwa_eval.retrieval import locomo
 from cwa_eval.retrieval import ranker_training as training
-from cwa.file_writes import write_atomically
 
 SHIPPED = Path(__file__).resolve().parents[2] / "cwa" / "retrieve" / "ranker.json"
 
