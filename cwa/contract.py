@@ -646,7 +646,14 @@ SESSION_COMPACT = Obj(
     }
 )
 
-SESSION_STATUS = Obj({**SESSION_SCOPE})
+SESSION_STATUS = Obj(
+    {
+        **SESSION_SCOPE,
+        "messages": Field(TRANSCRIPT),  # counted against the recorded epoch, when no engine holds it
+        "model": Field(MODEL),
+        "reserveTokens": Field(Int(0, limits.MAX_CONTEXT_WINDOW)),
+    }
+)
 
 SESSION_ROTATE = Obj({**SESSION_SCOPE})
 

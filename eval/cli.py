@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     pass
 
 from cwa.cli.shared import (
-    dump_json,
     handles_errors,
     json_option,
+    print_answer,
     progress_bar,
 )
 
@@ -72,7 +72,7 @@ def eval_locomo(data, modes, embedding, coding_training, as_json) -> None:
     load(data)  # a file that is not LoCoMo is refused before any work
     with progress_bar("embedding") as progress:
         report = run(data, chosen, None if as_json else progress, embedding, coding_training)
-    click.echo(dump_json(report)) if as_json else print_report(report)
+    print_answer(report, as_json, print_report)
 
 
 @click.command("coding")
@@ -100,7 +100,7 @@ def eval_coding(documents, facts, seed, as_json) -> None:
     from cwa_eval.retrieval.coding import print_report, run
 
     report = run(documents, facts, seed)
-    click.echo(dump_json(report)) if as_json else print_report(report)
+    print_answer(report, as_json, print_report)
 
 
 @click.command("perf")
@@ -159,4 +159,4 @@ def eval_perf(sizes, corpora, count, embed_sample, as_json) -> None:
         )
     say = (lambda _: None) if as_json else (lambda line: click.echo(f"… {line}", err=True))
     report = run(chosen_sizes, chosen, count, embed_sample, say)
-    click.echo(dump_json(report)) if as_json else print_report(report)
+    print_answer(report, as_json, print_report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 from conftest import hermetic_env, run_cwa
@@ -103,12 +104,27 @@ def test_cli_replays_a_pi_session_file_and_reports_status(tmp_path):
 
     status = run_cwa(["session", "status", "--session", "pi-1", "--project", "/work/p", "--json"], env)
     assert status.returncode == 0 and orjson.loads(status.stdout)["epoch"] == 1
+    # with the transcript: its turns and tokens as the engine counted them, and nothing written
+    archive_bytes = _file_bytes(env["CWA_DB"])
+    counted = run_cwa(
+        ["session", "status", "--session", "pi-1", "--project", "/work/p", "--file", str(session_file), "--json"], env
+    )
+    found = orjson.loads(counted.stdout)
+    assert counted.returncode == 0 and found["inMemory"] is False
+    assert (found["turns"], found["tokens"]) == (result["status"]["turns"], result["status"]["tokens"])
+    assert _file_bytes(env["CWA_DB"]) == archive_bytes
     missing = run_cwa(["session", "status", "--session", "nope", "--project", "/work/p"], env)
     assert missing.returncode == 3 and b"Traceback" not in missing.stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{not json\n")
     broken = run_cwa(["session", "replay", "--session", "x", "--file", str(bad)], env)
     assert broken.returncode == 2 and b"Traceback" not in broken.stderr
+
+
+def _file_bytes(db: str) -> bytes:
+    """The archive file and its WAL, as they are on disk."""
+    wal = Path(db + "-wal")
+    return Path(db).read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
 def test_a_pi_session_file_is_read_as_pi_builds_its_context(tmp_path):

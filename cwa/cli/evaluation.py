@@ -4,7 +4,6 @@ package (eval/, `pip install -e ./eval`), registered through the `cwa.eval` entr
 
 from __future__ import annotations
 
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,10 +15,10 @@ if TYPE_CHECKING:
 
 from cwa.cli.root import main
 from cwa.cli.shared import (
-    NEGATIVE_ANSWER_EXIT,
     dump_json,
     handles_errors,
     json_option,
+    negative_answer,
 )
 
 ENTRY_POINTS = "cwa.eval"  # the evaluation package's commands (eval/pyproject.toml)
@@ -82,4 +81,4 @@ def eval_hints(fixture, as_json) -> None:
         for miss in report["failures"]:
             click.echo(f"  case {miss['case']}: expected {miss['expected']}, got {miss['outcome']} ({miss['reason']})")
     if not report["passed"]:
-        sys.exit(NEGATIVE_ANSWER_EXIT)
+        negative_answer()

@@ -25,7 +25,9 @@ from cwa.cli.shared import (
     dump_json,
     handles_errors,
     json_option,
+    negative_answer,
     open_archive,
+    print_answer,
     project_dir,
     project_option,
     run_method,
@@ -59,7 +61,7 @@ def preflight_command(ctx, text, session_id, message_key, project, active, visib
                     "give the message TEXT, or --explain to show a recorded decision", field="text", reason="missing"
                 )
             decision = archive.call("why", identity)
-            click.echo(dump_json(decision)) if as_json else print_decision(decision)
+            print_answer(decision, as_json, print_decision)
             return
         if text == "-":
             text = read_stream(sys.stdin.buffer, limits.MAX_DOCUMENT_BYTES, "the message").decode(
@@ -133,7 +135,7 @@ def evidence_group(ctx: click.Context, out: Path | None, no_gates: bool) -> None
         write_atomically(out, (text + "\n").encode("utf-8"))
         click.echo(f"evidence written to {out}: {'passed' if record['passed'] else 'a check FAILED'}", err=True)
     if not record["passed"]:
-        sys.exit(1)
+        negative_answer()
 
 
 @evidence_group.command("verify")
@@ -155,4 +157,4 @@ def evidence_verify(record: Path, as_json: bool) -> None:
             click.echo(f"{problem['path']}: {problem['reason']}")
         click.echo("clean: aggregates only" if not problems else f"REJECTED: {len(problems)} finding(s)")
     if problems:
-        sys.exit(1)
+        negative_answer()

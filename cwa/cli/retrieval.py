@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,9 +20,9 @@ from cwa.cli.formatters import (
 )
 from cwa.cli.root import main
 from cwa.cli.shared import (
-    NEGATIVE_ANSWER_EXIT,
     archive_command,
     command_line,
+    negative_answer,
     open_archive,
     project_args,
     project_option,
@@ -115,7 +114,7 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
         params["maxTokens"] = max_tokens
     result = run_method(ctx, "recall", params, as_json, lambda found: print_recall(ctx, found, project))
     if result["status"] != "resolved":
-        sys.exit(NEGATIVE_ANSWER_EXIT)
+        negative_answer()
 
 
 @archive_command(main, "gather")
@@ -131,17 +130,27 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
 @project_option()
 @click.option("--session", "session_id", help="Current session id (needed for --scope session).")
 @click.option(
-    "--limit", type=click.IntRange(1, limits.MAX_GATHER_ANCHORS), help="Matches to gather around [default: 5]."
+    "--limit",
+    type=click.IntRange(1, limits.MAX_GATHER_ANCHORS),
+    default=limits.DEFAULT_GATHER_ANCHORS,
+    show_default=True,
+    help="Matches to gather around.",
 )
 @click.option("--before", type=click.IntRange(0, limits.MAX_GATHER_BEFORE), help="Records before each match.")
 @click.option("--after", type=click.IntRange(0, limits.MAX_GATHER_AFTER), help="Records after each match.")
 @click.option(
-    "--max-evidence", type=click.IntRange(1, limits.MAX_GATHER_EVIDENCE), help="Records in all [default: 12]."
+    "--max-evidence",
+    type=click.IntRange(1, limits.MAX_GATHER_EVIDENCE),
+    default=limits.DEFAULT_GATHER_EVIDENCE,
+    show_default=True,
+    help="Records in all.",
 )
 @click.option(
     "--max-tokens",
     type=click.IntRange(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS),
-    help="Budget of the whole packet [default: 2,000].",
+    default=limits.DEFAULT_GATHER_TOKENS,
+    show_default=True,
+    help="Budget of the whole packet.",
 )
 def gather_command(
     ctx, words, intent, scope, project, session_id, limit, before, after, max_evidence, max_tokens, as_json
@@ -174,7 +183,7 @@ def gather_command(
     "--after",
     "after",
     type=click.IntRange(1, limits.MAX_TRAVERSE_PAGE),
-    help="Page forward: this many records after the anchor [default: 20].",
+    help=f"Page forward: this many records after the anchor [default: {limits.DEFAULT_TRAVERSE_PAGE}].",
 )
 @click.option(
     "--before",
@@ -183,12 +192,18 @@ def gather_command(
     help="Page backward: this many records before the anchor.",
 )
 @click.option(
-    "--scan-limit", type=click.IntRange(1, limits.MAX_TRAVERSE_SCAN), help="Records examined at most [default: 2,048]."
+    "--scan-limit",
+    type=click.IntRange(1, limits.MAX_TRAVERSE_SCAN),
+    default=limits.DEFAULT_TRAVERSE_SCAN,
+    show_default=True,
+    help="Records examined at most.",
 )
 @click.option(
     "--max-tokens",
     type=click.IntRange(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS),
-    help="Budget of the page [default: 4,000].",
+    default=limits.DEFAULT_TRAVERSE_TOKENS,
+    show_default=True,
+    help="Budget of the page.",
 )
 def traverse_command(ctx, target, project, after, before, scan_limit, max_tokens, as_json) -> None:
     """Page through a session's records in order from a locator, a document id or a cursor.
@@ -202,11 +217,7 @@ def traverse_command(ctx, target, project, after, before, scan_limit, max_tokens
     params[key] = target
     if key != "cursor":
         params["direction"] = "before" if before else "after"
-    params["limit"] = before or after or 20
-    if scan_limit:
-        params["scanLimit"] = scan_limit
-    if max_tokens:
-        params["maxTokens"] = max_tokens
+    params.update(limit=before or after or limits.DEFAULT_TRAVERSE_PAGE, scanLimit=scan_limit, maxTokens=max_tokens)
 
     def show(found: dict[str, Any]) -> None:
         if found["status"] != "ok":
@@ -221,4 +232,4 @@ def traverse_command(ctx, target, project, after, before, scan_limit, max_tokens
 
     result = run_method(ctx, "traverse", params, as_json, show)
     if result["status"] != "ok":
-        sys.exit(NEGATIVE_ANSWER_EXIT)
+        negative_answer()

@@ -21,8 +21,6 @@ from cwa.cli.formatters import (
 from cwa.cli.root import main
 from cwa.cli.shared import (
     archive_command,
-    dump_json,
-    open_archive,
     project_option,
     run_method,
 )
@@ -67,23 +65,8 @@ def _read_transcript(source: Path) -> tuple[list[dict[str, Any]], str | None]:
     return messages, parent_session_id(header)
 
 
-def _context_params(
-    project: str,
-    session_id: str,
-    parent: str | None,
-    messages: list,
-    context_window: int,
-    max_tokens: int,
-    reserve: int | None,
-) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "project": project,
-        "sessionId": session_id,
-        "messages": messages,
-        "model": {"contextWindow": context_window, "maxTokens": max_tokens},
-    }
-    if parent:
-        params["parentSessionId"] = parent
+def _model_params(messages: list, context_window: int, max_tokens: int, reserve: int | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"messages": messages, "model": {"contextWindow": context_window, "maxTokens": max_tokens}}
     if reserve is not None:
         params["reserveTokens"] = reserve
     return params
@@ -102,14 +85,11 @@ def _context_params(
 def session_status_command(ctx, session_id, project, source, context_window, max_tokens, reserve, as_json) -> None:
     """Epoch, turns and estimated tokens against the limits, emergency retention, a needed
     checkpoint, a queued rotation: the facts a host shows in its footer."""
-    if source is None:
-        run_method(ctx, "session-status", {"project": project, "sessionId": session_id}, as_json, print_session_status)
-        return
-    messages, parent = _read_transcript(source)
-    params = _context_params(project, session_id, parent, messages, context_window, max_tokens, reserve)
-    with open_archive(ctx) as archive:
-        result = archive.call("session-context", params)
-    click.echo(dump_json(result["status"])) if as_json else print_session_status(result["status"])
+    params: dict[str, Any] = {"project": project, "sessionId": session_id}
+    if source is not None:  # read-only: counted against what the archive records, nothing decided
+        messages, _ = _read_transcript(source)
+        params.update(_model_params(messages, context_window, max_tokens, reserve))
+    run_method(ctx, "session-status", params, as_json, print_session_status)
 
 
 @archive_command(session_group, "replay")
@@ -131,9 +111,13 @@ def session_replay_command(
     externalized, where hints go. It runs the engine for real (decisions and archives are written
     as a host's call would write them, idempotently)."""
     messages, header_parent = _read_transcript(source)
-    params = _context_params(
-        project, session_id, parent or header_parent, messages, context_window, max_tokens, reserve
-    )
+    params = {
+        "project": project,
+        "sessionId": session_id,
+        **_model_params(messages, context_window, max_tokens, reserve),
+    }
+    if parent or header_parent:
+        params["parentSessionId"] = parent or header_parent
 
     def show(result: dict[str, Any]) -> None:
         for index, message in enumerate(result["messages"]):

@@ -19,6 +19,7 @@ from cwa.cli.shared import (
     dump_json,
     handles_errors,
     json_option,
+    print_answer,
     project_dir,
 )
 
@@ -62,8 +63,10 @@ def config_show(sources: bool, as_json: bool) -> None:
 def config_trust(folder: Path | None, as_json: bool) -> None:
     """Read FOLDER's .cwa.json and .pi/settings.json from now on [default: the cwd]."""
     trusted = config.edit_trusted(folder or project_dir(), add=True)
-    click.echo(dump_json({"trustedProjects": trusted})) if as_json else click.echo(
-        f"trusted: {os.path.realpath(folder or project_dir())}"
+    print_answer(
+        {"trustedProjects": trusted},
+        as_json,
+        lambda _: click.echo(f"trusted: {os.path.realpath(folder or project_dir())}"),
     )
 
 
@@ -74,6 +77,8 @@ def config_trust(folder: Path | None, as_json: bool) -> None:
 def config_untrust(folder: Path | None, as_json: bool) -> None:
     """Stop reading FOLDER's project settings [default: the cwd]."""
     trusted = config.edit_trusted(folder or project_dir(), add=False)
-    click.echo(dump_json({"trustedProjects": trusted})) if as_json else click.echo(
-        f"no longer trusted: {os.path.realpath(folder or project_dir())}"
+    print_answer(
+        {"trustedProjects": trusted},
+        as_json,
+        lambda _: click.echo(f"no longer trusted: {os.path.realpath(folder or project_dir())}"),
     )

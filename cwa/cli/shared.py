@@ -12,7 +12,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 import orjson
@@ -67,6 +67,19 @@ def handles_errors(command: Callable | None = None, *, always_json: bool = False
         return wrapper
 
     return decorate(command) if command is not None else decorate
+
+
+def print_answer(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
+    """JSON for programs (--json), else `show(result)` for people."""
+    if as_json:
+        click.echo(dump_json(result))
+    else:
+        show(result)
+
+
+def negative_answer() -> NoReturn:
+    """End a command that worked and whose answer is "no" (NEGATIVE_ANSWER_EXIT)."""
+    sys.exit(NEGATIVE_ANSWER_EXIT)
 
 
 def json_option(command: Callable) -> Callable:
@@ -135,7 +148,7 @@ def run_method(
                 result = archive.call(method, params)
         else:
             result = archive.call(method, params)
-    click.echo(dump_json(result)) if as_json else show(result)
+    print_answer(result, as_json, show)
     return result
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -26,7 +25,9 @@ from cwa.cli.shared import (
     dump_json,
     handles_errors,
     json_option,
+    negative_answer,
     open_archive,
+    print_answer,
     progress_bar,
     project_dir,
     run_method,
@@ -176,7 +177,7 @@ def demo(ctx: click.Context, as_json: bool) -> None:
     with open_archive(ctx) as archive:
         report = run_demo(archive)
     report["commands"] = demo_commands(ctx, report)
-    click.echo(dump_json(report)) if as_json else print_demo(ctx, report)
+    print_answer(report, as_json, lambda found: print_demo(ctx, found))
 
 
 @archive_command(main, "doctor")
@@ -212,6 +213,6 @@ def doctor(ctx, repair, sample, as_json) -> None:
         from cwa.api import damaged_archive_report
 
         result = damaged_archive_report(ctx.obj["db"], config.load_settings(project_dir()), error)
-        click.echo(dump_json(result)) if as_json else show(result)
+        print_answer(result, as_json, show)
     if not result["healthy"]:
-        sys.exit(1)
+        negative_answer()

@@ -25,6 +25,7 @@ from typing import Any
 
 import apsw
 
+from cwa import limits
 from cwa.config import Settings
 from cwa.retrieve import packet, render
 from cwa.retrieve.chronology import Record, parent_session, record_at, records_from, same_subject
@@ -34,16 +35,13 @@ from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
 
 INTENTS = {"auto": (1, 3), "state": (0, 0), "workflow": (1, 8)}  # (before, after) per anchor
-DEFAULT_ANCHORS = 5
 LINEAGE_DEPTH = 8  # parent sessions a "before" walk may continue into
-DEFAULT_MAX_EVIDENCE = 12
-DEFAULT_MAX_TOKENS = 2_000
 
 
 def gather(conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str) -> dict[str, Any]:
     before, after = INTENTS[request.get("intent", "auto")]
     before, after = request.get("before", before), request.get("after", after)
-    max_tokens = request.get("maxTokens", DEFAULT_MAX_TOKENS)
+    max_tokens = request.get("maxTokens", limits.DEFAULT_GATHER_TOKENS)
     found = search(
         conn,
         {
@@ -52,7 +50,7 @@ def gather(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
                 for k in ("query", "scope", "project", "sessionId", "excludeVisibleSourceKeys")
                 if k in request
             },
-            "limit": request.get("limit", DEFAULT_ANCHORS),
+            "limit": request.get("limit", limits.DEFAULT_GATHER_ANCHORS),
             "semanticPolicy": "always",
             "leaseSeconds": 0,
         },
@@ -72,7 +70,7 @@ def gather(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
                 if distance <= wanted:
                     _add_neighbour(conn, chosen, entry, direction, distance, visible)
     # anchors first (best first), then neighbours nearest first
-    picked = list(chosen.values())[: request.get("maxEvidence", DEFAULT_MAX_EVIDENCE)]
+    picked = list(chosen.values())[: request.get("maxEvidence", limits.DEFAULT_GATHER_EVIDENCE)]
     picked.sort(key=lambda e: e["record"].position)
     secret = archive_secret(conn)
     items = [packet.record_item(conn, entry, secret, packet.reach(max_tokens, len(picked))) for entry in picked]

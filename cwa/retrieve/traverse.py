@@ -1,7 +1,7 @@
 """Traverse: page through a session's chronology from an authenticated anchor.
 
 The anchor is a signed locator, or a document id of the caller's project (its first message). A
-page holds at most PAGE_MAX records strictly before or after the anchor, nearest first; at most
+page holds at most MAX_TRAVERSE_PAGE records strictly before or after the anchor, nearest first; at most
 `scanLimit` records are examined per call (expired and tombstoned ones are examined, counted and
 skipped; superseded ones are returned, flagged with their replacement). The answer carries a
 cursor, signed with the archive's secret like a locator, that continues from the last record
@@ -15,6 +15,7 @@ from typing import Any
 
 import apsw
 
+from cwa import limits
 from cwa.errors import NotFound
 from cwa.retrieve import packet, render
 from cwa.retrieve.chronology import DIRECTIONS, Record, record_at, records_from
@@ -23,11 +24,6 @@ from cwa.store.reads import find_document, message_at
 from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
 
-PAGE_MAX = 128
-DEFAULT_PAGE = 20
-DEFAULT_SCAN = 2_048
-MAX_SCAN = 10_000
-DEFAULT_MAX_TOKENS = 4_000
 CURSOR_PREFIX = "cwa1t"
 FETCH = 256  # rows read per query while a page fills
 
@@ -35,9 +31,9 @@ FETCH = 256  # rows read per query while a page fills
 def traverse(conn: apsw.Connection, request: dict[str, Any], now: str) -> dict[str, Any]:
     secret = archive_secret(conn)
     project = request["project"]
-    page = min(request.get("limit", DEFAULT_PAGE), PAGE_MAX)
-    scan_limit = request.get("scanLimit", DEFAULT_SCAN)
-    max_tokens = request.get("maxTokens", DEFAULT_MAX_TOKENS)
+    page = min(request.get("limit", limits.DEFAULT_TRAVERSE_PAGE), limits.MAX_TRAVERSE_PAGE)
+    scan_limit = request.get("scanLimit", limits.DEFAULT_TRAVERSE_SCAN)
+    max_tokens = request.get("maxTokens", limits.DEFAULT_TRAVERSE_TOKENS)
     start = _start(conn, request, project, secret)
     if isinstance(start, dict):
         return start

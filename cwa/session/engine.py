@@ -49,6 +49,7 @@ from cwa.retrieve import preflight
 from cwa.session import budget as budgets
 from cwa.session.budget import Budget
 from cwa.session.checkpoint import archive_checkpoint, checkpoint_keys, preview
+from cwa.session.status import recorded_status
 from cwa.session.transcript import (
     COMMAND_HEAD_CHARS,
     EMPTY_DIGEST,
@@ -882,28 +883,12 @@ class Engines:
 
     def status(self, request: dict[str, Any]) -> dict[str, Any]:
         """The footer facts: from memory when this process serves the session, else what the
-        archive records (tokens are known only with the transcript)."""
+        archive records (turns and tokens only with the transcript); nothing is written."""
         project, session = request["project"], request["sessionId"]
         engine = self.get(project, session)
         if engine is not None:
             return {"inMemory": True, **engine.status()}
-        row = hint_ledger.session_row(self.host.conn, project, session)
-        if row is None:
-            raise NotFound(f"no session {session!r} in project {project!r}", reason="no-session")
-        epoch = session_state.load_epoch(self.host.conn, session_lineage(self.host.conn, row)) or EpochRow()
-        flags = epoch.flags
-        return {
-            "inMemory": False,
-            "epoch": epoch.epoch,
-            "turns": None,
-            "tokens": None,
-            "limits": None,
-            "level": None,
-            "emergencyRetention": flags.get("emergency"),
-            "checkpointNeeded": bool(flags.get("checkpointNeeded")),
-            "rotationQueued": bool(flags.get("rotationQueued")),
-            "archivedGroups": len(session_state.archived_groups(self.host.conn, [row])),
-        }
+        return recorded_status(self.host.conn, request, self.host.settings)
 
     def with_visible(self, request: dict[str, Any]) -> dict[str, Any]:
         """A search request of a session this process serves also excludes what its provider
