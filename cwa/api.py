@@ -389,8 +389,10 @@ def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
             from cwa.store.connection import write_transaction
 
             with write_transaction(archive.conn):
-                expired = checkpoint_parts.expire_orphans(archive.conn, archive.clock(), 1 << 30)
-            indexed = checkpoint_parts.index_linked(archive.conn, archive.handlers, archive.clock(), limit=1 << 30)
+                expired = checkpoint_parts.expire_orphans(archive.conn, archive.clock(), limits.UNBOUNDED)
+            indexed = checkpoint_parts.index_linked(
+                archive.conn, archive.handlers, archive.clock(), limit=limits.UNBOUNDED
+            )
             repaired.append(
                 f"checkpoint-parts: {expired} orphan(s) past the grace period expired, {indexed} part(s) indexed"
             )

@@ -101,6 +101,7 @@ class Setting:
 
 
 DAYS = _int_range(0, 36_500)
+MAX_DISK_CRITICAL_MEBIBYTES = 1 << 30  # a pebibyte: more than any disk, still a bounded number
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("ephemeralRetentionDays", 14, DAYS, "storage retention of tool payloads (0 = never expire)"),
@@ -114,7 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "diskCriticalMebibytes",
         2048,
-        _int_range(0, 1 << 30),
+        _int_range(0, MAX_DISK_CRITICAL_MEBIBYTES),
         "admission fails with disk-low when the archive's file system has less free space (0 = off)",
     ),
     Setting(

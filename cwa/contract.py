@@ -21,7 +21,7 @@ from cwa.errors import InvalidRequest, LimitExceeded
 from cwa.json_input import check_depth
 from cwa.session.budget import SESSION_KEYS
 from cwa.timestamps import OutOfRange, parse_timestamp
-from cwa.vocabulary import HOSTS, KINDS, RELATIONS, RETENTION_CLASSES, ROLES, SCOPES
+from cwa.vocabulary import DIRECTIONS, GATHER_INTENTS, HOSTS, KINDS, RELATIONS, RETENTION_CLASSES, ROLES, SCOPES
 
 
 def _type_name(value: Any) -> str:
@@ -483,7 +483,7 @@ SEARCH = Obj(
 GATHER = Obj(
     {
         "query": Field(Str(1, limits.MAX_QUERY_CHARS, limit=True), required=True),
-        "intent": Field(Enum(("auto", "state", "workflow")), default="auto"),
+        "intent": Field(Enum(GATHER_INTENTS), default="auto"),
         "scope": Field(Enum(SCOPES), default="project"),
         "sessionId": Field(Str(1, limits.MAX_SESSION_ID_CHARS)),
         "project": Field(Str(1, limits.MAX_PROJECT_CHARS)),
@@ -503,7 +503,7 @@ TRAVERSE = Obj(
         "documentId": Field(Str(1, limits.MAX_DOCUMENT_ID_CHARS)),
         "version": Field(Int(1, limits.MAX_VERSION)),
         "cursor": Field(Str(1, limits.MAX_CURSOR_CHARS)),
-        "direction": Field(Enum(("before", "after"))),
+        "direction": Field(Enum(DIRECTIONS)),
         "limit": Field(Int(1, limits.MAX_TRAVERSE_PAGE)),
         "scanLimit": Field(Int(1, limits.MAX_TRAVERSE_SCAN)),
         "maxTokens": Field(Int(limits.MIN_PACKET_TOKENS, limits.MAX_PACKET_TOKENS)),

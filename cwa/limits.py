@@ -1,6 +1,7 @@
 """Every size and count limit of the contract, in one place (docs/contract.md lists them)."""
 
 KIB = 1024
+UNBOUNDED = 1 << 62  # a count limit that never binds ("all of them"), as an integer SQL accepts
 MIB = 1024 * KIB
 
 # Admission

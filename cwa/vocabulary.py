@@ -50,6 +50,11 @@ CUES = ("question", "request", "correction", "answer", "decision")
 RELATIONS = {f"latest-{cue}": cue for cue in CUES}  # relation name → its cue
 
 SCOPES = ("session", "project", "all")  # where a search or gather may look
+GATHER_INTENTS = ("auto", "state", "workflow")  # how much of what followed each match gather shows
+DIRECTIONS = ("before", "after")  # of a walk through a session's chronology
+
+# The MCP clients `cwa mcp install` writes the server entry for
+MCP_CLIENTS = ("claude", "codex", "opencode")
 
 # The agent hosts that call the archive's tools (routing.json names the tools each offers)
 HOSTS = ("pi", "mcp")

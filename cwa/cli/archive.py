@@ -4,6 +4,7 @@ unpin, checkpoint, catalog, redact.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,7 +117,7 @@ def admit_command(ctx: click.Context, source: Path | None, project: str | None, 
         open_archive(ctx) as archive,
         click.progressbar(requests, label="admitting", file=sys.stderr, show_pos=True)
         if len(requests) > 1 and not as_json
-        else _plain(requests) as items,
+        else contextlib.nullcontext(requests) as items,
     ):
         for number, request in items:
             if isinstance(request, dict) and (explicit or "project" not in request):
@@ -134,19 +135,6 @@ def admit_command(ctx: click.Context, source: Path | None, project: str | None, 
     for result in results:
         state = "new" if result["created"] else "already archived"
         click.echo(f"{result['documentId']} v{result['version']} ({state})")
-
-
-class _plain:
-    """A stand-in for click.progressbar when no bar is wanted."""
-
-    def __init__(self, items: list) -> None:
-        self.items = items
-
-    def __enter__(self) -> list:
-        return self.items
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
 
 
 def _parse_range(text: str | None) -> dict[str, int] | None:

@@ -14,6 +14,7 @@ import orjson
 from cwa import limits
 from cwa.errors import Internal
 from cwa.input_files import read_stream
+from cwa.vocabulary import MCP_CLIENTS
 
 if TYPE_CHECKING:
     pass
@@ -124,7 +125,7 @@ def mcp_group(ctx: click.Context) -> None:
 
 
 @mcp_group.command("install")
-@click.argument("client", type=click.Choice(("claude", "codex", "opencode")))
+@click.argument("client", type=click.Choice(MCP_CLIENTS))
 @click.option("--write", is_flag=True, help="Merge the entry into the client's configuration file (idempotent).")
 @json_option
 @handles_errors

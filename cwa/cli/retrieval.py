@@ -8,7 +8,7 @@ import click
 
 from cwa import config, limits
 from cwa.errors import InvalidRequest
-from cwa.vocabulary import RELATIONS, SCOPES
+from cwa.vocabulary import GATHER_INTENTS, RELATIONS, SCOPES
 
 if TYPE_CHECKING:
     pass
@@ -121,7 +121,7 @@ def recall_command(ctx, target, project, neighbors, max_tokens, as_json) -> None
 @click.argument("words", nargs=-1, required=True)
 @click.option(
     "--intent",
-    type=click.Choice(("auto", "state", "workflow")),
+    type=click.Choice(GATHER_INTENTS),
     default="auto",
     show_default=True,
     help="Neighbours per match: auto 1 before / 3 after, state none, workflow 1 / 8.",

@@ -21,8 +21,9 @@ from typing import Any
 
 from cwa.errors import InvalidRequest, StorageUnavailable
 from cwa.file_writes import write_atomically
+from cwa.vocabulary import MCP_CLIENTS
 
-CLIENTS = ("claude", "codex", "opencode")
+CLIENTS = MCP_CLIENTS
 NAME = "cwa"
 
 

@@ -17,8 +17,6 @@ from cwa.store.reads import read_bytes
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import READABLE_STATES
 
-DIRECTIONS = ("before", "after")
-
 
 @dataclass(frozen=True)
 class Record:

@@ -33,8 +33,9 @@ from cwa.retrieve.search import search
 from cwa.store.reads import message_at
 from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
+from cwa.vocabulary import GATHER_INTENTS
 
-INTENTS = {"auto": (1, 3), "state": (0, 0), "workflow": (1, 8)}  # (before, after) per anchor
+INTENTS = dict(zip(GATHER_INTENTS, ((1, 3), (0, 0), (1, 8)), strict=True))  # (before, after) per anchor
 LINEAGE_DEPTH = 8  # parent sessions a "before" walk may continue into
 
 

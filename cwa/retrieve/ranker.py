@@ -156,7 +156,7 @@ def order(
     }
     head = sorted(
         candidates,
-        key=lambda c: min(rank_lexical.get(c.document_row, 1 << 30), rank_semantic.get(c.document_row, 1 << 30)),
+        key=lambda c: min(rank_lexical.get(c.document_row, math.inf), rank_semantic.get(c.document_row, math.inf)),
     )[:NEIGHBOR_SOURCES]
     if neighbors:
         sources = [*anchored, *(c.document_row for c in head)]

@@ -18,11 +18,12 @@ import apsw
 from cwa import limits
 from cwa.errors import NotFound
 from cwa.retrieve import packet, render
-from cwa.retrieve.chronology import DIRECTIONS, Record, record_at, records_from
+from cwa.retrieve.chronology import Record, record_at, records_from
 from cwa.retrieve.locators import sign_values, verify, verify_values
 from cwa.store.reads import find_document, message_at
 from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
+from cwa.vocabulary import DIRECTIONS
 
 CURSOR_PREFIX = "cwa1t"
 FETCH = 256  # rows read per query while a page fills

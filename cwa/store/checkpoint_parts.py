@@ -16,6 +16,7 @@ from typing import Any
 
 import apsw
 
+from cwa import limits
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, load_target, run_handlers
 from cwa.store.sqlfiles import queries
@@ -76,7 +77,7 @@ def index_root_parts(conn: apsw.Connection, handlers: Sequence[IndexHandler], no
     maintenance (`index_linked`) and say how many wait. The root and its parts are durable either
     way: the input is archived exactly, only its search rows are pending."""
     try:
-        index_linked(conn, handlers, now, root_row=root_row, limit=1 << 30)
+        index_linked(conn, handlers, now, root_row=root_row, limit=limits.UNBOUNDED)
     except DEFERRABLE:
         pass
     return conn.execute(queries("checkpoints")["unindexed_part_count"], {"root": root_row}).fetchone()[0]

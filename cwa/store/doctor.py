@@ -19,6 +19,7 @@ import apsw
 import blake3
 import orjson
 
+from cwa import limits
 from cwa.store import checkpoint_parts, migrations
 from cwa.store.connection import ARCHIVE_FILE_MODE, RESTORE_ADVICE
 from cwa.store.reads import read_bytes
@@ -140,7 +141,9 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
 
 def checkpoints(conn: apsw.Connection) -> dict[str, Any]:
     orphans = checkpoint_parts.orphan_count(conn)
-    pending = len(conn.execute(queries("checkpoints")["unindexed_parts"], {"root": None, "limit": 1 << 30}).fetchall())
+    pending = len(
+        conn.execute(queries("checkpoints")["unindexed_parts"], {"root": None, "limit": limits.UNBOUNDED}).fetchall()
+    )
     return _check(
         "checkpoint-parts",
         orphans == 0 and pending == 0,

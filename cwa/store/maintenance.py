@@ -121,9 +121,6 @@ def _incremental_vacuum(conn: apsw.Connection) -> None:
         time.sleep(YIELD_SECONDS)
 
 
-DEFAULT_INTERVAL_SECONDS = limits.MAINTENANCE_INTERVAL_SECONDS
-
-
 class PeriodicMaintenance(DaemonWorker):
     """One bounded pass every `interval` seconds from a daemon thread of `cwa serve`."""
 

@@ -39,4 +39,7 @@ def for_each_size(
     sizes, as_json = args.pop("windows"), args.pop("json")
     for windows in sizes or [10_000]:
         result = run(windows, **args)
-        print(orjson.dumps(result).decode()) if as_json else show(result)
+        if as_json:
+            print(orjson.dumps(result).decode())
+        else:
+            show(result)
