@@ -43,7 +43,7 @@ from cwa.retrieve.continuity import (
 )
 from cwa.retrieve.intent import HISTORICAL_WORDS
 from cwa.retrieve.scope import resolve_scope
-from cwa.retrieve.search import find_candidates
+from cwa.retrieve.search import Stages, find_candidates
 from cwa.store import exposure_ledger, hint_ledger
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait, write_transaction
 from cwa.store.sessions import ensure_project, ensure_session, lineage_rows
@@ -219,9 +219,9 @@ def _evidence(
     pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
     query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
     # own words only: a hint stands on what its source says, never on the turn before it
-    _, qterms, tiers = find_candidates(ctx, query, pool, IGNORED_TERMS, _specific, context=False)
-    ranked = [c for tier in tiers for c in tier[: pool + 1]]  # the top and its nearest rivals
-    probability = _probabilities(ctx, tiers, qterms, settings)
+    _, qterms, stages = find_candidates(ctx, query, pool, IGNORED_TERMS, _specific, context=False)
+    ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
+    probability = _probabilities(ctx, stages, qterms, settings)
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     idf = {t: calibration.normalized_idf(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
@@ -267,15 +267,13 @@ def _source_evidence(
     )
 
 
-def _probabilities(
-    ctx: Context, tiers: list[list[Candidate]], qterms: list[str], settings: Settings
-) -> dict[int, float]:
+def _probabilities(ctx: Context, stages: Stages, qterms: list[str], settings: Settings) -> dict[int, float]:
     """The learned ranker's probability for each lexical candidate (lexical model, no neighbours
     fetched: preflight stays cheap)."""
-    if len(tiers) < 2 or not tiers[1]:
+    if not stages.ranked:
         return {}
-    taken = {c.document_row for c in tiers[0]}
-    pool = ranker.order(ctx, tiers[1], None, None, qterms, taken, ranker.load(settings["rankerPath"]), neighbors=False)
+    weights = ranker.load(settings["rankerPath"])
+    pool = ranker.order(ctx, stages.ranked, None, None, qterms, stages.taken(), weights, neighbors=False)
     return {c.document_row: c.order for c in pool.candidates}
 
 

@@ -8,6 +8,7 @@ sources reorders near-equals; it never outweighs relevance (at most +15%).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import apsw
@@ -45,7 +46,8 @@ from cwa.timestamps import age_days
 from cwa.tokens import estimate_tokens, fit_around
 from cwa.vocabulary import RELATIONS
 
-LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least 8 × limit)
+LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least WINDOWS_PER_RESULT × limit)
+WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 # An expression expected to match more windows than this is scored newest windows first (_bm25f).
@@ -53,13 +55,46 @@ SLICE_MATCHES = 2 * POSTINGS_BUDGET
 SLICE_GROWTH = 4
 RELATION_POOL = 200  # newest cue messages considered
 RELATION_EXTRA_MATCHES = 5  # with a query: older matches examined for ambiguity
+RELATION_MIN_COVERAGE = 0.5  # with a query: the share of its terms a latest-X message must hold
+AMBIGUITY_MARGIN = 0.05  # an older match this much better than the latest makes a relation ambiguous
 SNIPPET_MIN_TOKENS = 16
 SNIPPET_MAX_TOKENS = 80
-SNIPPET_REACH_CHARS_PER_TOKEN = 8
+SNIPPET_REACH_CHARS_PER_TOKEN = 8  # no token covers more characters: text this short fits its budget unmeasured
 EVIDENCE_BYTES = 8 * 1024  # of an exact hit's message, each side of the anchor: ≥ the largest hint budget
 LINEAGE_BOOST = 0.10
 RECENCY_BOOST = 0.05
 RECENCY_DAYS = 30.0
+
+
+@dataclass
+class Stages:
+    """What a search found, stage by stage: the exact tier (anchor hits, or a relation's matches),
+    shown first, then the ranked tier (BM25F, fused with semantic and expansion candidates, then
+    ordered), which is searched only while the exact tier leaves room."""
+
+    exact: list[Candidate]
+    ranked: list[Candidate] = field(default_factory=list)
+
+    def tiers(self) -> list[list[Candidate]]:
+        return [self.exact, self.ranked]
+
+    def taken(self) -> set[int]:
+        """The documents the exact tier holds (the ranked tier leaves them out)."""
+        return {c.document_row for c in self.exact}
+
+    def weak(self) -> bool:
+        """No exact anchor matched and the best ranked evidence is weak (or there is none)."""
+        top = self.ranked[0] if self.ranked else None
+        return not self.exact and (top is None or top.score < RESCUE_SCORE or top.coverage < RESCUE_COVERAGE)
+
+
+class Embeddings(NamedTuple):
+    """The semantic stage: its report (None when the policy is `never`), the candidates found by
+    meaning and the query's vector (None when the embeddings were not asked)."""
+
+    report: dict[str, Any] | None
+    candidates: list[Candidate] | None = None
+    vector: Any = None
 
 
 def find_candidates(
@@ -70,19 +105,18 @@ def find_candidates(
     matchable: Callable[[str, float], bool] | None = None,
     pool: int | None = None,
     context: bool = True,
-) -> tuple[list[Anchor], list[str], list[list[Candidate]]]:
+) -> tuple[list[Anchor], list[str], Stages]:
     """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
     while the exact tier has room; `pool` lexical candidates, default `limit`). `ignored_terms`
     never count as lexical query terms; `matchable(term, normalized_idf)`, when given, picks the
     terms a window must hold one of to be fetched at all (the others still count in each window's
     matched terms and coverage); without `context`, a window is fetched only for its own terms."""
     anchors = query_anchors(query)
-    exact = _exact_search(ctx, anchors, limit)
+    stages = Stages(_exact_search(ctx, anchors, limit))
     qterms = [t for t in _select_terms(ctx, query) if t not in ignored_terms]
-    tiers = [exact]
-    if len(exact) < limit:
-        tiers.append(_lexical_search(ctx, qterms, pool or limit, {c.document_row for c in exact}, matchable, context))
-    return anchors, qterms, tiers
+    if len(stages.exact) < limit:
+        stages.ranked = _lexical_search(ctx, qterms, pool or limit, stages.taken(), matchable, context)
+    return anchors, qterms, stages
 
 
 def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, now: str) -> dict[str, Any]:
@@ -97,7 +131,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     limit = request.get("limit") or settings["searchResults"]
     ctx = make_context(conn, scope, request.get("excludeVisibleSourceKeys") or [], now, request.get("sessionId"))
 
-    tiers: list[list[Candidate]] = []
+    stages = Stages([])
     semantic: dict[str, Any] | None = None
     expanded: list[str] = []
     reranked = False
@@ -110,25 +144,23 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
     if not scope.empty:
         if relation:
             found, status = _relation_search(ctx, RELATIONS[relation], query, limit)
-            tiers.append(found)
+            stages = Stages(found)
             resolution = {"relation": relation, "status": status}
         elif request.get("ranker", settings["ranker"]) == "learned":
-            anchors, qterms, found = find_candidates(ctx, query, limit, pool=max(limit, RANKER_POOL))
-            tiers.extend(found)
-            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, tiers, limit)
-            reranked = _rerank(settings, request.get("rerank", True), query, tiers)
+            anchors, qterms, stages = find_candidates(ctx, query, limit, pool=max(limit, RANKER_POOL))
+            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit)
+            reranked = _rerank(settings, request.get("rerank", True), query, stages)
         else:
-            anchors, qterms, found = find_candidates(ctx, query, limit)
-            tiers.extend(found)
-            expanded = _expand(ctx, request, qterms, tiers, limit)
-            semantic, found_by_meaning, _ = _ask_embeddings(ctx, request, settings, query, qterms, tiers, limit, limit)
-            if found_by_meaning is not None:
-                _set_tier(tiers, fuse(tiers[1] if len(tiers) > 1 else [], found_by_meaning))
-            if len(tiers) > 1:
-                tiers[1] = _order_tier(ctx, request, settings, tiers, qterms, limit)
-                tiers[1] = collapse(tiers[1])
-                reranked = _rerank(settings, request.get("rerank", True), query, tiers)
-    results = _assemble(ctx, tiers, limit)
+            anchors, qterms, stages = find_candidates(ctx, query, limit)
+            expanded = _expand(ctx, request, qterms, stages, limit)
+            embeddings = _ask_embeddings(ctx, request, settings, query, qterms, stages, limit, limit)
+            semantic = embeddings.report
+            if embeddings.candidates is not None:
+                stages.ranked = fuse(stages.ranked, embeddings.candidates)
+            if stages.ranked:
+                stages.ranked = collapse(_order_tier(ctx, request, settings, stages, qterms, limit))
+                reranked = _rerank(settings, request.get("rerank", True), query, stages)
+    results = _assemble(ctx, stages.tiers(), limit)
     budget = request.get("hintBudgetTokens", settings["hintBudgetTokens"])
     response = _present(ctx, results, budget, request.get("leaseSeconds", DEFAULT_LEASE_SECONDS))
     if resolution:
@@ -156,15 +188,14 @@ def _learned_tier(
     settings: Settings,
     query: str,
     qterms: list[str],
-    tiers: list[list[Candidate]],
+    stages: Stages,
     limit: int,
 ) -> tuple[dict[str, Any] | None, ranker.Pool | None]:
-    """The lexical/semantic tier ordered by the learned ranker (in place), with the semantic
-    report: the embeddings are asked as the semantic policy says (`auto`: on weak evidence)."""
-    exact = tiers[0]
-    lexical = tiers[1] if len(tiers) > 1 else []
+    """The ranked tier ordered by the learned ranker, with the semantic report: the embeddings
+    are asked as the semantic policy says (`auto`: on weak evidence)."""
+    exact, lexical = stages.exact, stages.ranked
     report, semantic, vector = _ask_embeddings(
-        ctx, request, settings, query, qterms, tiers, limit, max(limit, RANKER_POOL)
+        ctx, request, settings, query, qterms, stages, limit, max(limit, RANKER_POOL)
     )
     if not lexical and not semantic:
         return report, None
@@ -179,7 +210,7 @@ def _learned_tier(
         weights,
         anchored=[c.document_row for c in exact],
     )
-    _set_tier(tiers, collapse(importance.reorder(ctx.conn, pool.kept)))
+    stages.ranked = collapse(importance.reorder(ctx.conn, pool.kept))
     return report, pool
 
 
@@ -213,32 +244,31 @@ def _order_tier(
     ctx: Context,
     request: dict[str, Any],
     settings: Settings,
-    tiers: list[list[Candidate]],
+    stages: Stages,
     qterms: list[str],
     limit: int,
 ) -> list[Candidate]:
-    """The lexical/semantic tier's final order before near copies collapse: fused keys (one mode
-    alone keeps its order), × the importance prior, then conversation-neighbour credit."""
-    tier = tiers[1]
+    """The ranked tier's final order before near copies collapse: fused keys (one mode alone
+    keeps its order), × the importance prior, then conversation-neighbour credit."""
+    tier = stages.ranked
     if not any(c.modes for c in tier):  # not fused yet: one mode's order, with fused keys
         tier = fuse(tier)
     tier = importance.reorder(ctx.conn, tier)
-    taken = {c.document_row for c in tiers[0]}
     share = request.get("neighborCredit", settings["neighborCredit"])
-    return neighbors.reorder(ctx, tier, qterms, limit, taken, share)
+    return neighbors.reorder(ctx, tier, qterms, limit, stages.taken(), share)
 
 
 RERANK_PASSAGE_TOKENS = 256
 
 
-def _rerank(settings: Settings, wanted: bool, query: str, tiers: list[list[Candidate]]) -> bool:
-    """Reorder the top of the lexical/semantic tier by a cross-encoder, when one is installed and
-    `rerankerEnabled` (in place; stable; `score` untouched). Any failure keeps the fused order."""
-    if not wanted or not settings["rerankerEnabled"] or len(tiers) < 2 or not tiers[1]:
+def _rerank(settings: Settings, wanted: bool, query: str, stages: Stages) -> bool:
+    """Reorder the top of the ranked tier by a cross-encoder, when one is installed and
+    `rerankerEnabled` (stable; `score` untouched). Any failure keeps the fused order."""
+    if not wanted or not settings["rerankerEnabled"] or not stages.ranked:
         return False
     try:
         model = reranker(reranker_dir(settings["rerankerPath"]))
-        top = tiers[1][: settings["rerankerCandidates"]]
+        top = stages.ranked[: settings["rerankerCandidates"]]
         passages = []
         for candidate in top:
             left, right = fit_around(candidate.text, RERANK_PASSAGE_TOKENS, candidate.center)
@@ -251,24 +281,16 @@ def _rerank(settings: Settings, wanted: bool, query: str, tiers: list[list[Candi
     order = sorted(range(len(top)), key=lambda i: -scores[i])  # stable: ties keep the fused order
     for candidate in top:
         candidate.reranked = True
-    tiers[1] = [top[i] for i in order] + tiers[1][len(top) :]
+    stages.ranked = [top[i] for i in order] + stages.ranked[len(top) :]
     return True
 
 
-def _weak(tiers: list[list[Candidate]]) -> bool:
-    """No exact anchor matched and the best lexical evidence is weak (or there is none)."""
-    lexical = tiers[1] if len(tiers) > 1 else []
-    return not tiers[0] and (not lexical or lexical[0].score < RESCUE_SCORE or lexical[0].coverage < RESCUE_COVERAGE)
-
-
-def _expand(
-    ctx: Context, request: dict[str, Any], qterms: list[str], tiers: list[list[Candidate]], limit: int
-) -> list[str]:
-    """Bo1 expansion on weak evidence: the expanded query's windows are fused into the lexical tier
-    (in place); their scores and coverage stay those of the original query terms."""
-    if request.get("expansion") is False or len(tiers) < 2 or not tiers[1] or not _weak(tiers):
+def _expand(ctx: Context, request: dict[str, Any], qterms: list[str], stages: Stages, limit: int) -> list[str]:
+    """Bo1 expansion on weak evidence: the expanded query's windows are fused into the ranked
+    tier; their scores and coverage stay those of the original query terms."""
+    if request.get("expansion") is False or not stages.ranked or not stages.weak():
         return []
-    feedback = [c.text for c in tiers[1][: expansion.FEEDBACK_WINDOWS]]
+    feedback = [c.text for c in stages.ranked[: expansion.FEEDBACK_WINDOWS]]
     counts = expansion.candidate_terms(feedback, qterms)
     df, total = frequencies(ctx, sorted(counts))
     added = expansion.bo1(counts, df, total)
@@ -280,7 +302,7 @@ def _expand(
         candidate.matched = original
         candidate.score = calibration.lexical_score(qterms, original)
         candidate.coverage = round(len(original) / len(qterms), 4) if qterms else 0.0
-    tiers[1] = fuse(tiers[1], wider)
+    stages.ranked = fuse(stages.ranked, wider)
     return added
 
 
@@ -296,35 +318,26 @@ def _ask_embeddings(
     settings: Settings,
     query: str,
     qterms: list[str],
-    tiers: list[list[Candidate]],
+    stages: Stages,
     limit: int,
     size: int,
-) -> tuple[dict[str, Any] | None, list[Candidate] | None, Any]:
+) -> Embeddings:
     """The semantic report, and `size` semantic candidates with the query's embedding when the
     policy asks for them (`auto`: only when no exact anchor matched and the lexical evidence is
     weak) and the exact tier leaves room; the report is None when the policy is `never`."""
     policy = request.get("semanticPolicy", "auto") if settings["semanticRetrieval"] else "never"
     if policy == "never":
-        return None, None, None
-    exact = tiers[0]
+        return Embeddings(None)
     report: dict[str, Any] = {"policy": policy, "used": False, "pendingWindows": None}
-    if not (policy == "always" or _weak(tiers)) or len(exact) >= limit:
-        return report, None, None
+    if not (policy == "always" or stages.weak()) or len(stages.exact) >= limit:
+        return Embeddings(report)
     report["pendingWindows"] = pending(ctx.conn)  # counted only when the embeddings are asked
     vector = query_vector(ctx, query)
     if vector is None:
         report["unavailable"] = True
-        return report, None, None
+        return Embeddings(report)
     report["used"] = True
-    return report, semantic_candidates(ctx, vector, qterms, size, {c.document_row for c in exact}), vector
-
-
-def _set_tier(tiers: list[list[Candidate]], tier: list[Candidate]) -> None:
-    """Put the lexical/semantic tier in place (after the exact one)."""
-    if len(tiers) > 1:
-        tiers[1] = tier
-    else:
-        tiers.append(tier)
+    return Embeddings(report, semantic_candidates(ctx, vector, qterms, size, stages.taken()), vector)
 
 
 # --- exact -------------------------------------------------------------------------------------
@@ -508,7 +521,9 @@ def _lexical_search(
     rows: list[WindowRow] = []
     seen_windows: set[int] = set()
     for match, expected in match_expressions(wanted, df, total, context):
-        for found in best_admissible(ctx, _bm25f(ctx, match, expected), max(LEXICAL_POOL, 8 * limit), limit, taken):
+        for found in best_admissible(
+            ctx, _bm25f(ctx, match, expected), max(LEXICAL_POOL, WINDOWS_PER_RESULT * limit), limit, taken
+        ):
             if found.window_id not in seen_windows:
                 seen_windows.add(found.window_id)
                 rows.append(found)
@@ -610,7 +625,7 @@ def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> t
             present = {t.term for t in message_tokens}
             matched = [t for t in qterms if t in present]
             coverage = len(matched) / len(qterms)
-            if coverage < 0.5:
+            if coverage < RELATION_MIN_COVERAGE:
                 continue
             center = next((t.start for t in message_tokens if t.term in matched), 0)
         candidate = Candidate(
@@ -636,7 +651,7 @@ def _relation_search(ctx: Context, cue: str, query: str | None, limit: int) -> t
         return [], "not-found"
     # With a query, ambiguous when an older candidate is clearly better evidence than the latest.
     latest = found[0]
-    if qterms and any(c.score > latest.score + 0.05 for c in found[1:]):
+    if qterms and any(c.score > latest.score + AMBIGUITY_MARGIN for c in found[1:]):
         return found, "ambiguous"
     return found, "resolved"
 
@@ -675,7 +690,7 @@ def snippet(candidate: Candidate, ctx: Context, budget: int) -> str:
         data, _ = read_bytes(ctx.conn, candidate.document_row, candidate.start, candidate.end)
         text = data.decode("utf-8")
     text = text.strip()
-    if len(text) <= budget * 8 and estimate_tokens(text) <= budget:
+    if len(text) <= budget * SNIPPET_REACH_CHARS_PER_TOKEN and estimate_tokens(text) <= budget:
         return text
     ellipsis = estimate_tokens("…")
     # A token never covers more than a few characters: look only at a stretch around the match
