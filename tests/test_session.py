@@ -549,3 +549,58 @@ def test_a_group_that_grows_after_settling_supersedes_its_earlier_archive(archiv
     found = archive.search({"project": PROJECT, "query": "QUOKKA-17", "leaseSeconds": 0})["results"]
     assert [r["documentId"] for r in found] == second  # the group once, as it is now
     assert archive.call("session-settled", {"project": PROJECT, "sessionId": "live"})["archived"] == []
+
+
+# -- how the engine writes -------------------------------------------------------------------
+
+
+def _transactions(archive: Archive) -> list[set[str]]:
+    """The tables each committed transaction of `archive`'s connection wrote, in order."""
+    written: list[set[str]] = [set()]
+
+    def row_changed(kind: int, database: str, table: str, rowid: int) -> None:
+        written[-1].add(table)
+
+    def committed() -> bool:
+        written.append(set())
+        return False  # let the commit go on
+
+    archive.conn.set_update_hook(row_changed)
+    archive.conn.set_commit_hook(committed)
+    return written
+
+
+def test_a_turns_decisions_are_written_in_one_transaction(archive):
+    transcript, host = Transcript(), Host(archive)
+    outputs = ["\n".join(f"{n}: line {i} of a long build log for step {n}" for i in range(1_500)) for n in range(6)]
+    transcript.turn("build everything", tools=tuple(outputs))
+    written = _transactions(archive)
+    host.context(transcript)
+    with_decisions = [tables for tables in written if "session_replacements" in tables]
+    assert len(with_decisions) == 1  # before: one transaction per message decided
+    stored = archive.conn.execute("SELECT count(*) FROM session_replacements WHERE action = 'preview'").fetchone()[0]
+    assert stored == 6 and sum(1 for e in host.events if e["type"] == "externalized") == 6
+
+
+def test_a_decision_stored_first_by_another_process_is_the_one_shown(open_archive, monkeypatch):
+    from cwa.session import engine as engine_module
+
+    first, second = open_archive(), open_archive()
+    transcript = Transcript()
+    transcript.turn("lint it", tools=("\n".join(f"src/m{n}.py:{n}: W{n:04d} unused" for n in range(900)),))
+    Host(first).context(transcript)  # decides and stores the preview
+    first.conn.execute("UPDATE session_replacements SET text = 'decided elsewhere ' || text")
+    stored = first.conn.execute("SELECT text FROM session_replacements").fetchall()
+    # the second process looked before the first stored anything, so it decides too; its write finds
+    # the first's different decision, which wins: the copy is built again from what is stored
+    real = engine_module.session_state.load_replacements
+    looks = []
+
+    def looked_too_early(conn, lineage, keys):
+        looks.append(keys)
+        return {} if len(looks) == 1 else real(conn, lineage, keys)
+
+    monkeypatch.setattr(engine_module.session_state, "load_replacements", looked_too_early)
+    shown = Host(second).context(transcript)
+    assert [m["content"][0]["text"] for m in shown if m["role"] == "toolResult"] == [text for (text,) in stored]
+    assert len(looks) >= 2  # decided once, then rebuilt from the stored decisions

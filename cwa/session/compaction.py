@@ -20,7 +20,7 @@ from cwa import limits
 from cwa.errors import NotFound
 from cwa.session.checkpoint import CATALOG_TOKENS, archive_previous_summary, catalog_entry, render_catalog
 from cwa.session.transcript import Entry, entries_of, groups, shown_text, unique_keys
-from cwa.session.turns import CATALOG_HEAD_CHARS, CATALOG_TAIL_CHARS, archive_group
+from cwa.session.turns import CATALOG_HEAD_CHARS, CATALOG_TAIL_CHARS, admitter, archive_group
 from cwa.store import session_state
 from cwa.store.hint_ledger import session_row
 from cwa.store.reads import find_document, read_bytes
@@ -36,6 +36,7 @@ TAIL_BYTES = 4 * CATALOG_TAIL_CHARS
 
 def compact(host: Any, request: dict[str, Any]) -> dict[str, Any]:
     project, session = request["project"], request["sessionId"]
+    admit = admitter(host)
     scope = {"project": project, "sessionId": session}
     if request.get("parentSessionId"):
         scope["parentSessionId"] = request["parentSessionId"]
@@ -44,10 +45,10 @@ def compact(host: Any, request: dict[str, Any]) -> dict[str, Any]:
     shown = _shown_texts(host, project, session, entries)
     new_entries: list[dict[str, Any]] = []
     for group in groups(entries):
-        new_entries.extend(archive_group(host.admit, scope, group, shown, describe=True))
+        new_entries.extend(archive_group(admit, scope, group, shown, describe=True))
     previous = None
     if request.get("previousSummary"):
-        previous = archive_previous_summary(host.conn, host.admit, project, session, request["previousSummary"])
+        previous = archive_previous_summary(host.conn, admit, project, session, request["previousSummary"])
     carried = trusted_entries(host.conn, project, request.get("previousDetails"))
     seen = {e["rootId"] for e in new_entries}
     everything = new_entries + [e for e in carried if e["rootId"] not in seen]

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import apsw
@@ -71,10 +72,11 @@ from cwa.session.transcript import (
     unique_keys,
     with_text,
 )
-from cwa.session.turns import TURN_PART_BYTES, archive_group, archive_tool_result
+from cwa.session.turns import TURN_PART_BYTES, admitter, archive_group, archive_tool_result
 from cwa.store import hint_ledger, protection, session_state
 from cwa.store.admission import document_ids_in
 from cwa.store.connection import BOOKKEEPING_SKIPPED, durable_writes, write_transaction
+from cwa.store.derived import IndexHandler
 from cwa.store.reads import find_document
 from cwa.store.session_state import EpochRow, Replacement
 from cwa.store.sessions import ensure_project, ensure_session
@@ -94,10 +96,15 @@ class Host(Protocol):
     """What the engine needs of an open archive (cwa.api.Archive provides it)."""
 
     conn: apsw.Connection
+    path: Path
     settings: Settings
+    handlers: Sequence[IndexHandler]
     clock: Callable[[], str]
 
-    def admit(self, params: Any) -> dict[str, Any]: ...
+
+class DecidedElsewhere(Exception):
+    """Another process stored a different decision for a message this engine decided: its copy is
+    not the one the archive holds, and is built again from what is stored."""
 
 
 @dataclass
@@ -240,6 +247,8 @@ class SessionEngine:
         self.extra_visible: dict[str, list[str]] = {}  # user key → checkpoint keys of its preview
         self.protected: tuple[frozenset[str], str] | None = None  # (ids, until) last written
         self.backlog: deque[list[Entry]] = deque()  # complete groups before the epoch, not archived yet
+        self.pending: list[tuple[str, Replacement, int | None, bool]] = []  # decisions not written yet
+        self.admit = admitter(host)
 
     # -- scope ---------------------------------------------------------------------------------
 
@@ -278,6 +287,7 @@ class SessionEngine:
         last_user = next((e.index for e in reversed(self.entries) if e.is_user), None)
         for entry in fresh:
             self._enter(entry, decided.get(entry.key), entry.index == last_user, events)
+        self._save()
         self._protect_named()
 
     # -- catching up with a long history -------------------------------------------------------
@@ -314,19 +324,19 @@ class SessionEngine:
         checkpoint_needed = kept == 0
         kept = max(kept, 1)
         first_kept = previous[len(previous) - kept][0]
-        self.epoch = EpochRow(
-            self.epoch.epoch + 1,
-            first_kept.key,
-            {
-                "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
-                "checkpointNeeded": checkpoint_needed,
-                "rotationQueued": False,
-                "reason": "catch-up",
-                "compactionKey": self.epoch.flags.get("compactionKey"),
-            },
+        self._save(
+            EpochRow(
+                self.epoch.epoch + 1,
+                first_kept.key,
+                {
+                    "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
+                    "checkpointNeeded": checkpoint_needed,
+                    "rotationQueued": False,
+                    "reason": "catch-up",
+                    "compactionKey": self.epoch.flags.get("compactionKey"),
+                },
+            )
         )
-        with write_transaction(self.host.conn):
-            session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
         events.append(
             {
                 "type": "rotated",
@@ -383,7 +393,7 @@ class SessionEngine:
             for e in entries
             if e.key in decided and decided[e.key].text is not None
         }
-        documents = archive_group(self.host.admit, self.scope, entries, shown)
+        documents = archive_group(self.admit, self.scope, entries, shown)
         ids = [d["rootId"] for d in documents]
         with write_transaction(self.host.conn):
             session_state.record_turns(
@@ -411,9 +421,7 @@ class SessionEngine:
         head = self.entries[0] if self.entries else None
         if head is None or head.role != "compactionSummary" or head.key == self.epoch.flags.get("compactionKey"):
             return
-        self.epoch = EpochRow(self.epoch.epoch + 1, None, {"compactionKey": head.key})
-        with write_transaction(self.host.conn):
-            session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
+        self._save(EpochRow(self.epoch.epoch + 1, None, {"compactionKey": head.key}))
 
     def _enter(
         self, entry: Entry, decided: Replacement | None, latest_user: bool, events: list[dict[str, Any]]
@@ -452,15 +460,36 @@ class SessionEngine:
         )
 
     def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> Replacement:
-        """Store a decision; the one stored first wins (another process serving the same session
-        may have decided the message a moment earlier), and is what this copy shows."""
-        with write_transaction(self.host.conn):
-            session_state.save_replacement(
-                self.host.conn, self.session, entry.key, decision, version, self.host.clock(), update=update
-            )
-            if update or self.host.conn.changes():
-                return decision
-            return session_state.load_replacements(self.host.conn, [self.session], [entry.key]).get(entry.key, decision)
+        """Keep a decision: it is written with the rest of the turn's (`_save`)."""
+        self.pending.append((entry.key, decision, version, update))
+        return decision
+
+    def _save(self, epoch: EpochRow | None = None) -> None:
+        """Write the decisions made since the last write, and the epoch when it changes, in one
+        transaction: the one place the engine's state reaches the archive. A decision another
+        process stored first for the same message wins; when it differs, nothing of this turn is
+        kept (DecidedElsewhere) and the copy is built again from what is stored."""
+        if epoch is None and not self.pending:
+            return
+        conn, now = self.host.conn, self.host.clock()
+        with write_transaction(conn):
+            for key, decision, version, update in self.pending:
+                session_state.save_replacement(conn, self.session, key, decision, version, now, update=update)
+                if not update and not conn.changes() and not self._stored_alike(key, decision):
+                    raise DecidedElsewhere(key)
+            if epoch is not None:
+                session_state.save_epoch(conn, self.session, epoch, now)
+        self.pending = []
+        if epoch is not None:
+            self.epoch = epoch
+
+    def _stored_alike(self, key: str, decision: Replacement) -> bool:
+        stored = session_state.load_replacements(self.host.conn, [self.session], [key]).get(key)
+        return stored is not None and (stored.action, stored.document_id, stored.text) == (
+            decision.action,
+            decision.document_id,
+            decision.text,
+        )
 
     def _decide_message(self, entry: Entry, decided: Replacement | None, events: list[dict[str, Any]]) -> Shown:
         """A user, assistant, custom or summary message: as it is, or, when what of it can be
@@ -476,7 +505,7 @@ class SessionEngine:
             return Shown(entry, entry.raw, entry.tokens)
         text = _oversized_text(entry)
         with durable_writes(self.host.conn):
-            archived = archive_checkpoint(self.host.admit, self.project, self.session_key, text, entry.timestamp)
+            archived = archive_checkpoint(self.admit, self.project, self.session_key, text, entry.timestamp)
         shown_text = _naming(archived["preview"], archived["rootId"])
         decision = Replacement(
             "oversized", archived["rootId"], shown_text, shown_tokens(with_text(entry, shown_text)), self.epoch.epoch
@@ -524,7 +553,7 @@ class SessionEngine:
             decision = Replacement("inline", None, None, entry.tokens, self.epoch.epoch)
             decision = self._record(entry, decision, None)
             return self._apply(entry, decision)
-        document_id, version = archive_tool_result(self.host.admit, self.scope, entry, entry.text + left_out(entry))
+        document_id, version = archive_tool_result(self.admit, self.scope, entry, entry.text + left_out(entry))
         if earlier is not None:
             call = earlier.entry.tool_call_id or earlier.entry.key
             where = f", archived as {earlier.document_id}" if earlier.document_id else ""
@@ -606,8 +635,7 @@ class SessionEngine:
         if reason != "tokens" and len(groups([s.entry for s in self.view.shown])) <= budget.retain_turns:
             if queued:  # nothing beyond what a rotation keeps: the request is spent
                 self.epoch.flags["rotationQueued"] = False
-                with write_transaction(self.host.conn):
-                    session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
+                self._save(self.epoch)
             return
         self._rotate(arriving, reason, events)
 
@@ -634,19 +662,19 @@ class SessionEngine:
         removed = previous[: len(previous) - kept]
         archived_ids = self._archive_groups(removed, followed=True)
         retained = [by_key[e.key] for g in previous[len(previous) - kept :] for e in g]
-        self.epoch = EpochRow(
-            self.epoch.epoch + 1,
-            retained[0].entry.key if retained else arriving.entry.key,
-            {
-                "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
-                "checkpointNeeded": checkpoint_needed,
-                "rotationQueued": False,
-                "reason": reason,
-                "compactionKey": self.epoch.flags.get("compactionKey"),
-            },
+        self._save(
+            EpochRow(
+                self.epoch.epoch + 1,
+                retained[0].entry.key if retained else arriving.entry.key,
+                {
+                    "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
+                    "checkpointNeeded": checkpoint_needed,
+                    "rotationQueued": False,
+                    "reason": reason,
+                    "compactionKey": self.epoch.flags.get("compactionKey"),
+                },
+            )
         )
-        with write_transaction(self.host.conn):
-            session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
         self.view = ProviderCopy(retained)
         self.tool_tokens = sum(s.tokens for s in retained if s.entry.role in TOOL_ROLES and s.action == "inline")
         self.signatures = {}
@@ -672,7 +700,7 @@ class SessionEngine:
 
     def _rebalance(self, shown: Shown, events: list[dict[str, Any]]) -> Shown:
         entry = shown.entry
-        document_id, version = archive_tool_result(self.host.admit, self.scope, entry, entry.text + left_out(entry))
+        document_id, version = archive_tool_result(self.admit, self.scope, entry, entry.text + left_out(entry))
         text = _naming(preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output"), document_id)
         decision = Replacement("preview", document_id, text, shown_tokens(with_text(entry, text)), self.epoch.epoch + 1)
         self._record(entry, decision, version, update=True)
@@ -700,7 +728,7 @@ class SessionEngine:
             is_last = index == len(chosen) - 1
             if mark in self.archived or not group_complete(group, followed or not is_last, settled):
                 continue
-            documents = archive_group(self.host.admit, self.scope, group, shown, self._grown_from(group[0].key))
+            documents = archive_group(self.admit, self.scope, group, shown, self._grown_from(group[0].key))
             with write_transaction(self.host.conn):
                 session_state.record_turn(
                     self.host.conn, self.session, mark[0], mark[1], [d["rootId"] for d in documents], self.host.clock()
@@ -731,8 +759,7 @@ class SessionEngine:
 
     def queue_rotation(self) -> None:
         self.epoch.flags["rotationQueued"] = True
-        with write_transaction(self.host.conn):
-            session_state.save_epoch(self.host.conn, self.session, self.epoch, self.host.clock())
+        self._save(self.epoch)
 
     def provider_copy(self) -> list[dict[str, Any]]:
         return self.view.messages
@@ -813,6 +840,17 @@ class Engines:
         events: list[dict[str, Any]] = []
         try:
             engine.extend(request["messages"], budget, events, parsed)
+        except DecidedElsewhere:
+            self.drop(project, session)
+            if base is not None:  # the prefix this delta extends is gone with the engine
+                raise Conflict(
+                    "another process decided this session's messages first; send every message once",
+                    reason="resync-required",
+                    digest=None,
+                ) from None
+            engine = self.fresh(project, session, request.get("parentSessionId"))  # now from what is stored
+            events = []
+            engine.extend(request["messages"], budget, events, entries_of(request["messages"]))
         except BaseException:
             self.drop(project, session)  # half-applied: the next call must resend everything
             raise

@@ -31,6 +31,7 @@ from typing import Any
 import blake3
 import orjson
 
+from cwa import limits
 from cwa.errors import InvalidRequest
 from cwa.store.serialization import derive_message_key, message_header
 from cwa.timestamps import parse_timestamp
@@ -98,12 +99,16 @@ def _bad(path: str, what: str) -> InvalidRequest:
     return InvalidRequest(f"{path} {what}", field=path, reason="bad-message")
 
 
-def _string(message: dict[str, Any], name: str, path: str, required: bool = False) -> str | None:
+def _string(
+    message: dict[str, Any], name: str, path: str, required: bool = False, max_chars: int | None = None
+) -> str | None:
     value = message.get(name)
     if value is None and not required:
         return None
     if not isinstance(value, str):
         raise _bad(f"{path}.{name}", "must be a string")
+    if max_chars is not None and len(value) > max_chars:  # it is archived under this name
+        raise _bad(f"{path}.{name}", f"is longer than {max_chars} characters")
     return value
 
 
@@ -166,8 +171,8 @@ def serialize(message: Any, path: str) -> tuple[str, str, int, str | None, str |
         text, extra = content_text(message.get("content"), path)
     elif role == "toolResult":
         text, extra = content_text(message.get("content"), path)
-        tool_name = _string(message, "toolName", path)
-        tool_call_id = _string(message, "toolCallId", path)
+        tool_name = _string(message, "toolName", path, max_chars=limits.MAX_TOOL_NAME_CHARS)
+        tool_call_id = _string(message, "toolCallId", path, max_chars=limits.MAX_TOOL_CALL_ID_CHARS)
         if message.get("isError") is True:
             text = "[error]\n" + text
     elif role == "bashExecution":
@@ -182,7 +187,8 @@ def serialize(message: Any, path: str) -> tuple[str, str, int, str | None, str |
     elif role == "custom":
         text, extra = content_text(message.get("content"), path)
         custom_type = message.get("customType")
-        tool_name = custom_type if isinstance(custom_type, str) and custom_type else None
+        fits = isinstance(custom_type, str) and 0 < len(custom_type) <= limits.MAX_TOOL_NAME_CHARS
+        tool_name = custom_type if fits else None  # a type too long to be a name is not archived as one
     else:
         raise InvalidRequest(
             f"{path}.role {role!r} is not a Pi message role", field=f"{path}.role", reason="bad-message"

@@ -20,6 +20,9 @@ import blake3
 from cwa import limits
 from cwa.session.checkpoint import archive_checkpoint, catalog_entry
 from cwa.session.transcript import Entry
+from cwa.store.admission import admit
+from cwa.store.disk_guard import check_free_space
+from cwa.store.retention import plan_of
 from cwa.store.serialization import serialize_messages
 
 TURN_PART_BYTES = 4 * limits.MIB
@@ -28,6 +31,20 @@ CATALOG_HEAD_CHARS = 2_000
 CATALOG_TAIL_CHARS = 1_000
 
 Admit = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def admitter(host: Any) -> Admit:
+    """Admission into the host's archive straight through the store, as `admit` does after its
+    contract check: the session engine's requests are built from transcript entries already
+    checked, so they need none. The disk guard and the retention schedule still apply."""
+
+    def admit_document(request: dict[str, Any]) -> dict[str, Any]:
+        check_free_space(host.path, host.settings["diskCriticalMebibytes"])
+        return admit(
+            host.conn, request, handlers=host.handlers, now=host.clock(), retention_plan=plan_of(host.settings)
+        )
+
+    return admit_document
 
 
 def _created(entries: list[Entry]) -> dict[str, str]:
