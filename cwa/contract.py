@@ -51,6 +51,10 @@ def _wrong_type(path: str, expected: str, value: Any) -> InvalidRequest:
     )
 
 
+def _too_large(path: str, size: int, limit: int, message: str) -> LimitExceeded:
+    return LimitExceeded(message, field=path, reason="too-large", limit=limit, size=size)
+
+
 class Spec:
     def check(self, value: Any, path: str) -> Any:  # pragma: no cover - interface
         raise NotImplementedError
@@ -177,12 +181,8 @@ class JsonObject(Spec):
         _check_json_value(value, path, 0, self.max_depth)
         size = len(orjson.dumps(value))
         if size > self.max_bytes:
-            raise LimitExceeded(
-                f"{path} is {size} bytes as JSON; the limit is {self.max_bytes}",
-                field=path,
-                reason="too-large",
-                limit=self.max_bytes,
-                size=size,
+            raise _too_large(
+                path, size, self.max_bytes, f"{path} is {size} bytes as JSON; the limit is {self.max_bytes}"
             )
         return value
 
@@ -313,13 +313,7 @@ class List(Spec):
         if self.max_bytes is not None:
             size = sum(len(item.encode("utf-8")) for item in checked if isinstance(item, str))
             if size > self.max_bytes:
-                raise LimitExceeded(
-                    f"{path} is over {self.max_bytes} bytes",
-                    field=path,
-                    reason="too-large",
-                    limit=self.max_bytes,
-                    size=size,
-                )
+                raise _too_large(path, size, self.max_bytes, f"{path} is over {self.max_bytes} bytes")
         return checked
 
 
