@@ -265,6 +265,20 @@ def test_window_command_shows_status_searches_and_redacts_with_a_confirm_token(t
     assert pi.stderr == b""
 
 
+def offered(messages: list[dict]) -> tuple[set[str], str]:
+    """The tools and the system prompt a provider request offers: its system messages replayed."""
+    tools: set[str] = set()
+    prompt = []
+    for message in messages:
+        if message.get("role") == "system":
+            tools |= {tool["name"] for tool in message.get("toolsAdded", [])}
+            tools -= {tool["name"] for tool in message.get("toolsRemoved", [])}
+            content = message.get("content")
+            prompt.append(content if isinstance(content, str) else "".join(b.get("text", "") for b in content or []))
+            prompt += [text for text in (message.get("sections") or {}).values() if text]
+    return tools, "\n".join(prompt)
+
+
 def test_tools_gather_traverse_archive_and_supersede(tmp_path: Path) -> None:
     env = pi_env(tmp_path, CWA_ROTATION_TURNS="2", CWA_RETAIN_TURNS="1")
     pi = Pi(tmp_path, env)
@@ -272,6 +286,10 @@ def test_tools_gather_traverse_archive_and_supersede(tmp_path: Path) -> None:
         pi.prompt("we decided to keep the retry budget at 5 attempts for the payment-gateway client")
         pi.prompt("then we tried exponential backoff with jitter on payment-gateway and it worked")
         pi.prompt("unrelated: update the changelog")
+        # the model is offered exactly the tools routing.json gives Pi, and the routing guidelines
+        tools, prompt = offered(pi.requests()[-1])
+        assert sorted(t for t in tools if t.startswith("context_")) == sorted(routing.tool_names("pi"))
+        assert all(line in prompt for line in routing.guidance()["guidelines"])
         events = pi.prompt(call("context_window_gather", query="payment-gateway retry budget"))
         gathered = tool_end(events, "context_window_gather")["result"]
         assert "[cwa archive | " in gathered["content"][0]["text"]

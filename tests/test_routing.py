@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 
 import pytest
@@ -30,11 +29,7 @@ def test_the_fingerprint_covers_the_unit_and_the_evidence_labels(monkeypatch) ->
     assert routing.fingerprint(unit) != routing.guidance()["fingerprint"]
 
 
-def test_the_pi_extension_registers_exactly_the_guidance_tools() -> None:
-    source = (REPO / "cwa" / "integrations" / "pi" / "extension.ts").read_text()
-    registered = re.findall(r'register\(\s*"([a-z_]+)"', source)
-    assert sorted(registered) == sorted(routing.tool_names("pi"))
-    assert "hosts" in source  # tools of other hosts only are skipped
+def test_every_tool_has_a_plain_object_schema_and_words() -> None:
     for tool in routing.guidance()["tools"].values():
         assert tool["parameters"]["type"] == "object" and tool["parameters"]["additionalProperties"] is False
         assert tool["description"] and tool["label"]
