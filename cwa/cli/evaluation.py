@@ -4,7 +4,6 @@ package (eval/, `pip install -e ./eval`), registered through the `cwa.eval` entr
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,8 @@ EVALUATION_PACKAGE = (
 
 
 def _registered() -> dict[str, Any]:
+    from importlib.metadata import entry_points  # only when `cwa eval` runs: it is slow to import
+
     return {entry.name: entry for entry in entry_points(group=ENTRY_POINTS)}
 
 
