@@ -604,3 +604,24 @@ def test_a_decision_stored_first_by_another_process_is_the_one_shown(open_archiv
     shown = Host(second).context(transcript)
     assert [m["content"][0]["text"] for m in shown if m["role"] == "toolResult"] == [text for (text,) in stored]
     assert len(looks) >= 2  # decided once, then rebuilt from the stored decisions
+
+
+def test_a_delta_that_meets_another_processs_decision_asks_for_the_whole_transcript(open_archive, monkeypatch):
+    from cwa.session import engine as engine_module
+
+    first, second = open_archive(), open_archive()
+    transcript = Transcript()
+    transcript.turn("first question", "first answer")
+    late = Host(second)
+    late.context(transcript)  # the second process holds the session now
+    transcript.turn("lint it", tools=("\n".join(f"src/m{n}.py:{n}: W{n:04d} unused" for n in range(900)),))
+    Host(first).context(transcript)  # the first decides the new messages and stores them first
+    first.conn.execute("UPDATE session_replacements SET text = 'decided elsewhere ' || text WHERE action = 'preview'")
+    monkeypatch.setattr(engine_module.session_state, "load_replacements", lambda conn, lineage, keys: {})
+    with pytest.raises(Conflict) as refused:
+        late.context(transcript)  # a delta: it decided before seeing the stored decision
+    assert refused.value.details["reason"] == "resync-required"
+    monkeypatch.undo()
+    again = second.call("session-context", late.params(transcript.messages))
+    shown = [m["content"][0]["text"] for m in again["messages"] if m["role"] == "toolResult"]
+    assert shown and all(text.startswith("decided elsewhere ") for text in shown)

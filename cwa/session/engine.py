@@ -102,9 +102,18 @@ class Host(Protocol):
     clock: Callable[[], str]
 
 
-class DecidedElsewhere(Exception):
+class DecidedElsewhere(Conflict):
     """Another process stored a different decision for a message this engine decided: its copy is
-    not the one the archive holds, and is built again from what is stored."""
+    not the one the archive holds, and is built again from what is stored (a host that meets it
+    resends its whole transcript, as after any resync)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            "another process decided this session's messages first; send every message once",
+            reason="resync-required",
+            digest=None,
+            messageKey=key,
+        )
 
 
 @dataclass
@@ -843,14 +852,14 @@ class Engines:
         except DecidedElsewhere:
             self.drop(project, session)
             if base is not None:  # the prefix this delta extends is gone with the engine
-                raise Conflict(
-                    "another process decided this session's messages first; send every message once",
-                    reason="resync-required",
-                    digest=None,
-                ) from None
+                raise
+            events.clear()
             engine = self.fresh(project, session, request.get("parentSessionId"))  # now from what is stored
-            events = []
-            engine.extend(request["messages"], budget, events, entries_of(request["messages"]))
+            try:
+                engine.extend(request["messages"], budget, events, entries_of(request["messages"]))
+            except BaseException:
+                self.drop(project, session)
+                raise
         except BaseException:
             self.drop(project, session)  # half-applied: the next call must resend everything
             raise
