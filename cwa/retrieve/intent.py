@@ -105,43 +105,9 @@ _PROJECT_REFERENCE = re.compile(
 )
 
 # Wording of historical intent that says nothing about the topic: left out of preflight's query.
-HISTORICAL_WORDS = [
-    "earlier",
-    "previously",
-    "last",
-    "time",
-    "ago",
-    "remind",
-    "remember",
-    "recall",
-    "discuss",
-    "discussed",
-    "talked",
-    "talk",
-    "decide",
-    "decided",
-    "agree",
-    "agreed",
-    "mention",
-    "mentioned",
-    "said",
-    "say",
-    "told",
-    "chose",
-    "choose",
-    "settled",
-    "before",
-    "originally",
-    "yesterday",
-    "week",
-    "back",
-    "saw",
-    "didn",
-    "haven",
-    "already",
-    "suggested",
-    "suggest",
-]
+HISTORICAL_WORDS = """earlier previously last time ago remind remember recall discuss discussed
+talked talk decide decided agree agreed mention mentioned said say told chose choose settled
+before originally yesterday week back saw didn haven already suggested suggest""".split()
 
 
 def historical_intent(message: str) -> bool:

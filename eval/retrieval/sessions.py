@@ -12,69 +12,13 @@ from collections.abc import Iterator
 
 import orjson
 
-WORDS = [
-    "retry",
-    "lock",
-    "timeout",
-    "backoff",
-    "policy",
-    "cache",
-    "index",
-    "query",
-    "session",
-    "token",
-    "budget",
-    "schema",
-    "migration",
-    "chunk",
-    "window",
-    "handler",
-    "archive",
-    "recall",
-    "locator",
-    "error",
-    "path",
-    "symbol",
-    "commit",
-    "config",
-    "test",
-    "assert",
-    "deploy",
-    "cluster",
-    "ingress",
-    "worker",
-    "queue",
-    "batch",
-    "shard",
-    "replica",
-    "leader",
-    "follower",
-    "snapshot",
-    "compaction",
-    "parser",
-    "lexer",
-    "grammar",
-    "plugin",
-    "hook",
-    "router",
-    "middleware",
-    "request",
-    "response",
-    "header",
-    "cookie",
-    "auth",
-    "tenant",
-    "billing",
-    "invoice",
-    "webhook",
-    "signature",
-    "payload",
-    "encoder",
-    "decoder",
-    "buffer",
-    "stream",
-    "socket",
-]
+WORDS = (
+    "retry lock timeout backoff policy cache index query session token budget schema migration "
+    "chunk window handler archive recall locator error path symbol commit config test assert "
+    "deploy cluster ingress worker queue batch shard replica leader follower snapshot compaction "
+    "parser lexer grammar plugin hook router middleware request response header cookie auth "
+    "tenant billing invoice webhook signature payload encoder decoder buffer stream socket"
+).split()
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "vo", "zi", "pe", "shu", "dra", "kel", "mon", "tor", "vin", "xa")
 # A long tail of rarer words, as real text has: drawn with Zipf-like weights.
 VOCABULARY = tuple(WORDS) + tuple(a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES[:12])
