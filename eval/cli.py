@@ -5,14 +5,8 @@ cwa's `eval` group through the `cwa.eval` entry points of eval/pyproject.toml).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
-
-from cwa.errors import InvalidRequest
-
-if TYPE_CHECKING:
-    pass
 
 from cwa.cli.shared import (
     handles_errors,
@@ -20,6 +14,7 @@ from cwa.cli.shared import (
     print_answer,
     progress_bar,
 )
+from cwa.errors import InvalidRequest
 
 
 @click.command("locomo")

@@ -44,6 +44,16 @@ def turn(text: str = "hello", session: str = "s1", project: str = "/work/p", **e
     return request
 
 
+def hermetic_settings(folder: Path, **env: str):
+    """Settings read from `folder` only (no user or Pi files), the disk guard off, `env` on top
+    (CWA_* variables)."""
+    from cwa.config import load_settings
+
+    return load_settings(
+        None, env={"HOME": str(folder), "XDG_CONFIG_HOME": str(folder / "cfg"), **DISK_GUARD_OFF, **env}
+    )
+
+
 def hermetic_env(tmp_path: Path, db: Path | None = None) -> dict[str, str]:
     """An environment whose config sources are all inside tmp_path."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CWA_")} | DISK_GUARD_OFF

@@ -10,7 +10,7 @@ import sys
 import time
 
 import orjson
-from conftest import hermetic_env
+from conftest import hermetic_env, hermetic_settings
 
 from cwa.api import Archive
 from cwa.session.engine import CATCH_UP_MESSAGES
@@ -112,18 +112,7 @@ def test_a_long_epoch_already_seen_is_rebuilt_exactly_not_cut(tmp_path):
     before (more than CATCH_UP_MESSAGES messages) rebuilds the very same provider copy."""
     from session_helpers import Host, Transcript
 
-    from cwa.config import load_settings
-
-    settings = load_settings(
-        None,
-        env={
-            "HOME": str(tmp_path),
-            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-            "CWA_DISK_CRITICAL_MEBIBYTES": "0",
-            "CWA_SEMANTIC_RETRIEVAL": "false",
-            "CWA_ROTATION_TURNS": "1000",
-        },
-    )
+    settings = hermetic_settings(tmp_path, CWA_SEMANTIC_RETRIEVAL="false", CWA_ROTATION_TURNS="1000")
     big_window = {"id": "m", "provider": "p", "contextWindow": 1_000_000, "maxTokens": 8_192}
     transcript = Transcript()
     with Archive.open(tmp_path / "archive.db", settings=settings) as archive:

@@ -8,11 +8,10 @@ import copy
 
 import apsw
 import pytest
-from conftest import DISK_GUARD_OFF
+from conftest import hermetic_settings
 from session_helpers import PROJECT, Host, Transcript, hints, texts
 
 from cwa.api import Archive
-from cwa.config import load_settings
 from cwa.errors import Conflict, CwaError, InvalidRequest
 from cwa.session.engine import TOOL_PREVIEW_TOKENS
 from cwa.tokens import estimate_tokens
@@ -21,18 +20,12 @@ NOW = "2026-11-30T12:00:00.000Z"
 SMALL_MODEL = {"id": "small", "provider": "faux", "contextWindow": 20_000, "maxTokens": 4_000}  # target 10,400
 
 
-def settings_for(tmp_path, **env: str):
-    return load_settings(
-        None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF, **env}
-    )
-
-
 @pytest.fixture
 def open_archive(tmp_path):
     opened = []
 
     def open_(**env: str) -> Archive:
-        archive = Archive.open(tmp_path / "archive.db", settings=settings_for(tmp_path, **env), clock=lambda: NOW)
+        archive = Archive.open(tmp_path / "archive.db", settings=hermetic_settings(tmp_path, **env), clock=lambda: NOW)
         opened.append(archive)
         return archive
 

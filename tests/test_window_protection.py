@@ -9,12 +9,11 @@ import subprocess
 import sys
 
 import orjson
-from conftest import hermetic_env, run_cwa
+from conftest import hermetic_env, hermetic_settings, run_cwa
 from session_helpers import PROJECT, Host, Transcript
-from test_lifecycle import DISK_GUARD_OFF, Clock, expires_on, maintain_all, state
+from test_lifecycle import Clock, expires_on, maintain_all, state
 
 from cwa.api import Archive
-from cwa.config import load_settings
 from cwa.store.admission import document_ids_in
 
 NOW = "2026-12-01T12:00:00.000Z"
@@ -71,16 +70,7 @@ def test_an_old_sessions_externalized_output_survives_maintenance_through_serve(
 
 def test_what_the_copy_names_lives_while_shown_and_its_class_days_after(tmp_path):
     clock = Clock(NOW)
-    settings = load_settings(
-        None,
-        env={
-            "HOME": str(tmp_path),
-            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-            **DISK_GUARD_OFF,
-            "CWA_ROTATION_TURNS": "3",
-            "CWA_RETAIN_TURNS": "1",
-        },
-    )
+    settings = hermetic_settings(tmp_path, CWA_ROTATION_TURNS="3", CWA_RETAIN_TURNS="1")
     with Archive.open(tmp_path / "archive.db", settings=settings, clock=clock) as archive:
         host = Host(archive, session="quiet")
         transcript = Transcript(start=YEAR_AGO)

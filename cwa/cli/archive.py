@@ -13,12 +13,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cwa import limits
-from cwa.errors import CwaError, Internal, InvalidRequest
-from cwa.input_files import read_file, read_stream
-
-if TYPE_CHECKING:
-    from cwa.api import Archive
-
 from cwa.cli.formatters import (
     print_document,
     print_lifecycle,
@@ -33,6 +27,11 @@ from cwa.cli.shared import (
     project_option,
     run_method,
 )
+from cwa.errors import CwaError, Internal, InvalidRequest
+from cwa.input_files import read_file, read_stream
+
+if TYPE_CHECKING:
+    from cwa.api import Archive
 
 
 @archive_command(main)

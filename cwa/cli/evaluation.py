@@ -5,12 +5,9 @@ package (eval/, `pip install -e ./eval`), registered through the `cwa.eval` entr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
-
-if TYPE_CHECKING:
-    pass
 
 from cwa.cli.root import main
 from cwa.cli.shared import (

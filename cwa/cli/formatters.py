@@ -5,22 +5,18 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from cwa import config
-from cwa.timestamps import utc_now
-
-if TYPE_CHECKING:
-    pass
-
 from cwa.cli.shared import (
     command_line,
     dump_json,
     human_size,
     project_args,
 )
+from cwa.timestamps import utc_now
 
 
 def print_status(status: dict[str, Any]) -> None:

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from cwa import config, limits
-from cwa.errors import ArchiveCorrupt, Internal, InvalidRequest
-from cwa.file_writes import write_atomically
-from cwa.input_files import read_file, read_stream
-
-if TYPE_CHECKING:
-    pass
-
 from cwa.cli.formatters import (
     print_decision,
 )
@@ -32,6 +24,9 @@ from cwa.cli.shared import (
     project_option,
     run_method,
 )
+from cwa.errors import ArchiveCorrupt, Internal, InvalidRequest
+from cwa.file_writes import write_atomically
+from cwa.input_files import read_file, read_stream
 
 
 @archive_command(main, "preflight")

@@ -6,19 +6,11 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 import orjson
 
 from cwa import limits
-from cwa.errors import Internal
-from cwa.input_files import read_stream
-from cwa.vocabulary import MCP_CLIENTS
-
-if TYPE_CHECKING:
-    pass
-
 from cwa.cli.root import main
 from cwa.cli.shared import (
     dump_json,
@@ -27,6 +19,9 @@ from cwa.cli.shared import (
     open_archive,
     project_dir,
 )
+from cwa.errors import Internal
+from cwa.input_files import read_stream
+from cwa.vocabulary import MCP_CLIENTS
 
 
 class _CallCommand(click.Command):

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from cwa import config, limits
-from cwa.errors import InvalidRequest
-from cwa.vocabulary import GATHER_INTENTS, RELATIONS, SCOPES
-
-if TYPE_CHECKING:
-    pass
-
 from cwa.cli.formatters import (
     print_packet,
     print_recall,
@@ -28,6 +22,8 @@ from cwa.cli.shared import (
     project_option,
     run_method,
 )
+from cwa.errors import InvalidRequest
+from cwa.vocabulary import GATHER_INTENTS, RELATIONS, SCOPES
 
 
 @archive_command(main, "search")

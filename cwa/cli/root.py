@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from cwa import __version__
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 import orjson
 
 from cwa import limits
-
-if TYPE_CHECKING:
-    pass
-
 from cwa.cli.formatters import (
     message_preview,
     print_session_status,

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 import orjson
 
 from cwa import config
-
-if TYPE_CHECKING:
-    pass
-
 from cwa.cli.root import main
 from cwa.cli.shared import (
     dump_json,

@@ -24,10 +24,6 @@ if TYPE_CHECKING:
     from cwa.api import Archive
 
 
-# The archive, the indexes and the models are imported by the commands that use them, so that
-# `cwa --version` and `--help` start in a fraction of the time (docs/performance.md).
-
-
 # The command worked and its answer is "no" (a recall that did not resolve, a failed quality
 # gate), as grep exits 1 for no match; errors keep their own codes (cwa/errors.py).
 NEGATIVE_ANSWER_EXIT = 1
@@ -37,7 +33,7 @@ def dump_json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
-def fail(error: CwaError, as_json: bool) -> None:
+def fail(error: CwaError, as_json: bool) -> NoReturn:
     if as_json:
         click.echo(dump_json({"error": error.to_json()}))
     else:

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from cwa import config, limits
-from cwa.errors import ArchiveCorrupt
-
-if TYPE_CHECKING:
-    pass
-
 from cwa.cli.formatters import (
     demo_commands,
     print_demo,
@@ -32,6 +27,7 @@ from cwa.cli.shared import (
     project_dir,
     run_method,
 )
+from cwa.errors import ArchiveCorrupt
 
 
 @archive_command(main, "maintain")

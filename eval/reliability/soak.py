@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 import fault_workers as workers
-from conftest import hermetic_env
+from conftest import hermetic_env, hermetic_settings
 
 
 def _folder(root: Path, name: str) -> tuple[Path, dict[str, str]]:
@@ -98,21 +98,10 @@ def shown(root: Path, days: int, sessions: int = 4) -> dict:
     from test_lifecycle import Clock, maintain_all
 
     from cwa.api import Archive
-    from cwa.config import load_settings
 
     folder, _ = _folder(root, "shown")
     clock = Clock("2026-12-01T00:00:00.000Z")  # days pass in steps, not in seconds
-    settings = load_settings(
-        None,
-        env={
-            "HOME": str(folder),
-            "XDG_CONFIG_HOME": str(folder / "cfg"),
-            "CWA_DISK_CRITICAL_MEBIBYTES": "0",
-            "CWA_SEMANTIC_RETRIEVAL": "false",
-            "CWA_ROTATION_TURNS": "4",
-            "CWA_RETAIN_TURNS": "2",
-        },
-    )
+    settings = hermetic_settings(folder, CWA_SEMANTIC_RETRIEVAL="false", CWA_ROTATION_TURNS="4", CWA_RETAIN_TURNS="2")
     checks = {"passes": 0, "calls": 0, "namedChecks": 0, "lostWhileShown": 0, "expiredEarly": 0}
     left: dict[str, float] = {}  # document → the day it left every copy
     last_named: dict[int, set[str]] = {}
