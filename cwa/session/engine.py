@@ -37,6 +37,7 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,7 +55,6 @@ from cwa.session.status import recorded_status
 from cwa.session.transcript import (
     COMMAND_HEAD_CHARS,
     EMPTY_DIGEST,
-    PER_MESSAGE_TOKENS,
     TOOL_ROLES,
     Entry,
     beyond_slack_tokens,
@@ -63,6 +63,7 @@ from cwa.session.transcript import (
     entries_of,
     group_complete,
     groups,
+    hint_tokens,
     left_out,
     serialize,
     shown_text,
@@ -130,8 +131,10 @@ class Shown:
     hint_tokens: int = 0
     hint_sources: tuple[str, ...] = ()  # document ids of the hint's sources
 
+    @cached_property
     def named(self) -> list[str]:
-        """The document ids the provider sees this message name."""
+        """The document ids the provider sees this message name (read once: a retained message is
+        added to every later epoch's copy)."""
         ids = document_ids_in(self.entry.text if self.shown_text is None else self.shown_text)
         return ids + [self.document_id] if self.document_id else ids
 
@@ -164,7 +167,7 @@ class ProviderCopy:
             self.user_keys.append(shown.entry.key)
         self.tokens += shown.tokens
         self.actions[shown.action] += 1
-        self.named.update(shown.named())
+        self.named.update(shown.named)
 
     def add_hint(self, shown: Shown, text: str, sources: tuple[str, ...]) -> None:
         """Attach a hint after `shown`, the message added last."""
@@ -175,7 +178,7 @@ class ProviderCopy:
             "display": False,
             "timestamp": shown.entry.raw.get("timestamp"),
         }
-        shown.hint_tokens = sizing_tokens(text) + PER_MESSAGE_TOKENS
+        shown.hint_tokens = hint_tokens(text)
         shown.hint_sources = sources
         self.messages.append(shown.hint)
         self.tokens += shown.hint_tokens
@@ -216,10 +219,25 @@ def _user_text(entry: Entry) -> str:
     )
 
 
-def _oversized_text(entry: Entry) -> str:
-    """What an oversized message archives exactly: a user message's text blocks (its images
-    stay in the copy), any other message's whole text; and every part its replacement leaves out."""
+def _archived_text(entry: Entry) -> str:
+    """What a replaced message archives exactly: a user message's text blocks (its images stay
+    in the copy), any other message's whole text; and every part its replacement leaves out."""
     return (_user_text(entry) if entry.is_user else entry.text) + left_out(entry)
+
+
+def _retained(sizes: list[int], arriving: int, target: int, wanted: int) -> tuple[int, bool]:
+    """How many of the latest groups (`sizes`, oldest first) a new epoch keeps beside the arriving
+    message: the most, up to `wanted`, that fit `target` with it, and at least one; and whether
+    even that one did not fit (a checkpoint is needed)."""
+    if not wanted:
+        return 0, False
+    fitting = next((count for count in range(wanted, 0, -1) if sum(sizes[-count:]) + arriving <= target), 0)
+    return max(fitting, 1), fitting == 0
+
+
+def _output_preview(entry: Entry, document_id: str) -> str:
+    """A tool output's preview in the copy, naming its archive."""
+    return _naming(preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output"), document_id)
 
 
 def _naming(text: str, document_id: str) -> str:
@@ -321,46 +339,20 @@ class SessionEngine:
             return start
         arriving, previous = span[-1], span[:-1]
         wanted = min(budget.retain_turns, len(previous))
-        arriving_tokens = sum(e.tokens for e in arriving)
-        kept = next(
-            (
-                count
-                for count in range(wanted, 0, -1)
-                if sum(e.tokens for g in previous[-count:] for e in g) + arriving_tokens <= budget.target
-            ),
-            0,
-        )
-        checkpoint_needed = kept == 0
-        kept = max(kept, 1)
+        sizes = [sum(e.tokens for e in g) for g in previous]
+        kept, checkpoint_needed = _retained(sizes, sum(e.tokens for e in arriving), budget.target, wanted)
         first_kept = previous[len(previous) - kept][0]
-        self._save(
-            EpochRow(
-                self.epoch.epoch + 1,
-                first_kept.key,
-                {
-                    "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
-                    "checkpointNeeded": checkpoint_needed,
-                    "rotationQueued": False,
-                    "reason": "catch-up",
-                    "compactionKey": self.epoch.flags.get("compactionKey"),
-                },
-            )
+        self._new_epoch(first_kept.key, "catch-up", kept, wanted, checkpoint_needed)
+        self._announce_rotation(
+            "catch-up",
+            kept,
+            wanted,
+            checkpoint_needed,
+            len(previous) - kept,
+            [],
+            events,
+            backlogMessages=first_kept.index - start,
         )
-        events.append(
-            {
-                "type": "rotated",
-                "epoch": self.epoch.epoch,
-                "reason": "catch-up",
-                "retainedGroups": kept,
-                "removedGroups": len(previous) - kept,
-                "archived": [],
-                "backlogMessages": first_kept.index - start,
-            }
-        )
-        if checkpoint_needed:
-            events.append(
-                {"type": "checkpoint-needed", "reason": "a single interaction group exceeds the rotation target"}
-            )
         return first_kept.index
 
     def _queue_backlog(self, start: int) -> None:
@@ -468,10 +460,9 @@ class SessionEngine:
             decision.text,
         )
 
-    def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> Replacement:
+    def _record(self, entry: Entry, decision: Replacement, version: int | None, update: bool = False) -> None:
         """Keep a decision: it is written with the rest of the turn's (`_save`)."""
         self.pending.append((entry.key, decision, version, update))
-        return decision
 
     def _save(self, epoch: EpochRow | None = None) -> None:
         """Write the decisions made since the last write, and the epoch when it changes, in one
@@ -506,20 +497,20 @@ class SessionEngine:
         field or block), archived exactly and shown as its preview (the checkpoint primitive)."""
         if decided is not None:
             if decided.action == "oversized":
-                self.extra_visible[entry.key] = checkpoint_keys(_oversized_text(entry))
+                self.extra_visible[entry.key] = checkpoint_keys(_archived_text(entry))
             return self._apply(entry, decided)
         assert self.budget is not None
         reducible = sizing_tokens(_user_text(entry) if entry.is_user else entry.text) + beyond_slack_tokens(entry.raw)
         if reducible <= self.budget.max_inline_user:
             return Shown(entry, entry.raw, entry.tokens)
-        text = _oversized_text(entry)
+        text = _archived_text(entry)
         with durable_writes(self.host.conn):
             archived = archive_checkpoint(self.admit, self.project, self.session_key, text, entry.timestamp)
         shown_text = _naming(archived["preview"], archived["rootId"])
         decision = Replacement(
             "oversized", archived["rootId"], shown_text, shown_tokens(with_text(entry, shown_text)), self.epoch.epoch
         )
-        decision = self._record(entry, decision, archived["version"])
+        self._record(entry, decision, archived["version"])
         self.extra_visible[entry.key] = checkpoint_keys(text)
         events.append(
             {
@@ -560,9 +551,9 @@ class SessionEngine:
         over_gate = self.tool_tokens >= budget.tool_budget and entry.tokens > budget.tool_floor
         if earlier is None and entry.tokens <= budget.max_tool_tokens and not over_gate:
             decision = Replacement("inline", None, None, entry.tokens, self.epoch.epoch)
-            decision = self._record(entry, decision, None)
+            self._record(entry, decision, None)
             return self._apply(entry, decision)
-        document_id, version = archive_tool_result(self.admit, self.scope, entry, entry.text + left_out(entry))
+        document_id, version = archive_tool_result(self.admit, self.scope, entry, _archived_text(entry))
         if earlier is not None:
             call = earlier.entry.tool_call_id or earlier.entry.key
             where = f", archived as {earlier.document_id}" if earlier.document_id else ""
@@ -572,10 +563,10 @@ class SessionEngine:
             )
             action = "duplicate"
         else:
-            text = _naming(preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output"), document_id)
+            text = _output_preview(entry, document_id)
             action = "preview"
         decision = Replacement(action, document_id, text, shown_tokens(with_text(entry, text)), self.epoch.epoch)
-        decision = self._record(entry, decision, version)
+        self._record(entry, decision, version)
         events.append(
             {
                 "type": "externalized",
@@ -660,29 +651,13 @@ class SessionEngine:
                 shown = by_key[entry.key]
                 if entry.role in TOOL_ROLES and shown.action == "inline" and shown.tokens > budget.tool_floor:
                     by_key[entry.key] = self._rebalance(shown, events)
-        kept = 0
-        for count in range(wanted, 0, -1):
-            size = sum(by_key[e.key].tokens + by_key[e.key].hint_tokens for g in previous[-count:] for e in g)
-            if size + arriving.tokens <= budget.target:
-                kept = count
-                break
-        checkpoint_needed = wanted > 0 and kept == 0
-        kept = max(kept, 1) if wanted else 0
+        sizes = [sum(by_key[e.key].tokens + by_key[e.key].hint_tokens for e in g) for g in previous]
+        kept, checkpoint_needed = _retained(sizes, arriving.tokens, budget.target, wanted)
         removed = previous[: len(previous) - kept]
         archived_ids = self._archive_groups(removed, followed=True)
         retained = [by_key[e.key] for g in previous[len(previous) - kept :] for e in g]
-        self._save(
-            EpochRow(
-                self.epoch.epoch + 1,
-                retained[0].entry.key if retained else arriving.entry.key,
-                {
-                    "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
-                    "checkpointNeeded": checkpoint_needed,
-                    "rotationQueued": False,
-                    "reason": reason,
-                    "compactionKey": self.epoch.flags.get("compactionKey"),
-                },
-            )
+        self._new_epoch(
+            retained[0].entry.key if retained else arriving.entry.key, reason, kept, wanted, checkpoint_needed
         )
         self.view = ProviderCopy(retained)
         self.tool_tokens = sum(s.tokens for s in retained if s.entry.role in TOOL_ROLES and s.action == "inline")
@@ -690,13 +665,38 @@ class SessionEngine:
         for shown in retained:
             if shown.entry.role in TOOL_ROLES:
                 self.signatures.setdefault(self._signature(shown.entry), shown)
+        self._announce_rotation(reason, kept, wanted, checkpoint_needed, len(removed), archived_ids, events)
+
+    def _new_epoch(self, cut_key: str, reason: str, kept: int, wanted: int, checkpoint_needed: bool) -> None:
+        """Start the next epoch at `cut_key` (saved with the turn's decisions)."""
+        flags = {
+            "emergency": {"kept": kept, "wanted": wanted} if kept < wanted else None,
+            "checkpointNeeded": checkpoint_needed,
+            "rotationQueued": False,
+            "reason": reason,
+            "compactionKey": self.epoch.flags.get("compactionKey"),
+        }
+        self._save(EpochRow(self.epoch.epoch + 1, cut_key, flags))
+
+    def _announce_rotation(
+        self,
+        reason: str,
+        kept: int,
+        wanted: int,
+        checkpoint_needed: bool,
+        removed: int,
+        archived: list[str],
+        events: list[dict[str, Any]],
+        **extra: Any,
+    ) -> None:
         event: dict[str, Any] = {
             "type": "rotated",
             "epoch": self.epoch.epoch,
             "reason": reason,
             "retainedGroups": kept,
-            "removedGroups": len(removed),
-            "archived": archived_ids,
+            "removedGroups": removed,
+            "archived": archived,
+            **extra,
         }
         if kept < wanted:
             event["emergencyRetention"] = {"kept": kept, "wanted": wanted}
@@ -709,8 +709,8 @@ class SessionEngine:
 
     def _rebalance(self, shown: Shown, events: list[dict[str, Any]]) -> Shown:
         entry = shown.entry
-        document_id, version = archive_tool_result(self.admit, self.scope, entry, entry.text + left_out(entry))
-        text = _naming(preview(_visible_text(entry), document_id, TOOL_PREVIEW_TOKENS, what="output"), document_id)
+        document_id, version = archive_tool_result(self.admit, self.scope, entry, _archived_text(entry))
+        text = _output_preview(entry, document_id)
         decision = Replacement("preview", document_id, text, shown_tokens(with_text(entry, text)), self.epoch.epoch + 1)
         self._record(entry, decision, version, update=True)
         events.append(
@@ -848,22 +848,29 @@ class Engines:
         )
         events: list[dict[str, Any]] = []
         try:
-            engine.extend(request["messages"], budget, events, parsed)
+            self._extended(engine, request["messages"], budget, events, parsed)
         except DecidedElsewhere:
-            self.drop(project, session)
             if base is not None:  # the prefix this delta extends is gone with the engine
                 raise
             events.clear()
             engine = self.fresh(project, session, request.get("parentSessionId"))  # now from what is stored
-            try:
-                engine.extend(request["messages"], budget, events, entries_of(request["messages"]))
-            except BaseException:
-                self.drop(project, session)
-                raise
-        except BaseException:
-            self.drop(project, session)  # half-applied: the next call must resend everything
-            raise
+            self._extended(engine, request["messages"], budget, events, entries_of(request["messages"]))
         return self._answer(engine, request.get("answer", "full"), events)
+
+    def _extended(
+        self,
+        engine: SessionEngine,
+        messages: list[Any],
+        budget: Budget,
+        events: list[dict[str, Any]],
+        parsed: list[Entry] | None = None,
+    ) -> None:
+        """`engine.extend`; an engine it fails half-way through is dropped (the next call resends)."""
+        try:
+            engine.extend(messages, budget, events, parsed)
+        except BaseException:
+            self.drop(engine.project, engine.session_key)
+            raise
 
     @staticmethod
     def _extending(engine: SessionEngine | None, base: str) -> SessionEngine:
@@ -898,17 +905,12 @@ class Engines:
         engine = self.get(project, session)
         if request.get("baseDigest") is not None:  # the messages that followed the last call
             engine = self._extending(engine, request["baseDigest"])
-            try:
-                engine.extend(
-                    request.get("messages", []), engine.budget or Budget.of({}, None, self.host.settings, {}), []
-                )
-            except BaseException:
-                self.drop(project, session)
-                raise
+            budget = engine.budget or Budget.of({}, None, self.host.settings, {})
+            self._extended(engine, request.get("messages", []), budget, [])
         elif request.get("messages") is not None:
             parsed = entries_of(request["messages"])  # a malformed message is refused before any write
             engine = self.fresh(project, session, request.get("parentSessionId"))
-            engine.extend(request["messages"], Budget.of({}, None, self.host.settings, {}), [], parsed)
+            self._extended(engine, request["messages"], Budget.of({}, None, self.host.settings, {}), [], parsed)
         if engine is None:
             return {"archived": [], "known": False, "status": None, "digest": None, "count": 0}
         return {

@@ -16,7 +16,7 @@ from cwa.config import Settings
 from cwa.errors import NotFound
 from cwa.session import budget as budgets
 from cwa.session.budget import Budget
-from cwa.session.transcript import PER_MESSAGE_TOKENS, entries_of, sizing_tokens, unique_keys
+from cwa.session.transcript import entries_of, hint_tokens, unique_keys
 from cwa.store import hint_ledger, session_state
 from cwa.store.session_state import EpochRow
 from cwa.store.sessions import lineage_rows
@@ -56,7 +56,7 @@ def _counted(
     start = next((e.index for e in entries if e.key == epoch.cut_key), 0) if epoch.cut_key else 0
     shown = entries[start:]
     decided = session_state.load_replacements(conn, lineage, [e.key for e in shown])
-    tokens = hint_tokens = turns = 0
+    tokens = hints = turns = 0
     for entry in shown:
         decision = decided.get(entry.key)
         tokens += entry.tokens if decision is None or decision.text is None else decision.tokens
@@ -64,13 +64,13 @@ def _counted(
             turns += 1
             frozen = hint_ledger.find_in_lineage(conn, lineage, entry.key)
             if frozen is not None and frozen.text:
-                hint_tokens += sizing_tokens(frozen.text) + PER_MESSAGE_TOKENS
-    tokens += hint_tokens
+                hints += hint_tokens(frozen.text)
+    tokens += hints
     return {
         "turns": turns,
         "tokens": tokens,
         "messages": len(entries),
         "limits": budget.limits(),
         "level": budgets.level(tokens, turns, budget),
-        "hintTokens": hint_tokens,
+        "hintTokens": hints,
     }

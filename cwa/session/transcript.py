@@ -95,6 +95,11 @@ def sizing_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
+def hint_tokens(text: str) -> int:
+    """The sizing of a hint the copy adds after a user message: its text and its framing."""
+    return sizing_tokens(text) + PER_MESSAGE_TOKENS
+
+
 def _bad(path: str, what: str) -> InvalidRequest:
     return InvalidRequest(f"{path} {what}", field=path, reason="bad-message")
 
