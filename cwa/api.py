@@ -26,7 +26,7 @@ from cwa.session.checkpoint import CATALOG_TOKENS, archive_checkpoint, archive_p
 from cwa.store.admission import admit
 from cwa.store.connection import default_archive_path, durable_writes, open_connection, storage_error
 from cwa.store.derived import IndexHandler
-from cwa.store.reads import get_document
+from cwa.store.reads import find_document, get_document
 from cwa.store.status import archive_status
 from cwa.timestamps import utc_now
 
@@ -267,28 +267,20 @@ def _supersede(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 def _supersede_by_note(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     """Archive the note as a `decision` of the naming session, superseding the document."""
-    old_id = request["documentId"]
-    current = _get(archive, {**request, "range": {"start": 0, "end": 0}})
-    note = {key: request[key] for key in ("project", "sessionId", "parentSessionId") if key in request}
-    admitted = _admit(
-        archive,
-        contract.validate(
-            contract.ADMIT,
-            {
-                **note,
-                "kind": "decision",
-                "messages": [{"role": "user", "text": request["note"]}],
-                "supersedes": {"documentId": old_id, "version": current["version"]},
-                "metadata": {"cwa": {"note": "supersedes", "documentId": old_id}},
-            },
-        ),
+    current = find_document(archive.conn, request["documentId"], request.get("version"), request["project"])
+    old = {"documentId": current["documentId"], "version": current["version"]}
+    scope = {key: request[key] for key in ("project", "sessionId", "parentSessionId") if key in request}
+    admitted = archive.admit(
+        {
+            **scope,
+            "kind": "decision",
+            "messages": [{"role": "user", "text": request["note"]}],
+            "supersedes": old,
+            "metadata": {"cwa": {"note": "supersedes", "documentId": old["documentId"]}},
+        }
     )
-    return {
-        "documentId": old_id,
-        "version": current["version"],
-        "state": "superseded",
-        "replacement": {"documentId": admitted["documentId"], "version": admitted["version"]},
-    }
+    replacement = {"documentId": admitted["documentId"], "version": admitted["version"]}
+    return {**old, "state": "superseded", "replacement": replacement}
 
 
 def _tool(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

@@ -738,16 +738,13 @@ ENVELOPE = Obj(
     }
 )
 
-# An agent works through serve within its own project: every method that names a document must
-# name the project too (gather, traverse, tool and the session methods already need one), and
-# another project's document is then answered as an unknown id. `cwa get` and the human CLI stay
-# the owner's direct access to the whole file.
-PROJECT_BOUND = ("recall", "get", "supersede", "pin", "unpin", "protect")
 
-
-def check_project_bound(method: str, params: Any) -> None:
-    """An agent host's call of a method that names a document must name the caller's project."""
-    if method in PROJECT_BOUND and isinstance(params, dict) and not params.get("project"):
+def check_project_bound(method: str, schema: Obj, params: Any) -> None:
+    """An agent works through serve within its own project: a method that names a document (its
+    schema's `project` is BOUND_PROJECT) must name the caller's project too, and another project's
+    document is then answered as an unknown id. `cwa get` and the human CLI stay the owner's direct
+    access to the whole file."""
+    if schema.fields.get("project") is BOUND_PROJECT and isinstance(params, dict) and not params.get("project"):
         raise InvalidRequest(
             f"{method} from an agent host needs the caller's project", field="project", reason="missing"
         )

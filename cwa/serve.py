@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from cwa import contract, limits
-from cwa.api import Archive
+from cwa.api import Archive, method_named
 from cwa.errors import CwaError, Internal, InvalidRequest, LimitExceeded
 from cwa.index.semantic import BackgroundEmbedder
 from cwa.json_input import parse_json_body
@@ -120,7 +120,7 @@ def project_bound(call: Callable[[str, Any], dict[str, Any]]) -> Callable[[str, 
     """`call`, refusing an agent-facing read that does not name the caller's project."""
 
     def bounded(method: str, params: Any) -> dict[str, Any]:
-        contract.check_project_bound(method, params)
+        contract.check_project_bound(method, method_named(method).schema, params)
         return call(method, params)
 
     return bounded

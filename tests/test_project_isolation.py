@@ -123,3 +123,28 @@ def test_an_mcp_agent_cannot_retire_another_projects_document(tmp_path):
             assert found["results"] and found["results"][0]["documentId"] == a1, text
 
     anyio.run(scenario)
+
+
+def test_through_serve_every_method_that_names_a_document_must_name_the_project(tmp_path):
+    from cwa.api import METHODS
+    from cwa.contract import BOUND_PROJECT
+
+    with Archive.open(tmp_path / "archive.db") as archive:
+        a1 = archive.admit(turn("project A's plan", project=A, session="a"))["documentId"]
+    bound = sorted(name for name, method in METHODS.items() if method.schema.fields.get("project") is BOUND_PROJECT)
+    assert bound == ["get", "pin", "protect", "recall", "supersede", "unpin"]  # docs/contract.md names these
+    requests = {
+        "get": {"documentId": a1},
+        "pin": {"documentId": a1},
+        "unpin": {"documentId": a1},
+        "protect": {"clientId": "c", "documents": [{"documentId": a1}]},
+        "recall": {"documentId": a1},
+        "supersede": {"documentId": a1, "by": {"documentId": a1}},
+    }
+    answers = _answers(tmp_path, [{"method": name, "params": requests[name]} for name in bound])
+    for name, answer in zip(bound, answers, strict=True):
+        assert answer["error"]["code"] == "invalid-request", (name, answer)
+        assert answer["error"]["details"] == {"field": "project", "reason": "missing"}, (name, answer)
+    with Archive.open(tmp_path / "archive.db") as archive:  # the owner's direct access: no project needed
+        assert archive.get({"documentId": a1})["documentId"] == a1
+        assert archive.conn.execute("SELECT count(*) FROM context_protections").fetchone()[0] == 0
