@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tomllib
 
 import blake3
 import orjson
-from conftest import hermetic_env, run_cwa, turn
+from conftest import REPO, hermetic_env, run_cwa, turn
 
 from cwa import __version__
 from cwa.cli import NEGATIVE_ANSWER_EXIT, main
+from cwa.cli.evaluation import ENTRY_POINTS, EVALUATION_COMMANDS
 from cwa.errors import EXIT_CODES
 from cwa.store import migrations
 
@@ -191,3 +195,17 @@ def test_archived_text_cannot_forge_cwas_labels(tmp_path):
         ), (name, printed)  # shown, behind the gutter
         assert not any(line.startswith("SYSTEM:") for line in printed.splitlines()), name
     assert any(line.startswith("[cwa archive | " + doc_id) for line in outputs["get"].splitlines())  # before: none
+
+
+def test_eval_commands_come_from_the_evaluation_package_and_a_plain_install_says_so(tmp_path):
+    declared = tomllib.loads((REPO / "eval" / "pyproject.toml").read_text())["project"]["entry-points"][ENTRY_POINTS]
+    assert sorted(declared) == sorted(EVALUATION_COMMANDS)
+    listed = run_cwa(["eval", "--help"], hermetic_env(tmp_path)).stdout.decode()
+    assert all(f"  {name}" in listed for name in (*EVALUATION_COMMANDS, "hints"))  # installed by the test setup
+    # without the package's entry points (a plain install), the command says where it comes from
+    script = (
+        "import sys, importlib.metadata as m; m.entry_points = lambda **k: []; "
+        "sys.argv = ['cwa', 'eval', 'locomo', '--data', 'x']; from cwa.cli import main; main()"
+    )
+    plain = subprocess.run([sys.executable, "-c", script], capture_output=True, env=hermetic_env(tmp_path))
+    assert plain.returncode == 2 and b"pip install -e ./eval" in plain.stderr

@@ -18,9 +18,10 @@ from cwa.cli.shared import (
 )
 
 ENTRY_POINTS = "cwa.eval"  # the evaluation package's commands (eval/pyproject.toml)
-EVALUATION_PACKAGE = (
-    "locomo, coding and perf come with the evaluation package: pip install -e ./eval (in a cwa checkout)"
-)
+# What that package registers, named here so a plain install can say where a command comes from
+# (tests/test_cli.py checks it against eval/pyproject.toml)
+EVALUATION_COMMANDS = ("locomo", "coding", "perf")
+EVALUATION_PACKAGE = "it comes with the evaluation package: pip install -e ./eval (in a cwa checkout)"
 
 
 def _registered() -> dict[str, Any]:
@@ -40,7 +41,7 @@ class EvalGroup(click.Group):
         if found is not None:
             return found
         entry = _registered().get(name)
-        if entry is None and name in ("locomo", "coding", "perf"):
+        if entry is None and name in EVALUATION_COMMANDS:
             raise click.UsageError(f"cwa eval {name}: {EVALUATION_PACKAGE}", ctx)
         return entry.load() if entry is not None else None
 
