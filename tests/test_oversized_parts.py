@@ -4,12 +4,9 @@ is counted, archived exactly and shown as a preview naming its archive, through 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import orjson
 import pytest
-from conftest import hermetic_env
+from conftest import hermetic_env, run_cwa
 
 from cwa.api import Archive
 from cwa.session.transcript import UNCOUNTED_SLACK
@@ -118,13 +115,7 @@ def answers(tmp_path_factory):
         + b"\n"
         for name, messages in CASES.items()
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "cwa", "serve", "--no-background"],
-        input=lines,
-        capture_output=True,
-        env=hermetic_env(root, root / "archive.db"),
-        timeout=300,
-    )
+    done = run_cwa(["serve", "--no-background"], hermetic_env(root, root / "archive.db"), stdin=lines, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     replies = {reply["id"]: reply for reply in map(orjson.loads, done.stdout.splitlines())}
     return root / "archive.db", replies

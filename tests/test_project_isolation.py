@@ -5,12 +5,11 @@ existed, through cwa serve and through MCP."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import anyio
 import orjson
-from conftest import hermetic_env, turn
+from conftest import hermetic_env, run_cwa, turn
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
@@ -22,13 +21,7 @@ UNKNOWN = "doc-0123456789abcdef0123"
 
 def _answers(tmp_path, requests: list[dict]) -> list[dict]:
     lines = b"".join(orjson.dumps({"id": n, **r}) + b"\n" for n, r in enumerate(requests))
-    done = subprocess.run(
-        [sys.executable, "-m", "cwa", "serve", "--no-background"],
-        input=lines,
-        capture_output=True,
-        env=hermetic_env(tmp_path, tmp_path / "archive.db"),
-        timeout=120,
-    )
+    done = run_cwa(["serve", "--no-background"], hermetic_env(tmp_path, tmp_path / "archive.db"), stdin=lines)
     assert done.returncode == 0, done.stderr
     return [orjson.loads(line) for line in done.stdout.splitlines()]
 

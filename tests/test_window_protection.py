@@ -5,9 +5,6 @@ messages' own (possibly old) timestamps."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import orjson
 from conftest import hermetic_env, hermetic_settings, run_cwa
 from session_helpers import PROJECT, Host, Transcript
@@ -44,13 +41,7 @@ def test_an_old_sessions_externalized_output_survives_maintenance_through_serve(
             "model": {"contextWindow": 200_000, "maxTokens": 8_192},
         },
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "cwa", "serve", "--no-background"],
-        input=orjson.dumps(request) + b"\n",
-        capture_output=True,
-        env=env,
-        timeout=120,
-    )
+    done = run_cwa(["serve", "--no-background"], env, stdin=orjson.dumps(request) + b"\n")
     answer = orjson.loads(done.stdout.splitlines()[0])["result"]
     previews = [m for m in answer["messages"] if m["role"] == "toolResult"]
     (doc_id,) = set(_named(previews[0]))  # the preview names the archived output
