@@ -391,6 +391,11 @@ def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
         if failing & {"derived-index", "window-counts"}:
             result = _index_rebuild(archive, {})
             repaired.append(f"derived-index: rebuilt {result['documents']} document(s) in batches")
+        if "hooks" in failing:
+            from cwa import hook_failures
+
+            hook_failures.clear(archive.path)
+            repaired.append("hooks: the failure log is cleared")
         checks = diagnose()
     return {"healthy": all(c["ok"] for c in checks), "checks": checks, "repaired": repaired, "path": str(archive.path)}
 

@@ -97,6 +97,14 @@ class DiskLow(CwaError):
     exit_code = 11
 
 
+class UnsupportedFormat(CwaError):
+    """Another agent's session store holds something this cwa cannot read (a line of an unknown
+    type, a newer format): named by file and line; the rest of the import went on."""
+
+    code = "unsupported-format"
+    exit_code = 13
+
+
 class Internal(CwaError):
     code = "internal"
     exit_code = 70
@@ -114,6 +122,7 @@ ERROR_TYPES: tuple[type[CwaError], ...] = (
     ModelMissing,
     DownloadFailed,
     DiskLow,
+    UnsupportedFormat,
     Internal,
 )
 

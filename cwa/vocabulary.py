@@ -55,6 +55,8 @@ DIRECTIONS = ("before", "after")  # of a walk through a session's chronology
 
 # The MCP clients `cwa mcp install` writes the server entry for
 MCP_CLIENTS = ("claude", "codex", "opencode")
+HOOK_HOSTS = ("claude", "codex", "opencode")  # clients cwa captures through their hooks or plugins
+CAPTURE_HOSTS = ("claude", "codex", "opencode", "pi")  # clients whose past sessions `cwa import` reads
 
 # The agent hosts that call the archive's tools (routing.json names the tools each offers)
 HOSTS = ("pi", "mcp")

@@ -36,6 +36,7 @@ def test_a_healthy_archive_passes_every_check(archive, tmp_path):
         "checkpoint-parts",
         "permissions",
         "disk",
+        "hooks",
     ]
 
 

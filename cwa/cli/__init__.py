@@ -7,7 +7,7 @@ The archive, the indexes and the models are imported by the commands that use th
 `cwa --version` and `--help` start in a fraction of the time (docs/performance.md).
 """
 
-from cwa.cli import archive, evaluation, hints, hosts, retrieval, sessions, settings, upkeep  # noqa: F401 (registration)
+from cwa.cli import archive, capture, evaluation, hints, hosts, retrieval, sessions, settings, upkeep  # noqa: F401 (registration)
 from cwa.cli.root import main
 from cwa.cli.shared import NEGATIVE_ANSWER_EXIT
 

@@ -19,9 +19,8 @@ from typing import Any
 from cwa import limits
 from cwa.errors import NotFound
 from cwa.session.checkpoint import CATALOG_TOKENS, archive_previous_summary, catalog_entry, render_catalog
-from cwa.session.transcript import Entry, entries_of, groups, shown_text, unique_keys
-from cwa.session.turns import CATALOG_HEAD_CHARS, CATALOG_TAIL_CHARS, admitter, archive_group
-from cwa.store import session_state
+from cwa.session.transcript import Entry, entries_of, groups, unique_keys
+from cwa.session.turns import CATALOG_HEAD_CHARS, CATALOG_TAIL_CHARS, admitter, archive_group, decided_texts
 from cwa.store.hint_ledger import session_row
 from cwa.store.reads import find_document, read_bytes
 from cwa.store.sessions import lineage_rows as session_lineage
@@ -75,12 +74,7 @@ def _shown_texts(host: Any, project: str, session: str, entries: list[Entry]) ->
     row = session_row(host.conn, project, session)
     if row is None:
         return {}
-    decided = session_state.load_replacements(host.conn, session_lineage(host.conn, row), [e.key for e in entries])
-    return {
-        e.key: shown_text(e, decided[e.key].text)
-        for e in entries
-        if e.key in decided and decided[e.key].text is not None
-    }
+    return decided_texts(host.conn, session_lineage(host.conn, row), entries)
 
 
 def trusted_entries(conn: Any, project: str, details: Any) -> list[dict[str, Any]]:

@@ -66,14 +66,13 @@ from cwa.session.transcript import (
     hint_tokens,
     left_out,
     serialize,
-    shown_text,
     shown_tokens,
     sizing_tokens,
     tool_calls,
     unique_keys,
     with_text,
 )
-from cwa.session.turns import TURN_PART_BYTES, admitter, archive_group, archive_tool_result
+from cwa.session.turns import TURN_PART_BYTES, admitter, archive_group, archive_tool_result, decided_texts
 from cwa.store import hint_ledger, protection, session_state
 from cwa.store.admission import document_ids_in
 from cwa.store.connection import BOOKKEEPING_SKIPPED, durable_writes, write_transaction
@@ -388,12 +387,7 @@ class SessionEngine:
         """Whole groups into one turn document (a group beyond the limits alone splits, as
         rotation splits it), each group recorded as archived."""
         entries = [e for group in batch for e in group]
-        decided = session_state.load_replacements(self.host.conn, self.lineage, [e.key for e in entries])
-        shown = {
-            e.key: shown_text(e, decided[e.key].text)
-            for e in entries
-            if e.key in decided and decided[e.key].text is not None
-        }
+        shown = decided_texts(self.host.conn, self.lineage, entries)
         documents = archive_group(self.admit, self.scope, entries, shown)
         ids = [d["rootId"] for d in documents]
         with write_transaction(self.host.conn):
@@ -728,9 +722,12 @@ class SessionEngine:
     def _shown_texts(self) -> dict[str, str]:
         return {s.entry.key: serialize(s.message, "message")[1] for s in self.view.shown if s.action != "inline"}
 
-    def _archive_groups(self, chosen: list[list[Entry]], followed: bool, settled: bool = False) -> list[str]:
-        """Archive groups as turn documents (once each); their document ids."""
-        shown = self._shown_texts()
+    def _archive_groups(
+        self, chosen: list[list[Entry]], followed: bool, settled: bool = False, shown: dict[str, str] | None = None
+    ) -> list[str]:
+        """Archive groups as turn documents (once each); their document ids. `shown`: the text the
+        provider saw of replaced messages [default: this engine's provider copy]."""
+        shown = self._shown_texts() if shown is None else shown
         ids: list[str] = []
         for index, group in enumerate(chosen):
             mark = (group[0].key, group[-1].key)
@@ -765,6 +762,18 @@ class SessionEngine:
         out). Groups before the epoch are archived already, or wait in the backlog for idle time."""
         start = self.view.shown[0].entry.index if self.view.shown else len(self.entries)
         return self._archive_groups(groups(self.entries[start:]), followed=False, settled=not aborted)
+
+    def archive_history(self, messages: list[Any], settled: bool) -> list[str]:
+        """A finished client's transcript (an import, a hook of a client cwa does not sit in front
+        of): every complete group archived as its own turn document(s), as rotation archives them,
+        once; the last group only when the client `settled` after it. No provider copy is built
+        and no hint decided: the client showed its own."""
+        new = unique_keys(entries_of(messages, len(self.entries)), self.taken)
+        for entry in new:
+            self.digest = chain_digest(self.digest, entry.key)
+        self.entries.extend(new)
+        shown = decided_texts(self.host.conn, self.lineage, self.entries)
+        return self._archive_groups(groups(self.entries), followed=False, settled=settled, shown=shown)
 
     def queue_rotation(self) -> None:
         self.epoch.flags["rotationQueued"] = True
@@ -819,6 +828,14 @@ class Engines:
             _, dropped = self.live.popitem(last=False)
             dropped.catch_up()  # its backlog is not left behind with it
         return engine
+
+    def history(
+        self, project: str, session: str, parent: str | None, messages: list[Any], settled: bool
+    ) -> tuple[list[str], list[str]]:
+        """Archive a client's transcript (SessionEngine.archive_history): the new documents' ids
+        and every message's key. The engine is not kept: that client holds its own context."""
+        engine = SessionEngine(self.host, project, session, parent)
+        return engine.archive_history(messages, settled), [e.key for e in engine.entries]
 
     def drop(self, project: str, session: str) -> None:
         self.live.pop((project, session), None)

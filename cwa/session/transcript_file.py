@@ -69,7 +69,7 @@ def _branch_messages(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     branch.reverse()
     compaction = max((i for i, e in enumerate(branch) if e.get("type") == "compaction"), default=None)
     if compaction is None:
-        return [m for e in branch if (m := _message(e)) is not None]
+        return [m for e in branch if (m := entry_message(e)) is not None]
     marker = branch[compaction]
     kept_from = next((i for i, e in enumerate(branch) if e.get("id") == marker.get("firstKeptEntryId")), compaction)
     summary = {
@@ -79,10 +79,11 @@ def _branch_messages(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         "timestamp": marker.get("timestamp"),
     }
     kept = [e for i, e in enumerate(branch) if kept_from <= i < compaction or i > compaction]
-    return [summary, *(m for e in kept if (m := _message(e)) is not None)]
+    return [summary, *(m for e in kept if (m := entry_message(e)) is not None)]
 
 
-def _message(entry: dict[str, Any]) -> dict[str, Any] | None:
+def entry_message(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The message a Pi entry carries (None: the entry carries none)."""
     kind = entry.get("type")
     if kind == "message" and isinstance(entry.get("message"), dict):
         return entry["message"]

@@ -19,11 +19,12 @@ import blake3
 
 from cwa import limits
 from cwa.session.checkpoint import archive_checkpoint, catalog_entry
-from cwa.session.transcript import Entry
+from cwa.session.transcript import Entry, shown_text
 from cwa.store.admission import admit
 from cwa.store.disk_guard import check_free_space
 from cwa.store.retention import plan_of
 from cwa.store.serialization import serialize_messages
+from cwa.store.session_state import load_replacements
 
 TURN_PART_BYTES = 4 * limits.MIB
 HEADER_BYTES = 256  # a generous bound of one message's header line and separator
@@ -45,6 +46,17 @@ def admitter(host: Any) -> Admit:
         )
 
     return admit_document
+
+
+def decided_texts(conn: Any, lineage: list[int], entries: list[Entry]) -> dict[str, str]:
+    """What the provider saw of the messages an engine of the lineage replaced (their sources are
+    archived): the text a turn document stores for them, so no output is indexed twice."""
+    decided = load_replacements(conn, lineage, [e.key for e in entries])
+    return {
+        e.key: shown_text(e, decided[e.key].text)
+        for e in entries
+        if e.key in decided and decided[e.key].text is not None
+    }
 
 
 def _created(entries: list[Entry]) -> dict[str, str]:

@@ -19,7 +19,7 @@ import apsw
 import blake3
 import orjson
 
-from cwa import limits
+from cwa import hook_failures, limits
 from cwa.store import checkpoint_parts, migrations
 from cwa.store.connection import ARCHIVE_FILE_MODE, RESTORE_ADVICE
 from cwa.store.reads import read_bytes
@@ -192,6 +192,20 @@ def disk(path: Path, critical_mib: int) -> dict[str, Any]:
     )
 
 
+def hooks(path: Path) -> dict[str, Any]:
+    """Failures the client hooks logged (they never fail their client): repaired by clearing the
+    log once the cause is fixed."""
+    failures = hook_failures.recent(path)
+    latest = failures[-1] if failures else None
+    detail = (
+        f"{len(failures)} hook failure(s); latest {latest.get('at')} {latest.get('host')} {latest.get('event')}: "
+        f"{latest.get('code')}: {str(latest.get('message'))[:200]}"
+        if latest
+        else "no hook failures logged"
+    )
+    return _check("hooks", not failures, detail, repairable=True, failures=failures[-SHOWN:])
+
+
 def damaged_file(path: Path, critical_mib: int, error: BaseException) -> dict[str, Any]:
     """The report on an archive SQLite finds damaged before the checks could run (it would not
     open, or a check's read hit a bad page): what the file-level checks can still say."""
@@ -215,6 +229,7 @@ def diagnose(conn: apsw.Connection, path: Path, critical_mib: int, sample: int =
         checkpoints(conn),
         permissions(path),
         disk(path, critical_mib),
+        hooks(path),
     ]
 
 

@@ -1,0 +1,179 @@
+"""Other agents' sessions: `cwa import` (the past), `cwa hook` (what a client's hook runs) and
+`cwa hooks install|uninstall` (the hooks in each client's configuration). docs/capture.md."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+import orjson
+
+from cwa import limits
+from cwa.cli.root import main
+from cwa.cli.shared import dump_json, handles_errors, json_option, open_archive, project_dir
+from cwa.errors import CwaError, InvalidRequest, UnsupportedFormat
+from cwa.input_files import read_stream
+from cwa.vocabulary import CAPTURE_HOSTS, HOOK_HOSTS
+
+MEBIBYTE = 1 << 20
+
+
+def _since(value: str | None) -> str | None:
+    from cwa.timestamps import parse_timestamp
+
+    if value is None:
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"--since {value!r} is not a date: {exc}", field="since", reason="bad-timestamp") from exc
+
+
+@main.command("import")
+@click.argument("host", type=click.Choice(CAPTURE_HOSTS))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--since", help="Only sessions active on or after this date (ISO-8601, e.g. 2026-11-01).")
+@click.option("--project", help="Archive every session under this project [default: each session's own cwd].")
+@click.option("--dry-run", is_flag=True, help="Read and count; archive nothing.")
+@json_option
+@click.pass_context
+@handles_errors
+def import_command(
+    ctx: click.Context,
+    host: str,
+    paths: tuple[Path, ...],
+    since: str | None,
+    project: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Archive the past sessions of HOST (claude, codex, opencode, pi) from its own store, or from PATHS.
+
+    \b
+    Default stores: claude ~/.claude/projects ($CLAUDE_CONFIG_DIR), codex ~/.codex/sessions
+    ($CODEX_HOME), opencode ~/.local/share/opencode/opencode.db ($XDG_DATA_HOME), pi
+    ~/.pi/agent/sessions ($PI_CODING_AGENT_DIR). Each session is archived under its working
+    directory's real path, with its id, lineage and timestamps. A re-run reads only what changed
+    and archives only new turns; a line still being written waits for the next run. What cannot
+    be read is named (file and line, exit 13: unsupported-format); the rest is imported.
+    """
+    from cwa.capture import importer
+
+    started = time.monotonic()
+    units = importer.sources(host, list(paths), dict(os.environ))
+    total = sum(u.size for u in units)
+    with open_archive(ctx) as archive:
+        if as_json or not sys.stderr.isatty():
+            summary = importer.import_sources(
+                archive, host, units, since=_since(since), project=project, dry_run=dry_run
+            )
+        else:
+            label = f"{host}: {len(units)} source(s), {total / MEBIBYTE:.1f} MiB"
+            with click.progressbar(length=max(total, 1), label=label, file=sys.stderr) as bar:
+                summary = importer.import_sources(
+                    archive, host, units, since=_since(since), project=project, dry_run=dry_run, progress=bar.update
+                )
+    result = {**summary.to_json(), "seconds": round(time.monotonic() - started, 3)}
+    if as_json:
+        click.echo(dump_json(result))
+    else:
+        verb = "would archive" if dry_run else "archived"
+        click.echo(
+            f"{host}: {result['sources']} source(s), {result['unchanged']} unchanged, {result['read']} read "
+            f"({result['bytes'] / MEBIBYTE:.1f} MiB); {result['sessions']} session(s), {result['messages']} message(s); "
+            f"{verb} {result['documents']} turn document(s)"
+            + (f"; {result['olderThanSince']} session(s) before --since" if result["olderThanSince"] else "")
+        )
+        for problem in result["problems"]:
+            where = f"{problem['file']}:{problem['line']}" if problem["line"] else problem["file"]
+            click.echo(f"cwa: unsupported-format: {where}: {problem['reason']}: {problem['detail']}", err=True)
+    if result["problems"]:
+        sys.exit(UnsupportedFormat.exit_code)
+
+
+@main.command("hook")
+@click.argument("host", type=click.Choice(HOOK_HOSTS))
+@click.argument("payload", required=False)
+@click.pass_context
+def hook_command(ctx: click.Context, host: str, payload: str | None) -> None:
+    """What a client's hook runs (installed by `cwa hooks install`): the event as JSON on stdin (or,
+    for Codex's notify program, as PAYLOAD). Prints the client's answer (a hint as additional
+    context) or nothing. Never fails the client: every failure is logged beside the archive and
+    shown by `cwa doctor`; the exit status is 0."""
+    from cwa import hook_failures
+    from cwa.timestamps import utc_now
+
+    db = Path(ctx.obj["db"])
+    name = None
+    try:
+        raw = (
+            payload.encode()
+            if payload is not None
+            else read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "hook input")
+        )
+        event = orjson.loads(raw)
+        if not isinstance(event, dict):
+            raise InvalidRequest("the hook input is not a JSON object", reason="not-an-object")
+        name = event.get("hook_event_name") or event.get("type") or event.get("event")
+        from cwa.capture import hooks
+
+        with open_archive(ctx) as archive:
+            answer = hooks.handle(archive, host, event, dict(os.environ))
+        if answer is not None:
+            sys.stdout.buffer.write(orjson.dumps(answer) + b"\n")
+            sys.stdout.buffer.flush()
+    except Exception as exc:  # a hook never breaks its client
+        error = exc if isinstance(exc, CwaError) else None
+        entry = {
+            "at": utc_now(),
+            "host": host,
+            "event": name,
+            "code": error.code if error else "internal",
+            "message": error.message if error else f"{type(exc).__name__}: {exc}",
+        }
+        try:
+            hook_failures.record(db, entry)
+        except OSError:
+            pass
+        click.echo(f"cwa hook: {entry['code']}: {entry['message']}", err=True)
+    sys.exit(0)
+
+
+@main.group("hooks")
+def hooks_group() -> None:
+    """Capture and hints in Claude Code, Codex and OpenCode (docs/capture.md)."""
+
+
+def _hooks_command(name: str, summary: str) -> None:
+    @hooks_group.command(name, help=summary)
+    @click.argument("host", type=click.Choice(HOOK_HOSTS))
+    @click.option("--project", "in_project", is_flag=True, help="This project's configuration [default: the user's].")
+    @click.option("--write", is_flag=True, help="Change the configuration (without it: print what would change).")
+    @json_option
+    @click.pass_context
+    @handles_errors
+    def command(ctx: click.Context, host: str, in_project: bool, write: bool, as_json: bool) -> None:
+        from cwa.integrations import hook_config
+
+        result = getattr(hook_config, name)(
+            host, project_dir() if in_project else None, dict(os.environ), Path(ctx.obj["db"]), write
+        )
+        if as_json:
+            click.echo(dump_json(result))
+            return
+        for change in result["changes"]:
+            verb = ("changed" if write else "would change") if change["changed"] else "unchanged"
+            click.echo(f"{verb}: {change['file']}")
+            if change["changed"] and not write:
+                click.echo(change["content"].rstrip("\n"))
+        for note in result["notes"]:
+            click.echo(note)
+        if not write and any(c["changed"] for c in result["changes"]):
+            click.echo(f"# run again with --write to {name}")
+
+
+_hooks_command("install", "Install cwa's capture and hints in HOST (claude, codex, opencode).")
+_hooks_command("uninstall", "Remove cwa's hooks from HOST's configuration (everything else is kept).")

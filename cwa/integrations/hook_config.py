@@ -1,0 +1,203 @@
+"""`cwa hooks install|uninstall claude|codex|opencode [--project] [--write]`: cwa's capture and
+hints in each client's own extension mechanism, every other setting kept, files replaced
+atomically (cwa/file_writes.py). Without --write nothing is changed: the result says what would.
+
+- claude: hooks in `~/.claude/settings.json` ($CLAUDE_CONFIG_DIR), or the project's
+  `.claude/settings.json`: UserPromptSubmit (the hint), Stop and SubagentStop (settled turns),
+  PreCompact (everything before compaction), SessionStart and SessionEnd (the transcript so far);
+- codex: `notify` in `$CODEX_HOME/config.toml` (archive after each turn; it needs no trust), or,
+  when the user's notify is another program, a Stop hook; and a UserPromptSubmit hook in
+  `$CODEX_HOME/hooks.json` (the hint), which Codex runs once the user trusts it;
+- opencode: a plugin file, `~/.config/opencode/plugin/cwa.ts` ($XDG_CONFIG_HOME), or the
+  project's `.opencode/plugin/cwa.ts`.
+
+Each hook runs `cwa hook HOST` (cwa/capture/hooks.py) under this installation's Python.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cwa.errors import InvalidRequest, StorageUnavailable
+from cwa.file_writes import write_atomically
+from cwa.integrations.launch import cwa_command
+
+CLAUDE_EVENTS = {  # event → timeout in seconds (the hint is bounded tighter than archiving)
+    "UserPromptSubmit": 10,
+    "Stop": 60,
+    "SubagentStop": 60,
+    "PreCompact": 120,
+    "SessionStart": 60,
+    "SessionEnd": 60,
+}
+CODEX_HINT_EVENTS = {"UserPromptSubmit": 10}
+OURS = re.compile(r"-m cwa( --db \S+)? hook (claude|codex|opencode)\b")
+PLUGIN = Path(__file__).with_name("opencode") / "plugin.ts"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StorageUnavailable(f"cannot read {path}: {exc}", path=str(path)) from exc
+
+
+def _json(path: Path, text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(
+            f"{path} is not valid JSON ({exc}); fix or remove it first",
+            field="config",
+            reason="bad-json",
+            path=str(path),
+        ) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
+        raise InvalidRequest(
+            f"{path} does not hold an object 'hooks'", field="hooks", reason="wrong-type", path=str(path)
+        )
+    return data
+
+
+def _is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(OURS.search(hook["command"]))
+
+
+def _with_hooks(data: dict[str, Any], wanted: dict[str, tuple[str, int]]) -> dict[str, Any]:
+    """`data` with cwa's hooks removed from every event, then `wanted` (event → (command,
+    timeout)) added as a group of its own; every other hook and key kept."""
+    hooks = dict(data.get("hooks", {}))
+    for event in list(hooks):
+        groups = hooks[event] if isinstance(hooks[event], list) else []
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                inner = [h for h in group["hooks"] if not _is_ours(h)]
+                if inner:
+                    kept.append({**group, "hooks": inner})
+            else:
+                kept.append(group)
+        if kept or not isinstance(hooks[event], list):
+            hooks[event] = kept if isinstance(hooks[event], list) else hooks[event]
+        else:
+            del hooks[event]
+    for event, (command, timeout) in wanted.items():
+        hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": command, "timeout": timeout}]})
+    result = {**data, "hooks": hooks}
+    if not hooks:
+        del result["hooks"]
+    return result
+
+
+def _change(path: Path, before: str, after: str, write: bool) -> dict[str, Any]:
+    changed = after != before
+    if write and changed:
+        write_atomically(path, after.encode("utf-8"))
+    return {"file": str(path), "changed": changed, "content": after}
+
+
+def _hooks_file(path: Path, wanted: dict[str, tuple[str, int]], write: bool) -> dict[str, Any]:
+    before = _read(path)
+    data = _with_hooks(_json(path, before), wanted)
+    after = json.dumps(data, indent=2) + "\n" if data or before.strip() else ""
+    return _change(path, before, after, write)
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or Path.home())
+
+
+def _claude(project: Path | None, env: Mapping[str, str], db: Path, install: bool, write: bool) -> dict[str, Any]:
+    root = project / ".claude" if project else Path(env.get("CLAUDE_CONFIG_DIR") or _home(env) / ".claude")
+    command = shlex.join(cwa_command(db, env, "hook", "claude"))
+    wanted = {event: (command, timeout) for event, timeout in CLAUDE_EVENTS.items()} if install else {}
+    notes = ["Start claude as usual: settled turns are archived, hints reach the prompt."] if install else []
+    return {"changes": [_hooks_file(root / "settings.json", wanted, write)], "notes": notes}
+
+
+NOTIFY_LINE = re.compile(r"^notify\s*=.*$", re.MULTILINE)
+
+
+def _codex(project: Path | None, env: Mapping[str, str], db: Path, install: bool, write: bool) -> dict[str, Any]:
+    if project is not None:
+        raise InvalidRequest(
+            "Codex reads hooks and notify from $CODEX_HOME only; run without --project",
+            field="project",
+            reason="not-allowed",
+        )
+    home = Path(env.get("CODEX_HOME") or _home(env) / ".codex")
+    config = home / "config.toml"
+    before = _read(config)
+    try:
+        current = tomllib.loads(before).get("notify")
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidRequest(
+            f"{config} is not valid TOML ({exc}); fix or remove it first",
+            field="config",
+            reason="bad-toml",
+            path=str(config),
+        ) from exc
+    program = cwa_command(db, env, "hook", "codex")
+    ours = isinstance(current, list) and bool(OURS.search(shlex.join(map(str, current))))
+    notes = []
+    after = before
+    if ours:
+        after = (
+            NOTIFY_LINE.sub(lambda _: f"notify = {json.dumps(program)}", before, count=1)
+            if install
+            else NOTIFY_LINE.sub("", before, count=1).lstrip("\n")
+        )
+    elif current is None and install:
+        after = f"notify = {json.dumps(program)}\n" + before  # a top-level key goes before any table
+    elif install:
+        notes.append(f"notify already runs {current}; turns are archived by a Stop hook instead (trust it in Codex)")
+    uses_notify = install and (ours or current is None)
+    command = shlex.join(program)
+    wanted = {event: (command, timeout) for event, timeout in CODEX_HINT_EVENTS.items()} if install else {}
+    if install and not uses_notify:
+        wanted["Stop"] = (command, 60)
+    if install:
+        notes.append(
+            "Codex runs hooks only once trusted: review and trust cwa's UserPromptSubmit hook in Codex "
+            "(or run `codex --dangerously-bypass-hook-trust`); until then turns are archived but no hint is added."
+        )
+    changes = [_change(config, before, after, write), _hooks_file(home / "hooks.json", wanted, write)]
+    return {"changes": changes, "notes": notes}
+
+
+def plugin_text(db: Path, env: Mapping[str, str]) -> str:
+    template = PLUGIN.read_text(encoding="utf-8")
+    return template.replace('["cwa", "hook", "opencode"]', json.dumps(cwa_command(db, env, "hook", "opencode")))
+
+
+def _opencode(project: Path | None, env: Mapping[str, str], db: Path, install: bool, write: bool) -> dict[str, Any]:
+    root = project / ".opencode" if project else Path(env.get("XDG_CONFIG_HOME") or _home(env) / ".config") / "opencode"
+    path = root / "plugin" / "cwa.ts"
+    before = _read(path)
+    if not install:
+        if before:
+            if write:
+                path.unlink()
+            return {"changes": [{"file": str(path), "changed": True, "content": ""}], "notes": []}
+        return {"changes": [{"file": str(path), "changed": False, "content": ""}], "notes": []}
+    notes = ["Start opencode as usual: settled turns are archived, hints join the user's message."]
+    return {"changes": [_change(path, before, plugin_text(db, env), write)], "notes": notes}
+
+
+HOSTS = {"claude": _claude, "codex": _codex, "opencode": _opencode}
+
+
+def install(host: str, project: Path | None, env: Mapping[str, str], db: Path, write: bool) -> dict[str, Any]:
+    return {"host": host, "written": write, **HOSTS[host](project, env, db, True, write)}
+
+
+def uninstall(host: str, project: Path | None, env: Mapping[str, str], db: Path, write: bool) -> dict[str, Any]:
+    return {"host": host, "written": write, **HOSTS[host](project, env, db, False, write)}
