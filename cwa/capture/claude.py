@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines
+from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, turn_over
 from cwa.timestamps import parse_timestamp
 
 HOST = "claude"
@@ -203,7 +203,6 @@ def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
     transcripts = []
     for session in sessions.values():
         transcript = session.transcript
-        last = transcript.messages[-1] if transcript.messages else None
-        transcript.settled = bool(last and last["role"] == "assistant" and last.get("stopReason") != "toolUse")
+        transcript.settled = turn_over(transcript.messages)
         transcripts.append(transcript)
     return transcripts, problems

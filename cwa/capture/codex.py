@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines
+from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, turn_over
 from cwa.timestamps import parse_timestamp
 
 HOST = "codex"
@@ -189,6 +189,5 @@ def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
             unknown.add(str(kind))
             problems.append(Problem(str(path), number, "unknown-type", f"line type {kind!r}"))
     transcript = thread.transcript
-    last = transcript.messages[-1] if transcript.messages else None
-    transcript.settled = bool(last and last["role"] == "assistant" and last.get("stopReason") != "toolUse")
+    transcript.settled = turn_over(transcript.messages)
     return [transcript], problems

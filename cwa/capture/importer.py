@@ -25,8 +25,12 @@ from cwa.errors import InvalidRequest, UnsupportedFormat
 from cwa.limits import MAX_VISIBLE_KEYS
 from cwa.store import imports
 from cwa.store.connection import write_transaction
+from cwa.timestamps import shift
 
 READERS: dict[str, ModuleType] = {"claude": claude, "codex": codex, "opencode": opencode, "pi": pi}
+# A session quiet this long is over: its last turn is archived even if it ended mid-way (an
+# interrupted answer, a prompt never answered), so an import of the past loses nothing.
+OVER_AFTER_SECONDS = 3600
 
 
 @dataclass
@@ -152,9 +156,10 @@ def _archive_unit(
         count += len(transcript.messages)
         if dry_run:
             continue
+        over = transcript.settled or (transcript.updated or "") < shift(archive.clock(), -OVER_AFTER_SECONDS)
         try:
             documents, keys = archive.engines.history(
-                identity, transcript.session_id, transcript.parent_id, transcript.messages, transcript.settled
+                identity, transcript.session_id, transcript.parent_id, transcript.messages, over
             )
         except InvalidRequest as exc:  # a message the engine refuses: nothing of this session was written
             summary.problems.append(

@@ -19,7 +19,7 @@ from typing import Any
 import apsw
 import orjson
 
-from cwa.capture.transcripts import Problem, Transcript, Unit, later
+from cwa.capture.transcripts import Problem, Transcript, Unit, later, turn_over
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import parse_timestamp
 
@@ -131,7 +131,5 @@ def read(database: Path, session: str) -> tuple[list[Transcript], list[Problem]]
             transcript.messages.append({"role": "user", "content": blocks, "timestamp": stamp})
         elif role not in ("user", "assistant"):
             problems.append(Problem(where, None, "unknown-type", f"message {message_id} of role {role!r}"))
-    last = transcript.messages[-1] if transcript.messages else None
-    # a turn whose tools all answered and whose last step ended is over
-    transcript.settled = bool(last and last["role"] == "assistant" and last.get("stopReason") != "toolUse")
+    transcript.settled = turn_over(transcript.messages)
     return [transcript], problems

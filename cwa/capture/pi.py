@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines
+from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, turn_over
 from cwa.session.transcript_file import entry_message, parent_session_id
 from cwa.timestamps import parse_timestamp
 
@@ -59,8 +59,5 @@ def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
         elif kind not in NO_MESSAGE and kind not in ("session", "message") and kind not in unknown:
             unknown.add(str(kind))
             problems.append(Problem(str(path), number, "unknown-type", f"entry type {kind!r}"))
-    last = transcript.messages[-1] if transcript.messages else None
-    transcript.settled = bool(
-        last and last.get("role") == "assistant" and last.get("stopReason") not in ("toolUse", "error", "aborted")
-    )
+    transcript.settled = turn_over(transcript.messages)
     return [transcript], problems

@@ -88,6 +88,17 @@ def read_lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return lines
 
 
+def turn_over(messages: list[dict[str, Any]]) -> bool:
+    """Whether the client's last turn is over: its last message is an answer that called no tool
+    (and was not cut off), or a summary it wrote (a compaction)."""
+    last = messages[-1] if messages else None
+    if last is None:
+        return False
+    if last.get("role") in ("compactionSummary", "branchSummary"):
+        return True
+    return last.get("role") == "assistant" and last.get("stopReason") not in ("toolUse", "error", "aborted")
+
+
 def later(first: str | None, second: str | None) -> str | None:
     """The later of two canonical timestamps (None when neither is known)."""
     return max(t for t in (first, second) if t) if first or second else None

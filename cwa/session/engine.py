@@ -64,6 +64,7 @@ from cwa.session.transcript import (
     group_complete,
     groups,
     hint_tokens,
+    history_groups,
     left_out,
     serialize,
     shown_tokens,
@@ -764,16 +765,17 @@ class SessionEngine:
         return self._archive_groups(groups(self.entries[start:]), followed=False, settled=not aborted)
 
     def archive_history(self, messages: list[Any], settled: bool) -> list[str]:
-        """A finished client's transcript (an import, a hook of a client cwa does not sit in front
-        of): every complete group archived as its own turn document(s), as rotation archives them,
-        once; the last group only when the client `settled` after it. No provider copy is built
-        and no hint decided: the client showed its own."""
+        """A client's transcript (an import, a hook of a client cwa does not sit in front of):
+        every complete group archived as its own turn document(s), as rotation archives them,
+        once; the last group only when the client `settled` after it (its turn is over). No
+        provider copy is built and no hint decided: the client showed its own."""
         new = unique_keys(entries_of(messages, len(self.entries)), self.taken)
         for entry in new:
             self.digest = chain_digest(self.digest, entry.key)
         self.entries.extend(new)
         shown = decided_texts(self.host.conn, self.lineage, self.entries)
-        return self._archive_groups(groups(self.entries), followed=False, settled=settled, shown=shown)
+        # the client says whether its last turn is over; its own stop reasons may differ from Pi's
+        return self._archive_groups(history_groups(self.entries), followed=settled, shown=shown)
 
     def queue_rotation(self) -> None:
         self.epoch.flags["rotationQueued"] = True

@@ -387,6 +387,21 @@ def groups(entries: list[Entry]) -> list[list[Entry]]:
     return found
 
 
+SUMMARY_ROLES = ("compactionSummary", "branchSummary")
+
+
+def history_groups(entries: list[Entry]) -> list[list[Entry]]:
+    """Interaction groups of a whole history (an import): as `groups`, and a summary the client
+    wrote mid-way (a compaction) starts a group of its own instead of growing the turn before it."""
+    found: list[list[Entry]] = []
+    for entry in entries:
+        if entry.is_user or entry.role in SUMMARY_ROLES or not found:
+            found.append([entry])
+        else:
+            found[-1].append(entry)
+    return found
+
+
 def tool_calls(entries: list[Entry]) -> dict[str, tuple[str, str]]:
     """tool call id → (tool name, normalized arguments) from the assistants' toolCall blocks."""
     calls: dict[str, tuple[str, str]] = {}
