@@ -1,5 +1,5 @@
 """`cwa mcp`: the archive's agent tools over MCP (stdio), for Claude Code, Codex, OpenCode and
-other MCP hosts. Needs the optional extra: `pip install 'cwa[mcp]'`.
+other MCP hosts. Needs the MCP SDK, the optional `mcp` extra (in a checkout: `pip install -e '.[mcp]'`).
 
 The tools are the Pi extension's (cwa/integrations/routing.json: names, descriptions, JSON Schema
 parameters) plus `context_window_status`; the routing guidance is the server's instructions, so
@@ -224,8 +224,14 @@ def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> 
         import anyio
         import mcp.server.stdio  # noqa: F401
     except ImportError as missing:
+        from cwa.integrations.mcp_clients import install_command
+
+        fix = install_command()
         raise InvalidRequest(
-            "cwa mcp needs the MCP SDK: pip install 'cwa[mcp]'", reason="missing-extra", module=str(missing.name)
+            f"cwa mcp needs the MCP SDK; install it with: {fix}",
+            reason="missing-extra",
+            module=str(missing.name),
+            install=fix,
         ) from missing
     scope = identity(env)
     archive = open_archive()

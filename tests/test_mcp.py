@@ -7,7 +7,7 @@ import sys
 
 import anyio
 import pytest
-from conftest import hermetic_env
+from conftest import REPO, hermetic_env
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -307,3 +307,60 @@ def test_what_the_model_reads_is_words_never_python_reprs(tmp_path):
             assert "limit must be an integer, not null" in texts["null limit"]
 
     anyio.run(scenario)
+
+
+def test_install_keeps_the_users_keys_names_the_archive_and_offers_user_scope(tmp_path):
+    env = {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(tmp_path / "codex")}
+    project = tmp_path / "project"
+    project.mkdir()
+    db = tmp_path / "elsewhere" / "a.db"
+    claude = project / ".mcp.json"
+    claude.write_text(json.dumps({"mcpServers": {"cwa": {"command": "old", "env": {"CWA_PROJECT": "p1"}}}}))
+    mcp_clients.install("claude", project, env, write=True, db=db)
+    entry = json.loads(claude.read_text())["mcpServers"]["cwa"]
+    assert entry["env"] == {"CWA_PROJECT": "p1"}  # the user's key is kept
+    assert [entry["command"], *entry["args"]] == [sys.executable, "-m", "cwa", "--db", str(db), "mcp"]
+
+    codex = tmp_path / "codex" / "config.toml"
+    codex.parent.mkdir()
+    codex.write_text('[mcp_servers.cwa]\ncommand = "old"\nstartup_timeout_sec = 30\n\n[other]\nx = 1\n')
+    mcp_clients.install("codex", project, env, write=True, db=db)
+    import tomllib
+
+    data = tomllib.loads(codex.read_text())
+    assert data["mcp_servers"]["cwa"]["startup_timeout_sec"] == 30 and data["other"] == {"x": 1}
+    assert data["mcp_servers"]["cwa"]["args"] == ["-m", "cwa", "--db", str(db), "mcp"]
+    assert mcp_clients.install("codex", project, env, write=True, db=db)["changed"] is False
+
+    user = mcp_clients.install("claude", project, env, write=True, scope="user")
+    assert user["config"] == str(tmp_path / "home" / ".claude.json")
+    assert json.loads((tmp_path / "home" / ".claude.json").read_text())["mcpServers"]["cwa"]["args"] == [
+        "-m",
+        "cwa",
+        "mcp",
+    ]
+
+
+def test_a_config_toml_that_is_not_toml_is_refused_and_left_alone(tmp_path):
+    from cwa.errors import InvalidRequest
+
+    codex = tmp_path / "config.toml"
+    codex.write_text("model = [unclosed\n")
+    with pytest.raises(InvalidRequest) as refused:
+        mcp_clients.install("codex", tmp_path, {"CODEX_HOME": str(tmp_path)}, write=True)
+    assert refused.value.details["reason"] == "bad-toml" and codex.read_text() == "model = [unclosed\n"
+
+
+def test_write_is_refused_without_the_mcp_sdk_naming_this_checkouts_install(tmp_path, monkeypatch):
+    import importlib.util
+
+    from cwa.errors import InvalidRequest
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
+    with pytest.raises(InvalidRequest) as refused:
+        mcp_clients.install("opencode", tmp_path, {"HOME": str(tmp_path)}, write=True)
+    fix = refused.value.details["install"]
+    assert fix == f"{sys.executable} -m pip install -e '{REPO}[mcp]'" and "cwa[mcp]" not in fix
+    assert not (tmp_path / "opencode.json").exists()
+    assert mcp_clients.install("opencode", tmp_path, {"HOME": str(tmp_path)}, write=False)["changed"] is True

@@ -105,12 +105,12 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
 @click.pass_context
 @handles_errors
 def mcp_group(ctx: click.Context) -> None:
-    """Serve the archive's agent tools over MCP on stdin/stdout (needs `pip install 'cwa[mcp]'`).
+    """Serve the archive's agent tools over MCP on stdin/stdout (needs the MCP SDK: the `mcp` extra).
 
     \b
     Project: $CWA_PROJECT, else the real path of the working directory.
     Session: $CWA_SESSION, else one id per server process.
-    cwa mcp install claude|codex|opencode [--write]   # the client's configuration (docs/mcp.md)
+    cwa mcp install claude|codex|opencode [--scope user] [--write]   # the client's entry (docs/mcp.md)
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -121,15 +121,25 @@ def mcp_group(ctx: click.Context) -> None:
 
 @mcp_group.command("install")
 @click.argument("client", type=click.Choice(MCP_CLIENTS))
+@click.option(
+    "--scope",
+    type=click.Choice(("project", "user")),
+    default="project",
+    show_default=True,
+    help="claude only: user (~/.claude.json, no approval) or project (./.mcp.json, approved once in Claude Code).",
+)
 @click.option("--write", is_flag=True, help="Merge the entry into the client's configuration file (idempotent).")
 @json_option
+@click.pass_context
 @handles_errors
-def mcp_install(client: str, write: bool, as_json: bool) -> None:
+def mcp_install(ctx: click.Context, client: str, scope: str, write: bool, as_json: bool) -> None:
     """Print the configuration entry that starts `cwa mcp` in CLIENT, or merge it with --write:
-    claude → ./.mcp.json, codex → ~/.codex/config.toml, opencode → ./opencode.json."""
+    claude → ./.mcp.json (or ~/.claude.json with --scope user), codex → ~/.codex/config.toml,
+    opencode → ./opencode.json. The entry names the archive (--db) unless it is the built-in
+    default; the entry's other keys (env, timeouts) are kept."""
     from cwa.integrations.mcp_clients import install
 
-    result = install(client, project_dir(), os.environ, write)
+    result = install(client, project_dir(), os.environ, write, db=Path(ctx.obj["db"]), scope=scope)
     if as_json:
         click.echo(dump_json(result))
         return
