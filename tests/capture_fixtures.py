@@ -62,8 +62,15 @@ class ClaudeSession:
         return {**self._common(**extra), "type": "user", "message": {"role": "user", "content": text}}
 
     def assistant(self, content: list[dict[str, Any]], stop: str, message_id: str, **extra: Any) -> dict[str, Any]:
-        message = {"id": message_id, "type": "message", "role": "assistant", "model": "claude-x",
-                   "content": content, "stop_reason": stop, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        message = {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": content,
+            "stop_reason": stop,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
         return {**self._common(**extra), "type": "assistant", "message": message}
 
     def turn(self, prompt: str, command: str, output: str, answer: str, **extra: Any) -> list[dict[str, Any]]:
@@ -71,25 +78,48 @@ class ClaudeSession:
         call = f"toolu_{next(_clock)}"
         first = f"msg_{next(_clock)}"
         return [
-            {"type": "queue-operation", "operation": "enqueue", "timestamp": stamp(self.minute), "sessionId": self.session},
+            {
+                "type": "queue-operation",
+                "operation": "enqueue",
+                "timestamp": stamp(self.minute),
+                "sessionId": self.session,
+            },
             self.user(prompt, **extra),
             {**self._common(**extra), "type": "attachment", "attachment": {"type": "skill_listing", "content": "- x"}},
             self.assistant([{"type": "text", "text": "Let me check."}], None, first, **extra),
-            self.assistant([{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": command}}],
-                           "tool_use", first, **extra),
-            {**self._common(**extra), "type": "user", "message": {"role": "user", "content": [
-                {"tool_use_id": call, "type": "tool_result", "content": output, "is_error": False}]},
-             "toolUseResult": {"stdout": output, "stderr": ""}},
+            self.assistant(
+                [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": command}}],
+                "tool_use",
+                first,
+                **extra,
+            ),
+            {
+                **self._common(**extra),
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [{"tool_use_id": call, "type": "tool_result", "content": output, "is_error": False}],
+                },
+                "toolUseResult": {"stdout": output, "stderr": ""},
+            },
             self.assistant([{"type": "text", "text": answer}], "end_turn", f"msg_{next(_clock)}", **extra),
             {"type": "last-prompt", "lastPrompt": prompt, "sessionId": self.session},
         ]
 
     def compaction(self, summary: str) -> list[dict[str, Any]]:
-        boundary = {**self._common(), "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
-                    "compactMetadata": {"trigger": "manual", "preTokens": 1000}}
+        boundary = {
+            **self._common(),
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "compactMetadata": {"trigger": "manual", "preTokens": 1000},
+        }
         self.parent_uuid = boundary["uuid"]
-        return [boundary, {**self.user(summary), "isCompactSummary": True},
-                {**self.user("<local-command-caveat>Caveat: …</local-command-caveat>"), "isMeta": True}]
+        return [
+            boundary,
+            {**self.user(summary), "isCompactSummary": True},
+            {**self.user("<local-command-caveat>Caveat: …</local-command-caveat>"), "isMeta": True},
+        ]
 
     def subagent_file(self, agent: str, prompt: str, command: str, output: str, answer: str) -> Path:
         """Claude Code 2.1 writes a subagent's transcript beside the session's, as sidechain lines."""
@@ -114,8 +144,19 @@ class CodexRollout:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"rollout-2026-11-10T00-00-00-{thread}.jsonl"
         self.ordinal = itertools.count()
-        self.write(self.entry("session_meta", {"id": thread, "session_id": thread, "cwd": str(cwd),
-                                               "cli_version": "0.171.0", "source": "exec", **meta}))
+        self.write(
+            self.entry(
+                "session_meta",
+                {
+                    "id": thread,
+                    "session_id": thread,
+                    "cwd": str(cwd),
+                    "cli_version": "0.171.0",
+                    "source": "exec",
+                    **meta,
+                },
+            )
+        )
 
     def entry(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         self.minute += 1
@@ -130,20 +171,55 @@ class CodexRollout:
         item = self.entry
         return [
             item("event_msg", {"type": "task_started", "turn_id": "t"}),
-            item("response_item", {"type": "message", "role": "developer", "content": [
-                {"type": "input_text", "text": "<permissions instructions>…"}]}),
-            item("response_item", {"type": "message", "role": "user", "content": [
-                {"type": "input_text", "text": f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n</environment_context>"}]}),
+            item(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "developer",
+                    "content": [{"type": "input_text", "text": "<permissions instructions>…"}],
+                },
+            ),
+            item(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "input_text",
+                            "text": f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n</environment_context>",
+                        }
+                    ],
+                },
+            ),
             item("turn_context", {"cwd": str(self.cwd), "model": "m"}),
-            item("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+            item(
+                "response_item",
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]},
+            ),
             item("response_item", {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"}),
-            item("response_item", {"type": "function_call", "name": "exec_command",
-                                   "arguments": json.dumps({"cmd": command}), "call_id": call}),
-            item("response_item", {"type": "function_call_output", "call_id": call,
-                                   "output": f"Process exited with code 0\nOutput:\n{output}"}),
+            item(
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "arguments": json.dumps({"cmd": command}),
+                    "call_id": call,
+                },
+            ),
+            item(
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": call,
+                    "output": f"Process exited with code 0\nOutput:\n{output}",
+                },
+            ),
             item("event_msg", {"type": "token_count", "info": None}),
-            item("response_item", {"type": "message", "role": "assistant", "content": [
-                {"type": "output_text", "text": answer}]}),
+            item(
+                "response_item",
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]},
+            ),
             item("event_msg", {"type": "task_complete", "last_agent_message": answer}),
         ]
 
@@ -182,38 +258,62 @@ class OpenCodeStore:
 
     def session(self, session: str, cwd: Path, parent: str | None = None) -> None:
         with sqlite3.connect(self.path) as conn:
-            conn.execute("INSERT INTO session (id, parent_id, directory, title, version, time_created, time_updated) "
-                         "VALUES (?, ?, ?, 't', '1.18.33', ?, ?)", (session, parent, str(cwd), BASE_MS, BASE_MS))
+            conn.execute(
+                "INSERT INTO session (id, parent_id, directory, title, version, time_created, time_updated) "
+                "VALUES (?, ?, ?, 't', '1.18.33', ?, ?)",
+                (session, parent, str(cwd), BASE_MS, BASE_MS),
+            )
 
     def message(self, session: str, data: dict[str, Any], parts: list[dict[str, Any]]) -> str:
         message = self._id("msg")
         at = BASE_MS + next(self.ids) * 1000
         with sqlite3.connect(self.path) as conn:
-            conn.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)",
-                         (message, session, at, at, json.dumps({**data, "time": {"created": at}})))
+            conn.execute(
+                "INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                (message, session, at, at, json.dumps({**data, "time": {"created": at}})),
+            )
             for part in parts:
-                conn.execute("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
-                             (self._id("prt"), message, session, at, at, json.dumps(part)))
+                conn.execute(
+                    "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                    (self._id("prt"), message, session, at, at, json.dumps(part)),
+                )
             conn.execute("UPDATE session SET time_updated = ? WHERE id = ?", (at, session))
         return message
 
     def turn(self, session: str, prompt: str, command: str, output: str, answer: str) -> None:
         user = self.message(session, {"role": "user", "agent": "build"}, [{"type": "text", "text": prompt}])
         call = f"call_{next(_clock)}"
-        tool = {"type": "tool", "tool": "bash", "callID": call, "state": {
-            "status": "completed", "input": {"command": command, "description": "run"}, "output": output,
-            "metadata": {"exit": 0}, "title": command, "time": {"start": BASE_MS, "end": BASE_MS + 5}}}
-        self.message(session, {"role": "assistant", "parentID": user, "finish": "tool-calls"},
-                     [{"type": "step-start"}, tool, {"type": "step-finish", "reason": "tool-calls"}])
-        self.message(session, {"role": "assistant", "parentID": user, "finish": "stop"},
-                     [{"type": "step-start"}, {"type": "text", "text": answer}, {"type": "step-finish", "reason": "stop"}])
+        tool = {
+            "type": "tool",
+            "tool": "bash",
+            "callID": call,
+            "state": {
+                "status": "completed",
+                "input": {"command": command, "description": "run"},
+                "output": output,
+                "metadata": {"exit": 0},
+                "title": command,
+                "time": {"start": BASE_MS, "end": BASE_MS + 5},
+            },
+        }
+        self.message(
+            session,
+            {"role": "assistant", "parentID": user, "finish": "tool-calls"},
+            [{"type": "step-start"}, tool, {"type": "step-finish", "reason": "tool-calls"}],
+        )
+        self.message(
+            session,
+            {"role": "assistant", "parentID": user, "finish": "stop"},
+            [{"type": "step-start"}, {"type": "text", "text": answer}, {"type": "step-finish", "reason": "stop"}],
+        )
 
 
 # -- Pi --------------------------------------------------------------------------------------------
 
 
-def pi_session(agent_dir: Path, cwd: Path, session: str, turns: list[tuple[str, str, str, str]],
-               parent_file: Path | None = None) -> Path:
+def pi_session(
+    agent_dir: Path, cwd: Path, session: str, turns: list[tuple[str, str, str, str]], parent_file: Path | None = None
+) -> Path:
     folder = agent_dir / "sessions" / ("--" + str(cwd).strip("/").replace("/", "-") + "--")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"2026-11-10T00-00-00-000Z_{session}.jsonl"
@@ -225,17 +325,34 @@ def pi_session(agent_dir: Path, cwd: Path, session: str, turns: list[tuple[str, 
         call = f"call_{next(_clock)}"
         for message in (
             {"role": "user", "content": [{"type": "text", "text": prompt}]},
-            {"role": "assistant", "content": [{"type": "toolCall", "id": call, "name": "bash",
-                                               "arguments": {"command": command}}], "stopReason": "toolUse"},
-            {"role": "toolResult", "toolCallId": call, "toolName": "bash",
-             "content": [{"type": "text", "text": output}], "isError": False},
+            {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": call, "name": "bash", "arguments": {"command": command}}],
+                "stopReason": "toolUse",
+            },
+            {
+                "role": "toolResult",
+                "toolCallId": call,
+                "toolName": "bash",
+                "content": [{"type": "text", "text": output}],
+                "isError": False,
+            },
             {"role": "assistant", "content": [{"type": "text", "text": answer}], "stopReason": "stop"},
         ):
             minute += 1
             entry_id = f"e{next(_clock)}"
-            entries.append({"type": "message", "id": entry_id, "parentId": parent, "timestamp": stamp(minute),
-                            "message": {**message, "timestamp": stamp(minute)}})
+            entries.append(
+                {
+                    "type": "message",
+                    "id": entry_id,
+                    "parentId": parent,
+                    "timestamp": stamp(minute),
+                    "message": {**message, "timestamp": stamp(minute)},
+                }
+            )
             parent = entry_id
-    entries.append({"type": "model_change", "id": f"e{next(_clock)}", "parentId": parent, "provider": "x", "modelId": "y"})
+    entries.append(
+        {"type": "model_change", "id": f"e{next(_clock)}", "parentId": parent, "provider": "x", "modelId": "y"}
+    )
     path.write_text("".join(_line(e) for e in entries))
     return path

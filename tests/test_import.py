@@ -59,12 +59,22 @@ def setup(tmp_path: Path):
 def test_claude_code_sessions_subagents_forks_compaction_and_growth(setup):
     home, project, db, env = setup
     main = ClaudeSession(home, project, "11111111-aaaa")
-    main.write(*main.turn("the payments worker crashes", "grep -n ERR-7781 logs/worker.log",
-                          "worker.log:12: ERR-7781 ledger lock timeout", "It is ERR-7781, a ledger lock timeout."))
+    main.write(
+        *main.turn(
+            "the payments worker crashes",
+            "grep -n ERR-7781 logs/worker.log",
+            "worker.log:12: ERR-7781 ledger lock timeout",
+            "It is ERR-7781, a ledger lock timeout.",
+        )
+    )
     main.write({"type": "hologram", "timestamp": stamp(5), "sessionId": main.session})  # a type no release wrote
     main.write(*main.compaction("Summary: we found ERR-7781 in the payments worker."))
-    main.write(*main.turn("resumed: fix the lock", "sed -i s/30/90/ cfg/lock.toml", "", "Raised the lock timeout to 90 s."))
-    main.subagent_file("a1", "search the tests", "pytest -x tests/flaky", "FAILED flaky-test-55", "flaky-test-55 fails.")
+    main.write(
+        *main.turn("resumed: fix the lock", "sed -i s/30/90/ cfg/lock.toml", "", "Raised the lock timeout to 90 s.")
+    )
+    main.subagent_file(
+        "a1", "search the tests", "pytest -x tests/flaky", "FAILED flaky-test-55", "flaky-test-55 fails."
+    )
     fork = ClaudeSession(home, project, "22222222-bbbb", minute=100)
     copied = main.user("the payments worker crashes")  # a fork starts with its parent's history
     fork.write(copied, *fork.turn("in the fork: try a retry loop", "echo retry", "retry-ok-3141", "Retrying works."))
@@ -139,12 +149,16 @@ def test_opencode_database_sessions_subagents_and_compaction(setup):
     env["XDG_DATA_HOME"] = str(home / ".local" / "share")
     store = OpenCodeStore(home / ".local" / "share")
     store.session("ses_main", project)
-    store.turn("ses_main", "index the orders table", "psql -c 'create index'", "CREATE INDEX orders_by_day_77",
-               "Indexed.")
+    store.turn(
+        "ses_main", "index the orders table", "psql -c 'create index'", "CREATE INDEX orders_by_day_77", "Indexed."
+    )
     store.session("ses_child", project, parent="ses_main")  # the task tool's subagent
     store.turn("ses_child", "explore the schema", "ls migrations", "0042_orders_archive.sql", "Found it.")
-    store.message("ses_main", {"role": "assistant", "summary": True, "finish": "stop"},
-                  [{"type": "text", "text": "Summary: orders_by_day_77 was created."}])
+    store.message(
+        "ses_main",
+        {"role": "assistant", "summary": True, "finish": "stop"},
+        [{"type": "text", "text": "Summary: orders_by_day_77 was created."}],
+    )
     store.message("ses_main", {"role": "user"}, [{"type": "hologram", "text": "?"}])
 
     code, summary = _import(env, "opencode")
@@ -164,10 +178,19 @@ def test_opencode_database_sessions_subagents_and_compaction(setup):
 def test_pi_session_files_and_forks(setup):
     home, project, db, env = setup
     agent = home / ".pi" / "agent"
-    parent = pi_session(agent, project, "pi-parent", [("deploy fails", "kubectl rollout status", "ImagePullBackOff x9",
-                                                       "The image tag is wrong.")])
-    pi_session(agent, project, "pi-fork", [("use tag v2", "kubectl set image", "rolled out v2-stable", "Done.")],
-               parent_file=parent)
+    parent = pi_session(
+        agent,
+        project,
+        "pi-parent",
+        [("deploy fails", "kubectl rollout status", "ImagePullBackOff x9", "The image tag is wrong.")],
+    )
+    pi_session(
+        agent,
+        project,
+        "pi-fork",
+        [("use tag v2", "kubectl set image", "rolled out v2-stable", "Done.")],
+        parent_file=parent,
+    )
     code, summary = _import(env, "pi")
     assert code == 0 and summary["sessions"] == 2 and summary["problems"] == []
     assert _hit(db, "ImagePullBackOff", project)["source"]["sessionId"] == "pi-parent"

@@ -21,8 +21,18 @@ from typing import Any
 class Script:
     command: str = "echo hello-from-tool"
     reply: str = "Done."
+    # (part of a tool's name, its arguments): call that tool instead of the shell when the client offers it
+    tool: tuple[str, dict[str, Any]] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     calls: int = 0
+
+    def pick(self, names: list[str], shell: str, shell_arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The tool to call and its arguments."""
+        if self.tool is not None:
+            wanted = next((n for n in names if self.tool[0] in n), None)
+            if wanted is not None:
+                return wanted, self.tool[1]
+        return shell, shell_arguments
 
 
 def _sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> bytes:
@@ -45,34 +55,70 @@ def _anthropic_wants_tool(body: dict[str, Any]) -> bool:
 
 def _anthropic(script: Script, body: dict[str, Any]) -> bytes:
     script.calls += 1
-    start = {"type": "message_start", "message": {"id": f"msg_{script.calls}", "type": "message", "role": "assistant",
-             "model": body.get("model", "m"), "content": [], "stop_reason": None,
-             "usage": {"input_tokens": 10, "output_tokens": 1}}}
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": f"msg_{script.calls}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "m"),
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        },
+    }
     if _anthropic_wants_tool(body):
-        tool = next((t["name"] for t in body["tools"] if t.get("name") == "Bash"), "Bash")
-        arguments = json.dumps({"command": script.command, "description": "run it"})
+        tool, chosen = script.pick(
+            [t.get("name", "") for t in body["tools"]], "Bash", {"command": script.command, "description": "run it"}
+        )
+        arguments = json.dumps(chosen)
         blocks = [
-            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
-                "type": "tool_use", "id": f"toolu_{script.calls}", "name": tool, "input": {}}}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "tool_use", "id": f"toolu_{script.calls}", "name": tool, "input": {}},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": arguments},
+                },
+            ),
         ]
         stop = "tool_use"
     else:
         blocks = [
-            ("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": {"type": "text", "text": ""}}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "text_delta", "text": script.reply}}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": script.reply}},
+            ),
         ]
         stop = "end_turn"
-    return _sse([
-        ("message_start", start), *blocks,
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                           "usage": {"output_tokens": 5}}),
-        ("message_stop", {"type": "message_stop"}),
-    ])
+    return _sse(
+        [
+            ("message_start", start),
+            *blocks,
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 5},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
 
 
 def _responses(script: Script, body: dict[str, Any]) -> bytes:
@@ -83,46 +129,147 @@ def _responses(script: Script, body: dict[str, Any]) -> bytes:
     sequence = iter(range(1, 1000))
     response = {"id": f"resp_{script.calls}", "object": "response", "status": "in_progress", "output": []}
     events: list[tuple[str | None, dict[str, Any] | str]] = [
-        ("response.created", {"type": "response.created", "sequence_number": next(sequence), "response": response})]
+        ("response.created", {"type": "response.created", "sequence_number": next(sequence), "response": response})
+    ]
     if wants_tool:
-        item = {"type": "function_call", "id": f"fc_{script.calls}", "call_id": f"call_{script.calls}",
-                "name": "exec_command", "arguments": json.dumps({"cmd": script.command}), "status": "completed"}
+        names = []  # a namespace's tools (Codex puts each MCP server's in one) as "namespace/name"
+        for t in body.get("tools", []):
+            names += (
+                [f"{t['name']}/{n.get('name')}" for n in t.get("tools", [])]
+                if t.get("type") == "namespace"
+                else [t.get("name", "")]
+            )
+        tool, chosen = script.pick(names, "exec_command", {"cmd": script.command})
+        namespace, _, tool = tool.rpartition("/")
+        item = {
+            "type": "function_call",
+            "id": f"fc_{script.calls}",
+            "call_id": f"call_{script.calls}",
+            "name": tool,
+            "arguments": json.dumps(chosen),
+            "status": "completed",
+            **({"namespace": namespace} if namespace else {}),
+        }
         events += [
-            ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(sequence),
-                                            "output_index": 0, "item": {**item, "arguments": ""}}),
-            ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done",
-                                                       "sequence_number": next(sequence), "output_index": 0,
-                                                       "item_id": item["id"], "arguments": item["arguments"]}),
-            ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(sequence),
-                                           "output_index": 0, "item": item}),
+            (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "item": {**item, "arguments": ""},
+                },
+            ),
+            (
+                "response.function_call_arguments.done",
+                {
+                    "type": "response.function_call_arguments.done",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "item_id": item["id"],
+                    "arguments": item["arguments"],
+                },
+            ),
+            (
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "item": item,
+                },
+            ),
         ]
     else:
         part = {"type": "output_text", "text": script.reply, "annotations": []}
-        item = {"type": "message", "id": f"m_{script.calls}", "role": "assistant", "status": "completed",
-                "content": [part]}
+        item = {
+            "type": "message",
+            "id": f"m_{script.calls}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [part],
+        }
         events += [
-            ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(sequence),
-                                            "output_index": 0, "item": {**item, "content": []}}),
-            ("response.content_part.added", {"type": "response.content_part.added",
-                                             "sequence_number": next(sequence), "output_index": 0,
-                                             "content_index": 0, "item_id": item["id"],
-                                             "part": {**part, "text": ""}}),
-            ("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": next(sequence),
-                                            "output_index": 0, "content_index": 0, "item_id": item["id"],
-                                            "delta": script.reply}),
-            ("response.output_text.done", {"type": "response.output_text.done", "sequence_number": next(sequence),
-                                           "output_index": 0, "content_index": 0, "item_id": item["id"],
-                                           "text": script.reply}),
-            ("response.content_part.done", {"type": "response.content_part.done", "sequence_number": next(sequence),
-                                            "output_index": 0, "content_index": 0, "item_id": item["id"],
-                                            "part": part}),
-            ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(sequence),
-                                           "output_index": 0, "item": item}),
+            (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "item": {**item, "content": []},
+                },
+            ),
+            (
+                "response.content_part.added",
+                {
+                    "type": "response.content_part.added",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "content_index": 0,
+                    "item_id": item["id"],
+                    "part": {**part, "text": ""},
+                },
+            ),
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "content_index": 0,
+                    "item_id": item["id"],
+                    "delta": script.reply,
+                },
+            ),
+            (
+                "response.output_text.done",
+                {
+                    "type": "response.output_text.done",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "content_index": 0,
+                    "item_id": item["id"],
+                    "text": script.reply,
+                },
+            ),
+            (
+                "response.content_part.done",
+                {
+                    "type": "response.content_part.done",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "content_index": 0,
+                    "item_id": item["id"],
+                    "part": part,
+                },
+            ),
+            (
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": next(sequence),
+                    "output_index": 0,
+                    "item": item,
+                },
+            ),
         ]
-    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
-    events.append(("response.completed", {"type": "response.completed", "sequence_number": next(sequence),
-                                          "response": {**response, "status": "completed", "usage": usage}}))
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 15,
+    }
+    events.append(
+        (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "sequence_number": next(sequence),
+                "response": {**response, "status": "completed", "usage": usage},
+            },
+        )
+    )
     return _sse(events)
 
 
@@ -133,17 +280,27 @@ def _chat(script: Script, body: dict[str, Any]) -> bytes:
     wants_tool = bool(body.get("tools")) and last.get("role") == "user"
     base = {"id": f"chat_{script.calls}", "object": "chat.completion.chunk", "created": 0, "model": "m"}
     if wants_tool:
-        call = {"index": 0, "id": f"call_{script.calls}", "type": "function",
-                "function": {"name": "bash", "arguments": json.dumps({"command": script.command,
-                                                                     "description": "run it"})}}
-        chunks = [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}, "finish_reason": None},
-                  {"index": 0, "delta": {}, "finish_reason": "tool_calls"}]
+        names = [t.get("function", {}).get("name", "") for t in body.get("tools", [])]
+        tool, chosen = script.pick(names, "bash", {"command": script.command, "description": "run it"})
+        call = {
+            "index": 0,
+            "id": f"call_{script.calls}",
+            "type": "function",
+            "function": {"name": tool, "arguments": json.dumps(chosen)},
+        }
+        chunks = [
+            {"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}, "finish_reason": None},
+            {"index": 0, "delta": {}, "finish_reason": "tool_calls"},
+        ]
     else:
-        chunks = [{"index": 0, "delta": {"role": "assistant", "content": script.reply}, "finish_reason": None},
-                  {"index": 0, "delta": {}, "finish_reason": "stop"}]
+        chunks = [
+            {"index": 0, "delta": {"role": "assistant", "content": script.reply}, "finish_reason": None},
+            {"index": 0, "delta": {}, "finish_reason": "stop"},
+        ]
     events: list[tuple[str | None, dict[str, Any] | str]] = [(None, {**base, "choices": [c]}) for c in chunks]
-    events.append((None, {**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5,
-                                                           "total_tokens": 15}}))
+    events.append(
+        (None, {**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+    )
     events.append((None, "[DONE]"))
     return _sse(events)
 
