@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,22 +57,37 @@ def place(tmp_path: Path):
     return tmp_path / "home", project, tmp_path / "archive" / "a.db"
 
 
+def _kill_hook_server(db: Path) -> int:
+    """SIGKILL the archive's hook server (as a crash would); how many were killed."""
+    found = subprocess.run(["pgrep", "-f", "--", f"--db {db} hook-server"], capture_output=True, text=True).stdout.split()
+    for pid in found:
+        os.kill(int(pid), signal.SIGKILL)
+    return len(found)
+
+
 def _break_and_check(db: Path, env: dict, run_client) -> None:
-    """An archive that is no longer a database: the client answers as before; the failure is
-    logged beside the archive and `cwa doctor` names it once the archive is back."""
-    aside = db.with_name("aside.db")
-    db.rename(aside)
+    """cwa killed, then an archive that is no longer a database: the client answers as before; the
+    failure is logged beside the archive and `cwa doctor` names it once the archive is back."""
+    assert _kill_hook_server(db) == 1
+    assert "Done." in run_client()  # a new server starts
+    files = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+    for path in files:
+        if path.exists():
+            path.rename(path.with_name("aside-" + path.name))
     db.write_bytes(b"this is not an SQLite database\n" * 100)
     try:
         assert "Done." in run_client()
     finally:
         db.unlink()
-        aside.rename(db)
+        for path in files:
+            if path.with_name("aside-" + path.name).exists():
+                path.with_name("aside-" + path.name).rename(path)
     done = run_cwa(["--db", str(db), "doctor", "--json"], env)
     report = json.loads(done.stdout)
     hooks = next(c for c in report["checks"] if c["name"] == "hooks")
-    assert done.returncode == 1 and hooks["ok"] is False and "archive-incompatible" in hooks["detail"]
+    assert done.returncode == 1 and hooks["ok"] is False and "archive-incompatible" in hooks["detail"], hooks
     assert run_cwa(["--db", str(db), "doctor", "--repair", "--json"], env).returncode == 0
+    _kill_hook_server(db)
 
 
 def test_claude_code(place):

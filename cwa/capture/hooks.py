@@ -19,14 +19,17 @@ and the hook exits 0 with no output: the client goes on as if cwa were not there
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import blake3
 
-from cwa import limits
+from cwa import hook_failures, limits
 from cwa.capture import claude, codex, importer, opencode
+from cwa.errors import CwaError
 from cwa.store import imports
+from cwa.timestamps import utc_now
 
 PROMPT_EVENTS = frozenset({"UserPromptSubmit", "prompt"})
 ARCHIVE_EVENTS = frozenset(
@@ -103,3 +106,34 @@ def handle(archive: Any, host: str, event: dict[str, Any], env: dict[str, str]) 
     if name in ARCHIVE_EVENTS:
         archive_session(archive, host, event, env)
     return None
+
+
+def event_name(event: dict[str, Any]) -> Any:
+    return event.get("hook_event_name") or event.get("type") or event.get("event")
+
+
+def answer_safely(
+    archive: Callable[[], Any], db: Path, host: str, event: dict[str, Any], env: dict[str, str]
+) -> dict[str, Any] | None:
+    """`handle` on the archive `archive()` gives, never raising: a failure is logged beside the
+    archive (cwa doctor shows it) and the client gets no answer."""
+    try:
+        return handle(archive(), host, event, env)
+    except Exception as exc:
+        log_failure(db, host, event_name(event), exc)
+        return None
+
+
+def log_failure(db: Path, host: str, event: Any, exc: BaseException) -> None:
+    error = exc if isinstance(exc, CwaError) else None
+    entry = {
+        "at": utc_now(),
+        "host": host,
+        "event": event if isinstance(event, str) else None,
+        "code": error.code if error else "internal",
+        "message": error.message if error else f"{type(exc).__name__}: {exc}",
+    }
+    try:
+        hook_failures.record(db, entry)
+    except OSError:
+        pass  # nowhere to write: the client still goes on

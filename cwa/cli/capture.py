@@ -99,15 +99,14 @@ def import_command(
 @click.argument("payload", required=False)
 @click.pass_context
 def hook_command(ctx: click.Context, host: str, payload: str | None) -> None:
-    """What a client's hook runs (installed by `cwa hooks install`): the event as JSON on stdin (or,
-    for Codex's notify program, as PAYLOAD). Prints the client's answer (a hint as additional
-    context) or nothing. Never fails the client: every failure is logged beside the archive and
+    """Answer one client hook event in this process: the event as JSON on stdin (or, for Codex's
+    notify program, as PAYLOAD); prints the client's answer (a hint as additional context) or
+    nothing. The installed hooks run the lighter hook client, which hands events to a hook server
+    instead (docs/capture.md). Never fails the client: a failure is logged beside the archive and
     shown by `cwa doctor`; the exit status is 0."""
-    from cwa import hook_failures
-    from cwa.timestamps import utc_now
+    from cwa.capture import hooks
 
     db = Path(ctx.obj["db"])
-    name = None
     try:
         raw = (
             payload.encode()
@@ -117,29 +116,33 @@ def hook_command(ctx: click.Context, host: str, payload: str | None) -> None:
         event = orjson.loads(raw)
         if not isinstance(event, dict):
             raise InvalidRequest("the hook input is not a JSON object", reason="not-an-object")
-        name = event.get("hook_event_name") or event.get("type") or event.get("event")
-        from cwa.capture import hooks
+    except (CwaError, orjson.JSONDecodeError) as exc:
+        hooks.log_failure(db, host, None, exc)
+        sys.exit(0)
+    opened: list = []
 
-        with open_archive(ctx) as archive:
-            answer = hooks.handle(archive, host, event, dict(os.environ))
-        if answer is not None:
-            sys.stdout.buffer.write(orjson.dumps(answer) + b"\n")
-            sys.stdout.buffer.flush()
-    except Exception as exc:  # a hook never breaks its client
-        error = exc if isinstance(exc, CwaError) else None
-        entry = {
-            "at": utc_now(),
-            "host": host,
-            "event": name,
-            "code": error.code if error else "internal",
-            "message": error.message if error else f"{type(exc).__name__}: {exc}",
-        }
-        try:
-            hook_failures.record(db, entry)
-        except OSError:
-            pass
-        click.echo(f"cwa hook: {entry['code']}: {entry['message']}", err=True)
+    def archive():
+        opened.append(open_archive(ctx))
+        return opened[-1]
+
+    answer = hooks.answer_safely(archive, db, host, event, dict(os.environ))
+    for each in opened:
+        each.close()
+    if answer is not None:
+        sys.stdout.buffer.write(orjson.dumps(answer) + b"\n")
     sys.exit(0)
+
+
+@main.command("hook-server", hidden=True)
+@click.option("--socket", "socket_path", required=True, type=click.Path(path_type=Path))
+@click.option("--idle", type=click.FloatRange(1), default=None, help="Seconds without an event before it exits.")
+@click.pass_context
+def hook_server_command(ctx: click.Context, socket_path: Path, idle: float | None) -> None:
+    """The archive's hook server (started by the hook client; docs/capture.md)."""
+    from cwa.capture import hook_server
+
+    kwargs = {"idle_seconds": idle} if idle is not None else {}
+    sys.exit(hook_server.serve(Path(ctx.obj["db"]), socket_path, lambda: open_archive(ctx), **kwargs))
 
 
 @main.group("hooks")

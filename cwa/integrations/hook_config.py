@@ -11,7 +11,8 @@ atomically (cwa/file_writes.py). Without --write nothing is changed: the result 
 - opencode: a plugin file, `~/.config/opencode/plugin/cwa.ts` ($XDG_CONFIG_HOME), or the
   project's `.opencode/plugin/cwa.ts`.
 
-Each hook runs `cwa hook HOST` (cwa/capture/hooks.py) under this installation's Python.
+Each hook runs the hook client (`python -m cwa.hook_client HOST`, cwa/hook_client.py) under this
+installation's Python; it hands the event to the archive's hook server.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 from cwa.errors import InvalidRequest, StorageUnavailable
 from cwa.file_writes import write_atomically
-from cwa.integrations.launch import cwa_command
+from cwa.integrations.launch import hook_command
 
 CLAUDE_EVENTS = {  # event → timeout in seconds (the hint is bounded tighter than archiving)
     "UserPromptSubmit": 10,
@@ -37,7 +38,7 @@ CLAUDE_EVENTS = {  # event → timeout in seconds (the hint is bounded tighter t
     "SessionEnd": 60,
 }
 CODEX_HINT_EVENTS = {"UserPromptSubmit": 10}
-OURS = re.compile(r"-m cwa( --db \S+)? hook (claude|codex|opencode)\b")
+OURS = re.compile(r"-m cwa(\.hook_client| hook)?( --db \S+)?( hook)? (claude|codex|opencode)\b")
 PLUGIN = Path(__file__).with_name("opencode") / "plugin.ts"
 
 
@@ -117,7 +118,7 @@ def _home(env: Mapping[str, str]) -> Path:
 
 def _claude(project: Path | None, env: Mapping[str, str], db: Path, install: bool, write: bool) -> dict[str, Any]:
     root = project / ".claude" if project else Path(env.get("CLAUDE_CONFIG_DIR") or _home(env) / ".claude")
-    command = shlex.join(cwa_command(db, env, "hook", "claude"))
+    command = shlex.join(hook_command(db, env, "claude"))
     wanted = {event: (command, timeout) for event, timeout in CLAUDE_EVENTS.items()} if install else {}
     notes = ["Start claude as usual: settled turns are archived, hints reach the prompt."] if install else []
     return {"changes": [_hooks_file(root / "settings.json", wanted, write)], "notes": notes}
@@ -145,7 +146,7 @@ def _codex(project: Path | None, env: Mapping[str, str], db: Path, install: bool
             reason="bad-toml",
             path=str(config),
         ) from exc
-    program = cwa_command(db, env, "hook", "codex")
+    program = hook_command(db, env, "codex")
     ours = isinstance(current, list) and bool(OURS.search(shlex.join(map(str, current))))
     notes = []
     after = before
@@ -175,7 +176,7 @@ def _codex(project: Path | None, env: Mapping[str, str], db: Path, install: bool
 
 def plugin_text(db: Path, env: Mapping[str, str]) -> str:
     template = PLUGIN.read_text(encoding="utf-8")
-    return template.replace('["cwa", "hook", "opencode"]', json.dumps(cwa_command(db, env, "hook", "opencode")))
+    return template.replace('["cwa", "hook", "opencode"]', json.dumps(hook_command(db, env, "opencode")))
 
 
 def _opencode(project: Path | None, env: Mapping[str, str], db: Path, install: bool, write: bool) -> dict[str, Any]:

@@ -10,12 +10,18 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from cwa.archive_path import builtin_archive
 
-def builtin_archive(env: Mapping[str, str]) -> Path:
-    return Path(env.get("HOME") or Path.home()) / ".local" / "share" / "cwa" / "archive.db"
+
+def _named(db: Path, env: Mapping[str, str]) -> list[str]:
+    archive = os.path.abspath(db.expanduser())
+    return [] if archive == os.path.abspath(builtin_archive(env)) else ["--db", archive]
 
 
 def cwa_command(db: Path, env: Mapping[str, str], *args: str) -> list[str]:
-    archive = os.path.abspath(db.expanduser())
-    named = [] if archive == os.path.abspath(builtin_archive(env)) else ["--db", archive]
-    return [sys.executable, "-m", "cwa", *named, *args]
+    return [sys.executable, "-m", "cwa", *_named(db, env), *args]
+
+
+def hook_command(db: Path, env: Mapping[str, str], host: str) -> list[str]:
+    """What a client's hook runs: the light hook client (cwa/hook_client.py), not the CLI."""
+    return [sys.executable, "-m", "cwa.hook_client", *_named(db, env), host]

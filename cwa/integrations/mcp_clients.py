@@ -25,9 +25,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cwa.archive_path import builtin_archive
 from cwa.errors import InvalidRequest, StorageUnavailable
 from cwa.file_writes import write_atomically
-from cwa.integrations.launch import builtin_archive, cwa_command
+from cwa.integrations.launch import cwa_command
 from cwa.vocabulary import MCP_CLIENTS
 
 CLIENTS = MCP_CLIENTS

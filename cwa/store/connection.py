@@ -17,6 +17,7 @@ from pathlib import Path
 import apsw
 import blake3
 
+from cwa.archive_path import default_archive_path
 from cwa.errors import (
     ArchiveCorrupt,
     ArchiveIncompatible,
@@ -33,15 +34,6 @@ BUSY_TIMEOUT_MS = 10_000
 BUSY_POLL_SECONDS = 0.005  # how often a waiting writer retries the lock
 ARCHIVE_FILE_MODE = 0o600
 ARCHIVE_DIR_MODE = 0o700
-
-
-def default_archive_path() -> Path:
-    """`CWA_DB`, else `$XDG_DATA_HOME/cwa/archive.db`, else `~/.local/share/cwa/archive.db`."""
-    explicit = os.environ.get("CWA_DB")
-    if explicit:
-        return Path(explicit).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home).expanduser() / "cwa" / "archive.db"
 
 
 def storage_error(exc: BaseException, path: Path | str = "the archive") -> CwaError:

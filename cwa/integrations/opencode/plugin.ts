@@ -1,7 +1,7 @@
 // cwa's OpenCode plugin (written by `cwa hooks install opencode`; docs/capture.md).
 //
-// Thin, like the Pi extension: every event becomes one short-lived `cwa hook opencode` call with
-// the event as JSON on stdin, bounded in time. A user message gets cwa's hint (when preflight
+// Thin, like the Pi extension: every event becomes one short-lived call of cwa's hook client with
+// the event as JSON on stdin, bounded in time (the client hands it to the archive's hook server). A user message gets cwa's hint (when preflight
 // finds one) as a synthetic text part of that message, so it reaches the model with it and stays
 // with it; a session that goes idle, or is about to be compacted, has its new turns archived from
 // OpenCode's own database. Whatever cwa does or fails to do, OpenCode goes on: a failure is
