@@ -94,3 +94,9 @@ def row_counts(db: Path) -> dict[str, int]:
         return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
     finally:
         conn.close()
+
+
+def stop_hook_servers(folder: Path) -> None:
+    """Kill the hook servers (cwa/capture/hook_server.py) of archives under `folder`: they outlive
+    the hooks that started them (until 15 idle minutes), so a test ends them itself."""
+    subprocess.run(["pkill", "-f", "--", f"--db {folder}.* hook-server"], check=False)

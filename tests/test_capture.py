@@ -13,12 +13,18 @@ from pathlib import Path
 
 import pytest
 from capture_fixtures import ClaudeSession
-from conftest import hermetic_env, run_cwa
+from conftest import hermetic_env, run_cwa, stop_hook_servers
 
 from cwa import hook_failures
 from cwa.api import Archive
 from cwa.errors import InvalidRequest
 from cwa.integrations import hook_config
+
+
+@pytest.fixture(autouse=True)
+def no_hook_server_left(tmp_path):
+    yield
+    stop_hook_servers(tmp_path)
 
 
 def _hook_commands(settings: Path) -> list[str]:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cwa
+from conftest import run_cwa, stop_hook_servers
 from hosts import clients
 from hosts.faux_models import FauxModels, Script
 
@@ -50,6 +50,12 @@ def _texts(value) -> str:
     return json.dumps(value)
 
 
+@pytest.fixture(autouse=True)
+def no_hook_server_left(tmp_path):
+    yield
+    stop_hook_servers(tmp_path)
+
+
 @pytest.fixture
 def place(tmp_path: Path):
     project = tmp_path / "work" / "billing"
@@ -59,7 +65,9 @@ def place(tmp_path: Path):
 
 def _kill_hook_server(db: Path) -> int:
     """SIGKILL the archive's hook server (as a crash would); how many were killed."""
-    found = subprocess.run(["pgrep", "-f", "--", f"--db {db} hook-server"], capture_output=True, text=True).stdout.split()
+    found = subprocess.run(
+        ["pgrep", "-f", "--", f"--db {db} hook-server"], capture_output=True, text=True
+    ).stdout.split()
     for pid in found:
         os.kill(int(pid), signal.SIGKILL)
     return len(found)
