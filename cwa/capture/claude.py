@@ -19,8 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, turn_over
-from cwa.timestamps import parse_timestamp
+from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, stamp_of, turn_over
 
 HOST = "claude"
 NO_MESSAGE = frozenset(
@@ -159,13 +158,6 @@ class _Session:
         last["stopReason"] = reason or last.get("stopReason") or "stop"
 
 
-def _stamp(line: dict[str, Any]) -> str | None:
-    try:
-        return parse_timestamp(line["timestamp"]) if isinstance(line.get("timestamp"), str) else None
-    except ValueError:
-        return None
-
-
 def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
     """The sessions of one transcript file: the main line and each subagent's."""
     lines = read_lines(path)
@@ -196,7 +188,7 @@ def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
             if line.get("isMeta"):
                 continue
             session = session_of(line)
-            getattr(session, kind)(line, _stamp(line))
+            getattr(session, kind)(line, stamp_of(line.get("timestamp")))
         elif kind not in NO_MESSAGE and kind not in unknown:
             unknown.add(str(kind))
             problems.append(Problem(str(path), number, "unknown-type", f"line type {kind!r}"))

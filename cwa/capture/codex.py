@@ -17,8 +17,7 @@ from typing import Any
 
 import orjson
 
-from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, turn_over
-from cwa.timestamps import parse_timestamp
+from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, stamp_of, turn_over
 
 HOST = "codex"
 NO_MESSAGE = frozenset({"event_msg", "turn_context", "world_state", "token_usage_record"})
@@ -161,13 +160,6 @@ class _Thread:
         self.add({"role": "compactionSummary", "summary": str(payload.get("message", "")), "timestamp": stamp}, stamp)
 
 
-def _stamp(line: dict[str, Any]) -> str | None:
-    try:
-        return parse_timestamp(line["timestamp"]) if isinstance(line.get("timestamp"), str) else None
-    except ValueError:
-        return None
-
-
 def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
     lines = read_lines(path)
     meta = next((line["payload"] for _, line in lines if line.get("type") == "session_meta"), None)
@@ -180,9 +172,9 @@ def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
     for number, line in lines:
         kind, payload = line.get("type"), line.get("payload")
         if kind == "response_item" and isinstance(payload, dict):
-            thread.item(payload, _stamp(line))
+            thread.item(payload, stamp_of(line.get("timestamp")))
         elif kind == "compacted" and isinstance(payload, dict):
-            thread.compacted(payload, _stamp(line))
+            thread.compacted(payload, stamp_of(line.get("timestamp")))
         elif kind == "turn_context" and thread.transcript.cwd is None and isinstance(payload, dict):
             thread.transcript.cwd = payload.get("cwd")
         elif kind not in NO_MESSAGE and kind != "session_meta" and kind not in unknown:

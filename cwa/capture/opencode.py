@@ -19,9 +19,8 @@ from typing import Any
 import apsw
 import orjson
 
-from cwa.capture.transcripts import Problem, Transcript, Unit, later, turn_over
+from cwa.capture.transcripts import Problem, Transcript, Unit, later, stamp_of, turn_over
 from cwa.store.sqlfiles import queries
-from cwa.timestamps import parse_timestamp
 
 HOST = "opencode"
 NO_MESSAGE = frozenset({"step-start", "step-finish", "snapshot", "patch", "compaction", "retry"})
@@ -51,13 +50,6 @@ def units(path: Path) -> list[Unit]:
     ]
 
 
-def _stamp(millis: Any) -> str | None:
-    try:
-        return parse_timestamp(millis) if isinstance(millis, int) else None
-    except ValueError:
-        return None
-
-
 def _file(part: dict[str, Any]) -> dict[str, Any]:
     url, mime = str(part.get("url", "")), str(part.get("mime", ""))
     head, _, data = url.partition(";base64,")
@@ -82,7 +74,7 @@ def read(database: Path, session: str) -> tuple[list[Transcript], list[Problem]]
     problems: list[Problem] = []
     where = f"{os.path.realpath(database)}#{session}"
     for message_id, info in messages:
-        stamp = _stamp((info.get("time") or {}).get("created"))
+        stamp = stamp_of((info.get("time") or {}).get("created"))
         transcript.updated = later(transcript.updated, stamp)
         blocks: list[dict[str, Any]] = []
         results: list[dict[str, Any]] = []
@@ -110,7 +102,7 @@ def read(database: Path, session: str) -> tuple[list[Transcript], list[Problem]]
                             "toolName": name,
                             "content": [{"type": "text", "text": str(output or "")}],
                             "isError": failed,
-                            "timestamp": _stamp((state.get("time") or {}).get("end")) or stamp,
+                            "timestamp": stamp_of((state.get("time") or {}).get("end")) or stamp,
                         }
                     )
             elif kind not in NO_MESSAGE and kind != "text":

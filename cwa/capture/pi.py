@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, turn_over
+from cwa.capture.transcripts import Problem, Transcript, Unit, file_unit, later, read_lines, stamp_of, turn_over
 from cwa.session.transcript_file import entry_message, parent_session_id
-from cwa.timestamps import parse_timestamp
 
 HOST = "pi"
 NO_MESSAGE = frozenset({"model_change", "thinking_level_change", "label", "custom", "session_info"})
@@ -26,13 +25,6 @@ def units(path: Path) -> list[Unit]:
     if path.is_dir():
         return [file_unit(p, read) for p in sorted(path.rglob("*.jsonl"))]
     return [file_unit(path, read)]
-
-
-def _stamp(value: object) -> str | None:
-    try:
-        return parse_timestamp(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
-    except ValueError:
-        return None
 
 
 def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
@@ -55,7 +47,7 @@ def read(path: Path) -> tuple[list[Transcript], list[Problem]]:
             transcript.messages.append(summary)
         elif (message := entry_message(line)) is not None:
             transcript.messages.append(message)
-            transcript.updated = later(transcript.updated, _stamp(message.get("timestamp")))
+            transcript.updated = later(transcript.updated, stamp_of(message.get("timestamp")))
         elif kind not in NO_MESSAGE and kind not in ("session", "message") and kind not in unknown:
             unknown.add(str(kind))
             problems.append(Problem(str(path), number, "unknown-type", f"entry type {kind!r}"))

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from cwa.errors import UnsupportedFormat
+from cwa.timestamps import parse_timestamp
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,16 @@ def turn_over(messages: list[dict[str, Any]]) -> bool:
     if last.get("role") in ("compactionSummary", "branchSummary"):
         return True
     return last.get("role") == "assistant" and last.get("stopReason") not in ("toolUse", "error", "aborted")
+
+
+def stamp_of(value: Any) -> str | None:
+    """A message time as the archive writes it (ISO-8601 text or epoch milliseconds), or None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
 
 
 def later(first: str | None, second: str | None) -> str | None:

@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cwa.errors import InvalidRequest, StorageUnavailable
+from cwa.errors import InvalidRequest
 from cwa.file_writes import write_atomically
+from cwa.integrations.config_files import json_object, read_text
 from cwa.integrations.launch import hook_command
 
 CLAUDE_EVENTS = {  # event → timeout in seconds (the hint is bounded tighter than archiving)
@@ -40,32 +41,6 @@ CLAUDE_EVENTS = {  # event → timeout in seconds (the hint is bounded tighter t
 CODEX_HINT_EVENTS = {"UserPromptSubmit": 10}
 OURS = re.compile(r"-m cwa(\.hook_client| hook)?( --db \S+)?( hook)? (claude|codex|opencode)\b")
 PLUGIN = Path(__file__).with_name("opencode") / "plugin.ts"
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StorageUnavailable(f"cannot read {path}: {exc}", path=str(path)) from exc
-
-
-def _json(path: Path, text: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise InvalidRequest(
-            f"{path} is not valid JSON ({exc}); fix or remove it first",
-            field="config",
-            reason="bad-json",
-            path=str(path),
-        ) from exc
-    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
-        raise InvalidRequest(
-            f"{path} does not hold an object 'hooks'", field="hooks", reason="wrong-type", path=str(path)
-        )
-    return data
 
 
 def _is_ours(hook: Any) -> bool:
@@ -106,8 +81,8 @@ def _change(path: Path, before: str, after: str, write: bool) -> dict[str, Any]:
 
 
 def _hooks_file(path: Path, wanted: dict[str, tuple[str, int]], write: bool) -> dict[str, Any]:
-    before = _read(path)
-    data = _with_hooks(_json(path, before), wanted)
+    before = read_text(path)
+    data = _with_hooks(json_object(path, before, "hooks"), wanted)
     after = json.dumps(data, indent=2) + "\n" if data or before.strip() else ""
     return _change(path, before, after, write)
 
@@ -136,7 +111,7 @@ def _codex(project: Path | None, env: Mapping[str, str], db: Path, install: bool
         )
     home = Path(env.get("CODEX_HOME") or _home(env) / ".codex")
     config = home / "config.toml"
-    before = _read(config)
+    before = read_text(config)
     try:
         current = tomllib.loads(before).get("notify")
     except tomllib.TOMLDecodeError as exc:
@@ -182,7 +157,7 @@ def plugin_text(db: Path, env: Mapping[str, str]) -> str:
 def _opencode(project: Path | None, env: Mapping[str, str], db: Path, install: bool, write: bool) -> dict[str, Any]:
     root = project / ".opencode" if project else Path(env.get("XDG_CONFIG_HOME") or _home(env) / ".config") / "opencode"
     path = root / "plugin" / "cwa.ts"
-    before = _read(path)
+    before = read_text(path)
     if not install:
         if before:
             if write:

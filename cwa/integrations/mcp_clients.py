@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from cwa.archive_path import builtin_archive
-from cwa.errors import InvalidRequest, StorageUnavailable
+from cwa.errors import InvalidRequest
 from cwa.file_writes import write_atomically
+from cwa.integrations.config_files import json_object, read_text
 from cwa.integrations.launch import cwa_command
 from cwa.vocabulary import MCP_CLIENTS
 
@@ -70,29 +71,8 @@ def entry_text(client: str, program: list[str] | None = None) -> str:
     return json.dumps({section: {NAME: _entry(client, program)}}, indent=2)
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StorageUnavailable(f"cannot read {path}: {exc}", path=str(path)) from exc
-
-
 def _merge_json(path: Path, text: str, section: str, value: dict[str, Any]) -> str:
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise InvalidRequest(
-            f"{path} is not valid JSON ({exc}); fix or remove it first",
-            field="config",
-            reason="bad-json",
-            path=str(path),
-        ) from exc
-    if not isinstance(data, dict) or not isinstance(data.get(section, {}), dict):
-        raise InvalidRequest(
-            f"{path} does not hold an object {section!r}", field=section, reason="wrong-type", path=str(path)
-        )
+    data = json_object(path, text, section)
     servers = data.setdefault(section, {})
     kept = servers.get(NAME) if isinstance(servers.get(NAME), dict) else {}
     servers[NAME] = {**{k: v for k, v in kept.items() if k not in OWNED}, **value}
@@ -160,7 +140,7 @@ def install(
         require_sdk()
     path = config_file(client, project, env, scope)
     program = command(db, env)
-    before = _read(path)
+    before = read_text(path)
     if client == "codex":
         after = _merge_toml(path, before, program)
     elif client == "claude":
