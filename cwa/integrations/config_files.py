@@ -5,6 +5,7 @@ typed error and left alone."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +37,15 @@ def json_object(path: Path, text: str, section: str) -> dict[str, Any]:
             f"{path} does not hold an object {section!r}", field=section, reason="wrong-type", path=str(path)
         )
     return data
+
+
+def toml_document(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidRequest(
+            f"{path} is not valid TOML ({exc}); fix or remove it first",
+            field="config",
+            reason="bad-toml",
+            path=str(path),
+        ) from exc

@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from cwa.errors import InvalidRequest
 from cwa.file_writes import write_atomically
-from cwa.integrations.config_files import json_object, read_text
+from cwa.integrations.config_files import json_object, read_text, toml_document
 from cwa.integrations.launch import hook_command
 
 CLAUDE_EVENTS = {  # event → timeout in seconds (the hint is bounded tighter than archiving)
@@ -112,15 +111,7 @@ def _codex(project: Path | None, env: Mapping[str, str], db: Path, install: bool
     home = Path(env.get("CODEX_HOME") or _home(env) / ".codex")
     config = home / "config.toml"
     before = read_text(config)
-    try:
-        current = tomllib.loads(before).get("notify")
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidRequest(
-            f"{config} is not valid TOML ({exc}); fix or remove it first",
-            field="config",
-            reason="bad-toml",
-            path=str(config),
-        ) from exc
+    current = toml_document(config, before).get("notify")
     program = hook_command(db, env, "codex")
     ours = isinstance(current, list) and bool(OURS.search(shlex.join(map(str, current))))
     notes = []

@@ -20,7 +20,6 @@ import importlib.util
 import json
 import re
 import sys
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 from cwa.archive_path import builtin_archive
 from cwa.errors import InvalidRequest
 from cwa.file_writes import write_atomically
-from cwa.integrations.config_files import json_object, read_text
+from cwa.integrations.config_files import json_object, read_text, toml_document
 from cwa.integrations.launch import cwa_command
 from cwa.vocabulary import MCP_CLIENTS
 
@@ -86,15 +85,7 @@ _OWNED_LINE = re.compile(r"^(command|args)\s*=.*$", re.MULTILINE)
 def _merge_toml(path: Path, text: str, program: list[str]) -> str:
     """Set `command` and `args` of the `[mcp_servers.cwa]` table (up to the next table header),
     keeping its other keys, or append the table. A file that is not TOML is refused."""
-    try:
-        tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidRequest(
-            f"{path} is not valid TOML ({exc}); fix or remove it first",
-            field="config",
-            reason="bad-toml",
-            path=str(path),
-        ) from exc
+    toml_document(path, text)
     entry = entry_text("codex", program)
     found = _TOML_TABLE.search(text)
     if not found:
