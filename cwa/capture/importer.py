@@ -8,6 +8,8 @@ complete interaction group once: a re-run adds nothing, a grown transcript adds 
 (a group that grew supersedes its shorter archive). A source that cannot be read is named in
 `problems` with its file and line and left for a later cwa; the rest goes on. A source is
 recorded as read only once every session in it is archived, so a failure part-way is redone.
+Writes are committed in batches (BulkWrites): a failure loses at most the batch in progress,
+which the next run redoes.
 """
 
 from __future__ import annotations
@@ -24,13 +26,16 @@ from cwa.capture.transcripts import Problem, Transcript, Unit
 from cwa.errors import InvalidRequest, UnsupportedFormat
 from cwa.limits import MAX_VISIBLE_KEYS
 from cwa.store import imports
-from cwa.store.connection import write_transaction
+from cwa.store.connection import BulkWrites, write_transaction
 from cwa.timestamps import shift
 
 READERS: dict[str, ModuleType] = {"claude": claude, "codex": codex, "opencode": opencode, "pi": pi}
 # A session quiet this long is over: its last turn is archived even if it ended mid-way (an
 # interrupted answer, a prompt never answered), so an import of the past loses nothing.
 OVER_AFTER_SECONDS = 3600
+# Turn documents are committed in batches of about this long (one commit each is a quarter of an
+# import's time); a live host's write waits at most that long for an import.
+BATCH_SECONDS = 0.5
 
 
 @dataclass
@@ -99,22 +104,24 @@ def import_sources(
     progress: Callable[[int], None] = lambda _bytes: None,
 ) -> Summary:
     summary = Summary(host, dry_run, sources=len(units))
-    for unit in units:
-        try:
-            if imports.fingerprint(archive.conn, unit.source) == unit.fingerprint:
-                summary.unchanged += 1
-                continue
+    with BulkWrites(archive.conn, BATCH_SECONDS) as batch:
+        for unit in units:
             try:
-                transcripts, problems = unit.load()
-            except UnsupportedFormat as exc:
-                summary.problems.extend(_problems(exc, unit))
-                continue
-            summary.read += 1
-            summary.bytes += unit.size
-            summary.problems.extend(problems)
-            _archive_unit(archive, host, unit, transcripts, summary, since, project, dry_run)
-        finally:
-            progress(unit.size)
+                if imports.fingerprint(archive.conn, unit.source) == unit.fingerprint:
+                    summary.unchanged += 1
+                    continue
+                try:
+                    transcripts, problems = unit.load()
+                except UnsupportedFormat as exc:
+                    summary.problems.extend(_problems(exc, unit))
+                    continue
+                summary.read += 1
+                summary.bytes += unit.size
+                summary.problems.extend(problems)
+                _archive_unit(archive, host, unit, transcripts, summary, since, project, dry_run, batch.due)
+            finally:
+                progress(unit.size)
+            batch.due()
     return summary
 
 
@@ -134,6 +141,7 @@ def _archive_unit(
     since: str | None,
     project: str | None,
     dry_run: bool,
+    after_group: Callable[[], None],
 ) -> None:
     main: tuple[str, str, list[str]] | None = None  # (project, session, visible keys)
     count, complete = 0, True  # complete: every session of the unit archived (else it is read again)
@@ -159,7 +167,7 @@ def _archive_unit(
         over = transcript.settled or (transcript.updated or "") < shift(archive.clock(), -OVER_AFTER_SECONDS)
         try:
             documents, keys = archive.engines.history(
-                identity, transcript.session_id, transcript.parent_id, transcript.messages, over
+                identity, transcript.session_id, transcript.parent_id, transcript.messages, over, after_group
             )
         except InvalidRequest as exc:  # a message the engine refuses: nothing of this session was written
             summary.problems.append(

@@ -724,7 +724,12 @@ class SessionEngine:
         return {s.entry.key: serialize(s.message, "message")[1] for s in self.view.shown if s.action != "inline"}
 
     def _archive_groups(
-        self, chosen: list[list[Entry]], followed: bool, settled: bool = False, shown: dict[str, str] | None = None
+        self,
+        chosen: list[list[Entry]],
+        followed: bool,
+        settled: bool = False,
+        shown: dict[str, str] | None = None,
+        after_group: Callable[[], None] | None = None,
     ) -> list[str]:
         """Archive groups as turn documents (once each); their document ids. `shown`: the text the
         provider saw of replaced messages [default: this engine's provider copy]."""
@@ -742,6 +747,8 @@ class SessionEngine:
                 )
             self.archived.add(mark)
             ids.extend(d["rootId"] for d in documents)
+            if after_group is not None:
+                after_group()
         return ids
 
     def _grown_from(self, first_key: str) -> dict[str, Any] | None:
@@ -764,7 +771,9 @@ class SessionEngine:
         start = self.view.shown[0].entry.index if self.view.shown else len(self.entries)
         return self._archive_groups(groups(self.entries[start:]), followed=False, settled=not aborted)
 
-    def archive_history(self, messages: list[Any], settled: bool) -> list[str]:
+    def archive_history(
+        self, messages: list[Any], settled: bool, after_group: Callable[[], None] | None = None
+    ) -> list[str]:
         """A client's transcript (an import, a hook of a client cwa does not sit in front of):
         every complete group archived as its own turn document(s), as rotation archives them,
         once; the last group only when the client `settled` after it (its turn is over). No
@@ -775,7 +784,9 @@ class SessionEngine:
         self.entries.extend(new)
         shown = decided_texts(self.host.conn, self.lineage, self.entries)
         # the client says whether its last turn is over; its own stop reasons may differ from Pi's
-        return self._archive_groups(history_groups(self.entries), followed=settled, shown=shown)
+        return self._archive_groups(
+            history_groups(self.entries), followed=settled, shown=shown, after_group=after_group
+        )
 
     def queue_rotation(self) -> None:
         self.epoch.flags["rotationQueued"] = True
@@ -832,12 +843,19 @@ class Engines:
         return engine
 
     def history(
-        self, project: str, session: str, parent: str | None, messages: list[Any], settled: bool
+        self,
+        project: str,
+        session: str,
+        parent: str | None,
+        messages: list[Any],
+        settled: bool,
+        after_group: Callable[[], None] | None = None,
     ) -> tuple[list[str], list[str]]:
-        """Archive a client's transcript (SessionEngine.archive_history): the new documents' ids
-        and every message's key. The engine is not kept: that client holds its own context."""
+        """Archive a client's transcript (SessionEngine.archive_history; `after_group` runs after
+        each archived group): the new documents' ids and every message's key. The engine is not
+        kept: that client holds its own context."""
         engine = SessionEngine(self.host, project, session, parent)
-        return engine.archive_history(messages, settled), [e.key for e in engine.entries]
+        return engine.archive_history(messages, settled, after_group), [e.key for e in engine.entries]
 
     def drop(self, project: str, session: str) -> None:
         self.live.pop((project, session), None)

@@ -177,7 +177,11 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
 @contextmanager
 def write_transaction(conn: apsw.Connection) -> Iterator[None]:
     """One IMMEDIATE transaction: committed on success, rolled back on any exception (which is
-    re-raised as it was, never replaced by a failed rollback)."""
+    re-raised as it was, never replaced by a failed rollback). Inside a caller's transaction (a
+    `BulkWrites` batch) it is a savepoint of it: all or nothing still, committed with the batch."""
+    if conn.in_transaction:
+        yield from _savepoint(conn)
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
@@ -189,6 +193,48 @@ def write_transaction(conn: apsw.Connection) -> Iterator[None]:
     except BaseException:
         roll_back(conn)
         raise
+
+
+def _savepoint(conn: apsw.Connection) -> Iterator[None]:
+    conn.execute("SAVEPOINT nested_write")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:  # SQLite may have rolled everything back itself (a full disk)
+            conn.execute("ROLLBACK TO nested_write")
+            conn.execute("RELEASE nested_write")
+        raise
+    conn.execute("RELEASE nested_write")
+
+
+class BulkWrites:
+    """Many small write transactions (an import's turn documents) folded into batches: one
+    IMMEDIATE transaction committed whenever `due()` is called at least `seconds` after the
+    batch began, and at the end; rolled back on an exception (what was committed stays). Other
+    writers wait for at most about `seconds` plus the unit of work in progress."""
+
+    def __init__(self, conn: apsw.Connection, seconds: float) -> None:
+        self.conn, self.seconds = conn, seconds
+        self.began = 0.0
+
+    def __enter__(self) -> BulkWrites:
+        self._begin()
+        return self
+
+    def _begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.began = time.monotonic()
+
+    def due(self) -> None:
+        if time.monotonic() - self.began >= self.seconds:
+            self.conn.execute("COMMIT")
+            self._begin()
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is None:
+            self.conn.execute("COMMIT")
+        else:
+            roll_back(self.conn)
 
 
 BRIEF_WAIT_MS = 250  # the most a read waits for its own bookkeeping write (a lease, a feedback row)
