@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -119,15 +120,8 @@ def hook_command(ctx: click.Context, host: str, payload: str | None) -> None:
     except (CwaError, orjson.JSONDecodeError) as exc:
         hooks.log_failure(db, host, None, exc)
         sys.exit(0)
-    opened: list = []
-
-    def archive():
-        opened.append(open_archive(ctx))
-        return opened[-1]
-
-    answer = hooks.answer_safely(archive, db, host, event, dict(os.environ))
-    for each in opened:
-        each.close()
+    with contextlib.ExitStack() as opened:  # the archive is opened only if the event needs it
+        answer = hooks.answer_safely(lambda: opened.enter_context(open_archive(ctx)), db, host, event, dict(os.environ))
     if answer is not None:
         sys.stdout.buffer.write(orjson.dumps(answer) + b"\n")
     sys.exit(0)
