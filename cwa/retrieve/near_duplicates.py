@@ -4,7 +4,8 @@ Exact copies are already one result (same window bytes or same document text). N
 same log with other timestamps, ids or durations — are caught by comparing the windows' sets of
 consecutive word pairs, letters only, so numbers and ids that change between runs do not count: two windows
 whose pair sets overlap by at least MIN_JACCARD are the same evidence, and the better-ranked one
-stays. Only the handful of candidates a page can show are compared, so this costs microseconds.
+stays. Pairs whose sizes alone rule out the overlap are not intersected, so a pool of a hundred
+candidates costs little.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ def signature(text: str) -> frozenset[tuple[str, str]] | None:
 
 
 def similar(a: frozenset, b: frozenset) -> bool:
-    return len(a & b) >= MIN_JACCARD * len(a | b)
+    """Jaccard ≥ MIN_JACCARD. It is at most min/max of the sizes, so sets of very different sizes
+    are told apart without intersecting them (most pairs of a large pool)."""
+    small, large = sorted((len(a), len(b)))
+    if small < MIN_JACCARD * large:
+        return False
+    common = len(a & b)
+    return common >= MIN_JACCARD * (small + large - common)
 
 
 def collapse(candidates: list[Candidate]) -> list[Candidate]:
