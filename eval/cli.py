@@ -45,9 +45,16 @@ from cwa.errors import InvalidRequest
     show_default=True,
     help="Train the fold rankers on the synthetic coding facts too, as the shipped ranker is (about two minutes more).",
 )
+@click.option(
+    "--haystack",
+    type=click.IntRange(1_000, 10_000_000),
+    default=None,
+    help="Grow each conversation's project to about TOKENS tokens with distractors (other conversations' "
+    "turns, then coding sessions with long answers and tool output); the floor indexes them too.",
+)
 @json_option
 @handles_errors
-def eval_locomo(data, modes, embedding, coding_training, as_json) -> None:
+def eval_locomo(data, modes, embedding, coding_training, haystack, as_json) -> None:
     """Turn-level retrieval on LoCoMo through the public search: R@1/5/10, hit@k, nDCG@10 and
     session recall, overall and per category, for each mode (a temporary archive; embedding
     shows a progress bar). The learned ranker is trained per fold of conversations and each
@@ -66,7 +73,7 @@ def eval_locomo(data, modes, embedding, coding_training, as_json) -> None:
         )
     load(data)  # a file that is not LoCoMo is refused before any work
     with progress_bar("embedding") as progress:
-        report = run(data, chosen, None if as_json else progress, embedding, coding_training)
+        report = run(data, chosen, None if as_json else progress, embedding, coding_training, haystack)
     print_answer(report, as_json, print_report)
 
 

@@ -293,3 +293,50 @@ def test_serve_embeds_queued_windows_in_the_background(tmp_path):
     finally:
         child.stdin.close()
         assert child.wait(timeout=30) == 0
+
+
+def test_locomo_haystack_grows_each_project_with_distractors_the_floor_sees_too(tmp_path):
+    from cwa_eval.retrieval import haystack
+
+    def conversation(sample: str, words: list[str]) -> dict:
+        turns = [{"speaker": "Ana", "dia_id": f"D1:{i}", "text": text} for i, text in enumerate(words, 1)]
+        return {
+            "sample_id": sample,
+            "conversation": {"session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns},
+            "qa": [{"question": f"What about {words[0].split()[-1]}", "evidence": ["D1:1"], "category": 4}],
+        }
+
+    conversations = [
+        conversation("a", ["I adopted a grey cat named Pixel.", "The hike was long."]),
+        conversation("b", ["My violin teacher moved to Lisbon.", "Pixel is also my laptop's name."]),
+    ]
+    made = list(haystack.distractors(conversations, 0, ["2023-05-08T13:56:00Z"], 2_000))
+    keys = [m["key"] for d in made for m in d["messages"]]
+    assert all(k.startswith("x") for k in keys) and len(set(keys)) == len(keys)  # never an evidence id
+    assert made[0]["messages"][0]["text"] == "Ana: My violin teacher moved to Lisbon."  # real chat first
+    assert {d["createdAt"] for d in made} == {"2023-05-08T13:56:00Z"}  # inside the conversation's span
+    assert sum(haystack.tokens_of(m["text"]) for d in made for m in d["messages"]) >= 2_000
+    assert any(m["role"] == "toolResult" for d in made for m in d["messages"])  # then coding sessions
+
+    data = tmp_path / "locomo.json"
+    data.write_bytes(orjson.dumps(conversations))
+    out = run_cwa(
+        [
+            "eval",
+            "locomo",
+            "--data",
+            str(data),
+            "--modes",
+            "fts5,lexical",
+            "--haystack",
+            "3000",
+            "--no-coding-training",
+            "--json",
+        ],
+        hermetic_env(tmp_path),
+    )
+    assert out.returncode == 0, out.stderr
+    report = orjson.loads(out.stdout)
+    assert report["haystack"]["tokens"] == 3000 and report["haystack"]["projectTokensMin"] >= 3000
+    assert report["haystack"]["distractorDocuments"] > 0 and report["turns"] == 4
+    assert set(report["modes"]) == {"fts5", "lexical"} and report["modes"]["fts5"]["questions"] == 2

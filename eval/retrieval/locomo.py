@@ -201,9 +201,10 @@ def questions(conversation: dict[str, Any]) -> list[tuple[dict[str, Any], set[st
     return [(qa, *evidence_ids(qa.get("evidence", []))) for qa in conversation["qa"]]
 
 
-def floor_table(conversation: dict[str, Any]) -> apsw.Connection:
+def floor_table(conversation: dict[str, Any], extra: list[tuple[str, str]] = ()) -> apsw.Connection:
     """Bare SQLite FTS5 over one conversation, as the data's README measures it: the turn texts
-    cwa admits, in one in-memory table with the `porter unicode61` tokenizer."""
+    cwa admits, in one in-memory table with the `porter unicode61` tokenizer (and the `extra`
+    (id, text) documents of a haystack)."""
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE VIRTUAL TABLE turns USING fts5 (id UNINDEXED, text, tokenize = 'porter unicode61')")
     dialog = conversation["conversation"]
@@ -213,7 +214,40 @@ def floor_table(conversation: dict[str, Any]) -> apsw.Connection:
                 conn.execute(
                     "INSERT INTO turns VALUES (?, ?)", (normal_id(turn["dia_id"]) or turn["dia_id"], turn_text(turn))
                 )
+    conn.executemany("INSERT INTO turns VALUES (?, ?)", extra)
     return conn
+
+
+def ingest_haystack(archive: Archive, conversations: list[dict[str, Any]], tokens: int) -> dict[str, Any]:
+    """Each conversation's project grown to about `tokens` tokens with distractors
+    (eval/retrieval/haystack.py); the floor's extra documents per conversation, and the sizes."""
+    from cwa_eval.retrieval import haystack
+
+    extra: dict[str, list[tuple[str, str]]] = {}
+    sizes, documents = [], 0
+    for index, conversation in enumerate(conversations):
+        project = f"locomo:{conversation['sample_id']}"
+        turns = haystack.dialog_turns(conversation)
+        own = sum(haystack.tokens_of(text) for _, _, text in turns)
+        dates = sorted({session_time(date) for _, date, _ in turns if date})
+        rows = extra.setdefault(conversation["sample_id"], [])
+        spent = own
+        for request in haystack.distractors(conversations, index, dates, max(0, tokens - own)):
+            archive.admit({"project": project, **request})
+            text = "\n\n".join(m["text"] for m in request["messages"])
+            rows.append((request["messages"][0]["key"], text))
+            spent += sum(haystack.tokens_of(m["text"]) for m in request["messages"])
+            documents += 1
+        sizes.append(spent)
+    return {
+        "extra": extra,
+        "report": {
+            "tokens": tokens,
+            "distractorDocuments": documents,
+            "projectTokensMin": min(sizes),
+            "projectTokensMean": round(sum(sizes) / len(sizes)),
+        },
+    }
 
 
 def floor_search(conn: apsw.Connection, question: str) -> list[str]:
@@ -351,13 +385,22 @@ def preflight_figures(
 
 
 def run(
-    data_path: Path, modes: list[str], progress=None, embedding: str = "installed", coding_training: bool = True
+    data_path: Path,
+    modes: list[str],
+    progress=None,
+    embedding: str = "installed",
+    coding_training: bool = True,
+    haystack: int | None = None,
 ) -> dict[str, Any]:
     conversations = load(data_path)
     report: dict[str, Any] = {"modes": {}, "folds": FOLDS, "codingTraining": coding_training}
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "locomo.db") as archive:
         started = time.perf_counter()
         report["turns"] = ingest(archive, conversations)
+        extra: dict[str, list[tuple[str, str]]] = {}
+        if haystack:
+            grown = ingest_haystack(archive, conversations, haystack)
+            extra, report["haystack"] = grown["extra"], grown["report"]
         report["admitSeconds"] = round(time.perf_counter() - started, 1)
         if RERANK_MODE in modes and not reranker_status(archive.settings["rerankerPath"])["installed"]:
             modes = [m for m in modes if m != RERANK_MODE]
@@ -392,7 +435,9 @@ def run(
                         archive.settings = replace(
                             base, values={**base.values, "rankerPath": str(files[fold_of(index, len(conversations))])}
                         )
-                    floor = floor_table(conversation) if mode == FLOOR else None
+                    floor = (
+                        floor_table(conversation, extra.get(conversation["sample_id"], [])) if mode == FLOOR else None
+                    )
                     for qa, wanted, _ in questions(conversation):
                         if not wanted:
                             continue
@@ -439,6 +484,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--modes", default=",".join(DEFAULT_MODES))
     parser.add_argument("--embedding", choices=("installed", "optimized"), default="installed")
     parser.add_argument("--no-coding-training", action="store_true")
+    parser.add_argument("--haystack", type=int, default=None, help="grow each conversation's project to TOKENS")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not args.data.exists():
@@ -448,6 +494,7 @@ def main(argv: list[str] | None = None) -> None:
         [m for m in args.modes.split(",") if m],
         embedding=args.embedding,
         coding_training=not args.no_coding_training,
+        haystack=args.haystack,
     )
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
@@ -460,6 +507,12 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['turns']} turns admitted in {report['admitSeconds']} s; "
         f"{report['droppedEvidenceIds']} evidence id(s) dropped"
     )
+    if "haystack" in report:
+        h = report["haystack"]
+        print(
+            f"haystack: each project grown to ~{h['tokens']:,} tokens ({h['distractorDocuments']} distractor "
+            f"documents; project tokens min {h['projectTokensMin']:,}, mean {h['projectTokensMean']:,})"
+        )
     for mode, reason in report.get("skipped", {}).items():
         print(f"{mode}: skipped, {reason}")
     if "optimize" in report:
