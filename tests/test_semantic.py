@@ -310,7 +310,9 @@ def test_locomo_haystack_grows_each_project_with_distractors_the_floor_sees_too(
         conversation("a", ["I adopted a grey cat named Pixel.", "The hike was long."]),
         conversation("b", ["My violin teacher moved to Lisbon.", "Pixel is also my laptop's name."]),
     ]
-    made = list(haystack.distractors(conversations, 0, ["2023-05-08T13:56:00Z"], 2_000))
+    from cwa_eval.retrieval.locomo import dialog_turns
+
+    made = list(haystack.distractors([dialog_turns(c) for c in conversations], 0, ["2023-05-08T13:56:00Z"], 2_000))
     keys = [m["key"] for d in made for m in d["messages"]]
     assert all(k.startswith("x") for k in keys) and len(set(keys)) == len(keys)  # never an evidence id
     assert made[0]["messages"][0]["text"] == "Ana: My violin teacher moved to Lisbon."  # real chat first

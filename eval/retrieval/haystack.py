@@ -29,28 +29,17 @@ CHARS_PER_TOKEN = 4
 CODING_SESSION = 12  # documents per synthetic coding session
 
 
-def dialog_turns(conversation: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(session key, date text, turn text) of every dialog turn, in order."""
-    from cwa_eval.retrieval.locomo import turn_text
-
-    dialog = conversation["conversation"]
-    found = []
-    for key, value in dialog.items():
-        if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
-            found.extend((key, dialog.get(f"{key}_date_time", ""), turn_text(t)) for t in value)
-    return found
-
-
 def tokens_of(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
 def distractors(
-    conversations: list[dict[str, Any]], own: int, dates: list[str], budget: int, seed: int = 29
+    turns: list[list[tuple[str, str, str]]], own: int, dates: list[str], budget: int, seed: int = 29
 ) -> Iterator[dict[str, Any]]:
-    """Admit requests (without `project`) for conversation `own`'s haystack, about `budget` tokens."""
+    """Admit requests (without `project`) for conversation `own`'s haystack, about `budget`
+    tokens; `turns` holds every conversation's (session key, date text, turn text) in order."""
     rng = random.Random(seed + own)
-    others = [t for i, c in enumerate(conversations) if i != own for t in dialog_turns(c)]
+    others = [t for i, found in enumerate(turns) if i != own for t in found]
     sentences = [re.sub(r"^[^:]{1,40}: ", "", text) for _, _, text in others]
     spent, number = 0, 0
     for index, (session, _, text) in enumerate(others):

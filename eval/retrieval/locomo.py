@@ -218,6 +218,16 @@ def floor_table(conversation: dict[str, Any], extra: list[tuple[str, str]] = ())
     return conn
 
 
+def dialog_turns(conversation: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(session key, date text, turn text) of every dialog turn, in order."""
+    dialog = conversation["conversation"]
+    found = []
+    for key, value in dialog.items():
+        if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
+            found.extend((key, dialog.get(f"{key}_date_time", ""), turn_text(t)) for t in value)
+    return found
+
+
 def ingest_haystack(archive: Archive, conversations: list[dict[str, Any]], tokens: int) -> dict[str, Any]:
     """Each conversation's project grown to about `tokens` tokens with distractors
     (eval/retrieval/haystack.py); the floor's extra documents per conversation, and the sizes."""
@@ -225,14 +235,15 @@ def ingest_haystack(archive: Archive, conversations: list[dict[str, Any]], token
 
     extra: dict[str, list[tuple[str, str]]] = {}
     sizes, documents = [], 0
+    every = [dialog_turns(c) for c in conversations]
     for index, conversation in enumerate(conversations):
         project = f"locomo:{conversation['sample_id']}"
-        turns = haystack.dialog_turns(conversation)
+        turns = every[index]
         own = sum(haystack.tokens_of(text) for _, _, text in turns)
         dates = sorted({session_time(date) for _, date, _ in turns if date})
         rows = extra.setdefault(conversation["sample_id"], [])
         spent = own
-        for request in haystack.distractors(conversations, index, dates, max(0, tokens - own)):
+        for request in haystack.distractors(every, index, dates, max(0, tokens - own)):
             archive.admit({"project": project, **request})
             text = "\n\n".join(m["text"] for m in request["messages"])
             rows.append((request["messages"][0]["key"], text))
