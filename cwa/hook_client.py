@@ -20,13 +20,20 @@ import time
 from pathlib import Path
 
 from cwa.archive_path import default_archive_path
+from cwa.vocabulary import HOOK_HOSTS
 
-HOSTS = ("claude", "codex", "opencode")
-PROMPT_EVENTS = ("UserPromptSubmit", "prompt")
+HOSTS = HOOK_HOSTS
+PROMPT_EVENTS = frozenset({"UserPromptSubmit", "prompt"})  # Claude Code's and Codex's, the OpenCode plugin's
 PROMPT_SECONDS = 10  # the longest a prompt waits for its hint (the clients' own hook timeouts are longer)
 ARCHIVE_SECONDS = 90
 START_SECONDS = 15  # a new server loads cwa and opens the archive
+# what the client's environment tells the server (which may have started under another client's)
 FORWARDED = ("CWA_PROJECT", "HOME", "CODEX_HOME", "XDG_DATA_HOME", "CLAUDE_CONFIG_DIR")
+
+
+def event_name(event: dict) -> object:
+    """Claude Code's and Codex's `hook_event_name`, Codex notify's `type`, the plugin's `event`."""
+    return event.get("hook_event_name") or event.get("type") or event.get("event")
 
 
 def socket_path(db: Path) -> Path:
@@ -83,23 +90,6 @@ def deliver(db: Path, host: str, event: dict, seconds: float) -> dict | None:
             time.sleep(0.05)
 
 
-def _log(db: Path, host: str, event: object, exc: BaseException) -> None:
-    from cwa import hook_failures
-
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + ".000Z"
-    entry = {
-        "at": stamp,
-        "host": host,
-        "event": event,
-        "code": "hook-unanswered",
-        "message": f"{type(exc).__name__}: {exc}",
-    }
-    try:
-        hook_failures.record(db, entry)
-    except OSError:
-        pass
-
-
 def main(argv: list[str]) -> int:
     db = default_archive_path()
     if len(argv) >= 2 and argv[0] == "--db":
@@ -113,13 +103,15 @@ def main(argv: list[str]) -> int:
         event = json.loads(payload if payload is not None else sys.stdin.buffer.read())
         if not isinstance(event, dict):
             raise ValueError("the hook input is not a JSON object")
-        name = event.get("hook_event_name") or event.get("type") or event.get("event")
+        name = event_name(event)
         seconds = PROMPT_SECONDS if name in PROMPT_EVENTS else ARCHIVE_SECONDS
         answer = deliver(Path(os.path.abspath(db)), host, event, seconds)
         if answer is not None:
             sys.stdout.write(json.dumps(answer) + "\n")
     except Exception as exc:  # a hook never breaks its client
-        _log(db, host, name if isinstance(name, str) else None, exc)
+        from cwa import hook_failures  # only on failure: a hook's start stays light
+
+        hook_failures.failed(db, host, name, "hook-unanswered", f"{type(exc).__name__}: {exc}")
     return 0
 
 

@@ -9,6 +9,7 @@ MAX_LINES kept. It is a file, not a table, so that a failure to open the archive
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,22 @@ MAX_LINES = 200
 
 def log_path(archive: Path) -> Path:
     return archive.with_name(archive.name + ".hooks.log")
+
+
+def failed(archive: Path, host: str, event: object, code: str, message: str) -> None:
+    """Log one failure of a hook (never raising: with nowhere to write, the client still goes on)."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + ".000Z"
+    entry = {
+        "at": at,
+        "host": host,
+        "event": event if isinstance(event, str) else None,
+        "code": code,
+        "message": message,
+    }
+    try:
+        record(archive, entry)
+    except OSError:
+        pass
 
 
 def record(archive: Path, entry: dict[str, Any]) -> None:

@@ -25,9 +25,9 @@ import orjson
 
 from cwa import limits
 from cwa.capture import hooks
+from cwa.hook_client import FORWARDED
 
 IDLE_SECONDS = 15 * 60
-ENV_KEYS = ("CWA_PROJECT", "HOME", "CODEX_HOME", "XDG_DATA_HOME", "CLAUDE_CONFIG_DIR")  # what a request may set
 
 
 class _Archive:
@@ -112,7 +112,7 @@ def _answer(conn: socket.socket, db: Path, archive: _Archive) -> None:
         return
     host, event = str(request.get("host")), request["event"]
     given = request.get("env") if isinstance(request.get("env"), dict) else {}
-    env = {**os.environ, **{k: str(v) for k, v in given.items() if k in ENV_KEYS}}
+    env = {**os.environ, **{k: str(v) for k, v in given.items() if k in FORWARDED}}
     answer = hooks.answer_safely(archive, db, host, event, env)
     with contextlib.suppress(OSError):  # the client gave up waiting: nothing to tell it
         conn.sendall(orjson.dumps({"answer": answer}) + b"\n")

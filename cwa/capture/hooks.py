@@ -28,10 +28,9 @@ import blake3
 from cwa import hook_failures, limits
 from cwa.capture import claude, codex, importer, opencode
 from cwa.errors import CwaError
+from cwa.hook_client import PROMPT_EVENTS, event_name
 from cwa.store import imports
-from cwa.timestamps import utc_now
 
-PROMPT_EVENTS = frozenset({"UserPromptSubmit", "prompt"})
 ARCHIVE_EVENTS = frozenset(
     {"Stop", "SubagentStop", "PreCompact", "SessionStart", "SessionEnd", "idle", "compacting", "agent-turn-complete"}
 )
@@ -95,7 +94,7 @@ def _units(host: str, event: dict[str, Any], env: dict[str, str]) -> list[Any]:
 
 def handle(archive: Any, host: str, event: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
     """The client's answer to print (None: print nothing)."""
-    name = event.get("hook_event_name") or event.get("type") or event.get("event")
+    name = event_name(event)
     if name in PROMPT_EVENTS:
         text = hint(archive, host, event, env)
         if text is None:
@@ -106,10 +105,6 @@ def handle(archive: Any, host: str, event: dict[str, Any], env: dict[str, str]) 
     if name in ARCHIVE_EVENTS:
         archive_session(archive, host, event, env)
     return None
-
-
-def event_name(event: dict[str, Any]) -> Any:
-    return event.get("hook_event_name") or event.get("type") or event.get("event")
 
 
 def answer_safely(
@@ -125,15 +120,7 @@ def answer_safely(
 
 
 def log_failure(db: Path, host: str, event: Any, exc: BaseException) -> None:
-    error = exc if isinstance(exc, CwaError) else None
-    entry = {
-        "at": utc_now(),
-        "host": host,
-        "event": event if isinstance(event, str) else None,
-        "code": error.code if error else "internal",
-        "message": error.message if error else f"{type(exc).__name__}: {exc}",
-    }
-    try:
-        hook_failures.record(db, entry)
-    except OSError:
-        pass  # nowhere to write: the client still goes on
+    if isinstance(exc, CwaError):
+        hook_failures.failed(db, host, event, exc.code, exc.message)
+    else:
+        hook_failures.failed(db, host, event, "internal", f"{type(exc).__name__}: {exc}")

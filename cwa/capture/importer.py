@@ -143,7 +143,7 @@ def _archive_unit(
     dry_run: bool,
     after_group: Callable[[], None],
 ) -> None:
-    main: tuple[str, str, list[str]] | None = None  # (project, session, visible keys)
+    archived: list[tuple[str, Transcript, list[str]]] = []  # (project, transcript, message keys)
     count, complete = 0, True  # complete: every session of the unit archived (else it is read again)
     for transcript in transcripts:
         if not transcript.messages:
@@ -175,14 +175,16 @@ def _archive_unit(
             )
             return
         summary.documents += len(documents)
-        if main is None and not transcript.subagent:
-            main = (identity, transcript.session_id, keys[transcript.visible_from :][-MAX_VISIBLE_KEYS:])
-    if dry_run or not complete:
+        archived.append((identity, transcript, keys))
+    if dry_run or not complete or not archived:  # nothing archived yet: read again next time
         return
-    identity, session, visible = main or (project or "", transcripts[0].session_id if transcripts else "", [])
+    # recorded under its main line (a subagent's own file: its session), with the keys the client
+    # still shows of the main line, which a hint for it must not repeat
+    identity, main, keys = next((a for a in archived if not a[1].subagent), archived[0])
+    visible = [] if main.subagent else keys[main.visible_from :][-MAX_VISIBLE_KEYS:]
     with write_transaction(archive.conn):
         imports.record(
             archive.conn,
-            imports.SourceRead(unit.source, host, identity, session, unit.fingerprint, count, visible),
+            imports.SourceRead(unit.source, host, identity, main.session_id, unit.fingerprint, count, visible),
             archive.clock(),
         )

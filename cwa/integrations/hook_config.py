@@ -38,32 +38,40 @@ CLAUDE_EVENTS = {  # event → timeout in seconds (the hint is bounded tighter t
     "SessionEnd": 60,
 }
 CODEX_HINT_EVENTS = {"UserPromptSubmit": 10}
-OURS = re.compile(r"-m cwa(\.hook_client| hook)?( --db \S+)?( hook)? (claude|codex|opencode)\b")
+
 PLUGIN = Path(__file__).with_name("opencode") / "plugin.ts"
 
 
+def _runs_hook_client(argv: list[str]) -> bool:
+    """A command cwa wrote: it runs the hook client module (whatever Python, archive or host)."""
+    return any(a == "-m" and b == "cwa.hook_client" for a, b in zip(argv, argv[1:]))
+
+
 def _is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and bool(OURS.search(hook["command"]))
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return False
+    try:
+        return _runs_hook_client(shlex.split(hook["command"]))
+    except ValueError:  # not shell words: not a command cwa wrote
+        return False
+
+
+def _without_ours(group: Any) -> Any:
+    """A hook group without cwa's hooks (None when nothing is left of it)."""
+    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+        return group
+    inner = [h for h in group["hooks"] if not _is_ours(h)]
+    return {**group, "hooks": inner} if inner else None
 
 
 def _with_hooks(data: dict[str, Any], wanted: dict[str, tuple[str, int]]) -> dict[str, Any]:
     """`data` with cwa's hooks removed from every event, then `wanted` (event → (command,
     timeout)) added as a group of its own; every other hook and key kept."""
-    hooks = dict(data.get("hooks", {}))
-    for event in list(hooks):
-        groups = hooks[event] if isinstance(hooks[event], list) else []
-        kept = []
-        for group in groups:
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                inner = [h for h in group["hooks"] if not _is_ours(h)]
-                if inner:
-                    kept.append({**group, "hooks": inner})
-            else:
-                kept.append(group)
-        if kept or not isinstance(hooks[event], list):
-            hooks[event] = kept if isinstance(hooks[event], list) else hooks[event]
-        else:
-            del hooks[event]
+    hooks = {}
+    for event, groups in data.get("hooks", {}).items():
+        kept = [_without_ours(group) for group in groups] if isinstance(groups, list) else groups
+        if kept is groups or any(g is not None for g in kept):  # an event left with no hook is dropped
+            hooks[event] = kept if kept is groups else [g for g in kept if g is not None]
     for event, (command, timeout) in wanted.items():
         hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": command, "timeout": timeout}]})
     result = {**data, "hooks": hooks}
@@ -113,7 +121,7 @@ def _codex(project: Path | None, env: Mapping[str, str], db: Path, install: bool
     before = read_text(config)
     current = toml_document(config, before).get("notify")
     program = hook_command(db, env, "codex")
-    ours = isinstance(current, list) and bool(OURS.search(shlex.join(map(str, current))))
+    ours = isinstance(current, list) and _runs_hook_client([str(a) for a in current])
     notes = []
     after = before
     if ours:
