@@ -8,6 +8,7 @@ start to exit):
 - the hint path: UserPromptSubmit with a new prompt (preflight decides, the hint is printed);
 - the archive path: Stop after one more turn was appended to a Claude Code transcript (2-6 KB of
   tool output per turn), which the server imports incrementally;
+- Python starting the client alone (`python -c "import cwa.hook_client"`), the floor of any hook;
 - the baseline in the same run: the same prompt event answered by `python -m cwa hook claude`,
   which loads cwa in the hook's own process (what a hook cost before the server).
 """
@@ -115,6 +116,11 @@ def run(windows: int) -> dict:
             with transcript.open("a") as out:
                 out.writelines(json.dumps(line) + "\n" for line in _turn("bench-hooks", number, folder))
             stop.append(_hook(client, {**base, "hook_event_name": "Stop", "stop_hook_active": False}, env)[0])
+        client_start = []  # what Python alone costs a hook: the client module imported, nothing done
+        for _ in range(BASELINE):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "import cwa.hook_client"], check=True, env=env)
+            client_start.append((time.perf_counter() - start) * 1000)
         baseline = []
         for number, text in enumerate(texts[PROMPTS:]):
             event = {**base, "hook_event_name": "UserPromptSubmit", "prompt": text, "prompt_id": f"b{number}"}
@@ -128,6 +134,7 @@ def run(windows: int) -> dict:
         "hinted": hinted,
         "archive_path": latency(stop),
         "in_process_hint_baseline": latency(baseline),
+        "client_start": latency(client_start),
     }
     result["baseline_vs_hint_p50"] = round(
         result["in_process_hint_baseline"]["p50_ms"] / result["hint_path"]["p50_ms"], 1
@@ -139,7 +146,7 @@ def show(result: dict) -> None:
     print(
         f"{result['windows']} windows in {result['documents']} documents; server start {result['server_start_ms']} ms"
     )
-    for name in ("hint_path", "archive_path", "in_process_hint_baseline"):
+    for name in ("hint_path", "archive_path", "in_process_hint_baseline", "client_start"):
         print(
             f"  {name:<26} p50 {result[name]['p50_ms']:>8} ms  p95 {result[name]['p95_ms']:>8} ms  (n={result[name]['n']})"
         )
