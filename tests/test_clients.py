@@ -160,7 +160,10 @@ def test_codex(place):
         clients.codex_config(home, server.url)
         installed = run_cwa(["--db", str(db), "hooks", "install", "codex", "--write"], env)
         assert installed.returncode == 0, installed.stderr
+        config = home / ".codex" / "config.toml"  # a user's own key in cwa's entry, kept by the install
+        config.write_text(config.read_text() + "\n[mcp_servers.cwa]\nstartup_timeout_sec = 60\n")
         assert run_cwa(["--db", str(db), "mcp", "install", "codex", "--write"], env).returncode == 0
+        assert "startup_timeout_sec = 60" in config.read_text()
 
         def exec_(prompt: str, *extra: str):
             return clients.run([codex, "exec", "--skip-git-repo-check", *extra, prompt], env, project)
