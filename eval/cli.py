@@ -1,4 +1,4 @@
-"""The `cwa eval` commands of the evaluation package: locomo, coding, perf (registered on
+"""The `cwa eval` commands of the evaluation package: locomo, coding, long, perf (registered on
 cwa's `eval` group through the `cwa.eval` entry points of eval/pyproject.toml).
 """
 
@@ -102,6 +102,67 @@ def eval_coding(documents, facts, seed, as_json) -> None:
     from cwa_eval.retrieval.coding import print_report, run
 
     report = run(documents, facts, seed)
+    print_answer(report, as_json, print_report)
+
+
+@click.command("long")
+@click.option(
+    "--tokens",
+    "sizes",
+    default="100000",
+    show_default=True,
+    help="Comma-separated history sizes in tokens (characters / 4), e.g. 100000,500000,1000000.",
+)
+@click.option(
+    "--histories",
+    type=click.IntRange(1, 100),
+    default=4,
+    show_default=True,
+    help="Histories per size, a project each.",
+)
+@click.option(
+    "--facts-per-kind",
+    type=click.IntRange(1, 10),
+    default=4,
+    show_default=True,
+    help="Facts planted per kind (update, fix, temporal, preference, value, instruction) in each history.",
+)
+@click.option(
+    "--modes",
+    default="fts5,lexical,hybrid",
+    show_default=True,
+    help="Comma-separated: fts5 (the floor) and search modes of `cwa eval locomo` (hybrid embeds every window first).",
+)
+@click.option("--seed", type=int, default=41, show_default=True, help="Generator seed (history i uses seed + i).")
+@json_option
+@handles_errors
+def eval_long(sizes, histories, facts_per_kind, modes, seed, as_json) -> None:
+    """Recall on long synthetic coding histories with planted facts asked in other words (a
+    choice later reversed, an error and its fix, a preference, a setting, an instruction): R@1/5/10
+    by kind against the bare FTS5 floor in the same run, and preflight's hints and silences."""
+    from cwa_eval.retrieval.locomo import FLOOR, MODES
+    from cwa_eval.retrieval.long_recall import print_report, run
+
+    chosen = [m.strip() for m in modes.split(",") if m.strip()]
+    unknown = sorted(set(chosen) - {FLOOR, *MODES}) or ([] if chosen else ["(none)"])
+    if unknown:
+        raise InvalidRequest(
+            f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join((FLOOR, *MODES))}",
+            field="modes",
+            reason="unknown-mode",
+        )
+    try:
+        tokens = [int(s.replace("_", "")) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        tokens = []
+    if not tokens or any(not 1_000 <= t <= 10_000_000 for t in tokens):
+        raise InvalidRequest(
+            f"--tokens takes sizes from 1000 to 10000000, comma-separated (got {sizes!r})",
+            field="tokens",
+            reason="bad-size",
+        )
+    with progress_bar("embedding") as progress:
+        report = run(tokens, histories, facts_per_kind, chosen, seed, None if as_json else progress)
     print_answer(report, as_json, print_report)
 
 

@@ -342,3 +342,49 @@ def test_locomo_haystack_grows_each_project_with_distractors_the_floor_sees_too(
     assert report["haystack"]["tokens"] == 3000 and report["haystack"]["projectTokensMin"] >= 3000
     assert report["haystack"]["distractorDocuments"] > 0 and report["turns"] == 4
     assert set(report["modes"]) == {"fts5", "lexical"} and report["modes"]["fts5"]["questions"] == 2
+
+
+def test_long_history_plants_each_fact_once_and_asks_it_in_other_words(tmp_path):
+    from cwa_eval.retrieval.long_history import KINDS, history
+
+    made = history(41, 20_000, 2)
+    assert made == history(41, 20_000, 2)  # the same seed, the same history
+    assert made.tokens >= 20_000
+    texts = {m["key"]: (m["role"], m["text"]) for d in made.documents for m in d["messages"]}
+    assert len(texts) == len(made.documents)  # one message per document, keys unique
+    assert [f.kind for f in made.facts].count("update") == 2 and {f.kind for f in made.facts} == set(KINDS)
+    for fact in made.facts:
+        assert fact.evidence and fact.evidence <= set(texts)
+        role, text = texts[next(iter(fact.evidence))]
+        expected = {"temporal": "toolResult", "fix": "assistant", "value": "assistant"}.get(fact.kind, "user")
+        assert role == expected
+        assert fact.question not in text  # asked in other words than it was stated
+    reversals = [texts[next(iter(f.evidence))][1] for f in made.facts if f.kind == "update"]
+    assert all(" to " in text or " with " in text for text in reversals)  # the later choice, not the first
+    assert len({d["sessionId"] for d in made.documents}) > 1
+
+    out = run_cwa(
+        [
+            "eval",
+            "long",
+            "--tokens",
+            "5000",
+            "--histories",
+            "1",
+            "--facts-per-kind",
+            "1",
+            "--modes",
+            "fts5,lexical",
+            "--json",
+        ],
+        hermetic_env(tmp_path),
+    )
+    assert out.returncode == 0, out.stderr
+    report = orjson.loads(out.stdout)["sizes"]["5000"]
+    assert report["questions"] == len(KINDS) and set(report["modes"]) == {"fts5", "lexical"}
+    assert set(report["modes"]["lexical"]["byKind"]) == set(KINDS)
+    for run_name in ("remind", "plain"):
+        assert sum(report["preflight"][run_name]["reasons"].values()) == len(KINDS)
+
+    bad = run_cwa(["eval", "long", "--tokens", "12,abc"], hermetic_env(tmp_path))
+    assert bad.returncode == 2 and b"--tokens" in bad.stderr and b"Traceback" not in bad.stderr

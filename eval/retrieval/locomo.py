@@ -205,16 +205,20 @@ def floor_table(conversation: dict[str, Any], extra: list[tuple[str, str]] = ())
     """Bare SQLite FTS5 over one conversation, as the data's README measures it: the turn texts
     cwa admits, in one in-memory table with the `porter unicode61` tokenizer (and the `extra`
     (id, text) documents of a haystack)."""
+    own = [
+        (normal_id(turn["dia_id"]) or turn["dia_id"], turn_text(turn))
+        for key, value in conversation["conversation"].items()
+        if re.fullmatch(r"session_\d+", key) and isinstance(value, list)
+        for turn in value
+    ]
+    return bare_table([*own, *extra])
+
+
+def bare_table(rows: list[tuple[str, str]]) -> apsw.Connection:
+    """The floor's index: (id, text) rows in one in-memory FTS5 table, `porter unicode61`."""
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE VIRTUAL TABLE turns USING fts5 (id UNINDEXED, text, tokenize = 'porter unicode61')")
-    dialog = conversation["conversation"]
-    for key, value in dialog.items():
-        if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
-            for turn in value:
-                conn.execute(
-                    "INSERT INTO turns VALUES (?, ?)", (normal_id(turn["dia_id"]) or turn["dia_id"], turn_text(turn))
-                )
-    conn.executemany("INSERT INTO turns VALUES (?, ?)", extra)
+    conn.executemany("INSERT INTO turns VALUES (?, ?)", rows)
     return conn
 
 
