@@ -230,3 +230,24 @@ def test_snippet_rendering_is_bounded_and_json_quoted():
         assert rendered is not None and estimate_tokens(rendered) <= budget
         assert "2026-11-02" in rendered and "tool output" in rendered
     assert render_snippet(text, 0, "2026-11-02T10:00:00.000Z", False, 40) is None
+
+
+def test_hint_specificity_keeps_the_same_share_of_windows_as_the_archive_grows():
+    from cwa.retrieve.calibration import SPECIFICITY_REFERENCE_WINDOWS, normalized_idf, specificity
+    from cwa.retrieve.continuity import MARKER_MIN_IDF
+    from cwa.retrieve.preflight import _specific
+
+    # Up to the size the gates were set on, nothing changes.
+    for total in (10, 600, 5_882, SPECIFICITY_REFERENCE_WINDOWS):
+        for df in (1, 3, total // 50 or 1, total // 5 or 1, total):
+            assert specificity(df, total) == normalized_idf(df, total)
+    # Past it, a term's standing follows its share of the windows, not the archive's size: in
+    # 0.4% of the windows it backs a hint at 10K, 100K and 1M windows alike, where normalized IDF
+    # calls it common once the archive is large; a term in 5% never does.
+    for total in (10_000, 100_000, 1_000_000):
+        assert specificity(total * 4 // 1000, total) >= MARKER_MIN_IDF
+        assert _specific("tenant", total * 4 // 1000, total)
+        assert not _specific("tenant", total // 20, total)
+        assert specificity(1, total) == 1.0
+    assert normalized_idf(4_000, 1_000_000) < MARKER_MIN_IDF
+    assert not _specific("could", 1, 1_000_000)  # filler never backs a hint

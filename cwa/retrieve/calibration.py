@@ -82,3 +82,18 @@ def normalized_idf(document_frequency: int, total: int) -> float:
     if total <= 0 or document_frequency <= 0:
         return 0.0
     return round(min(1.0, idf(document_frequency, total) / idf(1, max(total, 1))), 4)
+
+
+SPECIFICITY_REFERENCE_WINDOWS = 8_192  # about LoCoMo's 5,882 windows, where the hint gates were set
+
+
+def specificity(document_frequency: int, total: int) -> float:
+    """How specific a term is, for the hint gates: its normalized IDF as an archive of at most
+    SPECIFICITY_REFERENCE_WINDOWS windows measures it. Normalized IDF grows stricter as the archive
+    grows (a term must be in about 2% of a thousand windows but 0.03% of a million to pass 0.6), so
+    gates on it would fall silent as history accumulates; past the reference size this keeps the
+    same share of windows (about 0.6% at 0.6) at any size. Equal to `normalized_idf` up to it."""
+    if total <= 0 or document_frequency <= 0:
+        return 0.0
+    reference = min(max(total, 1), SPECIFICITY_REFERENCE_WINDOWS)
+    return round(min(1.0, idf(document_frequency, total) / idf(1, reference)), 4)

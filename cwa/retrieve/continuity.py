@@ -11,12 +11,13 @@ evidence. It returns one of three outcomes with a stable reason code:
   `probability_share`); otherwise `ambiguous-snippet`.
 - `continuity-marker` (`implicit-concept-continuity`): a conversation source shares a concept with
   the message — a verbatim exact anchor of the message, or at least MARKER_MIN_TERMS matched terms
-  in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum normalized IDF ≥ MARKER_MIN_IDF.
-  Coverage and IDF are taken over the message's content terms (everyday filler such as "could",
+  in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum specificity ≥ MARKER_MIN_IDF.
+  Specificity is normalized IDF as a modest archive measures it (calibration.specificity), so the
+  gates mean the same in a long history. Coverage and IDF are taken over the message's content terms (everyday filler such as "could",
   "help", "here" neither counts against coverage nor names a concept); the matched terms may be
   distinct query terms or repeated occurrences of a content term, so a concept the earlier
   conversation returned to ("tablets … tablets") counts as well as two shared words; a message
-  whose only content word is rare in the archive (normalized IDF ≥ SOLE_TERM_MIN_IDF) needs it
+  whose only content word is rare in the archive (specificity ≥ SOLE_TERM_MIN_IDF) needs it
   matched once.
   A marker only says shared history exists, so it may survive ambiguity. Its variable text is
   made of exact spans of the current message, nothing else.
@@ -88,12 +89,12 @@ class Evidence:
     mode: str  # exact | lexical
     score: float  # calibrated, candidate-own (cwa/retrieve/calibration.py)
     coverage: float  # share of the message's content terms the window (exact: the message) holds
-    max_idf: float  # lexical: highest normalized IDF among matched content terms
+    max_idf: float  # lexical: highest specificity among matched content terms (calibration.specificity)
     kind: str
     retention_class: str
     age_days: float  # from the source's creation time
     created_at: str = ""  # the source's creation time (a snippet shows its date)
-    terms: tuple[tuple[str, float], ...] = ()  # lexical: matched query terms and their normalized IDF
+    terms: tuple[tuple[str, float], ...] = ()  # lexical: matched query terms and their specificity
     occurrences: int = 0  # lexical: occurrences of matched content terms in the window
     anchors: tuple[str, ...] = ()  # exact: matched anchors as written in the current message
     tool_output: bool = False  # the evidence includes tool output (quoted as data if shown)

@@ -223,7 +223,7 @@ def _evidence(
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
     probability = _probabilities(ctx, stages, qterms, settings)
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
-    idf = {t: calibration.normalized_idf(df[t], total) for t in df}
+    idf = {t: calibration.specificity(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
     shown = frozenset(visible)
     found = [(_source_evidence(conn, c, content, idf, shown, now, probability.get(c.document_row)), c) for c in ranked]
@@ -277,10 +277,10 @@ def _probabilities(ctx: Context, stages: Stages, qterms: list[str], settings: Se
     return {c.document_row: c.order for c in pool.candidates}
 
 
-def _specific(term: str, normalized_idf: float) -> bool:
+def _specific(term: str, frequency: int, windows: int) -> bool:
     """Lexical evidence can only back a hint through a content term at least this specific, so
     windows holding none of them are never fetched: preflight stays cheap on common words."""
-    return term not in FILLER_TERMS and normalized_idf >= MARKER_MIN_IDF
+    return term not in FILLER_TERMS and calibration.specificity(frequency, windows) >= MARKER_MIN_IDF
 
 
 def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, float]) -> dict[str, Any]:

@@ -102,13 +102,13 @@ def find_candidates(
     query: str,
     limit: int,
     ignored_terms: frozenset[str] = frozenset(),
-    matchable: Callable[[str, float], bool] | None = None,
+    matchable: Callable[[str, int, int], bool] | None = None,
     pool: int | None = None,
     context: bool = True,
 ) -> tuple[list[Anchor], list[str], Stages]:
     """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
     while the exact tier has room; `pool` lexical candidates, default `limit`). `ignored_terms`
-    never count as lexical query terms; `matchable(term, normalized_idf)`, when given, picks the
+    never count as lexical query terms; `matchable(term, window frequency, windows)`, when given, picks the
     terms a window must hold one of to be fetched at all (the others still count in each window's
     matched terms and coverage); without `context`, a window is fetched only for its own terms."""
     anchors = query_anchors(query)
@@ -507,7 +507,7 @@ def _lexical_search(
     qterms: list[str],
     limit: int,
     taken: set[int],
-    matchable: Callable[[str, float], bool] | None = None,
+    matchable: Callable[[str, int, int], bool] | None = None,
     context: bool = True,
 ) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
@@ -517,7 +517,7 @@ def _lexical_search(
     df, total = frequencies(ctx, qterms)
     wanted = qterms
     if matchable is not None:
-        wanted = [t for t in qterms if matchable(t, calibration.normalized_idf(df[t], total))]
+        wanted = [t for t in qterms if matchable(t, df[t], total)]
     rows: list[WindowRow] = []
     seen_windows: set[int] = set()
     for match, expected in match_expressions(wanted, df, total, context):

@@ -104,7 +104,7 @@ def _recall(archive: Archive, made: list, mode: str) -> dict[str, Any]:
     }
 
 
-def _preflight(archive: Archive, made: list) -> dict[str, Any]:
+def _preflight(archive: Archive, made: list, tag: str = "eval") -> dict[str, Any]:
     base = archive.settings
     archive.settings = replace(base, values={**base.values, **dict.fromkeys(AGE_LIMITS, 0)})
     key_of: dict[str, str] = {}
@@ -119,7 +119,7 @@ def _preflight(archive: Archive, made: list) -> dict[str, Any]:
                         "preflight",
                         {
                             "project": _project(index),
-                            "sessionId": f"eval-{name}-{number}",
+                            "sessionId": f"{tag}-{name}-{number}",
                             "messageKey": "m",
                             "text": prefix + fact.question,
                         },
