@@ -25,13 +25,23 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from cwa.api import Archive
+from cwa_eval.retrieval import ranker_training as training
 from cwa_eval.retrieval.sessions import _tool_output
 
 CHARS_PER_TOKEN = 4
 DAY_MS = 86_400_000
 START_MS = 1_767_600_000_000  # 2026-01-05
+# The learned ranker also trains on long histories (`training_examples` below): these seeds, sizes and
+# counts, never the evaluation's (its default seed is 41: other components, choices, positions;
+# the templates are the same, so `cwa eval long` is in distribution for the shipped ranker).
+TRAINING_SEED = 9001
+TRAINING_SIZES = (60_000, 120_000)  # tokens, alternating over the histories
+TRAINING_HISTORIES = 8
+TRAINING_PER_KIND = 5
 KINDS = ("update", "fix", "temporal", "preference", "value", "instruction")
 
 # (name, how a question may call it instead)
@@ -288,6 +298,23 @@ SENTENCES = (
     "The {c} and the {c2} share a connection, so a slow query in one stalls the other.",
     "Commit messages in this branch follow the usual style; I squashed the fixups.",
 )
+# The exchange around a planted message: the user's request before an assistant's or a tool's,
+# the assistant's reply after a user's or a tool's.
+LEADS = {
+    "assistant": (
+        "Can you take care of the {c} next?",
+        "The {c} needs attention, please have a look.",
+        "Next up is the {c}; do what it needs.",
+    ),
+    "toolResult": (
+        "Run the {c} tests, please.",
+        "Check whether the {c} suite still passes.",
+    ),
+}
+REPLIES = {
+    "user": ("Noted.", "Understood, I'll keep to that.", "Got it.", "Will do."),
+    "toolResult": ("The {c} suite has a failure; I'll dig into it.", "One {c} test fails; looking at it now."),
+}
 PATH_PARTS = ("app", "core", "services", "workers", "api", "lib", "jobs", "db")
 SYMBOL_PARTS = (
     "Pool",
@@ -362,16 +389,15 @@ class _Writer:
     def request(self, component: str) -> str:
         return self.fill(self.rng.choice(REQUESTS), component)
 
-    def answer(self, component: str) -> str:
+    def paragraph(self, component: str) -> str:
         rng = self.rng
-        paragraphs = []
-        for _ in range(rng.randint(2, 6)):
-            sentences = [
-                self.fill(rng.choice(SENTENCES), component if rng.random() < 0.7 else rng.choice(COMPONENTS)[0])
-                for _ in range(rng.randint(3, 6))
-            ]
-            paragraphs.append(" ".join(sentences))
-        return "\n\n".join(paragraphs)
+        return " ".join(
+            self.fill(rng.choice(SENTENCES), component if rng.random() < 0.7 else rng.choice(COMPONENTS)[0])
+            for _ in range(rng.randint(3, 6))
+        )
+
+    def answer(self, component: str) -> str:
+        return "\n\n".join(self.paragraph(component) for _ in range(self.rng.randint(2, 6)))
 
     def failing_test(self, component: str, error: str) -> str:
         slug = self.slug(component)
@@ -400,7 +426,7 @@ def history(seed: int, budget: int, per_kind: int) -> History:
     preferences = rng.sample(PREFERENCES, min(per_kind, len(PREFERENCES)))
     instructions = rng.sample(INSTRUCTIONS, min(per_kind, len(INSTRUCTIONS)))
     facts: list[Fact] = []
-    planted: list[tuple[float, int, str, str]] = []  # (share of the budget, fact, role, text)
+    planted: list[tuple[float, int, str, str, str]] = []  # (share of the budget, fact, role, text, subject)
 
     def at(low: float = 0.02, high: float = 0.95) -> float:
         return rng.uniform(low, high)
@@ -416,7 +442,10 @@ def history(seed: int, budget: int, per_kind: int) -> History:
         facts.append(Fact("update", rng.choice(UPDATE_QUESTIONS).format(c=name(component))))
         stated = rng.choice(UPDATE_STATED).format(c=component[0], a=a)
         reversed_ = rng.choice(UPDATE_REVERSED).format(c=component[0], a=a, A=a[0].upper() + a[1:], b=b)
-        planted += [(first, len(facts) - 1, "user", stated), (at(first + 0.1, 0.97), len(facts) - 1, "user", reversed_)]
+        planted += [
+            (first, len(facts) - 1, "user", stated, component[0]),
+            (at(first + 0.1, 0.97), len(facts) - 1, "user", reversed_, component[0]),
+        ]
     for n in range(per_kind):
         component = next(used)
         error, problem, cause, remedy = symptoms[n % len(symptoms)]
@@ -426,22 +455,22 @@ def history(seed: int, budget: int, per_kind: int) -> History:
         facts.append(Fact("temporal", rng.choice(TEMPORAL_QUESTIONS).format(problem=problem, c=name(component))))
         fix = rng.choice(FIX_TURNS).format(c=component[0], cause=cause, path=writer.path(component[0]), remedy=remedy)
         planted += [
-            (seen, len(facts) - 1, "toolResult", writer.failing_test(component[0], error)),
-            (fixed, len(facts) - 2, "assistant", fix),
+            (seen, len(facts) - 1, "toolResult", writer.failing_test(component[0], error), component[0]),
+            (fixed, len(facts) - 2, "assistant", fix, component[0]),
         ]
     for statement, question in preferences:
         facts.append(Fact("preference", question))
-        planted.append((at(), len(facts) - 1, "user", statement))
+        planted.append((at(), len(facts) - 1, "user", statement, rng.choice(COMPONENTS)[0]))
     for n in range(per_kind):
         component = next(used)
         setting, shape, question = SETTINGS[n % len(SETTINGS)]
         value = shape.format(n=rng.randint(2, 90))
         facts.append(Fact("value", question.format(c=name(component))))
         text = rng.choice(VALUE_TURNS).format(c=component[0], setting=setting, value=value)
-        planted.append((at(), len(facts) - 1, "assistant", text))
+        planted.append((at(), len(facts) - 1, "assistant", text, component[0]))
     for statement, question in instructions:
         facts.append(Fact("instruction", question))
-        planted.append((at(), len(facts) - 1, "user", statement))
+        planted.append((at(), len(facts) - 1, "user", statement, rng.choice(COMPONENTS)[0]))
     planted.sort(key=lambda p: p[0])
 
     documents: list[dict[str, Any]] = []
@@ -469,8 +498,14 @@ def history(seed: int, budget: int, per_kind: int) -> History:
 
     while spent < budget or pending is not None:
         while pending is not None and pending[0] * budget <= spent:
-            _, fact, role, text = pending
+            _, fact, role, text, subject = pending
+            # each fact inside an ordinary exchange: a request before what the assistant or a
+            # tool says, a reply after what the user says
+            if role != "user":
+                emit("user", rng.choice(LEADS[role]).format(c=subject))
             evidence_parts.setdefault(fact, []).append((role, emit(role, text)))
+            if role != "assistant":
+                emit("assistant", rng.choice(REPLIES[role]).format(c=subject) + " " + writer.paragraph(subject))
             pending = next(left, None)
         component = rng.choice(COMPONENTS)[0]
         emit("user", writer.request(component))
@@ -491,3 +526,29 @@ def history(seed: int, budget: int, per_kind: int) -> History:
         else:
             fact.evidence = {parts[-1][1]}
     return History(documents, facts, spent)
+
+
+def project(index: int) -> str:
+    return f"/long/history-{index}"
+
+
+def training_examples(folder: Path, pools: dict[str, dict[str, Any]]) -> dict[str, tuple[list, list]]:
+    """Ranker examples from histories made with TRAINING_SEED: per pool, (features, labels) of
+    each question's pool, labelled by its evidence messages (eval/retrieval/ranker_training.py)."""
+    made = [
+        history(TRAINING_SEED + i, TRAINING_SIZES[i % len(TRAINING_SIZES)], TRAINING_PER_KIND)
+        for i in range(TRAINING_HISTORIES)
+    ]
+    found: dict[str, tuple[list, list]] = {name: ([], []) for name in pools}
+    with Archive.open(folder / "long-training.db") as archive:
+        for index, made_history in enumerate(made):
+            for document in made_history.documents:
+                archive.admit({"project": project(index), **document})
+        archive.call("index-embed", {})
+        for name, pool in pools.items():
+            for index, made_history in enumerate(made):
+                for fact in made_history.facts:
+                    features, labels = training.collect(archive, project(index), fact.question, fact.evidence, pool)
+                    found[name][0].append(features)
+                    found[name][1].append(labels)
+    return found

@@ -34,7 +34,7 @@ from cwa_eval.retrieval.locomo import (
     floor_search,
     score_question,
 )
-from cwa_eval.retrieval.long_history import KINDS, history
+from cwa_eval.retrieval.long_history import KINDS, history, project
 
 
 def run(sizes: list[int], histories: int, per_kind: int, modes: list[str], seed: int, progress=None) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def _run_size(tokens: int, histories: int, per_kind: int, modes: list[str], seed
         started = time.perf_counter()
         for index, made_history in enumerate(made):
             for document in made_history.documents:
-                archive.admit({"project": _project(index), **document})
+                archive.admit({"project": project(index), **document})
         found["admitSeconds"] = round(time.perf_counter() - started, 1)
         if any(m != FLOOR and MODES[m]["semanticPolicy"] != "never" for m in modes):
             started = time.perf_counter()
@@ -68,10 +68,6 @@ def _run_size(tokens: int, histories: int, per_kind: int, modes: list[str], seed
             found["modes"][mode] = _recall(archive, made, mode)
         found["preflight"] = _preflight(archive, made)
     return found
-
-
-def _project(index: int) -> str:
-    return f"/long/history-{index}"
 
 
 def _recall(archive: Archive, made: list, mode: str) -> dict[str, Any]:
@@ -88,7 +84,7 @@ def _recall(archive: Archive, made: list, mode: str) -> dict[str, Any]:
                 ranked = floor_search(floor, fact.question)
             else:
                 results = archive.search(
-                    {"project": _project(index), "query": fact.question, "limit": 10, "leaseSeconds": 0, **MODES[mode]}
+                    {"project": project(index), "query": fact.question, "limit": 10, "leaseSeconds": 0, **MODES[mode]}
                 )["results"]
                 ranked = [r["source"]["messageKey"] for r in results]
             latencies.append((time.perf_counter() - begin) * 1000)
@@ -118,7 +114,7 @@ def _preflight(archive: Archive, made: list, tag: str = "eval") -> dict[str, Any
                     answer = archive.call(
                         "preflight",
                         {
-                            "project": _project(index),
+                            "project": project(index),
                             "sessionId": f"{tag}-{name}-{number}",
                             "messageKey": "m",
                             "text": prefix + fact.question,
