@@ -43,8 +43,7 @@ from cwa.errors import InvalidRequest
     "--coding-training/--no-coding-training",
     default=True,
     show_default=True,
-    help="Train the fold rankers on the synthetic coding facts and long coding histories too, as the shipped "
-    "ranker is (about four minutes more).",
+    help="Train the fold rankers on the synthetic coding facts too, as the shipped ranker is (about two minutes more).",
 )
 @click.option(
     "--haystack",
@@ -61,7 +60,18 @@ def eval_locomo(data, modes, embedding, coding_training, haystack, as_json) -> N
     shows a progress bar). The learned ranker is trained per fold of conversations and each
     conversation is scored by the fold that did not see it; preflight's "Remind me" snippets are
     measured the same way."""
-    from cwa_eval.retrieval.locomo import FLOOR, MODES, load, print_report, run
+    from cwa_eval.retrieval.locomo import load, print_report, run
+
+    chosen = _modes(modes)
+    load(data)  # a file that is not LoCoMo is refused before any work
+    with progress_bar("embedding") as progress:
+        report = run(data, chosen, None if as_json else progress, embedding, coding_training, haystack)
+    print_answer(report, as_json, print_report)
+
+
+def _modes(modes: str) -> list[str]:
+    """The comma-separated modes of `cwa eval locomo | long`, each known, at least one."""
+    from cwa_eval.retrieval.locomo import FLOOR, MODES
 
     chosen = [m.strip() for m in modes.split(",") if m.strip()]
     known = (FLOOR, *MODES)
@@ -72,10 +82,7 @@ def eval_locomo(data, modes, embedding, coding_training, haystack, as_json) -> N
             field="modes",
             reason="unknown-mode",
         )
-    load(data)  # a file that is not LoCoMo is refused before any work
-    with progress_bar("embedding") as progress:
-        report = run(data, chosen, None if as_json else progress, embedding, coding_training, haystack)
-    print_answer(report, as_json, print_report)
+    return chosen
 
 
 @click.command("coding")
@@ -141,17 +148,9 @@ def eval_long(sizes, histories, facts_per_kind, modes, seed, as_json) -> None:
     """Recall on long synthetic coding histories with planted facts asked in other words (a
     choice later reversed, an error and its fix, a preference, a setting, an instruction): R@1/5/10
     by kind against the bare FTS5 floor in the same run, and preflight's hints and silences."""
-    from cwa_eval.retrieval.locomo import FLOOR, MODES
     from cwa_eval.retrieval.long_recall import print_report, run
 
-    chosen = [m.strip() for m in modes.split(",") if m.strip()]
-    unknown = sorted(set(chosen) - {FLOOR, *MODES}) or ([] if chosen else ["(none)"])
-    if unknown:
-        raise InvalidRequest(
-            f"unknown mode(s) {', '.join(unknown)}; choose from {', '.join((FLOOR, *MODES))}",
-            field="modes",
-            reason="unknown-mode",
-        )
+    chosen = _modes(modes)
     try:
         tokens = [int(s.replace("_", "")) for s in sizes.split(",") if s.strip()]
     except ValueError:

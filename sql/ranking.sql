@@ -44,7 +44,3 @@ FROM windows AS w
 JOIN window_embeddings AS e ON e.content_hash = w.content_hash
 JOIN window_vectors AS v ON v.rowid = e.id
 WHERE w.id IN (SELECT value FROM json_each(:ids));
-
--- name: created_at
--- When each given document (:rows is a JSON array of document rows) was created.
-SELECT id, created_at FROM documents WHERE id IN (SELECT value FROM json_each(:rows));

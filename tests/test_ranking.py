@@ -222,27 +222,3 @@ def test_neighbor_credit_is_validated(archive, bad):
     with pytest.raises(InvalidRequest) as raised:
         archive.search({"project": P, "query": "x", "neighborCredit": bad})
     assert raised.value.details["field"] == "neighborCredit"
-
-
-def test_the_ranker_sees_each_candidates_place_in_time_and_the_querys_time_cue(archive):
-    from cwa.retrieve.intent import time_direction
-    from cwa.retrieve.ranker import FEATURES
-
-    assert time_direction("Which queue does the mailer use now?") == 1.0
-    assert time_direction("What did the mailer end up with?") == 1.0
-    assert time_direction("When did the mailer first fail?") == -1.0
-    assert time_direction("How does the mailer send bounces?") == 0.0
-    ids = [
-        archive.admit(turn("s1", text, at=at))["documentId"]
-        for text, at in (
-            ("For the mailer queue, let's use Redis.", "2026-03-01T09:00:00Z"),
-            ("Mailer queue: drop Redis, use RabbitMQ instead.", "2026-06-01T09:00:00Z"),
-            ("The mailer queue config lives in mailer.toml.", "2026-04-01T09:00:00Z"),
-        )
-    ]
-    newer, cue = FEATURES.index("newer"), FEATURES.index("timeCue")
-    for query, direction in (("which mailer queue do we use now", 1.0), ("mailer queue at first", -1.0)):
-        pool = search(archive, query, explain=True, semanticPolicy="never")["ranking"]["pool"]
-        place = {c["documentId"]: c["features"][newer] for c in pool}
-        assert place == {ids[0]: 0.0, ids[2]: 0.5, ids[1]: 1.0}  # the share of the others created before it
-        assert {c["features"][cue] for c in pool} == {direction}
