@@ -1,4 +1,4 @@
-"""`cwa eval`: the hint gates ship with cwa; locomo, coding and perf come from the evaluation
+"""`cwa eval`: the hint gates ship with cwa; locomo, coding, long and perf come from the evaluation
 package (eval/, `pip install -e ./eval`), registered through the `cwa.eval` entry points.
 """
 
@@ -20,7 +20,7 @@ from cwa.cli.shared import (
 ENTRY_POINTS = "cwa.eval"  # the evaluation package's commands (eval/pyproject.toml)
 # What that package registers, named here so a plain install can say where a command comes from
 # (tests/test_cli.py checks it against eval/pyproject.toml)
-EVALUATION_COMMANDS = ("locomo", "coding", "perf")
+EVALUATION_COMMANDS = ("locomo", "coding", "long", "perf")
 EVALUATION_PACKAGE = "it comes with the evaluation package: pip install -e ./eval (in a cwa checkout)"
 
 
