@@ -26,6 +26,7 @@ from pathlib import Path
 
 import cwa  # whichever tree comes first on the path: PYTHONPATH picks the other one
 from cwa.api import Archive
+from cwa.store.sqlfiles import queries
 
 CODING_PROJECT = "/bench/project"
 MODES = {"lexical": "never", "hybrid": "always"}
@@ -44,12 +45,12 @@ def build(folder: Path, data: Path, windows: int) -> None:
     (folder / "locomo-queries.json").write_text(json.dumps(questions))
     with Archive.open(folder / "coding.db") as archive:
         source = synthetic_sessions(10**9, project=CODING_PROJECT)
-        while archive.conn.execute("SELECT value FROM index_stats WHERE name = 'windows'").fetchone()[0] < windows:
+        while archive.conn.execute(queries("search")["window_count"]).fetchone()[0] < windows:
             for _ in range(1000):
                 archive.admit(next(source))
     rng = random.Random(3)
-    queries = [[CODING_PROJECT, " ".join(rng.sample(WORDS, rng.randint(2, 4)))] for _ in range(300)]
-    (folder / "coding-queries.json").write_text(json.dumps(queries))
+    coding = [[CODING_PROJECT, " ".join(rng.sample(WORDS, rng.randint(2, 4)))] for _ in range(300)]
+    (folder / "coding-queries.json").write_text(json.dumps(coding))
 
 
 def timed(folder: Path, name: str, mode: str) -> dict:

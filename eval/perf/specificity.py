@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cwa.api import Archive
 from cwa.retrieve import calibration
+from cwa.store.sqlfiles import queries
 from cwa_eval.retrieval.locomo import DEFAULT_DATA, ingest, ingest_haystack, load, preflight_figures
 
 
@@ -42,7 +43,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "specificity.db") as archive:
         ingest(archive, conversations)
         ingest_haystack(archive, conversations, args.haystack)
-        windows = archive.conn.execute("SELECT value FROM index_stats WHERE name = 'windows'").fetchone()[0]
+        windows = archive.conn.execute(queries("search")["window_count"]).fetchone()[0]
         report["windows"] = windows
         try:
             for tag, reference in (("normalizedIdf", windows + 1), ("specificity", shipped)):

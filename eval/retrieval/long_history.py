@@ -27,9 +27,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from cwa_eval.retrieval.haystack import tokens_of
 from cwa_eval.retrieval.sessions import _tool_output
 
-CHARS_PER_TOKEN = 4
 DAY_MS = 86_400_000
 START_MS = 1_767_600_000_000  # 2026-01-05
 KINDS = ("update", "fix", "temporal", "preference", "value", "instruction")
@@ -335,10 +335,6 @@ class History:
     documents: list[dict[str, Any]]  # admit requests without `project`, in order
     facts: list[Fact]
     tokens: int
-
-
-def tokens_of(text: str) -> int:
-    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 class _Writer:
