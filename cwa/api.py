@@ -48,6 +48,9 @@ class Archive:
         self.clock = clock
         self.progress: Callable[[int, int], None] | None = None  # long work reports here
         self._engines: Any = None  # session engines of this process (cwa/session/engine.py)
+        # `cwa serve`'s index worker: with one, the session engine's documents are indexed by it
+        # (cwa/store/index_queue.py); without, in their admission transaction
+        self.index_worker: Any = None
 
     @property
     def engines(self) -> Any:
@@ -150,7 +153,10 @@ def _get(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
+    from cwa.store import index_queue
+
     found = archive_status(archive.conn, archive.path, request.get("project"))
+    found["indexQueue"] = index_queue.lag(archive.conn, archive.clock(), request.get("project"))
     if request.get("archive"):
         from cwa.store.status import lifecycle_status
 
@@ -222,19 +228,45 @@ def _without_visible(archive: Archive, request: dict[str, Any]) -> dict[str, Any
     return request
 
 
+def _indexed_first(archive: Archive, request: dict[str, Any]) -> int:
+    """Before a search or gather reads: index what waits in the index queue for its project (all
+    of it for scope `all`), for up to SEARCH_INDEX_SECONDS; how many documents still wait. The
+    index worker would get there soon; a search must not miss what a session just archived."""
+    from cwa.store import index_queue
+    from cwa.store.connection import BOOKKEEPING_SKIPPED
+
+    project = None if request.get("scope") == "all" else request.get("project")
+    try:
+        if not index_queue.pending(archive.conn, project):
+            return 0
+        index_queue.index_queued(
+            archive.conn, archive.handlers, archive.clock(), project=project, seconds=limits.SEARCH_INDEX_SECONDS
+        )
+    except BOOKKEEPING_SKIPPED:  # a read-only file or a long writer: search what is indexed
+        pass
+    return index_queue.lag(archive.conn, archive.clock(), project)["documents"]
+
+
+def _with_pending(found: dict[str, Any], pending: int) -> dict[str, Any]:
+    return {**found, "indexPending": pending} if pending else found
+
+
 def _search(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.search import search
 
+    pending = _indexed_first(archive, request)
     now = archive.clock()
     wanted = request.pop("render", False)
-    found = search(archive.conn, _without_visible(archive, request), archive.settings, now)
+    found = _with_pending(search(archive.conn, _without_visible(archive, request), archive.settings, now), pending)
     return _rendered(found, render.search_results, now) if wanted else found
 
 
 def _gather(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.retrieve.gather import gather
 
-    return gather(archive.conn, _without_visible(archive, request), archive.settings, archive.clock())
+    pending = _indexed_first(archive, request)
+    found = gather(archive.conn, _without_visible(archive, request), archive.settings, archive.clock())
+    return _with_pending(found, pending)
 
 
 def _traverse(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ MAX_QUERY_CHARS = 65_536
 MAX_VISIBLE_KEYS = 1000  # excludeVisibleSourceKeys entries
 MAX_VISIBLE_KEY_BYTES = 1 * MIB  # and their total size
 MAX_SEARCH_LIMIT = 100
+SEARCH_INDEX_SECONDS = 2.0  # the most a search or gather spends indexing queued documents first
 MAX_RECALL_NEIGHBORS = 32
 DEFAULT_RECALL_NEIGHBORS = 1  # windows on each side of a recalled window
 MIN_RECALL_TOKENS = 39

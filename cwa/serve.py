@@ -20,6 +20,7 @@ import orjson
 from cwa import contract, limits
 from cwa.api import Archive, method_named
 from cwa.errors import CwaError, Internal, InvalidRequest, LimitExceeded
+from cwa.index.queue_worker import IndexProcess
 from cwa.index.semantic import BackgroundEmbedder
 from cwa.json_input import parse_json_body
 from cwa.store.maintenance import PeriodicMaintenance
@@ -137,6 +138,7 @@ def serve_archive(
     """Serve an archive's methods until end of input. Meanwhile, daemon threads with connections
     of their own embed queued windows in small batches (when `background` and semantic retrieval
     is on) and run one bounded maintenance pass every `maintenance_interval` seconds (0: none).
+    A child process indexes what the session engine archives (cwa/index/queue_worker.py).
     An archive that cannot be opened still serves: every request gets the error saying why."""
     try:
         archive = open_archive()
@@ -147,6 +149,8 @@ def serve_archive(
             raise opening_error
 
         return serve(unavailable, stdin, stdout)
+    # the session engine's documents are indexed by this child process, not in the request
+    archive.index_worker = IndexProcess(str(archive.path)).start()
     workers = []
     if background and archive.settings["semanticRetrieval"]:
         workers.append(BackgroundEmbedder(str(archive.path), archive.clock).start())
@@ -161,4 +165,6 @@ def serve_archive(
     finally:
         for worker in workers:
             worker.close()
+        archive.index_worker.close()  # it indexes what is left, briefly; the next process the rest
+        archive.index_worker = None  # what is archived from here on is indexed as it is admitted
         archive.close()

@@ -5,9 +5,15 @@ SELECT count(*) FROM documents AS d WHERE state IN ('live', 'superseded')
   AND (kind != 'checkpoint-part' OR EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id));
 
 -- name: unindexed_count
--- Documents that should have derived rows but were never indexed.
+-- Documents that should have derived rows but were never indexed (and are not waiting in the
+-- index queue, nor parts of a root that is).
 SELECT count(*) FROM documents AS d WHERE state IN ('live', 'superseded') AND index_generation IS NULL
-  AND (kind != 'checkpoint-part' OR EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id));
+  AND NOT EXISTS (SELECT 1 FROM index_queue AS q WHERE q.document_row = d.id)
+  AND (kind != 'checkpoint-part' OR EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id
+        AND NOT EXISTS (SELECT 1 FROM index_queue AS q WHERE q.document_row = c.root_row)));
+
+-- name: queued_count
+SELECT count(*) FROM index_queue;
 
 -- name: without_windows
 -- Indexed documents with text but no window: their lexical rows are missing.

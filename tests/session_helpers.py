@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+import orjson
+from conftest import hermetic_env
 
 from cwa.api import Archive
 
@@ -152,3 +158,24 @@ def texts(copy_: list[dict[str, Any]]) -> list[str]:
         else:
             out.append(message.get("output") or message.get("summary") or "")
     return out
+
+
+class Serve:
+    """A real `cwa serve` child on `folder`/archive.db, called one request at a time."""
+
+    def __init__(self, folder: Path, *options: str) -> None:
+        self.child = subprocess.Popen(
+            [sys.executable, "-m", "cwa", "serve", "--no-background", *options],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=hermetic_env(folder, folder / "archive.db"),
+        )
+        self.number = 0
+
+    def call(self, method: str, params: dict) -> dict:
+        self.number += 1
+        self.child.stdin.write(orjson.dumps({"id": self.number, "method": method, "params": params}) + b"\n")
+        self.child.stdin.flush()
+        reply = orjson.loads(self.child.stdout.readline())
+        assert reply["id"] == self.number and "result" in reply, reply
+        return reply["result"]

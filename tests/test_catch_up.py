@@ -5,37 +5,16 @@ documents), nothing lost when the process is killed meanwhile."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 
-import orjson
-from conftest import hermetic_env, hermetic_settings
+from conftest import hermetic_settings
+from session_helpers import Serve
 
 from cwa.api import Archive
 from cwa.session.engine import CATCH_UP_MESSAGES
 from cwa_eval.perf.first_send import transcript
 
 PROJECT = "/work/long"
-
-
-class Serve:
-    def __init__(self, tmp_path) -> None:
-        self.child = subprocess.Popen(
-            [sys.executable, "-m", "cwa", "serve", "--no-background"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=hermetic_env(tmp_path, tmp_path / "archive.db"),
-        )
-        self.number = 0
-
-    def call(self, method: str, params: dict) -> dict:
-        self.number += 1
-        self.child.stdin.write(orjson.dumps({"id": self.number, "method": method, "params": params}) + b"\n")
-        self.child.stdin.flush()
-        reply = orjson.loads(self.child.stdout.readline())
-        assert reply["id"] == self.number and "result" in reply, reply
-        return reply["result"]
 
 
 def _context(serve: Serve, messages: list[dict]) -> dict:

@@ -36,6 +36,11 @@ def print_status(status: dict[str, Any]) -> None:
         f"bytes      logical {human_size(size['logical'])}, chunks {human_size(size['chunks'])}, "
         f"file {human_size(size['file'])}, free {human_size(size['free'])}, wal {human_size(size['wal'])}"
     )
+    queue = status["indexQueue"]
+    click.echo(
+        f"indexing   {queue['documents']} document(s) waiting"
+        + (f", the oldest for {queue['oldestSeconds']:.1f} s" if queue["documents"] else "")
+    )
 
 
 def print_lifecycle(found: dict[str, Any]) -> None:

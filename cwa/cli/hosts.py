@@ -80,6 +80,8 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
     \b
     Each line {"id", "method", "params"} is answered by one line, {"id", "result"} or
     {"id", "error": {"code", "message", "details"}}. Methods: see docs/contract.md.
+    What session-context archives is durable when it answers; a child process indexes it soon
+    after (a search indexes what still waits in its project first; `cwa status` shows the queue).
     Meanwhile, queued windows are embedded in small background batches (--no-background: not),
     and every --maintenance-interval seconds one bounded maintenance pass runs (as `cwa maintain`).
     """

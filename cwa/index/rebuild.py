@@ -70,6 +70,7 @@ def rebuild_indexes(
             counts = outcomes.setdefault(handler, {})
             counts[outcome] = counts.get(outcome, 0) + 1
         conn.execute(sql["set_generation"], (generation, row))
+        conn.execute(queries("index_queue")["dequeue"], (row,))  # it needs no other indexing
 
     _batches(conn, documents, reindex, progress)
     _batches(

@@ -74,7 +74,7 @@ from cwa.session.transcript import (
     with_text,
 )
 from cwa.session.turns import TURN_PART_BYTES, admitter, archive_group, archive_tool_result, decided_texts
-from cwa.store import hint_ledger, protection, session_state
+from cwa.store import hint_ledger, index_queue, protection, session_state
 from cwa.store.admission import document_ids_in
 from cwa.store.connection import BOOKKEEPING_SKIPPED, durable_writes, write_transaction
 from cwa.store.derived import IndexHandler
@@ -101,6 +101,7 @@ class Host(Protocol):
     settings: Settings
     handlers: Sequence[IndexHandler]
     clock: Callable[[], str]
+    index_worker: Any  # with one, admissions leave their derived rows to it (cwa/store/index_queue.py)
 
 
 class DecidedElsewhere(Conflict):
@@ -972,9 +973,10 @@ class Engines:
         archive records (turns and tokens only with the transcript); nothing is written."""
         project, session = request["project"], request["sessionId"]
         engine = self.get(project, session)
+        lag = {"indexQueue": index_queue.lag(self.host.conn, self.host.clock(), project)}
         if engine is not None:
-            return {"inMemory": True, **engine.status()}
-        return recorded_status(self.host.conn, request, self.host.settings)
+            return {"inMemory": True, **engine.status(), **lag}
+        return {**recorded_status(self.host.conn, request, self.host.settings), **lag}
 
     def with_visible(self, request: dict[str, Any]) -> dict[str, Any]:
         """A search request of a session this process serves also excludes what its provider

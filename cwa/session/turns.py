@@ -37,13 +37,23 @@ Admit = Callable[[dict[str, Any]], dict[str, Any]]
 def admitter(host: Any) -> Admit:
     """Admission into the host's archive straight through the store, as `admit` does after its
     contract check: the session engine's requests are built from transcript entries already
-    checked, so they need none. The disk guard and the retention schedule still apply."""
+    checked, so they need none. The disk guard and the retention schedule still apply. Where the
+    host has an index worker (`cwa serve`), the derived rows wait for it (cwa/store/index_queue.py)."""
 
     def admit_document(request: dict[str, Any]) -> dict[str, Any]:
         check_free_space(host.path, host.settings["diskCriticalMebibytes"])
-        return admit(
-            host.conn, request, handlers=host.handlers, now=host.clock(), retention_plan=plan_of(host.settings)
+        deferred = host.index_worker is not None
+        admitted = admit(
+            host.conn,
+            request,
+            handlers=host.handlers,
+            now=host.clock(),
+            retention_plan=plan_of(host.settings),
+            deferred=deferred,
         )
+        if deferred:
+            host.index_worker.wake()
+        return admitted
 
     return admit_document
 

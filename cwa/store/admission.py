@@ -19,7 +19,7 @@ import orjson
 
 from cwa import limits
 from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
-from cwa.store import checkpoint_parts, retention
+from cwa.store import checkpoint_parts, index_queue, retention
 from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, IndexTarget, prepare_handlers, run_handlers
@@ -48,10 +48,12 @@ def admit(
     handlers: Sequence[IndexHandler],
     now: str,
     retention_plan: dict[str, int] | None = None,
+    deferred: bool = False,
 ) -> dict[str, Any]:
     """Admit one validated request; see docs/contract.md for the response. With a retention plan
     (days per class, cwa/store/retention.py) the new document's expiry is scheduled in the same
-    transaction."""
+    transaction. `deferred`: the derived rows wait in the index queue (cwa/store/index_queue.py)
+    instead of being made in this transaction; the response has `indexPending: true`."""
     sql = queries("admission")
     request = dict(request)
     created_explicit = "createdAt" in request
@@ -70,7 +72,7 @@ def admit(
     if existing:
         response = _existing_response(conn, existing)
         if request["kind"] == "checkpoint-root":  # a retry completes what a killed process left
-            response["pendingParts"] = checkpoint_parts.index_root_parts(conn, handlers, now, existing[0])
+            response["pendingParts"] = _root_parts(conn, handlers, now, existing[0], deferred)
         return response
 
     spans = chunk_spans(document.text)
@@ -78,7 +80,8 @@ def admit(
     hashes = [blake3.blake3(piece).hexdigest() for piece in pieces]
     metadata = request.get("metadata")
     part = request["kind"] == "checkpoint-part"
-    prepared = {} if part else prepare_handlers(handlers, request["kind"], document)  # pure work, before the lock
+    indexed_now = not part and not deferred
+    prepared = prepare_handlers(handlers, request["kind"], document) if indexed_now else {}  # before the lock
 
     with write_transaction(conn):
         existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
@@ -117,8 +120,9 @@ def admit(
                 "metadata": orjson.dumps(metadata, option=orjson.OPT_SORT_KEYS).decode()
                 if metadata is not None
                 else None,
-                # a checkpoint part gets derived rows only once its root commits (checkpoint_parts.py)
-                "index_generation": None if part else generation_id,
+                # a checkpoint part gets derived rows only once its root commits (checkpoint_parts.py),
+                # a deferred document once the index queue reaches it
+                "index_generation": generation_id if indexed_now else None,
             },
         )
         document_row = conn.last_insert_rowid()
@@ -153,15 +157,12 @@ def admit(
             retention.schedule(conn, document_row, request["retentionClass"], retention_plan)
             retention.adopt_plan_if_unset(conn, retention_plan)
         outcomes = (
-            {}
-            if part
-            else run_handlers(
-                conn,
-                handlers,
-                generation_id,
-                IndexTarget(document_row, request["kind"], document, prepared),
-            )
+            run_handlers(conn, handlers, generation_id, IndexTarget(document_row, request["kind"], document, prepared))
+            if indexed_now
+            else {}
         )
+        if deferred and not part:
+            index_queue.enqueue(conn, document_row, project_id, now)
         if request["kind"] == "checkpoint-root":
             checkpoint_parts.link_parts(conn, document_row, metadata)
         conn.execute(sql["finish_generation"], (now, generation_id))
@@ -173,9 +174,19 @@ def admit(
         "indexOutcomes": outcomes,
         "messageKeys": [m.key for m in document.messages],
     }
+    if deferred and not part:
+        response["indexPending"] = True
     if request["kind"] == "checkpoint-root":  # its parts become findable now, one transaction each
-        response["pendingParts"] = checkpoint_parts.index_root_parts(conn, handlers, now, document_row)
+        response["pendingParts"] = _root_parts(conn, handlers, now, document_row, deferred)
     return response
+
+
+def _root_parts(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, root: int, deferred: bool) -> int:
+    """A committed root's parts still without derived rows, after indexing them now (unless
+    deferred: then the index queue's drain indexes them with the root)."""
+    if deferred:
+        return checkpoint_parts.unindexed_parts(conn, root)
+    return checkpoint_parts.index_root_parts(conn, handlers, now, root)
 
 
 def _serialize_within_limit(messages: list[dict[str, Any]]) -> SerializedDocument:

@@ -80,6 +80,11 @@ def index_root_parts(conn: apsw.Connection, handlers: Sequence[IndexHandler], no
         index_linked(conn, handlers, now, root_row=root_row, limit=limits.UNBOUNDED)
     except DEFERRABLE:
         pass
+    return unindexed_parts(conn, root_row)
+
+
+def unindexed_parts(conn: apsw.Connection, root_row: int) -> int:
+    """How many of a root's linked parts still have no derived rows."""
     return conn.execute(queries("checkpoints")["unindexed_part_count"], {"root": root_row}).fetchone()[0]
 
 

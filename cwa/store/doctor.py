@@ -92,6 +92,7 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
     sql = queries("doctor")
     indexable = conn.execute(sql["indexable_count"]).fetchone()[0]
     unindexed = conn.execute(sql["unindexed_count"]).fetchone()[0]
+    queued = conn.execute(sql["queued_count"]).fetchone()[0]  # not yet indexed, and about to be
     no_windows = conn.execute(sql["without_windows"]).fetchone()[0]
     windows, counted, fts = conn.execute(sql["window_totals"]).fetchone()
     stale = len(conn.execute(queries("index")["stale_derived_documents"]).fetchall())
@@ -118,11 +119,13 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
         _check(
             "derived-index",
             unindexed == 0 and no_windows == 0 and stale == 0 and bad_windows == 0,
-            f"{indexable} document(s) to index: {unindexed} never indexed, {no_windows} without windows, "
-            f"{stale} holding rows they should not, {bad_windows} sampled window(s) off their bytes",
+            f"{indexable} document(s) to index: {unindexed} never indexed, {queued} in the index queue, "
+            f"{no_windows} without windows, {stale} holding rows they should not, "
+            f"{bad_windows} sampled window(s) off their bytes",
             repairable=True,
             indexable=indexable,
             unindexed=unindexed,
+            queued=queued,
             withoutWindows=no_windows,
             stale=stale,
             badWindows=bad_windows,

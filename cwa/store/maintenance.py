@@ -24,7 +24,7 @@ from typing import Any
 import apsw
 
 from cwa import limits
-from cwa.store import checkpoint_parts, exposure_ledger, hint_ledger, protection, purge, retention
+from cwa.store import checkpoint_parts, exposure_ledger, hint_ledger, index_queue, protection, purge, retention
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler
 from cwa.store.sqlfiles import queries
@@ -46,7 +46,7 @@ def maintain(
     handlers: Sequence[IndexHandler] = (),
 ) -> dict[str, Any]:
     """One bounded pass. With the index `handlers`, it also indexes checkpoint parts whose root
-    committed but whose process died before indexing them."""
+    committed but whose process died before indexing them, and what waits in the index queue."""
     sql = queries("lifecycle")
     with write_transaction(conn):
         protections = protection.end_lapsed(conn, now, limit)  # first: each restarts a retention clock
@@ -54,6 +54,7 @@ def maintain(
         expiry = retention.expire_due(conn, now, plan, limit)
         orphans = checkpoint_parts.expire_orphans(conn, now, limit)
     parts_indexed = checkpoint_parts.index_linked(conn, handlers, now, limit=limit) if handlers else 0
+    queued_indexed = index_queue.index_queued(conn, handlers, now, limit=limit) if handlers else 0
     purged = 0
     while purged < limit:  # in small transactions: a waiting request never waits for a whole pass
         wanted = min(PURGE_BATCH, limit - purged)
@@ -80,6 +81,7 @@ def maintain(
         "hintRecordsReclaimed": reclaimed,
         "orphanPartsExpired": orphans,
         "checkpointPartsIndexed": parts_indexed,
+        "queuedIndexed": queued_indexed,
     }
     # (a postponed entry is due again only when its protection ends, so it never counts here)
     more = any(count >= limit for count in done.values()) or purge.pending(conn) > 0

@@ -16,6 +16,9 @@ JSON encoding on both sides included. Scenarios:
   previous request's prefix (token-weighted over the session, and the mean per request).
 - `externalized`: 50 tool results of 600 KB (a 30 MB transcript) externalized into the archive;
   then full requests of that transcript, and deltas of further turns.
+- `logs`: the `rotation` session's shape (default 200 turns, 200K window) where every fifth turn's
+  first tool call returns a log of 50–225 KB, which the engine externalizes: the deltas that carry
+  one (`logDelta`), the others, and the user-message deltas (preflight included).
 """
 
 from __future__ import annotations
@@ -317,17 +320,61 @@ def externalized(folder: Path) -> dict[str, Any]:
     }
 
 
+def log_output(rng: random.Random) -> str:
+    """A build or test log of 50–225 KB: timestamped lines naming paths, symbols and outcomes."""
+    size, lines = rng.randint(50_000, 225_000), []
+    while size > 0:
+        line = f"{rng.getrandbits(32):08x} {_path(rng)}:{rng.randint(1, 900)} {_symbol(rng)} {_sentence(rng, 3, 9)}"
+        lines.append(line)
+        size -= len(line) + 1
+    return "\n".join(lines)
+
+
+def logs(folder: Path, turns: int) -> dict[str, Any]:
+    serve = Serve(folder)
+    model = {"id": "faux-1", "provider": "faux", "contextWindow": 200_000, "maxTokens": 8_192}
+    driver, script = Driver(serve, "logs", model), Script()
+    rng = random.Random(5)
+    carrying: list[int] = []  # indexes into driver.delta_ms of the deltas that carry a log
+    for number in range(turns):
+        script.user()
+        driver.context(script)
+        for call in range(script.rng.randint(1, 5)):
+            log = number % 5 == 4 and call == 0
+            script.tool_call(log_output(rng) if log else None)
+            driver.context(script)
+            if log:
+                carrying.append(len(driver.delta_ms) - 1)
+        script.answer()
+        serve.call("session-settled", {"project": PROJECT, "sessionId": driver.session})
+    serve.close()
+    samples = driver.delta_ms[1:]
+    return {
+        "turns": turns,
+        "requests": len(driver.delta_ms),
+        "logs": len(carrying),
+        "all": latency([ms for ms, _, _ in samples]),
+        "logDelta": latency([driver.delta_ms[i][0] for i in carrying]),
+        "userDelta": latency([ms for ms, _, user in samples if user]),
+        "externalized": driver.status["externalized"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200, help="turns of the rotation scenario")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--only", help="one scenario: no-rotation, rotation, externalized or logs")
     args = parser.parse_args()
     results = {}
     for name, run in (
         ("no-rotation", no_rotation),
         ("rotation", lambda f: rotation(f, args.turns)),
         ("externalized", externalized),
+        ("logs", lambda f: logs(f, args.turns)),
     ):
+        if args.only and name != args.only:
+            continue
         with tempfile.TemporaryDirectory() as folder:
             results[name] = run(Path(folder))
         if not args.json:

@@ -1,0 +1,147 @@
+"""Durable first, indexed soon after: what the session engine archives in `cwa serve` is exact at
+once and findable once its index worker (a child process) or a search of its project gets to it;
+indexed once, whoever gets there first; nothing queued is lost when a process dies."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from conftest import turn
+from session_helpers import Serve, Transcript
+
+from cwa.api import Archive
+from cwa.store import index_queue
+from cwa.store.admission import admit
+
+PROJECT = "/work/queue"
+MARKER = "zq-7781-flux-capacitor"
+
+
+def _log(lines: int = 4_000) -> str:
+    """A tool output far over the tool budget of a 20K window: the engine externalizes it."""
+    body = [f"line {n:05d} build step ok {n * 7919 % 100_003:06d}" for n in range(lines)]
+    body[lines // 2] = f"line {lines // 2:05d} FAILED {MARKER} overheated"
+    return "\n".join(body)
+
+
+def _derived(archive: Archive, document_id: str) -> tuple[int, int, int]:
+    """(windows, index outcomes, index queue rows) of a document's first version."""
+    return archive.conn.execute(
+        "SELECT (SELECT count(*) FROM windows WHERE document_row = d.id),"
+        " (SELECT count(*) FROM index_outcomes WHERE document_row = d.id),"
+        " (SELECT count(*) FROM index_queue WHERE document_row = d.id)"
+        " FROM documents AS d WHERE d.document_id = ? AND d.version = 1",
+        (document_id,),
+    ).fetchone()
+
+
+def _wait_for_queue(serve: Serve, seconds: float = 30.0) -> dict:
+    """`status` until the index queue is empty (the worker's bound on a quiet machine is well
+    under a second per document; this allows for a loaded CI machine)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        lag = serve.call("status", {"project": PROJECT})["indexQueue"]
+        if lag["documents"] == 0 or time.monotonic() > deadline:
+            return lag
+        time.sleep(0.05)
+
+
+def test_a_deferred_document_is_exact_at_once_and_indexed_once_by_the_first_to_get_there(tmp_path):
+    text = _log()
+    request = turn(text, project=PROJECT)
+    with Archive.open(tmp_path / "inline.db") as inline:  # the same document indexed as it is admitted
+        inline.admit(request)
+        expected = _derived(inline, inline.search({"project": PROJECT, "query": MARKER})["results"][0]["documentId"])
+    with Archive.open(tmp_path / "archive.db") as archive:
+        admitted = admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(), deferred=True)
+        assert admitted["indexPending"] is True and admitted["indexOutcomes"] == {}
+        document = admitted["documentId"]
+        assert _derived(archive, document) == (0, 0, 1)
+        assert text in archive.get({"documentId": document, "project": PROJECT})["text"]  # exact at once
+        assert archive.status({"project": PROJECT})["indexQueue"]["documents"] == 1
+        doctor = archive.call("doctor", {})
+        derived = next(c for c in doctor["checks"] if c["name"] == "derived-index")
+        assert derived["ok"] and derived["queued"] == 1 and derived["unindexed"] == 0  # waiting is not missing
+
+        found = archive.search({"project": PROJECT, "query": MARKER})  # a search indexes its project first
+        assert [r["documentId"] for r in found["results"]][:1] == [document] and "indexPending" not in found
+        assert _derived(archive, document) == (*expected[:2], 0)
+        assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 0  # nothing twice
+        assert archive.status({})["indexQueue"] == {"documents": 0, "oldestSeconds": 0.0}
+        again = admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(), deferred=True)
+        assert again["created"] is False and _derived(archive, document) == (*expected[:2], 0)
+
+
+def test_a_document_that_leaves_every_mode_before_its_turn_leaves_the_queue_without_rows(tmp_path):
+    with Archive.open(tmp_path / "archive.db") as archive:
+        admitted = admit(
+            archive.conn,
+            turn(_log(200), project=PROJECT),
+            handlers=archive.handlers,
+            now=archive.clock(),
+            deferred=True,
+        )
+        asked = archive.call("redact", {"project": PROJECT, "sessionId": "s1"})
+        archive.call("redact", {"project": PROJECT, "sessionId": "s1", "confirm": asked["confirm"]})
+        assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 1
+        assert _derived(archive, admitted["documentId"]) == (0, 0, 0)
+        assert not archive.search({"project": PROJECT, "query": MARKER})["results"]
+
+
+def test_serve_externalizes_without_indexing_then_its_worker_indexes_and_search_finds_it(tmp_path):
+    transcript = Transcript()
+    transcript.user("run the build and tell me what failed")
+    transcript.tool(_log())
+    serve = Serve(tmp_path)
+    params = {"project": PROJECT, "sessionId": "s", "model": {"contextWindow": 20_000, "maxTokens": 2_000}}
+    answer = serve.call("session-context", {**params, "messages": transcript.messages})
+    externalized = [e for e in answer["events"] if e["type"] == "externalized"]
+    assert len(externalized) == 1
+    document = externalized[0]["documentId"]
+    got = serve.call("get", {"documentId": document, "project": PROJECT})  # exact before any indexing
+    assert got["text"].count(MARKER) == 1
+    assert _wait_for_queue(serve)["documents"] == 0  # the worker got there without a search
+    status = serve.call("session-status", {"project": PROJECT, "sessionId": "s"})
+    assert status["indexQueue"]["documents"] == 0
+    found = serve.call("search", {"project": PROJECT, "query": MARKER, "semanticPolicy": "never"})
+    assert found["results"][0]["documentId"] == document
+    serve.child.stdin.close()
+    assert serve.child.wait(60) == 0
+    with Archive.open(tmp_path / "archive.db") as archive:
+        windows, outcomes, queued = _derived(archive, document)
+        assert windows > 0 and outcomes == len(archive.handlers) and queued == 0
+        generations = archive.conn.execute(
+            "SELECT count(DISTINCT generation_id) FROM index_outcomes AS o JOIN documents AS d"
+            " ON d.id = o.document_row WHERE d.document_id = ?",
+            (document,),
+        ).fetchone()[0]
+        assert generations == 1  # indexed once
+
+
+def test_what_a_killed_process_queued_is_indexed_by_the_next_one(tmp_path):
+    with Archive.open(tmp_path / "archive.db") as archive:  # admitted, acknowledged, then the process died
+        queued = [
+            admit(
+                archive.conn,
+                turn(f"{_log(300)}\nnote {n}", project=PROJECT, session=f"s{n}"),
+                handlers=archive.handlers,
+                now=archive.clock(),
+                deferred=True,
+            )["documentId"]
+            for n in range(3)
+        ]
+    first = Serve(tmp_path)
+    first.call("status", {})
+    first.child.send_signal(signal.SIGKILL)  # the next one may die too, at any point of its work
+    first.child.wait(30)
+    second = Serve(tmp_path)
+    assert _wait_for_queue(second)["documents"] == 0  # no search asked: its worker drained the queue
+    second.child.stdin.close()
+    assert second.child.wait(60) == 0
+    with Archive.open(tmp_path / "archive.db") as archive:
+        for document in queued:
+            windows, outcomes, waiting = _derived(archive, document)
+            assert windows > 0 and outcomes == len(archive.handlers) and waiting == 0
+        doctor = archive.call("doctor", {})
+        assert doctor["healthy"], doctor
