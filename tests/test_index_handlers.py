@@ -106,3 +106,41 @@ def test_prepare_runs_before_the_write_lock_is_taken(db_path):
 
     with Archive.open(db_path, handlers=[LockProbe()]) as archive:
         assert archive.admit(turn("probe"))["indexOutcomes"] == {"probe": "complete"}
+
+
+def test_a_documents_context_reads_only_the_tail_of_the_message_before_and_gets_the_same_terms(archive):
+    """The first window's context is the last terms of the session's previous message; reading
+    only its tail (a log may be 200 KB) gives the terms the whole message ends with, whatever
+    the tail's first, possibly cut, token or character."""
+    import random
+
+    from cwa.index.lexical import CONTEXT_TAIL_BYTES, CONTEXT_TERMS, _last_terms, context_terms
+    from cwa.index.terms import terms
+    from cwa.store.reads import read_bytes
+
+    rng, tails = random.Random(7), 0
+    words = [
+        "alpha",
+        "beta_gamma",
+        "Δelta",
+        "naïve",
+        "über-cool",
+        "foo.bar/baz",
+        "日本語テキスト",
+        "CamelCaseName",
+        "a1",
+    ]
+    for n in range(60):
+        count = rng.choice([5, 200, 1_500, 12_000])
+        text = " ".join(rng.choice(words) + rng.choice(["", ",", "\n", "é"]) for _ in range(count))
+        admitted = archive.admit(turn(text, session=f"s{n}"))
+        row, start, end = archive.conn.execute(
+            "SELECT d.id, m.text_start, m.end_byte FROM documents AS d JOIN messages AS m ON m.document_row = d.id"
+            " WHERE d.document_id = ? ORDER BY m.ordinal LIMIT 1",
+            (admitted["documentId"],),
+        ).fetchone()
+        whole, _ = read_bytes(archive.conn, row, start, end)
+        expected = context_terms(terms(whole.decode("utf-8")))
+        assert context_terms(_last_terms(archive.conn, row, start, end, CONTEXT_TERMS)) == expected
+        tails += end - start > CONTEXT_TAIL_BYTES
+    assert tails >= 10  # the tail-only path was taken, not just the whole-message one

@@ -33,7 +33,7 @@ import apsw
 import blake3
 
 from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
-from cwa.index.terms import context_term, term_starts, terms
+from cwa.index.terms import context_term, term_starts
 from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.reads import read_bytes
 from cwa.store.serialization import SerializedDocument
@@ -45,6 +45,7 @@ MAX_TERMS_PER_DOCUMENT = 1_200_000  # the lexical work budget of one document
 COLUMNS = ("title", "user", "assistant", "body", "context")
 WEIGHTS = {"title": 3.0, "user": 2.0, "assistant": 1.5, "body": 1.0, "context": 0.3}
 CONTEXT_TERMS = 32
+CONTEXT_TAIL_BYTES = 4096  # what is first read of the previous message for its last terms
 CONTEXT_KINDS = ("turn", "tool-result", "preamble")  # conversational documents chain their context
 
 
@@ -134,8 +135,24 @@ def previous_context(conn: apsw.Connection, kind: str, document_row: int) -> lis
     if found is None or found[1] not in CONTEXT_KINDS:
         return []
     row, _, start, end = found
-    data, _ = read_bytes(conn, row, start, end)
-    return context_terms(terms(data.decode("utf-8", errors="ignore")))
+    return context_terms(_last_terms(conn, row, start, end, CONTEXT_TERMS))
+
+
+def _last_terms(conn: apsw.Connection, row: int, start: int, end: int, wanted: int) -> list[str]:
+    """The last `wanted` (or more) terms of bytes [start, end) of a document, reading only as much
+    of its tail as they need (the message before may be a 200 KB log): the same terms as the
+    whole message ends with, since a tail's first token, which may be cut, never counts."""
+    size = CONTEXT_TAIL_BYTES
+    while True:
+        cut = max(start, end - size)
+        data, _ = read_bytes(conn, row, cut, end)
+        found = term_starts(data.decode("utf-8", errors="ignore"))
+        if cut == start:
+            return [term for term, _ in found]
+        whole = [term for term, at in found if at > 0]
+        if len(whole) >= wanted:
+            return whole
+        size *= 4
 
 
 class LexicalHandler:
