@@ -26,12 +26,14 @@ import orjson
 from cwa import limits
 from cwa.capture import hooks
 from cwa.hook_client import FORWARDED
+from cwa.index.queue_worker import IndexProcess
 
 IDLE_SECONDS = 15 * 60
 
 
 class _Archive:
-    """The archive at `db`, opened again when the file at that path changes."""
+    """The archive at `db`, opened again when the file at that path changes, with an index worker
+    of its own: what a hook archives is indexed after the hook is answered (index_queue.py)."""
 
     def __init__(self, db: Path, open_archive: Callable[[], Any]) -> None:
         self.db, self.open_archive = db, open_archive
@@ -44,12 +46,16 @@ class _Archive:
         if self.archive is None or identity != self.identity:
             self.close()
             self.archive = self.open_archive()
+            self.archive.index_worker = IndexProcess(str(self.archive.path)).start()
             found = os.stat(self.db)
             self.identity = (found.st_dev, found.st_ino)
         return self.archive
 
     def close(self) -> None:
         if self.archive is not None:
+            worker, self.archive.index_worker = self.archive.index_worker, None
+            with contextlib.suppress(Exception):
+                worker.close()  # it indexes what is left, briefly; the next process the rest
             with contextlib.suppress(Exception):
                 self.archive.close()
             self.archive = None
