@@ -73,7 +73,7 @@ from cwa.session.transcript import (
     unique_keys,
     with_text,
 )
-from cwa.session.turns import TURN_PART_BYTES, admitter, archive_group, archive_tool_result, decided_texts
+from cwa.session.turns import TURN_PART_BYTES, Admit, admitter, archive_group, archive_tool_result, decided_texts
 from cwa.store import hint_ledger, index_queue, protection, session_state
 from cwa.store.admission import document_ids_in
 from cwa.store.connection import BOOKKEEPING_SKIPPED, durable_writes, write_transaction
@@ -276,7 +276,8 @@ class SessionEngine:
         self.protected: tuple[frozenset[str], str] | None = None  # (ids, until) last written
         self.backlog: deque[list[Entry]] = deque()  # complete groups before the epoch, not archived yet
         self.pending: list[tuple[str, Replacement, int | None, bool]] = []  # decisions not written yet
-        self.admit = admitter(host)
+        self.admit = admitter(host)  # in a request: the host's index worker, if any, indexes later
+        self.admit_inline = admitter(host, defer=False)  # between turns: nothing waits on it
 
     # -- scope ---------------------------------------------------------------------------------
 
@@ -390,7 +391,7 @@ class SessionEngine:
         rotation splits it), each group recorded as archived."""
         entries = [e for group in batch for e in group]
         shown = decided_texts(self.host.conn, self.lineage, entries)
-        documents = archive_group(self.admit, self.scope, entries, shown)
+        documents = archive_group(self.admit_inline, self.scope, entries, shown)
         ids = [d["rootId"] for d in documents]
         with write_transaction(self.host.conn):
             session_state.record_turns(
@@ -731,9 +732,12 @@ class SessionEngine:
         settled: bool = False,
         shown: dict[str, str] | None = None,
         after_group: Callable[[], None] | None = None,
+        admit: Admit | None = None,
     ) -> list[str]:
         """Archive groups as turn documents (once each); their document ids. `shown`: the text the
-        provider saw of replaced messages [default: this engine's provider copy]."""
+        provider saw of replaced messages [default: this engine's provider copy]; `admit`: how
+        [default: `self.admit`]."""
+        admit = admit or self.admit
         shown = self._shown_texts() if shown is None else shown
         ids: list[str] = []
         for index, group in enumerate(chosen):
@@ -741,7 +745,7 @@ class SessionEngine:
             is_last = index == len(chosen) - 1
             if mark in self.archived or not group_complete(group, followed or not is_last, settled):
                 continue
-            documents = archive_group(self.admit, self.scope, group, shown, self._grown_from(group[0].key))
+            documents = archive_group(admit, self.scope, group, shown, self._grown_from(group[0].key))
             with write_transaction(self.host.conn):
                 session_state.record_turn(
                     self.host.conn, self.session, mark[0], mark[1], [d["rootId"] for d in documents], self.host.clock()
@@ -768,9 +772,14 @@ class SessionEngine:
 
     def settle(self, aborted: bool) -> list[str]:
         """Archive every complete group of the epoch not archived yet (an interrupted tail stays
-        out). Groups before the epoch are archived already, or wait in the backlog for idle time."""
+        out). Groups before the epoch are archived already, or wait in the backlog for idle time.
+        Indexed now: settling runs between turns (no model call waits on it), and its documents
+        hold previews of what was externalized, so they are small; a worker indexing them instead
+        would contend with the next user message's preflight."""
         start = self.view.shown[0].entry.index if self.view.shown else len(self.entries)
-        return self._archive_groups(groups(self.entries[start:]), followed=False, settled=not aborted)
+        return self._archive_groups(
+            groups(self.entries[start:]), followed=False, settled=not aborted, admit=self.admit_inline
+        )
 
     def archive_history(
         self, messages: list[Any], settled: bool, after_group: Callable[[], None] | None = None

@@ -34,15 +34,16 @@ CATALOG_TAIL_CHARS = 1_000
 Admit = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def admitter(host: Any) -> Admit:
+def admitter(host: Any, defer: bool = True) -> Admit:
     """Admission into the host's archive straight through the store, as `admit` does after its
     contract check: the session engine's requests are built from transcript entries already
     checked, so they need none. The disk guard and the retention schedule still apply. Where the
-    host has an index worker (`cwa serve`), the derived rows wait for it (cwa/store/index_queue.py)."""
+    host has an index worker (`cwa serve`, the hook server) and `defer`, the derived rows wait for
+    it (cwa/store/index_queue.py)."""
 
     def admit_document(request: dict[str, Any]) -> dict[str, Any]:
         check_free_space(host.path, host.settings["diskCriticalMebibytes"])
-        deferred = host.index_worker is not None
+        deferred = defer and host.index_worker is not None
         admitted = admit(
             host.conn,
             request,

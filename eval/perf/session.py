@@ -17,8 +17,10 @@ JSON encoding on both sides included. Scenarios:
 - `externalized`: 50 tool results of 600 KB (a 30 MB transcript) externalized into the archive;
   then full requests of that transcript, and deltas of further turns.
 - `logs`: the `rotation` session's shape (default 200 turns, 200K window) where every fifth turn's
-  first tool call returns a log of 50–225 KB, which the engine externalizes: the deltas that carry
-  one (`logDelta`), the others, and the user-message deltas (preflight included).
+  first tool call returns a log of 50–225 KB, which the engine externalizes: every delta, those
+  that carry a log (`logDelta`), those that rotate, and, of the others, the user-message deltas
+  (preflight included) and the rest, as in the other scenarios. `--gap-ms` pauses before each
+  tool-result request and after each turn (a tool running, a user typing); default none: back to back.
 """
 
 from __future__ import annotations
@@ -330,7 +332,7 @@ def log_output(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
-def logs(folder: Path, turns: int) -> dict[str, Any]:
+def logs(folder: Path, turns: int, gap_ms: float = 0.0) -> dict[str, Any]:
     serve = Serve(folder)
     model = {"id": "faux-1", "provider": "faux", "contextWindow": 200_000, "maxTokens": 8_192}
     driver, script = Driver(serve, "logs", model), Script()
@@ -342,21 +344,24 @@ def logs(folder: Path, turns: int) -> dict[str, Any]:
         for call in range(script.rng.randint(1, 5)):
             log = number % 5 == 4 and call == 0
             script.tool_call(log_output(rng) if log else None)
+            time.sleep(gap_ms / 1000)  # the tool ran and the host prepares the next model call
             driver.context(script)
             if log:
                 carrying.append(len(driver.delta_ms) - 1)
         script.answer()
         serve.call("session-settled", {"project": PROJECT, "sessionId": driver.session})
+        time.sleep(gap_ms / 1000)  # the user reads the answer and types the next message
     serve.close()
     samples = driver.delta_ms[1:]
     return {
         "turns": turns,
+        "gapMs": gap_ms,
         "requests": len(driver.delta_ms),
         "logs": len(carrying),
-        "all": latency([ms for ms, _, _ in samples]),
+        "everyDelta": latency([ms for ms, _, _ in samples]),
         "logDelta": latency([driver.delta_ms[i][0] for i in carrying]),
-        "userDelta": latency([ms for ms, _, user in samples if user]),
-        "externalized": driver.status["externalized"],
+        "atRotation": latency([ms for ms, rotated, _ in samples if rotated]),
+        **deltas(samples),
     }
 
 
@@ -365,13 +370,16 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200, help="turns of the rotation scenario")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--only", help="one scenario: no-rotation, rotation, externalized or logs")
+    parser.add_argument(
+        "--gap-ms", type=float, default=0.0, help="logs: a pause before each tool-result request and after each turn"
+    )
     args = parser.parse_args()
     results = {}
     for name, run in (
         ("no-rotation", no_rotation),
         ("rotation", lambda f: rotation(f, args.turns)),
         ("externalized", externalized),
-        ("logs", lambda f: logs(f, args.turns)),
+        ("logs", lambda f: logs(f, args.turns, args.gap_ms)),
     ):
         if args.only and name != args.only:
             continue
