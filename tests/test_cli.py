@@ -37,8 +37,9 @@ def test_init_and_status(tmp_path):
     assert orjson.loads(init.stdout) == {"path": str(db), "schemaVersion": migrations.latest_version()}
     status = orjson.loads(run_cwa(["status", "--json"], env).stdout)
     assert status["documents"]["total"] == 0 and status["schemaVersion"] == migrations.latest_version()
+    assert status["indexQueue"] == {"documents": 0, "oldestSeconds": 0.0}
     human = run_cwa(["status"], env).stdout.decode()
-    assert str(db) in human and "documents  0" in human
+    assert str(db) in human and "documents  0" in human and "indexing   0 document(s) waiting" in human
 
 
 def test_admit_defaults_project_to_the_real_path_of_the_cwd(tmp_path):

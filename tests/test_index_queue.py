@@ -73,6 +73,29 @@ def test_a_deferred_document_is_exact_at_once_and_indexed_once_by_the_first_to_g
         assert again["created"] is False and _derived(archive, document) == (*expected[:2], 0)
 
 
+def test_a_search_indexes_its_own_project_first_within_its_bound(tmp_path, monkeypatch):
+    from cwa import limits
+
+    with Archive.open(tmp_path / "archive.db") as archive:
+        for project in (PROJECT, "/work/other"):
+            admit(
+                archive.conn,
+                turn(_log(300), project=project),
+                handlers=archive.handlers,
+                now=archive.clock(),
+                deferred=True,
+            )
+        monkeypatch.setattr(limits, "SEARCH_INDEX_SECONDS", 0.0)  # a queue longer than the bound
+        late = archive.search({"project": PROJECT, "query": MARKER})
+        assert late["indexPending"] == 1 and late["results"] == []  # said, not silently missed
+        monkeypatch.setattr(limits, "SEARCH_INDEX_SECONDS", 2.0)
+        found = archive.call("gather", {"project": PROJECT, "query": MARKER})
+        assert "indexPending" not in found and any(MARKER in item["text"] for item in found["items"])
+        assert archive.status({"project": "/work/other"})["indexQueue"]["documents"] == 1  # not its project
+        assert archive.status({})["indexQueue"]["documents"] == 1
+        assert archive.search({"project": "/work/other", "query": MARKER})["results"]
+
+
 def test_a_document_that_leaves_every_mode_before_its_turn_leaves_the_queue_without_rows(tmp_path):
     with Archive.open(tmp_path / "archive.db") as archive:
         admitted = admit(
