@@ -110,7 +110,7 @@ def metadata() -> dict[str, Any]:
     }
 
 
-# cwa's own Datasette plugins: requests must name a loopback host (DNS rebinding)
+# cwa's own Datasette plugins: requests must name a loopback host (DNS rebinding); the search and hit pages
 PLUGINS = Path(__file__).parent / "integrations" / "datasette"
 
 
@@ -133,6 +133,8 @@ def command(archive: Path, port: int, metadata_file: Path) -> list[str]:
         sqlite_vec.loadable_path(),
         "--plugins-dir",
         str(PLUGINS),
+        "--template-dir",
+        str(PLUGINS / "templates"),
         "--setting",
         "sql_time_limit_ms",
         "5000",

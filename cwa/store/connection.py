@@ -174,6 +174,27 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
     return conn
 
 
+def open_read_only(path: Path | str) -> apsw.Connection:
+    """An existing archive, for reading only (`cwa browse`'s pages): no schema change, no
+    bookkeeping write (a lease, a feedback row is skipped: BOOKKEEPING_SKIPPED). Its schema must be
+    one this cwa knows; an older one is upgraded by the next process that opens it to write."""
+    path = Path(path)
+    try:
+        migrations.refuse_newer(_existing_schema_version(path), str(path))
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    except (apsw.Error, OSError) as exc:
+        raise storage_error(exc, path) from exc
+    try:
+        wait_for_lock(conn, BUSY_TIMEOUT_MS)
+        _load_sqlite_vec(conn)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, (apsw.Error, OSError)):
+            raise storage_error(exc, path) from exc
+        raise
+    return conn
+
+
 @contextmanager
 def write_transaction(conn: apsw.Connection) -> Iterator[None]:
     """One IMMEDIATE transaction: committed on success, rolled back on any exception (which is
