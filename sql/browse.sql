@@ -57,3 +57,75 @@ LIMIT 500;
 -- name: bytes_by_kind
 SELECT kind, state, count(*) AS documents, sum(byte_length) AS bytes
 FROM documents GROUP BY kind, state ORDER BY bytes DESC;
+
+-- The pages of cwa's own plugin (cwa/integrations/datasette/cwa_pages.py) read these.
+
+-- name: page_sessions
+-- Sessions of a project (empty: every project), newest first: parent, span, documents, bytes,
+-- the epoch reached (rotations + 1), what the engine took out of view, hints shown.
+SELECT s.session_key AS session, p.identity AS project, parent.session_key AS parent_session,
+       min(d.created_at) AS first_at, max(d.created_at) AS last_at, count(d.id) AS documents,
+       coalesce(sum(d.byte_length), 0) AS bytes,
+       (SELECT e.epoch FROM session_epochs AS e WHERE e.session_id = s.id) AS epoch,
+       (SELECT count(*) FROM session_replacements AS r WHERE r.session_id = s.id AND r.action != 'inline')
+         AS replaced,
+       (SELECT count(*) FROM hint_records AS h WHERE h.session_id = s.id AND h.outcome != 'suppress') AS hints
+FROM sessions AS s
+JOIN projects AS p ON p.id = s.project_id
+LEFT JOIN sessions AS parent ON parent.id = s.parent_id
+LEFT JOIN documents AS d ON d.session_id = s.id AND d.state IN ('live', 'superseded')
+WHERE :project = '' OR p.identity = :project
+GROUP BY s.id
+ORDER BY last_at DESC NULLS LAST
+LIMIT 500;
+
+-- name: page_session_records
+-- One session's archived messages in order, each with its document's size and the engine's
+-- decision for it (epoch, and what the provider saw instead: a preview, a duplicate marker, an
+-- oversized input archived), its text's first 4,000 bytes.
+SELECT r.created_at, r.document_id, r.version, r.kind, r.role, r.message_key, r.state,
+       d.byte_length, r.end_byte - r.text_start AS text_bytes,
+       (SELECT CAST(substr(CAST(t.text AS BLOB), r.text_start + 1, min(r.end_byte - r.text_start, 4000)) AS TEXT)
+          FROM document_texts AS t WHERE t.document_id = r.document_id AND t.version = r.version) AS text,
+       x.action, x.epoch, x.document_id AS archived_as, x.tokens
+FROM session_records AS r
+JOIN documents AS d ON d.id = r.document_row
+LEFT JOIN session_replacements AS x ON x.session_id = r.session_row AND x.message_key = r.message_key
+WHERE r.project = :project AND r.session_id = :session
+ORDER BY r.created_at, r.document_row, r.ordinal
+LIMIT 2000;
+
+-- name: page_hints
+-- One session's preflight decisions, newest first, with the user message they were made for and
+-- the document the hint quoted.
+SELECT h.decided_at, h.message_key, h.outcome, h.reason, h.tokens, h.model_visible_text AS inserted_text,
+       src.document_id AS source_document, src.version AS source_version,
+       (SELECT CAST(substr(CAST(t.text AS BLOB), m.text_start + 1, min(m.end_byte - m.text_start, 2000)) AS TEXT)
+          FROM messages AS m JOIN documents AS md ON md.id = m.document_row
+          JOIN document_texts AS t ON t.document_id = md.document_id AND t.version = md.version
+          WHERE md.session_id = s.id AND m.message_key = h.message_key LIMIT 1) AS user_text
+FROM hint_records AS h
+JOIN sessions AS s ON s.id = h.session_id
+JOIN projects AS p ON p.id = s.project_id
+LEFT JOIN documents AS src ON src.id = h.source_row
+WHERE p.identity = :project AND s.session_key = :session
+ORDER BY h.decided_at DESC
+LIMIT 500;
+
+-- name: page_growth
+-- Documents and bytes archived per day (admission time), the last :days days.
+SELECT substr(admitted_at, 1, 10) AS day, count(*) AS documents, sum(byte_length) AS bytes
+FROM documents
+GROUP BY day
+ORDER BY day DESC
+LIMIT :days;
+
+-- name: page_due
+-- Retention: documents due to expire within :seconds of now, and the next due time.
+SELECT count(*) FILTER (WHERE due_at <= :soon), min(due_at) FROM expiry_schedule;
+
+-- name: page_session_epoch
+-- Where a session's current provider copy starts (NULL: its first message) and its epoch.
+SELECT e.epoch, e.cut_key FROM session_epochs AS e
+JOIN sessions AS s ON s.id = e.session_id JOIN projects AS p ON p.id = s.project_id
+WHERE p.identity = :project AND s.session_key = :session;

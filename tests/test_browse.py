@@ -10,13 +10,15 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import hermetic_env
 from pi_host import children
-from session_helpers import Transcript
+from session_helpers import PROJECT as ROTATING_PROJECT
+from session_helpers import Host, Transcript
 
 from cwa.api import Archive
 from cwa.config import load_settings
@@ -58,6 +60,13 @@ def browsing(tmp_path_factory):
             {"project": "/work/browse", "sessionId": "engine-session", "messages": transcript.messages},
         )
         archive.call("session-settled", {"project": "/work/browse", "sessionId": "engine-session", "aborted": False})
+        rotating, host = Transcript(), Host(archive, session="rotating-session")  # a session that rotated
+        host.extra = {"settings": {"rotationTurns": 3, "retainTurns": 1}}
+        for step in range(6):
+            rotating.turn(f"step {step}: check the parser's handling of case {step}", f"Case {step} parses.")
+            host.context(rotating)
+        assert any(e["type"] == "rotated" for e in host.events)
+        archive.call("session-settled", {"project": ROTATING_PROJECT, "sessionId": "rotating-session"})
         documents = archive.status()["documents"]["total"]
     port = _free_port()
     server = subprocess.Popen(
@@ -126,7 +135,8 @@ def test_facets_and_full_text_search(browsing):
     facets = facets.get("results", facets)  # (the shape of Datasette's facet answer varies by version)
     kinds = {item["value"]: item["count"] for item in facets["kind"]["results"]}
     assert sum(kinds.values()) == documents and kinds["decision"] == 1
-    assert {item["value"] for item in facets["project"]["results"]} == {"demo:cwa-sample-project", "/work/browse"}
+    projects = {item["value"] for item in facets["project"]["results"]}
+    assert projects == {"demo:cwa-sample-project", "/work/browse", ROTATING_PROJECT}
     assert _rows(base, "windows.json?_search=retri")  # the BM25F terms are stemmed (retry → retri)
 
 
@@ -225,6 +235,60 @@ def test_the_search_page_says_why_it_found_nothing_and_keeps_archived_html_inert
     assert b"outside the kind or dates chosen" in page
     status, page = _get(f"{base}/-/cwa/hit?project=%2Fwork%2Fbrowse&locator=cwa1.forged.sig")
     assert status == 404 and b"cannot be shown" in page
+
+
+def test_a_session_page_shows_its_rotations_and_externalized_output(browsing, tmp_path):
+    import html
+    import re
+
+    base, _, _ = browsing
+    project = urllib.parse.quote(ROTATING_PROJECT, safe="")
+    dom, size = _chromium(f"{base}/-/cwa/session?project={project}&session=rotating-session", tmp_path, "rotated")
+    assert size > 20_000 and "Session rotating-session" in dom and "rotated 2 time(s)" in dom
+    marker = dom.index("Latest rotation: the model's live context (epoch 3) starts here")
+    assert dom.index("step 0: check") < marker < dom.index("step 5: check")  # where it happened
+    dom, size = _chromium(f"{base}/-/cwa/session?project=%2Fwork%2Fbrowse&session=engine-session", tmp_path, "moved")
+    assert size > 20_000 and "externalized" in dom and "the output is archived as" in dom
+    assert "&lt;script&gt;alert(" in dom and "<script>alert(" not in dom
+    output = html.unescape(re.search(r'archived as <a href="([^"]+)"', dom).group(1))
+    status, page = _get(base + output)  # the exact bytes of the externalized output
+    assert status == 200 and b"test_case_2999 PASSED" in page
+    status, page = _get(f"{base}/-/cwa/sessions")
+    assert status == 200 and b"rotating-session" in page and b"continues" in page  # demo-session-2's lineage
+
+
+def test_a_hints_page_shows_each_decision_with_its_reason_and_bytes(browsing, tmp_path):
+    base, _, _ = browsing
+    dom, size = _chromium(
+        f"{base}/-/cwa/hints?project=demo%3Acwa-sample-project&session=demo-session-2", tmp_path, "hints-page"
+    )
+    assert size > 20_000 and "Hints of session" in dom
+    assert "historical-snippet" in dom and "explicit-history-strong-evidence" in dom and "current-state-required" in dom
+    assert "[cwa archive, 2026-11-02, conversation:" in dom and "cwa why --project" in dom
+    assert "quoted <a" in dom
+
+
+def test_the_front_page_is_the_search_page(browsing):
+    base, _, _ = browsing
+    request = urllib.request.Request(f"{base}/")
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+
+    try:
+        urllib.request.build_opener(Stay).open(request, timeout=30)
+        raise AssertionError("the front page did not redirect")
+    except urllib.error.HTTPError as answer:
+        assert answer.code == 302 and answer.headers["Location"] == "/-/cwa/search"
+
+
+def test_the_archive_at_a_glance(browsing, tmp_path):
+    base, _, documents = browsing
+    dom, size = _chromium(f"{base}/-/cwa", tmp_path, "glance")
+    assert size > 20_000 and "The archive at a glance" in dom and f"{documents} document(s)" in dom
+    assert "Health" in dom and "good" in dom and "wait for their search rows" in dom
+    assert 'class="cwa-bars"' in dom and "Size by kind" in dom and "expire within 7 days" in dom
 
 
 def test_the_pages_in_headless_chromium(browsing, tmp_path):

@@ -160,8 +160,10 @@ def mcp_install(ctx: click.Context, client: str, scope: str, write: bool, as_jso
 def browse(ctx: click.Context, port: int, open_browser: bool) -> None:
     """Look at the archive in a browser, read-only (Datasette; pip install 'cwa[browse]').
 
-    Sessions, turns, hints and why, rotations and previews, expiries and bytes, with facets and
-    full-text search; bound to 127.0.0.1 only. Stop it with Ctrl-C. See docs/browse.md.
+    A search page first (cwa's own search, the exact text of each hit), sessions with their
+    rotations and externalized outputs, each hint beside its message with its reason, the archive
+    at a glance; the raw tables and SQL under /archive. Bound to 127.0.0.1 only. Stop it with
+    Ctrl-C. See docs/browse.md.
     """
     from cwa.browse import serve
 

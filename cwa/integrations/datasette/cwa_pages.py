@@ -1,8 +1,13 @@
-"""cwa's own pages in `cwa browse` (a Datasette plugin loaded with `--plugins-dir`): a search
-page that runs cwa's search (exact, BM25F, structural, semantic when embedded) and a page with the
-exact text of a hit among the turns around it.
+"""cwa's own pages in `cwa browse` (a Datasette plugin loaded with `--plugins-dir`):
 
-Both read the archive through a read-only connection of their own (cwa/store/connection.py,
+- `/-/cwa/search`: cwa's search (exact, BM25F, structural, semantic when embedded), and
+  `/-/cwa/hit`: the exact text of a hit (or of a document) among the records around it;
+- `/-/cwa/sessions` and `/-/cwa/session`: projects' sessions by date with their lineage, and one
+  session's archived messages in order, rotations, externalized outputs and oversized inputs marked;
+- `/-/cwa/hints`: each preflight decision of a session beside its user message;
+- `/-/cwa`: the archive at a glance (size by kind, growth per day, retention due, index lag, health).
+
+All read the archive through a read-only connection of their own (cwa/store/connection.py,
 `open_read_only`): nothing is written, not even a search lease. Archived text reaches the page
 only through Datasette's templates, which escape it: HTML or a forged cwa label in an archive is
 shown as the text it is.
@@ -16,8 +21,23 @@ from typing import Any
 
 from datasette import Response, hookimpl
 
+HOME_PATH = "/-/cwa"
 SEARCH_PATH = "/-/cwa/search"
 HIT_PATH = "/-/cwa/hit"
+SESSIONS_PATH = "/-/cwa/sessions"
+SESSION_PATH = "/-/cwa/session"
+HINTS_PATH = "/-/cwa/hints"
+PATHS = {
+    "home_path": HOME_PATH,
+    "search_path": SEARCH_PATH,
+    "hit_path": HIT_PATH,
+    "sessions_path": SESSIONS_PATH,
+    "session_path": SESSION_PATH,
+    "hints_path": HINTS_PATH,
+}
+GROWTH_DAYS = 30
+DUE_SOON_SECONDS = 7 * 86_400
+HEALTH_SAMPLE = 20  # documents and windows the page's health check compares with their digests
 DATABASE = "archive"
 RESULTS = 20  # results shown
 POOL = 100  # results searched before the kind and date filters
@@ -27,12 +47,42 @@ KINDS = ("turn", "tool-result", "decision", "note", "summary", "checkpoint-root"
 
 @hookimpl
 def register_routes():
-    return [(rf"^{SEARCH_PATH}$", search_page), (rf"^{HIT_PATH}$", hit_page)]
+    return [
+        (r"^/$", front_page),
+        (rf"^{HOME_PATH}/?$", glance_page),
+        (rf"^{SEARCH_PATH}$", search_page),
+        (rf"^{HIT_PATH}$", hit_page),
+        (rf"^{SESSIONS_PATH}$", sessions_page),
+        (rf"^{SESSION_PATH}$", session_page),
+        (rf"^{HINTS_PATH}$", hints_page),
+    ]
 
 
 @hookimpl
 def menu_links(datasette):
-    return [{"href": SEARCH_PATH, "label": "Search the archive"}]
+    return [
+        {"href": SEARCH_PATH, "label": "Search the archive"},
+        {"href": SESSIONS_PATH, "label": "Sessions"},
+        {"href": HOME_PATH, "label": "The archive at a glance"},
+    ]
+
+
+async def front_page() -> Response:
+    """The front page is the search page; Datasette's own list of databases is at /-/databases."""
+    return Response.redirect(SEARCH_PATH)
+
+
+async def _render(datasette: Any, request: Any, template: str, context: dict[str, Any], status: int = 200):
+    page = await datasette.render_template(template, {**PATHS, **context}, request=request)
+    return Response.html(page, status=status)
+
+
+def _rows(archive: Any, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    from cwa.store.sqlfiles import queries
+
+    cursor = archive.conn.cursor()
+    cursor.row_trace = lambda c, row: dict(zip((d[0] for d in c.getdescription()), row))
+    return list(cursor.execute(queries("browse")[name], params))
 
 
 def _archive_path(datasette: Any) -> Path:
@@ -113,14 +163,12 @@ async def search_page(request: Any, datasette: Any) -> Response:
         "error": None,
         "searched": False,
         "notice": None,
-        "hit_path": HIT_PATH,
-        "search_path": SEARCH_PATH,
     }
     try:
         archive = _open(datasette)
     except CwaError as error:
         context["error"] = f"{error.code}: {error.message}"
-        return Response.html(await datasette.render_template("cwa_search.html", context, request=request))
+        return await _render(datasette, request, "cwa_search.html", context)
     try:
         context["projects"] = _projects(archive)
         if query and not project and archive.settings["maxReadScope"] != "all" and context["projects"]:
@@ -163,7 +211,7 @@ async def search_page(request: Any, datasette: Any) -> Response:
                     )
     finally:
         archive.close()
-    return Response.html(await datasette.render_template("cwa_search.html", context, request=request))
+    return await _render(datasette, request, "cwa_search.html", context)
 
 
 def _inside(record: dict[str, Any], hit: dict[str, Any]) -> bool:
@@ -181,27 +229,32 @@ async def hit_page(request: Any, datasette: Any) -> Response:
 
     args = request.args
     locator, project, query = args.get("locator") or "", args.get("project") or "", args.get("q") or ""
-    context: dict[str, Any] = {"error": None, "query": query, "project": project, "search_path": SEARCH_PATH}
+    document, version = args.get("document") or "", args.get("version") or ""
+    # a hit's signed locator, or a document (an externalized output from the session page)
+    anchor: dict[str, Any] = {"locator": locator}
+    if document and not locator:
+        anchor = {"documentId": document, **({"version": int(version)} if version.isdigit() else {})}
+    context: dict[str, Any] = {"error": None, "query": query, "project": project}
     try:
         archive = _open(datasette)
     except CwaError as error:
         context["error"] = f"{error.code}: {error.message}"
-        return Response.html(await datasette.render_template("cwa_hit.html", context, request=request), status=500)
+        return await _render(datasette, request, "cwa_hit.html", context, 500)
     try:
-        recalled = archive.call("recall", {"locator": locator, "project": project, "maxTokens": 200_000})
+        recalled = archive.call("recall", {**anchor, "project": project, "maxTokens": 200_000})
         if recalled.get("status") != "resolved":
             context["error"] = f"this hit cannot be shown: {recalled.get('status')}"
-            return Response.html(await datasette.render_template("cwa_hit.html", context, request=request), status=404)
+            return await _render(datasette, request, "cwa_hit.html", context, 404)
         around = {
             direction: archive.call(
                 "traverse",
-                {"project": project, "locator": locator, "direction": direction, "limit": AROUND, "maxTokens": 4_000},
+                {"project": project, **anchor, "direction": direction, "limit": AROUND, "maxTokens": 4_000},
             )
             for direction in ("before", "after")
         }
     except CwaError as error:
         context["error"] = f"{error.code}: {error.message}"
-        return Response.html(await datasette.render_template("cwa_hit.html", context, request=request), status=400)
+        return await _render(datasette, request, "cwa_hit.html", context, 400)
     finally:
         archive.close()
     context.update(
@@ -210,4 +263,101 @@ async def hit_page(request: Any, datasette: Any) -> Response:
         before=[r for r in reversed(around["before"].get("records", [])) if not _inside(r, recalled)],
         after=[r for r in around["after"].get("records", []) if not _inside(r, recalled)],
     )
-    return Response.html(await datasette.render_template("cwa_hit.html", context, request=request))
+    return await _render(datasette, request, "cwa_hit.html", context)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+async def sessions_page(request: Any, datasette: Any) -> Response:
+    project = request.args.get("project") or ""
+    archive = _open(datasette)
+    try:
+        sessions = _rows(archive, "page_sessions", {"project": project})
+        projects = _projects(archive)
+    finally:
+        archive.close()
+    for row in sessions:
+        row["rotations"] = max(0, (row["epoch"] or 1) - 1)
+    return await _render(
+        datasette, request, "cwa_sessions.html", {"project": project, "projects": projects, "sessions": sessions}
+    )
+
+
+async def session_page(request: Any, datasette: Any) -> Response:
+    project, session = request.args.get("project") or "", request.args.get("session") or ""
+    archive = _open(datasette)
+    try:
+        records = _rows(archive, "page_session_records", {"project": project, "session": session})
+        hints = len(_rows(archive, "page_hints", {"project": project, "session": session}))
+        current = _rows(archive, "page_session_epoch", {"project": project, "session": session})
+    finally:
+        archive.close()
+    epoch = None
+    for record in records:  # where an epoch begins, the session rotated (or compacted) before it
+        record["rotation"] = record["epoch"] is not None and epoch is not None and record["epoch"] > epoch
+        epoch = record["epoch"] if record["epoch"] is not None else epoch
+        record["text"] = _text(record["text"])
+        record["clipped"] = record["text_bytes"] > len(record["text"].encode("utf-8"))
+        record["live_from"] = bool(current) and current[0]["cut_key"] == record["message_key"]
+    context = {"project": project, "session": session, "records": records, "hints": hints}
+    context["epoch"] = current[0]["epoch"] if current else None
+    return await _render(datasette, request, "cwa_session.html", context)
+
+
+async def hints_page(request: Any, datasette: Any) -> Response:
+    project, session = request.args.get("project") or "", request.args.get("session") or ""
+    archive = _open(datasette)
+    try:
+        hints = _rows(archive, "page_hints", {"project": project, "session": session})
+    finally:
+        archive.close()
+    for hint in hints:
+        hint["user_text"] = _text(hint["user_text"])
+        hint["why"] = f"cwa why --project '{project}' --session {session} --message-key {hint['message_key']}"
+    return await _render(datasette, request, "cwa_hints.html", {"project": project, "session": session, "hints": hints})
+
+
+def _bars(growth: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The growth chart's bars (oldest first): day, bytes, and a height in percent of the largest."""
+    days = list(reversed(growth))
+    top = max((d["bytes"] or 0 for d in days), default=0) or 1
+    return [{**d, "height": max(1, round(100 * (d["bytes"] or 0) / top))} for d in days]
+
+
+async def glance_page(request: Any, datasette: Any) -> Response:
+    from cwa.store import doctor, index_queue
+    from cwa.store.sqlfiles import queries
+    from cwa.timestamps import shift
+
+    archive = _open(datasette)
+    try:
+        now = archive.clock()
+        status = archive.status({})
+        by_kind = _rows(archive, "bytes_by_kind", {})
+        growth = _rows(archive, "page_growth", {"days": GROWTH_DAYS})
+        due = queries("browse")["page_due"]
+        soon, next_due = archive.conn.execute(due, {"soon": shift(now, DUE_SOON_SECONDS)}).fetchone()
+        lag = index_queue.lag(archive.conn, now)
+        checks = [
+            *doctor.derived(archive.conn, HEALTH_SAMPLE),
+            doctor.checkpoints(archive.conn),
+            doctor.permissions(archive.path),
+            doctor.disk(archive.path, archive.settings["diskCriticalMebibytes"]),
+            doctor.hooks(archive.path),
+        ]
+    finally:
+        archive.close()
+    context = {
+        "status": status,
+        "by_kind": by_kind,
+        "bars": _bars(growth),
+        "due_soon": soon,
+        "next_due": next_due,
+        "lag": lag,
+        "checks": checks,
+        "healthy": all(c["ok"] for c in checks),
+        "sample": HEALTH_SAMPLE,
+    }
+    return await _render(datasette, request, "cwa_glance.html", context)
