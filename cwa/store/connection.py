@@ -155,7 +155,7 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
         conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
     except (apsw.Error, OSError) as exc:
         raise storage_error(exc, path) from exc
-    try:
+    with _closed_on_failure(conn, path):
         wait_for_lock(conn, BUSY_TIMEOUT_MS)
         if _is_empty(conn):
             # Only possible before the first table exists; lets maintenance reclaim space later.
@@ -166,12 +166,19 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
         _load_sqlite_vec(conn)
         migrations.apply_pending(conn, str(path))
         _ensure_views(conn)
+    return conn
+
+
+@contextmanager
+def _closed_on_failure(conn: apsw.Connection, path: Path) -> Iterator[None]:
+    """Setting a new connection up: on any failure it is closed, a storage failure typed."""
+    try:
+        yield
     except BaseException as exc:
         conn.close()
         if isinstance(exc, (apsw.Error, OSError)):
             raise storage_error(exc, path) from exc
         raise
-    return conn
 
 
 def open_read_only(path: Path | str) -> apsw.Connection:
@@ -184,14 +191,9 @@ def open_read_only(path: Path | str) -> apsw.Connection:
         conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     except (apsw.Error, OSError) as exc:
         raise storage_error(exc, path) from exc
-    try:
+    with _closed_on_failure(conn, path):
         wait_for_lock(conn, BUSY_TIMEOUT_MS)
         _load_sqlite_vec(conn)
-    except BaseException as exc:
-        conn.close()
-        if isinstance(exc, (apsw.Error, OSError)):
-            raise storage_error(exc, path) from exc
-        raise
     return conn
 
 
