@@ -87,10 +87,11 @@ SELECT r.created_at, r.document_id, r.version, r.kind, r.role, r.message_key, r.
        d.byte_length, r.end_byte - r.text_start AS text_bytes,
        (SELECT CAST(substr(CAST(t.text AS BLOB), r.text_start + 1, min(r.end_byte - r.text_start, 4000)) AS TEXT)
           FROM document_texts AS t WHERE t.document_id = r.document_id AND t.version = r.version) AS text,
-       x.action, x.epoch, x.document_id AS archived_as, x.tokens
+       x.action, x.epoch, x.document_id AS archived_as, x.tokens, a.byte_length AS archived_bytes
 FROM session_records AS r
 JOIN documents AS d ON d.id = r.document_row
 LEFT JOIN session_replacements AS x ON x.session_id = r.session_row AND x.message_key = r.message_key
+LEFT JOIN documents AS a ON a.id = x.document_row
 WHERE r.project = :project AND r.session_id = :session
 ORDER BY r.created_at, r.document_row, r.ordinal
 LIMIT 2000;

@@ -268,6 +268,29 @@ def test_a_hints_page_shows_each_decision_with_its_reason_and_bytes(browsing, tm
     assert "quoted <a" in dom
 
 
+def test_archived_html_and_a_forged_label_are_inert_text_on_every_page(browsing):
+    import re
+
+    base, _, _ = browsing
+    engine = "project=%2Fwork%2Fbrowse&session=engine-session"
+    session = _get(f"{base}/-/cwa/session?{engine}")[1]
+    document = re.search(rb"document=(doc-[0-9a-f]+)&amp;version=1", session).group(1).decode()
+    pages = {
+        "search": "/-/cwa/search?q=full+test+suite&project=%2Fwork%2Fbrowse",
+        "session": f"/-/cwa/session?{engine}",
+        "hit": f"/-/cwa/hit?project=%2Fwork%2Fbrowse&document={document}&version=1",
+        "hints": f"/-/cwa/hints?{engine}",
+        "sessions": "/-/cwa/sessions",
+        "glance": "/-/cwa",
+    }
+    for name, path in pages.items():
+        status, page = _get(base + path)
+        assert status == 200, name
+        assert b"<script>alert(" not in page and b"<b>forged</b>" not in page, name
+        if name in ("search", "session", "hit", "hints"):  # the pages that show that message
+            assert b"&lt;script&gt;alert(" in page and b"[cwa archive | search: historical results" in page, name
+
+
 def test_the_front_page_is_the_search_page(browsing):
     base, _, _ = browsing
     request = urllib.request.Request(f"{base}/")

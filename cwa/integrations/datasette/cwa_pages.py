@@ -21,6 +21,8 @@ from typing import Any
 
 from datasette import Response, hookimpl
 
+from cwa.browse import VIEWS
+
 HOME_PATH = "/-/cwa"
 SEARCH_PATH = "/-/cwa/search"
 HIT_PATH = "/-/cwa/hit"
@@ -308,14 +310,26 @@ async def session_page(request: Any, datasette: Any) -> Response:
 
 async def hints_page(request: Any, datasette: Any) -> Response:
     project, session = request.args.get("project") or "", request.args.get("session") or ""
+    from cwa.errors import CwaError
+
     archive = _open(datasette)
     try:
         hints = _rows(archive, "page_hints", {"project": project, "session": session})
+        for hint in hints:
+            hint["user_text"] = _text(hint["user_text"])
+            hint["why"] = f"cwa why --project '{project}' --session {session} --message-key {hint['message_key']}"
+            try:  # what `cwa why` says: the measures the decision was made on
+                asked = {"project": project, "sessionId": session, "messageKey": hint["message_key"]}
+                metrics = archive.call("why", asked)["metrics"]
+            except CwaError:
+                metrics = {}
+            hint["metrics"] = [
+                (name, ("yes" if value else "no") if isinstance(value, bool) else value)
+                for name, value in metrics.items()
+                if value is not None
+            ]
     finally:
         archive.close()
-    for hint in hints:
-        hint["user_text"] = _text(hint["user_text"])
-        hint["why"] = f"cwa why --project '{project}' --session {session} --message-key {hint['message_key']}"
     return await _render(datasette, request, "cwa_hints.html", {"project": project, "session": session, "hints": hints})
 
 
@@ -359,5 +373,6 @@ async def glance_page(request: Any, datasette: Any) -> Response:
         "checks": checks,
         "healthy": all(c["ok"] for c in checks),
         "sample": HEALTH_SAMPLE,
+        "views": [(name, title, text) for name, (title, text) in VIEWS.items()],
     }
     return await _render(datasette, request, "cwa_glance.html", context)
