@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cwa.errors import InvalidRequest, NotFound
-from cwa.store.connection import open_connection
+from cwa.store.connection import open_connection, sqlite_vec_path
 from cwa.store.sqlfiles import queries
 
 DATABASE = "archive"  # the name Datasette shows (and puts in every URL)
@@ -115,8 +115,6 @@ PLUGINS = Path(__file__).parent / "integrations" / "datasette"
 
 
 def command(archive: Path, port: int, metadata_file: Path) -> list[str]:
-    import sqlite_vec
-
     return [
         sys.executable,
         "-m",
@@ -130,7 +128,7 @@ def command(archive: Path, port: int, metadata_file: Path) -> list[str]:
         "--metadata",
         str(metadata_file),
         "--load-extension",
-        sqlite_vec.loadable_path(),
+        sqlite_vec_path(),
         "--plugins-dir",
         str(PLUGINS),
         "--template-dir",

@@ -130,3 +130,10 @@ SELECT count(*) FILTER (WHERE due_at <= :soon), min(due_at) FROM expiry_schedule
 SELECT e.epoch, e.cut_key FROM session_epochs AS e
 JOIN sessions AS s ON s.id = e.session_id JOIN projects AS p ON p.id = s.project_id
 WHERE p.identity = :project AND s.session_key = :session;
+
+-- name: page_session_rotations
+-- Where each epoch after the first began, and why (migration 0015's log).
+SELECT l.epoch, l.cut_key, l.reason, l.started_at FROM session_epoch_log AS l
+JOIN sessions AS s ON s.id = l.session_id JOIN projects AS p ON p.id = s.project_id
+WHERE p.identity = :project AND s.session_key = :session
+ORDER BY l.epoch;

@@ -10,6 +10,11 @@ VALUES (:session, :epoch, :cut, :flags, :now)
 ON CONFLICT (session_id) DO UPDATE SET epoch = excluded.epoch, cut_key = excluded.cut_key,
   flags = excluded.flags, updated_at = excluded.updated_at;
 
+-- name: log_epoch
+-- Where an epoch began, once (migration 0015): a later save of the same epoch (its flags) keeps it.
+INSERT OR IGNORE INTO session_epoch_log (session_id, epoch, cut_key, reason, started_at)
+VALUES (:session, :epoch, :cut, :reason, :now);
+
 -- name: lineage_replacements
 -- Decisions for :keys (a JSON array) made in the session or its ancestors (:sessions, JSON array
 -- in lineage order: the session first); the nearest session's decision comes first.

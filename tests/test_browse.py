@@ -245,8 +245,11 @@ def test_a_session_page_shows_its_rotations_and_externalized_output(browsing, tm
     project = urllib.parse.quote(ROTATING_PROJECT, safe="")
     dom, size = _chromium(f"{base}/-/cwa/session?project={project}&session=rotating-session", tmp_path, "rotated")
     assert size > 20_000 and "Session rotating-session" in dom and "rotated 2 time(s)" in dom
-    marker = dom.index("Latest rotation: the model's live context (epoch 3) starts here")
-    assert dom.index("step 0: check") < marker < dom.index("step 5: check")  # where it happened
+    marks = [m.start() for m in re.finditer(r"Rotation \(turns\) at [0-9: -]+: epoch (\d) begins here", dom)]
+    epochs = re.findall(r"Rotation \(turns\) at [0-9: -]+: epoch (\d) begins here", dom)
+    assert epochs == ["2", "3"]  # each rotation where it happened, in order
+    step = {n: dom.index(f"step {n}: check") for n in range(6)}
+    assert step[1] < marks[0] < step[2] < step[3] < marks[1] < step[4]  # where each happened
     dom, size = _chromium(f"{base}/-/cwa/session?project=%2Fwork%2Fbrowse&session=engine-session", tmp_path, "moved")
     assert size > 20_000 and "externalized" in dom and "the output is archived as" in dom
     assert "&lt;script&gt;alert(" in dom and "<script>alert(" not in dom

@@ -222,6 +222,31 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         assert archive.admit({**sample_requests(version)[0], "sessionId": "new-session"})["created"] is True
 
 
+def test_the_epoch_log_starts_with_each_sessions_current_epoch(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, 14)
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = ON")
+    project = conn.execute("SELECT id FROM projects").fetchone()[0]
+    for key, epoch, flags in (
+        ("rotated", 3, '{"reason": "tokens"}'),
+        ("compacted", 2, '{"compactionKey": "k"}'),
+        ("new", 1, "{}"),
+    ):
+        conn.execute("INSERT INTO sessions (project_id, session_key, created_at) VALUES (?, ?, ?)", (project, key, NOW))
+        conn.execute(
+            "INSERT INTO session_epochs (session_id, epoch, cut_key, flags, updated_at) VALUES (?, ?, ?, ?, ?)",
+            (conn.last_insert_rowid(), epoch, f"cut-{key}", flags, NOW),
+        )
+    conn.close()
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        logged = archive.conn.execute(
+            "SELECT s.session_key, l.epoch, l.cut_key, l.reason FROM session_epoch_log AS l"
+            " JOIN sessions AS s ON s.id = l.session_id ORDER BY s.session_key"
+        ).fetchall()
+    assert logged == [("compacted", 2, "cut-compacted", "compaction"), ("rotated", 3, "cut-rotated", "tokens")]
+
+
 def test_apply_pending_stops_at_the_target_and_resumes(tmp_path):
     conn = apsw.Connection(str(tmp_path / "a.db"))
     conn.enable_load_extension(True)

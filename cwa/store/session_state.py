@@ -45,8 +45,10 @@ def load_epoch(conn: apsw.Connection, lineage: list[int]) -> EpochRow | None:
 
 
 def save_epoch(conn: apsw.Connection, session: int, row: EpochRow, now: str) -> None:
+    """The session's current epoch; a new one is also logged where it began (`session_epoch_log`)."""
+    sql = queries("session")
     conn.execute(
-        queries("session")["save_epoch"],
+        sql["save_epoch"],
         {
             "session": session,
             "epoch": row.epoch,
@@ -55,6 +57,11 @@ def save_epoch(conn: apsw.Connection, session: int, row: EpochRow, now: str) -> 
             "now": now,
         },
     )
+    if row.epoch > 1:
+        reason = row.flags.get("reason") or ("compaction" if row.flags.get("compactionKey") else None)
+        conn.execute(
+            sql["log_epoch"], {"session": session, "epoch": row.epoch, "cut": row.cut_key, "reason": reason, "now": now}
+        )
 
 
 def load_replacements(conn: apsw.Connection, lineage: list[int], keys: list[str]) -> dict[str, Replacement]:

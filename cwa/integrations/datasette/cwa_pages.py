@@ -294,17 +294,18 @@ async def session_page(request: Any, datasette: Any) -> Response:
         records = _rows(archive, "page_session_records", {"project": project, "session": session})
         hints = len(_rows(archive, "page_hints", {"project": project, "session": session}))
         current = _rows(archive, "page_session_epoch", {"project": project, "session": session})
+        rotations = _rows(archive, "page_session_rotations", {"project": project, "session": session})
     finally:
         archive.close()
-    epoch = None
-    for record in records:  # where an epoch begins, the session rotated (or compacted) before it
-        record["rotation"] = record["epoch"] is not None and epoch is not None and record["epoch"] > epoch
-        epoch = record["epoch"] if record["epoch"] is not None else epoch
+    for record in records:
         record["text"] = _text(record["text"])
         record["clipped"] = record["text_bytes"] > len(record["text"].encode("utf-8"))
         record["live_from"] = bool(current) and current[0]["cut_key"] == record["message_key"]
+        record["epochs"] = [r for r in rotations if r["cut_key"] == record["message_key"]]
+    shown = {r["message_key"] for r in records}
     context = {"project": project, "session": session, "records": records, "hints": hints}
     context["epoch"] = current[0]["epoch"] if current else None
+    context["unplaced"] = [r for r in rotations if r["cut_key"] not in shown]  # cut at a message not archived
     return await _render(datasette, request, "cwa_session.html", context)
 
 
