@@ -157,13 +157,7 @@ def _ensure_views(conn: apsw.Connection) -> None:
 def open_connection(path: Path | str | None = None) -> apsw.Connection:
     """Open (creating if needed) the archive at `path` and bring its schema up to date."""
     path = Path(path).expanduser() if path is not None else default_archive_path()
-    try:
-        created = _prepare_location(path)
-        if not created:
-            migrations.refuse_newer(_existing_schema_version(path), str(path))
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
-    except (apsw.Error, OSError) as exc:
-        raise storage_error(exc, path) from exc
+    conn = _connect(path, apsw.SQLITE_OPEN_READWRITE, create=True)
     with _closed_on_failure(conn, path):
         wait_for_lock(conn, BUSY_TIMEOUT_MS)
         if _is_empty(conn):
@@ -176,6 +170,17 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
         migrations.apply_pending(conn, str(path))
         _ensure_views(conn)
     return conn
+
+
+def _connect(path: Path, flags: int, create: bool) -> apsw.Connection:
+    """A connection to the archive at `path` (its folder and file made first when `create`),
+    refused when a newer cwa wrote it; a storage failure typed."""
+    try:
+        if not (create and _prepare_location(path)):  # a file that existed: its schema is checked
+            migrations.refuse_newer(_existing_schema_version(path), str(path))
+        return apsw.Connection(str(path), flags=flags)
+    except (apsw.Error, OSError) as exc:
+        raise storage_error(exc, path) from exc
 
 
 @contextmanager
@@ -195,11 +200,7 @@ def open_read_only(path: Path | str) -> apsw.Connection:
     bookkeeping write (a lease, a feedback row is skipped: BOOKKEEPING_SKIPPED). Its schema must be
     one this cwa knows; an older one is upgraded by the next process that opens it to write."""
     path = Path(path)
-    try:
-        migrations.refuse_newer(_existing_schema_version(path), str(path))
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except (apsw.Error, OSError) as exc:
-        raise storage_error(exc, path) from exc
+    conn = _connect(path, apsw.SQLITE_OPEN_READONLY, create=False)
     with _closed_on_failure(conn, path):
         wait_for_lock(conn, BUSY_TIMEOUT_MS)
         _load_sqlite_vec(conn)
