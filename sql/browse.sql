@@ -82,11 +82,9 @@ LIMIT 500;
 -- name: page_session_records
 -- One session's archived messages in order, each with its document's size and the engine's
 -- decision for it (epoch, and what the provider saw instead: a preview, a duplicate marker, an
--- oversized input archived), its text's first 4,000 bytes.
+-- oversized input archived), and where its text lies (the page reads its first bytes only).
 SELECT r.created_at, r.document_id, r.version, r.kind, r.role, r.message_key, r.state,
-       d.byte_length, r.end_byte - r.text_start AS text_bytes,
-       (SELECT CAST(substr(CAST(t.text AS BLOB), r.text_start + 1, min(r.end_byte - r.text_start, 4000)) AS TEXT)
-          FROM document_texts AS t WHERE t.document_id = r.document_id AND t.version = r.version) AS text,
+       d.byte_length, r.document_row, r.text_start, r.end_byte,
        x.action, x.epoch, x.document_id AS archived_as, x.tokens, a.byte_length AS archived_bytes
 FROM session_records AS r
 JOIN documents AS d ON d.id = r.document_row
@@ -97,18 +95,18 @@ ORDER BY r.created_at, r.document_row, r.ordinal
 LIMIT 2000;
 
 -- name: page_hints
--- One session's preflight decisions, newest first, with the user message they were made for and
--- the document the hint quoted.
+-- One session's preflight decisions, newest first, with where the user message they were made for
+-- lies (when it is archived) and the document the hint quoted.
 SELECT h.decided_at, h.message_key, h.outcome, h.reason, h.tokens, h.model_visible_text AS inserted_text,
        src.document_id AS source_document, src.version AS source_version,
-       (SELECT CAST(substr(CAST(t.text AS BLOB), m.text_start + 1, min(m.end_byte - m.text_start, 2000)) AS TEXT)
-          FROM messages AS m JOIN documents AS md ON md.id = m.document_row
-          JOIN document_texts AS t ON t.document_id = md.document_id AND t.version = md.version
-          WHERE md.session_id = s.id AND m.message_key = h.message_key LIMIT 1) AS user_text
+       um.document_row, um.text_start, um.end_byte
 FROM hint_records AS h
 JOIN sessions AS s ON s.id = h.session_id
 JOIN projects AS p ON p.id = s.project_id
 LEFT JOIN documents AS src ON src.id = h.source_row
+LEFT JOIN messages AS um ON (um.document_row, um.ordinal) = (
+  SELECT m.document_row, m.ordinal FROM messages AS m JOIN documents AS md ON md.id = m.document_row
+  WHERE md.session_id = s.id AND m.message_key = h.message_key LIMIT 1)
 WHERE p.identity = :project AND s.session_key = :session
 ORDER BY h.decided_at DESC
 LIMIT 500;

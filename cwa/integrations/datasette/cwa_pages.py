@@ -119,7 +119,10 @@ def marked(text: str, query: str) -> list[tuple[str, bool]]:
 
 
 def _projects(archive: Any) -> list[tuple[str, int]]:
-    return [(p["project"], p["documents"]) for p in archive.status({})["projectsHeld"]]
+    """The projects holding live documents, most first (status's list, without its other counts)."""
+    from cwa.store.sqlfiles import queries
+
+    return archive.conn.execute(queries("status")["projects_held"]).fetchall()
 
 
 def _why_empty(found: dict[str, Any], filtered: int, pending: int) -> list[str]:
@@ -268,8 +271,19 @@ async def hit_page(request: Any, datasette: Any) -> Response:
     return await _render(datasette, request, "cwa_hit.html", context)
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
+SHOWN_BYTES = 4_000  # of a message's text on the session and hints pages
+
+
+def _head(archive: Any, row: dict[str, Any]) -> tuple[str, bool]:
+    """The first SHOWN_BYTES of a message's text (its chunks only, not the whole document), and
+    whether it goes on; ("", False) for a message not archived."""
+    from cwa.store.reads import read_bytes
+
+    if row.get("document_row") is None:
+        return "", False
+    start, end = row["text_start"], row["end_byte"]
+    data, _ = read_bytes(archive.conn, row["document_row"], start, min(end, start + SHOWN_BYTES))
+    return data.decode("utf-8", errors="ignore"), end - start > SHOWN_BYTES
 
 
 async def sessions_page(request: Any, datasette: Any) -> Response:
@@ -295,11 +309,11 @@ async def session_page(request: Any, datasette: Any) -> Response:
         hints = len(_rows(archive, "page_hints", {"project": project, "session": session}))
         current = _rows(archive, "page_session_epoch", {"project": project, "session": session})
         rotations = _rows(archive, "page_session_rotations", {"project": project, "session": session})
+        for record in records:
+            record["text"], record["clipped"] = _head(archive, record)
     finally:
         archive.close()
     for record in records:
-        record["text"] = _text(record["text"])
-        record["clipped"] = record["text_bytes"] > len(record["text"].encode("utf-8"))
         record["live_from"] = bool(current) and current[0]["cut_key"] == record["message_key"]
         record["epochs"] = [r for r in rotations if r["cut_key"] == record["message_key"]]
     shown = {r["message_key"] for r in records}
@@ -317,7 +331,7 @@ async def hints_page(request: Any, datasette: Any) -> Response:
     try:
         hints = _rows(archive, "page_hints", {"project": project, "session": session})
         for hint in hints:
-            hint["user_text"] = _text(hint["user_text"])
+            hint["user_text"], _ = _head(archive, hint)
             hint["why"] = f"cwa why --project '{project}' --session {session} --message-key {hint['message_key']}"
             try:  # what `cwa why` says: the measures the decision was made on
                 asked = {"project": project, "sessionId": session, "messageKey": hint["message_key"]}
