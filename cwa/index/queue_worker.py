@@ -2,8 +2,7 @@
 session engine archived (cwa/store/index_queue.py), so no request waits on indexing.
 
 A process rather than a thread: indexing is pure Python for the most part (tokenizing, anchors),
-and a thread would hold the interpreter lock against the request being served (measured: the
-user-message delta's p95 went from 5 to 51 ms with only the pure work in a thread). The child
+and a thread would hold the interpreter lock against the request being served. The child
 runs at a lower priority on its own connection, is woken by a byte on its stdin after each
 deferred admission, looks every POLL_SECONDS for what another process queued, and when its stdin
 closes (serve ends) indexes what is left for up to SHUTDOWN_SECONDS before it exits.

@@ -1,0 +1,90 @@
+"""What the index worker does per document, and how long it holds the write lock.
+
+    python eval/perf/index_worker.py [--logs 12] [--json]
+
+Admits the `logs` scenario's build logs (eval/perf/session.py: 50–225 KB each) deferred, as
+`cwa serve` does, then indexes each from the queue (cwa/store/index_queue.py) and reports per
+document its size, the whole time, and the time inside the write transaction (the handlers'
+inserts): the wait a request that writes meanwhile may meet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import percentile
+from session import log_output
+
+from cwa.api import Archive
+from cwa.config import load_settings
+from cwa.store import index_queue
+from cwa.store.admission import admit
+
+
+def run(count: int) -> dict:
+    rng = random.Random(5)
+    logs = [log_output(rng) for _ in range(count)]
+    locked: list[float] = []
+    handlers_of = index_queue.run_handlers
+
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return handlers_of(*args, **kwargs)
+        finally:
+            locked.append((time.perf_counter() - started) * 1000)
+
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        settings = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})
+        with Archive.open(Path(folder) / "archive.db", settings=settings) as archive:
+            index_queue.run_handlers = timed  # the same function, timed: it runs inside the transaction
+            try:
+                for number, text in enumerate(logs):
+                    request = {
+                        "project": "/bench/worker",
+                        "sessionId": "s",
+                        "kind": "tool-result",
+                        "messages": [{"role": "toolResult", "text": text, "key": f"log-{number}"}],
+                    }
+                    admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(), deferred=True)
+                    started = time.perf_counter()
+                    index_queue.index_queued(archive.conn, archive.handlers, archive.clock())
+                    whole = (time.perf_counter() - started) * 1000
+                    rows.append({"bytes": len(text), "wholeMs": round(whole, 1), "lockedMs": round(locked[-1], 1)})
+            finally:
+                index_queue.run_handlers = handlers_of
+    held = [r["lockedMs"] for r in rows]
+    return {
+        "documents": rows,
+        "locked": {"min_ms": min(held), "p50_ms": percentile(held, 0.5), "max_ms": max(held)},
+        "whole": {"p50_ms": percentile([r["wholeMs"] for r in rows], 0.5)},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--logs", type=int, default=12)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = run(args.logs)
+    if args.json:
+        print(orjson.dumps(result).decode())
+        return
+    for row in result["documents"]:
+        print(f"{row['bytes']:>8,} bytes: {row['wholeMs']:7.1f} ms, of which {row['lockedMs']:5.1f} ms under the lock")
+    print(f"under the lock: {result['locked']}; whole: {result['whole']}")
+
+
+if __name__ == "__main__":
+    main()
