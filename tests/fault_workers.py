@@ -235,12 +235,13 @@ def checkpoint_text(cycle: int, megabytes: int = 4) -> str:
     return f"{half}FAULT-SENTINEL-{cycle}-MIDDLE\n{half}"
 
 
-def child_checkpoint(db: str, ack: str, cycle: int, megabytes: int) -> None:
-    """One checkpoint of a few MB; acknowledge its root id once it returned."""
+def child_checkpoint(db: str, ack: str, cycle: int, megabytes: int, started: str) -> None:
+    """One checkpoint of a few MB; touch `started` as the call begins (after start-up), and
+    acknowledge its root id once it returned."""
     archive = _open(db)
-    done = archive.call(
-        "checkpoint", {"project": PROJECT, "sessionId": "checkpoints", "text": checkpoint_text(cycle, megabytes)}
-    )
+    text = checkpoint_text(cycle, megabytes)
+    Path(started).touch()
+    done = archive.call("checkpoint", {"project": PROJECT, "sessionId": "checkpoints", "text": text})
     _acknowledge(ack, f"{done['rootId']} {cycle}")
 
 
@@ -260,6 +261,19 @@ def cwa(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "cwa", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+
+
+def _wait_for(marker: Path, process: subprocess.Popen, seconds: float = 60) -> float:
+    """The moment `marker` appeared (the child reached its measured step)."""
+    deadline = time.monotonic() + seconds
+    while not marker.exists():
+        if process.poll() is not None:
+            raise RuntimeError(f"worker ended before {marker.name}: {process.stderr.read().decode()[-2000:]}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"worker did not reach {marker.name} in {seconds} s")
+        time.sleep(0.002)
+    return time.monotonic()
 
 
 def kill_after(process: subprocess.Popen, seconds: float) -> bool:
@@ -323,11 +337,18 @@ def checkpoint_kills(folder: Path, env: dict[str, str], cycles: int, rng, megaby
     """SIGKILL checkpoint children; then: no part searchable without its root, and the retry of
     each checkpoint completes with the same ids when its root had been acknowledged."""
     db, ack = path_of(folder), folder / "ack.txt"
-    kills = 0
+    kills, duration = 0, 0.0
     for cycle in range(cycles):
-        process = child(f"w.child_checkpoint({db!r}, {str(ack)!r}, {cycle}, {megabytes})", env)
-        # most are killed somewhere inside; one in four may finish, so retries of acknowledged roots are checked
-        kills += kill_after(process, rng.uniform(0.3, 0.8 + 0.5 * megabytes) if rng.random() < 0.75 else 60)
+        started = folder / f"checkpoint-{cycle}.started"
+        process = child(f"w.child_checkpoint({db!r}, {str(ack)!r}, {cycle}, {megabytes}, {str(started)!r})", env)
+        begun = _wait_for(started, process)
+        if cycle % 4 == 0:
+            # one in four finishes: it times the call, and its acknowledged root's retry is checked
+            process.wait(120)
+            duration = max(duration, time.monotonic() - begun)
+        else:
+            # the kill lands inside the call, wherever its time goes on this machine
+            kills += kill_after(process, rng.uniform(0.05, 0.85) * duration)
     checked = integrity(db)
     archive = _open(db)
     roots = {int(cycle): root for root, cycle in acknowledged_lines(ack)}
