@@ -170,7 +170,10 @@ WHERE e.content_hash = ? AND NOT EXISTS (SELECT 1 FROM windows WHERE content_has
 DELETE FROM window_embeddings WHERE id = ?;
 
 -- name: delete_vector
-DELETE FROM window_vectors WHERE rowid = ?;
+DELETE FROM window_vectors WHERE id = ?;
+
+-- name: delete_vector_bits
+DELETE FROM window_vector_bits WHERE embedding_id = ?;
 
 -- name: dequeue_content_if_unreferenced
 DELETE FROM embedding_queue

@@ -42,5 +42,5 @@ FROM near;
 SELECT w.id, v.embedding
 FROM windows AS w
 JOIN window_embeddings AS e ON e.content_hash = w.content_hash
-JOIN window_vectors AS v ON v.rowid = e.id
+JOIN window_vectors AS v ON v.id = e.id
 WHERE w.id IN (SELECT value FROM json_each(:ids));

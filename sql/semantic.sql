@@ -1,5 +1,5 @@
 -- Named queries of the semantic index (cwa/index/semantic.py, cwa/retrieve/semantic.py).
--- Tables: migrations/0004_semantic_index.sql.
+-- Tables: migrations/0004_semantic_index.sql, 0016_vector_shortlists.sql.
 
 -- name: enqueue_document
 -- The document's window contents that have no embedding yet.
@@ -8,6 +8,17 @@ SELECT DISTINCT w.content_hash, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM windo
 WHERE w.document_row = :row
   AND NOT EXISTS (SELECT 1 FROM window_embeddings AS e WHERE e.content_hash = w.content_hash);
 
+-- name: scope_document
+-- The document's project gets the sign bits of its window contents already embedded (for
+-- another document, maybe of another project): its searches then find them.
+INSERT OR IGNORE INTO window_vector_bits (project_id, embedding_id, bits)
+SELECT DISTINCT d.project_id, e.id, vec_quantize_binary(v.embedding)
+FROM windows AS w
+JOIN documents AS d ON d.id = w.document_row
+JOIN window_embeddings AS e ON e.content_hash = w.content_hash
+JOIN window_vectors AS v ON v.id = e.id
+WHERE w.document_row = :row;
+
 -- name: enqueue_all
 INSERT OR IGNORE INTO embedding_queue (content_hash, enqueued_at)
 SELECT DISTINCT w.content_hash, :now FROM windows AS w
@@ -15,9 +26,6 @@ WHERE NOT EXISTS (SELECT 1 FROM window_embeddings AS e WHERE e.content_hash = w.
 
 -- name: pending_count
 SELECT count(*) FROM embedding_queue;
-
--- name: embedded_count
-SELECT count(*) FROM window_embeddings;
 
 -- name: next_batch
 SELECT content_hash FROM embedding_queue ORDER BY enqueued_at, content_hash LIMIT ?;
@@ -30,7 +38,14 @@ WHERE content_hash = ? LIMIT 1;
 INSERT OR IGNORE INTO window_embeddings (content_hash, embedded_at) VALUES (?, ?);
 
 -- name: insert_vector
-INSERT INTO window_vectors (rowid, embedding) VALUES (?, ?);
+INSERT INTO window_vectors (id, embedding) VALUES (:id, :vector);
+
+-- name: scope_vector
+-- The new vector's sign bits, in every project holding a window with its content.
+INSERT OR IGNORE INTO window_vector_bits (project_id, embedding_id, bits)
+SELECT DISTINCT d.project_id, :id, vec_quantize_binary(:vector)
+FROM windows AS w JOIN documents AS d ON d.id = w.document_row
+WHERE w.content_hash = :hash;
 
 -- name: dequeue
 DELETE FROM embedding_queue WHERE content_hash = ?;
@@ -41,6 +56,9 @@ DELETE FROM window_embeddings;
 -- name: clear_vectors
 DELETE FROM window_vectors;
 
+-- name: clear_vector_bits
+DELETE FROM window_vector_bits;
+
 -- name: fingerprint
 SELECT value FROM meta WHERE key = 'embedding_fingerprint';
 
@@ -49,8 +67,31 @@ INSERT INTO meta (key, value) VALUES ('embedding_fingerprint', ?)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 
 -- name: nearest
--- Phase 1: the nearest embedded contents to a query vector, across the archive.
-SELECT rowid, distance FROM window_vectors WHERE embedding MATCH :vector AND k = :k;
+-- Phase 1: the project's embedded contents nearest a query vector. The sign bits of the
+-- project's vectors (one contiguous range) give a shortlist by Hamming distance; the exact
+-- float32 vectors of the shortlist give the cosine distances, nearest first.
+WITH shortlist AS (
+  SELECT embedding_id FROM window_vector_bits
+  WHERE project_id = :project
+  ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(:vector))
+  LIMIT :shortlist
+)
+SELECT v.id, vec_distance_cosine(v.embedding, :vector) AS distance
+FROM shortlist JOIN window_vectors AS v ON v.id = shortlist.embedding_id
+ORDER BY distance, v.id LIMIT :k;
+
+-- name: nearest_everywhere
+-- The same across every project (a content two projects hold is one candidate).
+WITH shortlist AS (
+  SELECT DISTINCT embedding_id FROM (
+    SELECT embedding_id FROM window_vector_bits
+    ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(:vector))
+    LIMIT :shortlist
+  )
+)
+SELECT v.id, vec_distance_cosine(v.embedding, :vector) AS distance
+FROM shortlist JOIN window_vectors AS v ON v.id = shortlist.embedding_id
+ORDER BY distance, v.id LIMIT :k;
 
 -- name: windows_of_contents
 -- The windows holding the nearest contents (:ids is a JSON array of window_embeddings ids); the

@@ -19,17 +19,37 @@ from cwa.index.exact import ExactHandler
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
+from cwa.models import embedder, locate
 from cwa.store import migrations, retention
 from cwa.store.admission import admit
-from cwa.store.reads import find_document
+from cwa.store.derived import HandlerResult
+from cwa.store.reads import find_document, window_text
 from cwa.store.retention import plan_of
+from cwa.store.sqlfiles import queries
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/upgraded"
 LATEST = migrations.latest_version()
+VECTOR_BITS_SINCE = 16  # window_vector_bits; before, window_vectors was a vec0 table
+
+
+class QueueOnlySemanticHandler(SemanticQueueHandler):
+    """The semantic handler of schemas 4-15: it only queued contents (no sign bits yet)."""
+
+    def index(self, conn, target):
+        conn.execute(queries("semantic")["enqueue_document"], {"row": target.document_row})
+        return HandlerResult("complete", None)
+
+
 # When each derived-index handler's tables first existed (a handler runs only where they do).
-HANDLERS_SINCE = ((2, ExactHandler), (2, LexicalHandler), (2, StructuralHandler), (4, SemanticQueueHandler))
+HANDLERS_SINCE = (
+    (2, ExactHandler),
+    (2, LexicalHandler),
+    (2, StructuralHandler),
+    (4, QueueOnlySemanticHandler),
+    (VECTOR_BITS_SINCE, SemanticQueueHandler),
+)
 EXPIRY_SINCE = 6  # expiry_schedule: admissions from then on schedule their document
 CLOCK_SINCE = 12  # documents.shown_until: schedules count from the retention start, not creation
 # How schemas 6-11 scheduled a document: its class's days from its creation time.
@@ -110,7 +130,11 @@ def archive_at(path: Path, version: int) -> None:
         conn.load_extension(sqlite_vec.loadable_path())  # schema 4 creates a vec0 table
         migrations.apply_pending(conn, str(path), target=version)
         assert migrations.user_version(conn) == version
-        handlers = tuple(handler() for since, handler in HANDLERS_SINCE if version >= since)
+        handlers = tuple(
+            handler()
+            for since, handler in HANDLERS_SINCE
+            if version >= since and not (handler is QueueOnlySemanticHandler and version >= VECTOR_BITS_SINCE)
+        )
         plan = plan_of(load_settings(None, env={})) if version >= EXPIRY_SINCE else None
         decision = None
         for request in sample_requests(version):
@@ -256,3 +280,47 @@ def test_apply_pending_stops_at_the_target_and_resumes(tmp_path):
     assert migrations.apply_pending(conn, "a.db", target=2) == []
     assert migrations.apply_pending(conn, "a.db") == list(range(3, LATEST + 1))
     conn.close()
+
+
+def test_vectors_leave_vec0_whole_and_each_project_gets_the_sign_bits_of_its_contents(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, VECTOR_BITS_SINCE - 1)
+    model = embedder(locate())
+    conn = apsw.Connection(str(path))
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    sql = queries("semantic")
+    stored = {}
+    with conn:  # as schemas 4-15 stored vectors: a vec0 row per embedded content
+        conn.execute("INSERT INTO meta (key, value) VALUES ('embedding_fingerprint', ?)", (model.fingerprint,))
+        for (content_hash,) in conn.execute("SELECT content_hash FROM embedding_queue").fetchall():
+            vector = model.embed(
+                [window_text(conn, *conn.execute(sql["window_for_content"], (content_hash,)).fetchone())]
+            )[0]
+            conn.execute(sql["insert_embedding"], (content_hash, NOW))
+            conn.execute(
+                "INSERT INTO window_vectors (rowid, embedding) VALUES (?, ?)",
+                (conn.last_insert_rowid(), vector.tobytes()),
+            )
+            conn.execute(sql["dequeue"], (content_hash,))
+            stored[content_hash] = vector.tobytes()
+    conn.close()
+    assert stored
+
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        moved = dict(
+            conn.execute(
+                "SELECT e.content_hash, v.embedding FROM window_embeddings AS e JOIN window_vectors AS v ON v.id = e.id"
+            )
+        )
+        assert moved == stored  # every vector, byte for byte
+        pairs = "SELECT DISTINCT d.project_id, e.id FROM windows w JOIN documents d ON d.id = w.document_row JOIN window_embeddings e ON e.content_hash = w.content_hash"
+        assert sorted(conn.execute("SELECT project_id, embedding_id FROM window_vector_bits")) == sorted(
+            conn.execute(pairs)
+        )
+        assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0  # nothing to embed again
+        found = archive.search(
+            {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
+        )
+        assert found["semantic"]["used"] is True and any("semantic" in r["modes"] for r in found["results"])

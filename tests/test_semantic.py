@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
 from cwa.api import Archive
-from cwa.config import load_settings
+from cwa.config import load_settings, user_config_path
 from cwa.errors import EXIT_CODES, InvalidRequest
 from cwa.models import BATCH, BATCH_TOKENS, embedder, length_batches, status
 from cwa.retrieve.candidate import Candidate
@@ -388,3 +390,102 @@ def test_long_history_plants_each_fact_once_and_asks_it_in_other_words(tmp_path)
 
     bad = run_cwa(["eval", "long", "--tokens", "12,abc"], hermetic_env(tmp_path))
     assert bad.returncode == 2 and b"--tokens" in bad.stderr and b"Traceback" not in bad.stderr
+
+
+def _turn(project: str, session: str, text: str) -> dict:
+    return {"project": project, "sessionId": session, "kind": "turn", "messages": [{"role": "user", "text": text}]}
+
+
+def test_a_project_scans_only_its_own_vectors_and_a_crowded_neighbour_cannot_hide_them(archive, monkeypatch):
+    from cwa.retrieve import semantic
+
+    query = "why did the release break? storage was full"
+    near = [f"Release {n} broke: the storage volume was full again ({n})." for n in range(60)]
+    for number, text in enumerate(near):
+        archive.admit(_turn("/crowded", f"c{number}", text))
+    archive.call("index-embed", {})
+    conn = archive.conn
+    per_project = dict(
+        conn.execute(
+            "SELECT p.identity, count(*) FROM window_vector_bits AS b JOIN projects AS p ON p.id = b.project_id GROUP BY p.identity"
+        ).fetchall()
+    )
+    assert per_project == {PROJECT: len(CORPUS), "/crowded": len(near)}
+    # A scan of every project's vectors, capped (as sqlite-vec's k was), would return only the
+    # crowded project's near copies; the scoped scan reads this project's vectors alone.
+    monkeypatch.setattr(semantic, "MAX_K", 16)
+    response = search(archive, query, semanticPolicy="always")
+    assert response["semantic"]["used"] is True
+    assert "disk space" in response["results"][0]["snippet"] and "semantic" in response["results"][0]["modes"]
+    crowded = archive.search({"project": "/crowded", "query": query, "limit": 3, "leaseSeconds": 0})
+    assert all(r["source"]["project"] == "/crowded" for r in crowded["results"]) and crowded["results"]
+    # across every project (where allowed), the scan reads every project's bits
+    monkeypatch.setattr(semantic, "MAX_K", 4096)
+    env = {"HOME": str(Path(archive.path).parent / "wide"), **DISK_GUARD_OFF}
+    user_config_path(env).parent.mkdir(parents=True)
+    user_config_path(env).write_text('{"maxReadScope": "all"}')  # only the user's own file widens it
+    wide = load_settings(None, env=env)
+    with Archive.open(archive.path, settings=wide) as everywhere:
+        found = search(everywhere, query, semanticPolicy="always", scope="all", limit=80)
+    assert found["semantic"]["used"] is True
+    assert {r["source"]["project"] for r in found["results"]} == {PROJECT, "/crowded"}
+
+
+def test_a_shared_content_is_scanned_in_each_project_and_its_vector_goes_with_its_last_window(archive):
+    archive.call("index-embed", {})
+    user, assistant = CORPUS[0]
+    shared = {"role": "user", "text": user}, {"role": "assistant", "text": assistant}
+    archive.admit({**_turn("/second", "s", user), "messages": list(shared)})  # embedded already: new bits only
+    conn = archive.conn
+    assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0
+    bits = "SELECT count(*) FROM window_vector_bits AS b JOIN projects AS p ON p.id = b.project_id WHERE p.identity = ?"
+    assert conn.execute(bits, ("/second",)).fetchone()[0] == 1
+    found = archive.search({"project": "/second", "query": "the server had no room left", "semanticPolicy": "always"})
+    assert found["semantic"]["used"] is True and "disk space" in found["results"][0]["snippet"]
+    # forgetting the only document of a vector removes the vector, its bits and nothing else
+    lonely = "A completely different remark about the weather in Lisbon."
+    archive.admit(_turn(PROJECT, "lonely", lonely))
+    archive.call("index-embed", {})
+    vectors = conn.execute("SELECT count(*) FROM window_vectors").fetchone()[0]
+    asked = archive.call("redact", {"project": PROJECT, "sessionId": "lonely"})
+    archive.call("redact", {"project": PROJECT, "sessionId": "lonely", "confirm": asked["confirm"]})
+    archive.call("maintain", {})
+    assert conn.execute("SELECT count(*) FROM window_vectors").fetchone()[0] == vectors - 1
+    orphans = "SELECT count(*) FROM window_vector_bits WHERE embedding_id NOT IN (SELECT id FROM window_vectors)"
+    assert conn.execute(orphans).fetchone()[0] == 0
+
+
+def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_order(tmp_path):
+    import numpy as np
+
+    from cwa.retrieve import semantic
+    from cwa.retrieve.context import make_context
+    from cwa.retrieve.scope import resolve_scope
+
+    subjects = ["the upload service", "the billing job", "our login page", "the search index", "the mobile app"]
+    events = ["crashed on start", "ran out of memory", "timed out", "returned stale data", "lost a config file"]
+    causes = ["after the deploy", "under heavy load", "on Mondays", "when the cache expired", "after a schema change"]
+    texts = [f"{s} {e} {c}." for s in subjects for e in events for c in causes]  # 125 distinct sentences
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        for number, text in enumerate(texts):
+            opened.admit(_turn(PROJECT, f"s{number}", text))
+        opened.call("index-embed", {})
+        conn = opened.conn
+        ids, blobs = zip(*conn.execute("SELECT id, embedding FROM window_vectors ORDER BY id"))
+        matrix = np.stack([np.frombuffer(b, dtype="<f4") for b in blobs])
+        queries = ["the app fell over when memory ran short", "a deploy broke the login", "stale results from search"]
+        scope = resolve_scope(conn, "project", PROJECT, None, "all")
+        context = make_context(conn, scope, [], "2026-12-01T00:00:00.000Z", None)
+        overlaps = []
+        for query in queries:
+            vector = semantic.query_vector(context, query)
+            assert vector is not None
+            k = 5  # shortlist 80 of 125: the sign bits choose
+            found = semantic.nearest_contents(context, vector, k)
+            exact = 1.0 - matrix @ vector.astype("<f4")
+            for content, distance in found:
+                assert distance == pytest.approx(exact[ids.index(content)], abs=1e-5)
+            assert [d for _, d in found] == sorted(d for _, d in found)
+            best = {ids[i] for i in np.argsort(exact)[:k]}
+            overlaps.append(len(best & {c for c, _ in found}) / k)
+        assert sum(overlaps) / len(overlaps) >= 0.9

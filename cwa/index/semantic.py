@@ -1,6 +1,7 @@
 """The semantic index: window embeddings, filled off the admission path.
 
-Admission only enqueues (the `semantic` handler: window contents without a vector); `drain`
+Admission only enqueues (the `semantic` handler: window contents without a vector) and gives the
+document's project the sign bits of contents already embedded; `drain`
 embeds a bounded batch at a time (`cwa index embed`, and `cwa serve` in the background). Vectors
 are keyed by window content hash, so identical windows share one and a rebuild re-embeds nothing.
 The archive records the model fingerprint its vectors came from; when the installed model's
@@ -10,7 +11,7 @@ fingerprint differs, the old vectors are dropped and every window is queued agai
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -22,6 +23,9 @@ from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
 from cwa.store.workers import DaemonWorker
 
+if TYPE_CHECKING:  # numpy loads with the model, not with every admission
+    import numpy as np
+
 DRAIN_BATCH = 64  # window contents embedded per transaction
 
 
@@ -31,7 +35,9 @@ class SemanticQueueHandler:
     name = "semantic"
 
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
-        conn.execute(queries("semantic")["enqueue_document"], {"row": target.document_row})
+        sql = queries("semantic")
+        conn.execute(sql["enqueue_document"], {"row": target.document_row})
+        conn.execute(sql["scope_document"], {"row": target.document_row})
         return HandlerResult("complete", None)
 
 
@@ -67,6 +73,7 @@ def adopt(conn: apsw.Connection, fingerprint: str, now: str) -> bool:
         previous = stored_fingerprint(conn)
         if previous == fingerprint:  # another process adopted it first
             return False
+        conn.execute(sql["clear_vector_bits"])
         conn.execute(sql["clear_vectors"])
         conn.execute(sql["clear_embeddings"])
         conn.execute(sql["enqueue_all"], {"now": now})
@@ -98,14 +105,23 @@ def drain(
         vectors = model.embed([texts[h] for h in present])  # outside the write lock
         with write_transaction(conn):
             for content_hash, vector in zip(present, vectors):
-                conn.execute(sql["insert_embedding"], (content_hash, now))
-                if conn.changes():  # not embedded meanwhile by another process
-                    conn.execute(sql["insert_vector"], (conn.last_insert_rowid(), vector.tobytes()))
+                store_vector(conn, content_hash, vector, now)
             conn.executemany(sql["dequeue"], [(h,) for h in batch])
         done += len(batch)
         if progress:
             progress(done, total)
     return {"embedded": done, "pending": pending(conn), "fingerprint": model.fingerprint, "modelChanged": adopted}
+
+
+def store_vector(conn: apsw.Connection, content_hash: str, vector: np.ndarray, now: str) -> None:
+    """Record `vector` as the embedding of a window content (unless another process did first),
+    with its sign bits in every project holding the content; inside the caller's transaction."""
+    sql = queries("semantic")
+    conn.execute(sql["insert_embedding"], (content_hash, now))
+    if conn.changes():
+        stored = {"id": conn.last_insert_rowid(), "vector": vector.astype("<f4").tobytes()}
+        conn.execute(sql["insert_vector"], stored)
+        conn.execute(sql["scope_vector"], {**stored, "hash": content_hash})
 
 
 BACKGROUND_BATCH = 8  # window contents per background step: well under a second of work

@@ -1,8 +1,9 @@
 """Semantic candidates: windows whose embedding is nearest the query's, in scope, in SQL.
 
-sqlite-vec ranks the nearest embedded contents across the archive; those contents' windows are
-then kept, in SQL, when live, in scope and not visible (cwa/retrieve/windows.py widens the batch
-until enough pass). Anything that keeps the model from answering (not installed, failing, vectors
+The nearest embedded contents of the project come from a shortlist by the Hamming distance of
+their sign bits (48 bytes a vector), rescored with the exact float32 vectors, in SQL (sql/
+semantic.sql `nearest`); those contents' windows are then kept, in SQL, when live, in scope and
+not visible (cwa/retrieve/windows.py widens the batch until enough pass). Anything that keeps the model from answering (not installed, failing, vectors
 of another model) yields None: search then stays lexical.
 """
 
@@ -21,7 +22,10 @@ from cwa.retrieve.windows import best_admissible, distinct_candidates, window_ca
 from cwa.store.sqlfiles import queries
 
 SEMANTIC_POOL = 40  # nearest contents asked for first (at least 8 × limit)
-MAX_K = 4096  # sqlite-vec's largest k
+MAX_K = 4096  # nearest contents asked for at most, however far the batch widens
+# Shortlist = OVERSAMPLE × k by sign bits before exact rescoring. On real MiniLM vectors, ×16
+# keeps 0.998 of the exhaustive float32 top 20 (×8: 0.987); eval/perf/vectors.py measures it.
+OVERSAMPLE = 16
 
 
 def query_vector(ctx: Context, query: str) -> np.ndarray | None:
@@ -47,17 +51,13 @@ def semantic_candidates(
     """Candidates by cosine similarity to the query's embedding (`query_vector`), best first,
     one per document."""
     conn = ctx.conn
-    vector = embedded.astype(np.float32).tobytes()
-    sql = queries("semantic")
-    available = min(conn.execute(sql["embedded_count"]).fetchone()[0], MAX_K)
-    if not available:
-        return []
 
     def nearest(k: int) -> tuple[dict[int, float], bool]:
-        k = min(k, available)
-        similarity = {row: 1.0 - distance for row, distance in conn.execute(sql["nearest"], {"vector": vector, "k": k})}
-        holders = conn.execute(sql["windows_of_contents"], {"ids": orjson.dumps(list(similarity)).decode()})
-        return {window: similarity[content] for content, window in holders}, k >= available
+        similarity = {row: 1.0 - distance for row, distance in nearest_contents(ctx, embedded, min(k, MAX_K))}
+        holders = conn.execute(
+            queries("semantic")["windows_of_contents"], {"ids": orjson.dumps(list(similarity)).decode()}
+        )
+        return {window: similarity[content] for content, window in holders}, len(similarity) < k or k >= MAX_K
 
     rows = best_admissible(ctx, nearest, max(SEMANTIC_POOL, 8 * limit), limit, taken)
     return distinct_candidates(
@@ -74,3 +74,13 @@ def semantic_candidates(
             similarity=window.score,
         ),
     )
+
+
+def nearest_contents(ctx: Context, embedded: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The `k` embedded contents of the search's project (every project's when it has none)
+    nearest the query's embedding: (window_embeddings id, cosine distance), nearest first."""
+    sql = queries("semantic")
+    params = {"vector": embedded.astype("<f4").tobytes(), "k": k, "shortlist": OVERSAMPLE * k}
+    if ctx.scope.project_row is None:
+        return list(ctx.conn.execute(sql["nearest_everywhere"], params))
+    return list(ctx.conn.execute(sql["nearest"], {**params, "project": ctx.scope.project_row}))

@@ -64,6 +64,7 @@ def _forget_embedding(conn: apsw.Connection, content_hash: str) -> None:
     conn.execute(sql["dequeue_content_if_unreferenced"], (content_hash, content_hash))
     found = conn.execute(sql["embedding_if_unreferenced"], (content_hash,)).fetchone()
     if found:
+        conn.execute(sql["delete_vector_bits"], (found[0],))
         conn.execute(sql["delete_vector"], (found[0],))
         conn.execute(sql["delete_embedding"], (found[0],))
 

@@ -65,6 +65,7 @@ def fill_synthetic(archive) -> int:
     """Seeded random unit vectors for every window content still queued (see the module doc)."""
     import numpy
 
+    from cwa.index.semantic import store_vector
     from cwa.store.connection import write_transaction
     from cwa.store.sqlfiles import queries as sql_files
 
@@ -74,8 +75,7 @@ def fill_synthetic(archive) -> int:
     vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
     with write_transaction(archive.conn):
         for content_hash, vector in zip(hashes, vectors):
-            archive.conn.execute(sql["insert_embedding"], (content_hash, "synthetic"))
-            archive.conn.execute(sql["insert_vector"], (archive.conn.last_insert_rowid(), vector.tobytes()))
+            store_vector(archive.conn, content_hash, vector, "synthetic")
             archive.conn.execute(sql["dequeue"], (content_hash,))
     return len(hashes)
 

@@ -1,0 +1,183 @@
+"""Semantic nearest neighbours: the project-scoped sign-bit shortlist with exact rescoring
+(sql/semantic.sql `nearest`, migration 0016) against the exhaustive float32 scan of sqlite-vec's
+vec0 (how cwa searched before), on the same vectors in the same process.
+
+    python eval/perf/vectors.py --data …/locomo10.json [--questions 300] [--json]
+    python eval/perf/vectors.py --vectors 100000 --vectors 1000000 [--projects 10] [--json]
+
+`--data`: overlap. Embeds LoCoMo's turns and questions with the installed model (read in place,
+never copied), and reports, per oversampling factor, the share of the exhaustive float32 top k
+(k = 10, 20, 40) that the shortlist then rescoring returns.
+
+`--vectors N`: latency. Seeded random unit vectors (the scan's cost does not depend on what they
+say) spread over `--projects` projects, the largest holding half; times `nearest` for the
+largest project, for the smallest, across every project (`nearest_everywhere`), and the vec0
+exhaustive k-nearest, 20 queries each, k = 40 (the search's first batch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import latency
+
+from cwa.retrieve.semantic import OVERSAMPLE
+from cwa.store.connection import open_connection
+from cwa.store.sqlfiles import queries
+
+DIMENSIONS = 384
+BATCH = 20_000
+
+
+def fill(conn, vectors: np.ndarray, projects: np.ndarray, baseline: bool) -> None:
+    """The vectors as an archive stores them (window_embeddings, window_vectors, window_vector_bits),
+    and, when `baseline`, in a vec0 float32 table as schemas 4-15 did."""
+    if baseline:
+        conn.execute(f"CREATE VIRTUAL TABLE baseline USING vec0 (embedding float[{DIMENSIONS}] distance_metric=cosine)")
+    with conn:
+        for project in sorted(set(projects.tolist())):
+            conn.execute(
+                "INSERT INTO projects (id, identity, created_at) VALUES (?, ?, 'bench')", (project, f"/p{project}")
+            )
+    for start in range(0, len(vectors), BATCH):
+        rows = [
+            (start + i + 1, vectors[start + i].astype("<f4").tobytes()) for i in range(min(BATCH, len(vectors) - start))
+        ]
+        with conn:
+            conn.executemany(
+                "INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, 'bench')",
+                [(i, f"h{i}") for i, _ in rows],
+            )
+            conn.executemany("INSERT INTO window_vectors (id, embedding) VALUES (?, ?)", rows)
+            conn.executemany(
+                "INSERT INTO window_vector_bits (project_id, embedding_id, bits) VALUES (?, ?, vec_quantize_binary(?))",
+                [(int(projects[i - 1]), i, blob) for i, blob in rows],
+            )
+            if baseline:
+                conn.executemany("INSERT INTO baseline (rowid, embedding) VALUES (?, ?)", rows)
+
+
+def nearest(conn, vector: np.ndarray, k: int, project: int | None, oversample: int = OVERSAMPLE) -> list[int]:
+    sql = queries("semantic")
+    params = {"vector": vector.astype("<f4").tobytes(), "k": k, "shortlist": oversample * k}
+    if project is None:
+        return [row for row, _ in conn.execute(sql["nearest_everywhere"], params)]
+    return [row for row, _ in conn.execute(sql["nearest"], {**params, "project": project})]
+
+
+def overlap(data: Path, questions: int) -> dict:
+    from cwa.models import embedder
+
+    conversations = orjson.loads(data.read_bytes())
+    turns = [
+        t["text"]
+        for c in conversations
+        for key, session in c["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for t in session
+    ]
+    asked = [q["question"] for c in conversations for q in c["qa"]][::7][:questions]
+    model = embedder()
+    started = time.perf_counter()
+    stored = np.asarray(model.embed(turns), dtype=np.float32)
+    wanted = np.asarray(model.embed(asked), dtype=np.float32)
+    embed_seconds = time.perf_counter() - started
+    found: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        conn = open_connection(Path(folder) / "vectors.db")
+        fill(conn, stored, np.ones(len(stored), dtype=np.int64), baseline=False)
+        exact = wanted @ stored.T
+        for k in (10, 20, 40):
+            best = [set((np.argsort(-row)[:k] + 1).tolist()) for row in exact]
+            for oversample in (4, 8, 16, 32):
+                shares = [len(b & set(nearest(conn, q, k, 1, oversample))) / k for b, q in zip(best, wanted)]
+                found.setdefault(f"k{k}", {})[f"x{oversample}"] = round(float(np.mean(shares)), 4)
+        conn.close()
+    return {"vectors": len(turns), "questions": len(asked), "embedSeconds": round(embed_seconds, 1), "overlap": found}
+
+
+def speed(count: int, project_count: int, seed: int = 7) -> dict:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIMENSIONS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    # the largest project holds half; the others share the rest evenly
+    projects = (
+        np.where(rng.random(count) < 0.5, 1, rng.integers(2, project_count + 1, count))
+        if project_count > 1
+        else np.ones(count, dtype=np.int64)
+    )
+    asked = rng.standard_normal((20, DIMENSIONS)).astype(np.float32)
+    asked /= np.linalg.norm(asked, axis=1, keepdims=True)
+    with tempfile.TemporaryDirectory() as folder:
+        conn = open_connection(Path(folder) / "vectors.db")
+        started = time.perf_counter()
+        fill(conn, vectors, projects, baseline=True)
+        fill_seconds = time.perf_counter() - started
+        sizes = dict(conn.execute("SELECT project_id, count(*) FROM window_vector_bits GROUP BY project_id").fetchall())
+        smallest = min(sizes, key=sizes.get)
+
+        def timed(action) -> list[float]:
+            times = []
+            for vector in asked:
+                begun = time.perf_counter()
+                action(vector)
+                times.append((time.perf_counter() - begun) * 1000)
+            return times
+
+        baseline_sql = "SELECT rowid, distance FROM baseline WHERE embedding MATCH ? AND k = 40"
+        result = {
+            "vectors": count,
+            "projects": len(sizes),
+            "largestProject": sizes[1],
+            "smallestProject": sizes[smallest],
+            "fillSeconds": round(fill_seconds, 1),
+            "largest": latency(timed(lambda v: nearest(conn, v, 40, 1))),
+            "smallest": latency(timed(lambda v: nearest(conn, v, 40, smallest))),
+            "everywhere": latency(timed(lambda v: nearest(conn, v, 40, None))),
+            "vec0Exhaustive": latency(timed(lambda v: conn.execute(baseline_sql, (v.tobytes(),)).fetchall())),
+        }
+        conn.close()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, help="locomo10.json, for the overlap with the exhaustive scan")
+    parser.add_argument("--questions", type=int, default=300)
+    parser.add_argument("--vectors", type=int, action="append", default=[], help="time the scans at N vectors")
+    parser.add_argument("--projects", type=int, default=10)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report: dict = {"oversample": OVERSAMPLE}
+    if args.data:
+        report["overlap"] = overlap(args.data, args.questions)
+    report["speed"] = [speed(count, args.projects) for count in args.vectors]
+    if args.json:
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
+    if "overlap" in report:
+        o = report["overlap"]
+        print(f"overlap with the exhaustive float32 top k: {o['vectors']:,} LoCoMo turns, {o['questions']} questions")
+        for k, shares in o["overlap"].items():
+            print(f"  {k}: " + ", ".join(f"{factor} {share:.4f}" for factor, share in shares.items()))
+    for s in report["speed"]:
+        print(
+            f"{s['vectors']:,} vectors in {s['projects']} projects (largest {s['largestProject']:,}, "
+            f"smallest {s['smallestProject']:,}), k = 40, p50 / p95 ms:"
+        )
+        for name in ("largest", "smallest", "everywhere", "vec0Exhaustive"):
+            print(f"  {name:15} {s[name]['p50_ms']:8.1f} / {s[name]['p95_ms']:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
