@@ -160,8 +160,17 @@ def serve_archive(
                 str(archive.path), archive.clock, plan_of(archive.settings), maintenance_interval, archive.handlers
             ).start()
         )
+    bounded = project_bound(archive.call)
+
+    def answer(method: str, params: Any) -> dict[str, Any]:
+        try:
+            return bounded(method, params)
+        finally:
+            if archive.index_worker is not None:
+                archive.index_worker.answered()  # the worker's writes wait for a pause
+
     try:
-        return serve(project_bound(archive.call), stdin, stdout, idle=archive.idle_work)
+        return serve(answer, stdin, stdout, idle=archive.idle_work)
     finally:
         for worker in workers:
             worker.close()

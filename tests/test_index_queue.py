@@ -168,3 +168,29 @@ def test_what_a_killed_process_queued_is_indexed_by_the_next_one(tmp_path):
             assert windows > 0 and outcomes == len(archive.handlers) and waiting == 0
         doctor = archive.call("doctor", {})
         assert doctor["healthy"], doctor
+
+
+def test_the_worker_takes_the_lock_only_in_a_pause_between_requests(tmp_path):
+    from cwa.index import queue_worker
+
+    with Archive.open(tmp_path / "archive.db") as archive:
+        admitted = admit(
+            archive.conn, turn(_log(), project=PROJECT), handlers=archive.handlers, now=archive.clock(), deferred=True
+        )
+        worker = queue_worker.IndexProcess(str(archive.path)).start()
+        try:
+            # serve answering a request every 10 ms: no pause, so the document waits (up to its
+            # QUIET_WAIT_SECONDS, longer than this burst)
+            burst_ends = time.monotonic() + 0.6 * queue_worker.QUIET_WAIT_SECONDS
+            worker.wake()
+            while time.monotonic() < burst_ends:
+                worker.answered()
+                time.sleep(0.01)
+            assert _derived(archive, admitted["documentId"])[2] == 1  # still queued
+            deadline = time.monotonic() + 30  # the pause: it is indexed (generous for a loaded machine)
+            while _derived(archive, admitted["documentId"])[2] and time.monotonic() < deadline:
+                time.sleep(0.02)
+            windows, outcomes, queued = _derived(archive, admitted["documentId"])
+            assert queued == 0 and windows > 0 and outcomes == len(archive.handlers)
+        finally:
+            worker.close()

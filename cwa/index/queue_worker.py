@@ -3,9 +3,14 @@ session engine archived (cwa/store/index_queue.py), so no request waits on index
 
 A process rather than a thread: indexing is pure Python for the most part (tokenizing, anchors),
 and a thread would hold the interpreter lock against the request being served. The child
-runs at a lower priority on its own connection, is woken by a byte on its stdin after each
-deferred admission, looks every POLL_SECONDS for what another process queued, and when its stdin
+runs at a lower priority on its own connection, is woken by a byte on its stdin (WAKE) after
+each deferred admission, looks every POLL_SECONDS for what another process queued, and when its stdin
 closes (serve ends) indexes what is left for up to SHUTDOWN_SECONDS before it exits.
+
+Serve also writes a byte (ANSWERED) after every request it answers. Before taking the write lock for a
+document, the worker waits until serve has been quiet for QUIET_SECONDS (at most
+QUIET_WAIT_SECONDS): a host sends its next request after a model call or a user's message, so
+the worker's transaction lands in that pause instead of in front of the request.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from cwa.timestamps import utc_now
 POLL_SECONDS = 1.0  # how often the worker looks for what another process queued
 SHUTDOWN_SECONDS = 2.0  # the most it spends on what is left once serve closes its stdin
 NICENESS = 5  # the request being served gets the CPU first
+QUIET_SECONDS = 0.05  # serve is between requests once it has answered none for this long
+QUIET_WAIT_SECONDS = 1.0  # the longest a document waits for that pause
+WAKE, ANSWERED = b"w", b"."  # what serve writes: a document was queued; a request was answered
 
 
 class IndexProcess:
@@ -47,12 +55,21 @@ class IndexProcess:
         return self
 
     def wake(self) -> None:
+        """A document was queued: index it."""
         if self.child is None or self.child.poll() is not None:
             self.start()  # it died: a new one takes the queue from where the old one left it
+        self._send(WAKE)
+
+    def answered(self) -> None:
+        """Serve answered a request (see the module doc)."""
+        if self.child is not None:
+            self._send(ANSWERED)
+
+    def _send(self, byte: bytes) -> None:
         try:
-            os.write(self.child.stdin.fileno(), b"\n")
+            os.write(self.child.stdin.fileno(), byte)
         except (BlockingIOError, BrokenPipeError):
-            pass  # it has wake-ups enough waiting, or it is gone and the next wake starts another
+            pass  # it has bytes enough waiting, or it is gone and the next wake starts another
 
     def close(self) -> None:
         if self.child is None:
@@ -76,23 +93,64 @@ def run(path: str) -> None:
         pass
     conn = open_connection(path)
     handlers = default_handlers()
-    stdin = sys.stdin.buffer.raw
+    serve = _Serve(sys.stdin.buffer.raw.fileno())
     try:
-        while True:
-            _drain(conn, handlers)
-            readable, _, _ = select.select([stdin], [], [], POLL_SECONDS)
-            if readable and not os.read(stdin.fileno(), 4096):  # serve ended
-                _drain(conn, handlers, SHUTDOWN_SECONDS)
-                return
+        while not serve.ended:
+            _drain(conn, handlers, serve.quiet)
+            if not serve.ended:
+                serve.wait_for_wake(POLL_SECONDS)
+        _drain(conn, handlers, None, SHUTDOWN_SECONDS)
     finally:
         conn.close()
 
 
-def _drain(conn: apsw.Connection, handlers: tuple, seconds: float | None = None) -> None:
+class _Serve:
+    """What the worker hears from serve on its stdin: a byte per answered request, EOF at the end."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.ended = False
+        self.last_heard = 0.0  # monotonic time of the last byte
+        self.woken = False
+
+    def wait(self, seconds: float) -> bool:
+        """Wait up to `seconds` for bytes (reading them all); whether any came, and whether a
+        wake-up was among them (`self.woken`)."""
+        readable, _, _ = select.select([self.fd], [], [], seconds)
+        if not readable:
+            return False
+        heard = os.read(self.fd, 4096)
+        if not heard:
+            self.ended = True
+            return False
+        self.last_heard = time.monotonic()
+        self.woken = self.woken or WAKE in heard
+        return True
+
+    def wait_for_wake(self, seconds: float) -> None:
+        """Until a wake-up, the end, or `seconds` pass (answered requests alone do not wake it)."""
+        deadline = time.monotonic() + seconds
+        self.woken = False
+        while not self.woken and not self.ended and time.monotonic() < deadline:
+            self.wait(max(0.0, deadline - time.monotonic()))
+
+    def quiet(self) -> None:
+        """Return once serve has answered nothing for QUIET_SECONDS, or after QUIET_WAIT_SECONDS."""
+        deadline = time.monotonic() + QUIET_WAIT_SECONDS
+        self.wait(0)
+        while not self.ended:
+            now = time.monotonic()
+            left = QUIET_SECONDS - (now - self.last_heard)
+            if left <= 0 or now >= deadline:
+                return
+            self.wait(min(left, deadline - now))
+
+
+def _drain(conn: apsw.Connection, handlers: tuple, before_lock=None, seconds: float | None = None) -> None:
     deadline = None if seconds is None else time.monotonic() + seconds
     while deadline is None or time.monotonic() < deadline:
         try:
-            if not index_queued(conn, handlers, utc_now(), limit=1):
+            if not index_queued(conn, handlers, utc_now(), limit=1, before_lock=before_lock):
                 return
         except (apsw.BusyError, apsw.FullError, apsw.IOError):
             return  # the documents stay queued: the next wake-up or poll tries again

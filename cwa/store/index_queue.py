@@ -19,7 +19,7 @@ The pure part of the work (tokenizing, anchors) runs before the write lock is ta
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import apsw
@@ -45,9 +45,12 @@ def index_queued(
     project: str | None = None,
     limit: int | None = None,
     seconds: float | None = None,
+    before_lock: Callable[[], None] | None = None,
 ) -> int:
     """Index queued documents, oldest first (of one project, or any), one transaction each,
-    until the queue is empty, `limit` documents are done or `seconds` have passed; how many."""
+    until the queue is empty, `limit` documents are done or `seconds` have passed; how many.
+    `before_lock` runs between a document's pure work and its write transaction (the worker
+    waits there for serve to go quiet)."""
     sql, admission = queries("index_queue"), queries("admission")
     deadline = None if seconds is None else time.monotonic() + seconds
     done = 0
@@ -70,6 +73,8 @@ def index_queued(
                 target = IndexTarget(
                     document_row, kind, loaded.document, prepare_handlers(handlers, kind, loaded.document)
                 )
+        if before_lock is not None:
+            before_lock()
         with write_transaction(conn):
             if conn.execute(sql["still_queued"], (document_row,)).fetchone() is None:
                 continue  # another connection indexed it meanwhile

@@ -4,12 +4,12 @@
 
 Builds the synthetic archive of eval/perf/search.py, embeds every window (`index-embed`, batches
 of 64, the model loaded once), then times in the same process the same 200 lexical queries with
-`semanticPolicy: never` (the lexical baseline) and `always` (query embedding, sqlite-vec nearest
-neighbours, SQL scope filter, fusion).
+`semanticPolicy: never` (the lexical baseline) and `always` (query embedding, the project's nearest
+vectors, SQL scope filter, fusion).
 
 `--embed-sample N` embeds only N windows with the model (the throughput figure comes from them)
 and gives every other window a seeded random unit vector, written through the same tables. The
-search cost does not depend on what the stored vectors say (sqlite-vec scans them all), so this
+search cost does not depend on what the stored vectors say (a search scans all of its project's), so this
 measures latency at 100K windows without 90 minutes of embedding; the result says how many
 vectors were synthetic.
 """
