@@ -442,6 +442,14 @@ def test_a_shared_content_is_scanned_in_each_project_and_its_vector_goes_with_it
     assert conn.execute(bits, ("/second",)).fetchone()[0] == 1
     found = archive.search({"project": "/second", "query": "the server had no room left", "semanticPolicy": "always"})
     assert found["semantic"]["used"] is True and "disk space" in found["results"][0]["snippet"]
+    # purging the second project's copy: its bits go, the vector and the first project's bits stay
+    vectors = conn.execute("SELECT count(*) FROM window_vectors").fetchone()[0]
+    asked = archive.call("redact", {"project": "/second", "sessionId": "s"})
+    archive.call("redact", {"project": "/second", "sessionId": "s", "confirm": asked["confirm"]})
+    archive.call("maintain", {})
+    assert conn.execute(bits, ("/second",)).fetchone()[0] == 0
+    assert conn.execute(bits, (PROJECT,)).fetchone()[0] == len(CORPUS)
+    assert conn.execute("SELECT count(*) FROM window_vectors").fetchone()[0] == vectors
     # forgetting the only document of a vector removes the vector, its bits and nothing else
     lonely = "A completely different remark about the weather in Lisbon."
     archive.admit(_turn(PROJECT, "lonely", lonely))

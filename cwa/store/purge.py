@@ -29,7 +29,7 @@ def purge(conn: apsw.Connection, limit: int, handlers: Sequence[IndexHandler] = 
     for row, reason in queued:
         successors.update(r for (r,) in conn.execute(sql["indexed_successor"], (row,)))
         for content_hash in drop_derived(conn, row):
-            _forget_embedding(conn, content_hash)
+            _forget_embedding(conn, content_hash, row)
         conn.execute(sql["delete_feedback_of"], (row,))
         conn.execute(sql["delete_exposures_of"], (row,))
         chunks = [r[0] for r in conn.execute(sql["chunks_of"], (row,))]
@@ -59,9 +59,12 @@ def _reindex(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, 
     conn.execute(admission["finish_generation"], (now, generation))
 
 
-def _forget_embedding(conn: apsw.Connection, content_hash: str) -> None:
+def _forget_embedding(conn: apsw.Connection, content_hash: str, row: int) -> None:
+    """A window content the purged document `row` held: its project's sign bits go when the
+    project holds it no more, its vector (and all its bits) when no window does."""
     sql = queries("lifecycle")
     conn.execute(sql["dequeue_content_if_unreferenced"], (content_hash, content_hash))
+    conn.execute(sql["unscope_content"], {"row": row, "hash": content_hash})
     found = conn.execute(sql["embedding_if_unreferenced"], (content_hash,)).fetchone()
     if found:
         conn.execute(sql["delete_vector_bits"], (found[0],))
