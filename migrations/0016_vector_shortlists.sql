@@ -3,7 +3,7 @@
 -- and rescores that shortlist with the exact float32 vectors.
 --
 -- The float32 vectors leave sqlite-vec's vec0 table (an exhaustive scan of every project's
--- vectors, and about 1 ms to read one vector by rowid) for a plain table under the same name and
+-- vectors, and a read by rowid through its chunk tables) for a plain table under the same name and
 -- columns: the rescoring and the ranker read vectors by id.
 CREATE TABLE window_vectors_plain (
   id         INTEGER PRIMARY KEY,  -- window_embeddings.id

@@ -42,13 +42,14 @@ class QueueOnlySemanticHandler(SemanticQueueHandler):
         return HandlerResult("complete", None)
 
 
-# When each derived-index handler's tables first existed (a handler runs only where they do).
-HANDLERS_SINCE = (
-    (2, ExactHandler),
-    (2, LexicalHandler),
-    (2, StructuralHandler),
-    (4, QueueOnlySemanticHandler),
-    (VECTOR_BITS_SINCE, SemanticQueueHandler),
+# The schemas each derived-index handler ran on: from when its tables first existed, until
+# (excluded) the schema whose handler replaced it.
+HANDLERS_BY_SCHEMA = (
+    (2, None, ExactHandler),
+    (2, None, LexicalHandler),
+    (2, None, StructuralHandler),
+    (4, VECTOR_BITS_SINCE, QueueOnlySemanticHandler),
+    (VECTOR_BITS_SINCE, None, SemanticQueueHandler),
 )
 EXPIRY_SINCE = 6  # expiry_schedule: admissions from then on schedule their document
 CLOCK_SINCE = 12  # documents.shown_until: schedules count from the retention start, not creation
@@ -132,8 +133,8 @@ def archive_at(path: Path, version: int) -> None:
         assert migrations.user_version(conn) == version
         handlers = tuple(
             handler()
-            for since, handler in HANDLERS_SINCE
-            if version >= since and not (handler is QueueOnlySemanticHandler and version >= VECTOR_BITS_SINCE)
+            for since, until, handler in HANDLERS_BY_SCHEMA
+            if since <= version and (until is None or version < until)
         )
         plan = plan_of(load_settings(None, env={})) if version >= EXPIRY_SINCE else None
         decision = None

@@ -466,6 +466,7 @@ def test_a_shared_content_is_scanned_in_each_project_and_its_vector_goes_with_it
 def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_order(tmp_path):
     import numpy as np
 
+    from cwa.index import semantic as semantic_index
     from cwa.retrieve import semantic
     from cwa.retrieve.context import make_context
     from cwa.retrieve.scope import resolve_scope
@@ -489,7 +490,7 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
             vector = semantic.query_vector(context, query)
             assert vector is not None
             k = 5  # shortlist 80 of 125: the sign bits choose
-            found = semantic.nearest_contents(context, vector, k)
+            found = semantic_index.nearest_contents(conn, scope.project_row, vector, k)
             exact = 1.0 - matrix @ vector.astype("<f4")
             for content, distance in found:
                 assert distance == pytest.approx(exact[ids.index(content)], abs=1e-5)

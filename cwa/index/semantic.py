@@ -124,6 +124,24 @@ def store_vector(conn: apsw.Connection, content_hash: str, vector: np.ndarray, n
         conn.execute(sql["scope_vector"], {**stored, "hash": content_hash})
 
 
+# The shortlist by sign bits is OVERSAMPLE × k before exact rescoring: on LoCoMo's embedded
+# turns and questions it keeps 0.994 of the exhaustive float32 top 20 (× 8: 0.978),
+# `python eval/perf/vectors.py --data …/locomo10.json`.
+OVERSAMPLE = 16
+
+
+def nearest_contents(
+    conn: apsw.Connection, project_row: int | None, vector: np.ndarray, k: int, oversample: int = OVERSAMPLE
+) -> list[tuple[int, float]]:
+    """The `k` embedded contents of a project (of every project when None) nearest `vector`:
+    (window_embeddings id, cosine distance), nearest first (sql/semantic.sql `nearest`)."""
+    sql = queries("semantic")
+    params = {"vector": vector.astype("<f4").tobytes(), "k": k, "shortlist": oversample * k}
+    if project_row is None:
+        return list(conn.execute(sql["nearest_everywhere"], params))
+    return list(conn.execute(sql["nearest"], {**params, "project": project_row}))
+
+
 BACKGROUND_BATCH = 8  # window contents per background step: well under a second of work
 BACKGROUND_IDLE_SECONDS = 2.0
 

@@ -23,9 +23,6 @@ from cwa.store.sqlfiles import queries
 
 SEMANTIC_POOL = 40  # nearest contents asked for first (at least 8 × limit)
 MAX_K = 4096  # nearest contents asked for at most, however far the batch widens
-# Shortlist = OVERSAMPLE × k by sign bits before exact rescoring. On real MiniLM vectors, ×16
-# keeps 0.998 of the exhaustive float32 top 20 (×8: 0.987); eval/perf/vectors.py measures it.
-OVERSAMPLE = 16
 
 
 def query_vector(ctx: Context, query: str) -> np.ndarray | None:
@@ -53,7 +50,10 @@ def semantic_candidates(
     conn = ctx.conn
 
     def nearest(k: int) -> tuple[dict[int, float], bool]:
-        similarity = {row: 1.0 - distance for row, distance in nearest_contents(ctx, embedded, min(k, MAX_K))}
+        similarity = {
+            row: 1.0 - distance
+            for row, distance in semantic_index.nearest_contents(conn, ctx.scope.project_row, embedded, min(k, MAX_K))
+        }
         holders = conn.execute(
             queries("semantic")["windows_of_contents"], {"ids": orjson.dumps(list(similarity)).decode()}
         )
@@ -74,13 +74,3 @@ def semantic_candidates(
             similarity=window.score,
         ),
     )
-
-
-def nearest_contents(ctx: Context, embedded: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The `k` embedded contents of the search's project (every project's when it has none)
-    nearest the query's embedding: (window_embeddings id, cosine distance), nearest first."""
-    sql = queries("semantic")
-    params = {"vector": embedded.astype("<f4").tobytes(), "k": k, "shortlist": OVERSAMPLE * k}
-    if ctx.scope.project_row is None:
-        return list(ctx.conn.execute(sql["nearest_everywhere"], params))
-    return list(ctx.conn.execute(sql["nearest"], {**params, "project": ctx.scope.project_row}))

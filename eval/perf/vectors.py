@@ -31,9 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa.retrieve.semantic import OVERSAMPLE
+from cwa.index.semantic import OVERSAMPLE, nearest_contents
 from cwa.store.connection import open_connection
-from cwa.store.sqlfiles import queries
 
 DIMENSIONS = 384
 BATCH = 20_000
@@ -68,11 +67,7 @@ def fill(conn, vectors: np.ndarray, projects: np.ndarray, baseline: bool) -> Non
 
 
 def nearest(conn, vector: np.ndarray, k: int, project: int | None, oversample: int = OVERSAMPLE) -> list[int]:
-    sql = queries("semantic")
-    params = {"vector": vector.astype("<f4").tobytes(), "k": k, "shortlist": oversample * k}
-    if project is None:
-        return [row for row, _ in conn.execute(sql["nearest_everywhere"], params)]
-    return [row for row, _ in conn.execute(sql["nearest"], {**params, "project": project})]
+    return [row for row, _ in nearest_contents(conn, project, vector, k, oversample)]
 
 
 def overlap(data: Path, questions: int) -> dict:
