@@ -1,12 +1,17 @@
 """`cwa mcp`: the archive's agent tools over MCP (stdio), for Claude Code, Codex, OpenCode and
-other MCP hosts. Needs the MCP SDK, the optional `mcp` extra (in a checkout: `pip install -e '.[mcp]'`).
+other MCP hosts.
 
 The tools are the Pi extension's (cwa/integrations/routing.json: names, descriptions, JSON Schema
 parameters) plus `context_window_status`; the routing guidance is the server's instructions, so
 every host gets the same words. Project identity: `CWA_PROJECT`, else the real path of the working
-directory; session: `CWA_SESSION`, else one id per server process. Each call runs the archive
-method in a worker thread (one at a time per process); a caller's mistake comes back as a tool
-result with `isError` and the typed error code, never as a crash.
+directory; session: `CWA_SESSION`, else one id per server process. A caller's mistake comes back
+as a tool result with `isError` and the typed error code, never as a crash.
+
+The server speaks MCP's handshake era (`initialize`; revisions 2024-11-05 to 2025-11-25, what
+every host sends) itself, without the MCP SDK: importing the SDK took 0.7 s of a 0.9 s start, and
+Codex leaves a server's tools out of a turn when it has not answered within about a second. A
+client probing the stateless era (`server/discover`) gets method-not-found and falls back to
+`initialize`, as that revision asks of clients.
 """
 
 from __future__ import annotations
@@ -14,20 +19,26 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import traceback
 import uuid
 from collections.abc import Callable, Mapping
-from contextlib import asynccontextmanager
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import orjson
 
 from cwa import agent_tools, routing
 from cwa.api import Archive
-from cwa.errors import CwaError, InvalidRequest
+from cwa.errors import CwaError, Internal, InvalidRequest
 from cwa.json_input import check_depth, parse_json_body
 from cwa.serve import oversized_line, read_lines
 
 HOST = "mcp"
+# the handshake-era revisions this server answers in; a client asking for another gets the latest
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+# JSON-RPC 2.0's error codes
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 
 
 def identity(env: Mapping[str, str]) -> agent_tools.Scope:
@@ -47,106 +58,67 @@ def run_tool(
         return agent_tools.refusal(error)
 
 
-def build_server(archive: Archive, scope: agent_tools.Scope):
-    """The MCP server object (mcp's low-level Server) for `archive`."""
-    import anyio
-    import mcp_types as types
-    from mcp.server.lowlevel.server import Server
-
-    from cwa import __version__
-
-    lock = threading.Lock()  # one archive connection per process: calls take turns
-
-    def call(method: str, params: Any) -> dict[str, Any]:
-        with lock:
-            return archive.call(method, params)
-
-    tools = [
-        types.Tool(name=name, title=spec["label"], description=spec["description"], input_schema=spec["parameters"])
+def tool_list() -> list[dict[str, Any]]:
+    """The tools as MCP lists them."""
+    return [
+        {"name": name, "title": spec["label"], "description": spec["description"], "inputSchema": spec["parameters"]}
         for name, spec in routing.guidance()["tools"].items()
         if name in routing.tool_names(HOST)
     ]
 
-    async def list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx, params) -> types.CallToolResult:
-        answer = await anyio.to_thread.run_sync(run_tool, call, scope, params.name, params.arguments)
-        return types.CallToolResult(
-            content=[types.TextContent(text=answer["text"])],
-            structured_content=orjson.loads(orjson.dumps(answer["details"])),
-            is_error=answer["isError"],
-        )
+def initialize_result(params: dict[str, Any]) -> dict[str, Any]:
+    from cwa import __version__
 
-    return Server(
-        "cwa",
-        version=__version__,
-        instructions=routing.guidelines_text(),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    asked = params.get("protocolVersion")
+    return {
+        "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": {"name": "cwa", "version": __version__},
+        "instructions": routing.guidelines_text(),
+    }
 
 
-# JSON-RPC 2.0's error codes for frames that never reach a method
-PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+def tool_result(answer: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": answer["text"]}],
+        "structuredContent": answer["details"],
+        "isError": answer["isError"],
+    }
 
 
-def _rpc_error(request_id: Any, code: int, error: CwaError) -> bytes:
+def _rpc_error(request_id: Any, code: int, error: CwaError) -> dict[str, Any]:
     data = {"code": error.code, **error.details}
-    return (
-        orjson.dumps(
-            {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": error.message, "data": data}}
-        )
-        + b"\n"
-    )
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": error.message, "data": data}}
 
 
-def frame_error(line: bytes | None) -> bytes | None:
-    """The JSON-RPC error reply to a frame the SDK would drop without answering (so the client
-    waiting on its id would hang), or None when the frame may go on to the SDK. `None` as the
-    line stands for one longer than MAX_REQUEST_BYTES. A notification (no id) that is a valid
-    request object gets no reply, as JSON-RPC says."""
+def read_frame(line: bytes | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the frame, None) for a valid JSON-RPC message, else (None, the error reply the spec names),
+    so that a client waiting on an id never hangs. `None` as the line stands for one longer than
+    MAX_REQUEST_BYTES. A notification (no id) with bad params gets no reply, as JSON-RPC says:
+    (None, None)."""
     if line is None:
-        return _rpc_error(None, INVALID_REQUEST, oversized_line())
+        return None, _rpc_error(None, INVALID_REQUEST, oversized_line())
     try:
         frame = parse_json_body(line, "frame", bounded=False)
     except CwaError as error:
-        return _rpc_error(None, PARSE_ERROR if error.details.get("reason") == "bad-json" else INVALID_REQUEST, error)
+        code = PARSE_ERROR if error.details.get("reason") == "bad-json" else INVALID_REQUEST
+        return None, _rpc_error(None, code, error)
     if not isinstance(frame, dict):
-        return _rpc_error(
-            None,
-            INVALID_REQUEST,
-            InvalidRequest("a frame must be one JSON-RPC object (no batches)", reason="not-an-object"),
-        )
+        refusal = InvalidRequest("a frame must be one JSON-RPC object (no batches)", reason="not-an-object")
+        return None, _rpc_error(None, INVALID_REQUEST, refusal)
     request_id = frame.get("id")
     if "id" in frame and (isinstance(request_id, bool) or not isinstance(request_id, (str, int, type(None)))):
-        return _rpc_error(
-            None, INVALID_REQUEST, InvalidRequest("id must be a string or an integer", field="id", reason="wrong-type")
-        )
+        refusal = InvalidRequest("id must be a string or an integer", field="id", reason="wrong-type")
+        return None, _rpc_error(None, INVALID_REQUEST, refusal)
     try:
         _check_frame(frame)
     except CwaError as error:
         code = INVALID_PARAMS if error.details.get("field", "").startswith("params") else INVALID_REQUEST
         if code == INVALID_PARAMS and "id" not in frame:
-            return None  # a notification's params: nobody waits for an answer
-        return _rpc_error(request_id, code, error)
-    return _sdk_refusal(line, request_id)
-
-
-def _sdk_refusal(line: bytes, request_id: Any) -> bytes | None:
-    """What the SDK's own message model still refuses (it would drop it unanswered)."""
-    import mcp_types
-
-    try:
-        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValueError as exc:
-        first = str(exc).splitlines()[0][:200]
-        return _rpc_error(
-            request_id,
-            INVALID_REQUEST,
-            InvalidRequest(f"not a JSON-RPC message MCP knows: {first}", reason="not-jsonrpc"),
-        )
-    return None
+            return None, None  # a notification's params: nobody waits for an answer
+        return None, _rpc_error(request_id, code, error)
+    return frame, None
 
 
 def _check_frame(frame: dict[str, Any]) -> None:
@@ -154,7 +126,7 @@ def _check_frame(frame: dict[str, Any]) -> None:
         raise InvalidRequest('jsonrpc must be "2.0"', field="jsonrpc", reason="not-allowed")
     if "method" not in frame:
         if "id" in frame and ("result" in frame or "error" in frame):
-            return  # the client's answer to a request of the server's
+            return  # a client's answer to a server request (this server sends none)
         raise InvalidRequest("a request needs a method", field="method", reason="missing")
     if not isinstance(frame["method"], str):
         raise InvalidRequest("method must be a string", field="method", reason="wrong-type")
@@ -174,75 +146,82 @@ def _check_frame(frame: dict[str, Any]) -> None:
             raise InvalidRequest("params.arguments must be an object", field="params.arguments", reason="wrong-type")
 
 
-@asynccontextmanager
-async def checked_stdio(stdin: BinaryIO, stdout: BinaryIO):
-    """The SDK's stdio transport, with every frame checked first (frame_error): a malformed
-    frame is answered here with its JSON-RPC error instead of being dropped. Replies and errors
-    go out through one writer, a whole line at a time."""
-    import anyio
-    from mcp.server.stdio import stdio_server
+def _bug(exc: Exception) -> Internal:
+    traceback.print_exc(file=sys.stderr)
+    return Internal(f"{type(exc).__name__}: {exc}")
 
-    lock = anyio.Lock()
 
-    class Wire:
-        async def write(self, text: str) -> None:
-            async with lock:
-                await anyio.to_thread.run_sync(stdout.write, text.encode("utf-8"))
+class Server:
+    """One client's connection. Tool calls run one at a time on a worker thread (one archive
+    connection per process), so `ping` and `tools/list` are answered while a long call runs;
+    each reply is written as one whole line."""
 
-        async def flush(self) -> None:
-            async with lock:
-                await anyio.to_thread.run_sync(stdout.flush)
+    def __init__(self, archive: Archive, scope: agent_tools.Scope, out: BinaryIO) -> None:
+        self.archive, self.scope, self.out = archive, scope, out
+        self.tools = tool_list()
+        self.calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cwa-mcp-tool")
+        self.writing = threading.Lock()
 
-    wire = Wire()
-    lines = read_lines(stdin)  # serve's bounded reader: None for an oversized line
-    end = object()
+    def send(self, reply: dict[str, Any]) -> None:
+        line = orjson.dumps(reply) + b"\n"
+        with self.writing:
+            self.out.write(line)
+            self.out.flush()
 
-    class Frames:
-        def __aiter__(self):
-            return self
+    def answer(self, request_id: Any, result: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
-        async def __anext__(self) -> str:
-            while True:
-                line = await anyio.to_thread.run_sync(next, lines, end)
-                if line is end:
-                    raise StopAsyncIteration
-                if line is not None and not line.strip():
-                    continue
-                reply = frame_error(line)
-                if reply is None:
-                    return line.decode("utf-8")
-                await wire.write(reply.decode("utf-8"))
-                await wire.flush()
+    def receive(self, line: bytes | None) -> None:
+        """Answer one frame; a bug answers its request with an internal error, and the server goes on."""
+        request_id = None
+        try:
+            frame, refusal = read_frame(line)
+            if frame is not None:
+                request_id = frame.get("id")
+            self._dispatch(frame, refusal)
+        except Exception as exc:
+            self.send(_rpc_error(request_id, INTERNAL_ERROR, _bug(exc)))
 
-    async with stdio_server(Frames(), wire) as streams:
-        yield streams
+    def _dispatch(self, frame: dict[str, Any] | None, refusal: dict[str, Any] | None) -> None:
+        if refusal is not None:
+            self.send(refusal)
+        if frame is None or "method" not in frame or "id" not in frame:
+            return  # a notification (initialized, cancelled, …) or a client's answer: nothing to say
+        request_id, method, params = frame["id"], frame["method"], frame.get("params") or {}
+        if method == "tools/call":
+            self.calls.submit(self._call, request_id, params["name"], params.get("arguments"))
+        elif method == "initialize":
+            self.answer(request_id, initialize_result(params))
+        elif method == "tools/list":
+            self.answer(request_id, {"tools": self.tools})
+        elif method == "ping":
+            self.answer(request_id, {})
+        else:
+            unknown = InvalidRequest(f"cwa's MCP server has no method {method!r}", field="method", reason="unknown")
+            self.send(_rpc_error(request_id, METHOD_NOT_FOUND, unknown))
+
+    def _call(self, request_id: Any, name: str, arguments: Any) -> None:
+        try:
+            answer = run_tool(self.archive.call, self.scope, name, arguments)
+            self.answer(request_id, tool_result(answer))
+        except Exception as exc:  # the model reads the failure; the server goes on
+            self.answer(request_id, tool_result(agent_tools.refusal(_bug(exc))))
+
+    def close(self) -> None:
+        """Finish the calls already asked for, then stop."""
+        self.calls.shutdown(wait=True)
 
 
 def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> int:
-    """Serve MCP on stdin/stdout until the client closes them."""
-    try:
-        import anyio
-        import mcp.server.stdio  # noqa: F401
-    except ImportError as missing:
-        from cwa.integrations.mcp_clients import install_command
-
-        fix = install_command()
-        raise InvalidRequest(
-            f"cwa mcp needs the MCP SDK; install it with: {fix}",
-            reason="missing-extra",
-            module=str(missing.name),
-            install=fix,
-        ) from missing
-    scope = identity(env)
+    """Serve MCP on stdin/stdout until the client closes stdin."""
     archive = open_archive()
-
-    async def main() -> None:
-        server = build_server(archive, scope)
-        async with checked_stdio(sys.stdin.buffer, sys.stdout.buffer) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
+    server = Server(archive, identity(env), sys.stdout.buffer)
     try:
-        anyio.run(main)
+        for line in read_lines(sys.stdin.buffer):
+            if line is not None and not line.strip():
+                continue
+            server.receive(line)
     finally:
+        server.close()
         archive.close()
     return 0

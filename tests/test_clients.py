@@ -172,7 +172,7 @@ def test_codex(place):
         assert first.returncode == 0, first.stderr
         found = _wait_for(db, "ZX-4471 billing migration lock timeout", project)  # archived by notify
         assert found and OUTPUT in _exact(db, found[0]["documentId"])
-        earlier = found[0]["source"]["sessionId"]
+        earlier, earlier_document = found[0]["source"]["sessionId"], found[0]["documentId"]
 
         server.script.requests.clear()
         # cwa's prompt hook runs once trusted; the flag stands for the user's trust
@@ -194,7 +194,9 @@ def test_codex(place):
         outputs = [
             i for r in server.script.requests for i in r["body"]["input"] if i.get("type") == "function_call_output"
         ]
-        assert outputs and "step 7" in _texts(outputs) and earlier in _texts(outputs)
+        # the earlier session's turn is among the hits (how much of each snippet shows depends on
+        # how many hits share the budget: a retry above archives one more matching turn)
+        assert outputs and earlier_document in _texts(outputs) and earlier in _texts(outputs)
         server.script.tool = None
 
         _break_and_check(db, env, lambda: exec_("still there?").stdout)

@@ -7,7 +7,7 @@ import sys
 
 import anyio
 import pytest
-from conftest import REPO, hermetic_env
+from conftest import hermetic_env
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -192,12 +192,12 @@ def test_a_config_file_that_is_not_json_is_a_typed_error_and_left_alone(tmp_path
 class RawFrames:
     """`cwa mcp` driven by raw JSON-RPC lines (what a client's SDK would never send)."""
 
-    def __init__(self, tmp_path, project: str = PROJECT) -> None:
+    def __init__(self, tmp_path, project: str = PROJECT, command: list[str] | None = None) -> None:
         import subprocess
 
         params = server(tmp_path, "raw")
         self.process = subprocess.Popen(
-            [params.command, *params.args],
+            command or [params.command, *params.args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -351,16 +351,61 @@ def test_a_config_toml_that_is_not_toml_is_refused_and_left_alone(tmp_path):
     assert refused.value.details["reason"] == "bad-toml" and codex.read_text() == "model = [unclosed\n"
 
 
-def test_write_is_refused_without_the_mcp_sdk_naming_this_checkouts_install(tmp_path, monkeypatch):
-    import importlib.util
+# `cwa mcp` as it runs where the MCP SDK (and its pydantic and anyio) cannot be imported
+WITHOUT_SDK = (
+    "import sys; sys.modules.update(dict.fromkeys(('mcp', 'mcp_types', 'pydantic', 'anyio')));"
+    "from cwa.cli import main; sys.argv = ['cwa', *sys.argv[1:]]; main()"
+)
 
-    from cwa.errors import InvalidRequest
 
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
-    with pytest.raises(InvalidRequest) as refused:
-        mcp_clients.install("opencode", tmp_path, {"HOME": str(tmp_path)}, write=True)
-    fix = refused.value.details["install"]
-    assert fix == f"{sys.executable} -m pip install -e '{REPO}[mcp]'" and "cwa[mcp]" not in fix
-    assert not (tmp_path / "opencode.json").exists()
-    assert mcp_clients.install("opencode", tmp_path, {"HOME": str(tmp_path)}, write=False)["changed"] is True
+def test_the_server_and_its_install_need_no_mcp_sdk(tmp_path):
+    import subprocess
+
+    env = server(tmp_path, "bare").env
+    installed = subprocess.run(
+        [sys.executable, "-c", WITHOUT_SDK, "mcp", "install", "opencode", "--write", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert installed.returncode == 0 and json.loads(installed.stdout)["written"], installed.stderr
+    raw = RawFrames(tmp_path, command=[sys.executable, "-c", WITHOUT_SDK, "mcp"])
+    try:
+        raw.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert "context_window_search" in {t["name"] for t in raw.reply()["result"]["tools"]}
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "context_window_archive", "arguments": {"text": "the cache TTL is 40 s"}},
+            }
+        )
+        archived = raw.reply()["result"]
+        assert not archived["isError"] and archived["structuredContent"]["documentId"].startswith("doc-")
+        assert archived["content"] == [{"type": "text", "text": archived["content"][0]["text"]}]
+    finally:
+        raw.close()
+
+
+def test_a_client_probing_the_stateless_era_falls_back_to_the_handshake(tmp_path):
+    from mcp import Client
+
+    async def scenario():
+        async with Client(server(tmp_path, "s1")) as client:  # mode auto: server/discover first
+            assert client.session.initialize_result is not None
+            tools = await client.list_tools()
+            assert "context_window_status" in {t.name for t in tools.tools}
+            result = await client.call_tool("context_window_archive", {"text": "probe then handshake"})
+            assert not result.is_error and result.structured_content["version"] == 1
+
+    anyio.run(scenario)
+    raw = RawFrames(tmp_path)
+    try:
+        raw.send({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}})
+        reply = raw.reply()
+        assert reply["error"]["code"] == -32601 and reply["error"]["data"]["reason"] == "unknown"
+    finally:
+        raw.close()

@@ -107,7 +107,7 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
 @click.pass_context
 @handles_errors
 def mcp_group(ctx: click.Context) -> None:
-    """Serve the archive's agent tools over MCP on stdin/stdout (needs the MCP SDK: the `mcp` extra).
+    """Serve the archive's agent tools over MCP on stdin/stdout.
 
     \b
     Project: $CWA_PROJECT, else the real path of the working directory.

@@ -10,16 +10,13 @@ other entry kept, and every key of cwa's entry that cwa does not own — `env`, 
 
 The command is this installation's Python running `-m cwa mcp`, with `--db` when the archive is
 not the built-in default (cwa/integrations/launch.py): Codex and the MCP Inspector give their
-servers a filtered environment, where `CWA_DB` would not arrive. Writing is refused while the MCP
-SDK is missing: the server could not start.
+servers a filtered environment, where `CWA_DB` would not arrive.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -96,26 +93,6 @@ def _merge_toml(path: Path, text: str, program: list[str]) -> str:
     return text[: found.start()] + table + text[found.end() :]
 
 
-def install_command() -> str:
-    """How to add the MCP SDK to this installation: the checkout's editable install with its
-    `mcp` extra when cwa runs from a source checkout, else the extra of the installed package."""
-    checkout = Path(__file__).resolve().parents[2]
-    if (checkout / "pyproject.toml").is_file() and (checkout / "cwa").is_dir():
-        return f"{sys.executable} -m pip install -e '{checkout}[mcp]'"
-    return f"{sys.executable} -m pip install 'mcp>=2.3,<3'"
-
-
-def require_sdk() -> None:
-    if importlib.util.find_spec("mcp") is None:
-        fix = install_command()
-        raise InvalidRequest(
-            f"the MCP SDK is not installed, so `cwa mcp` cannot start; install it with: {fix}",
-            field="client",
-            reason="mcp-not-installed",
-            install=fix,
-        )
-
-
 def install(
     client: str,
     project: Path,
@@ -127,8 +104,6 @@ def install(
 ) -> dict[str, Any]:
     if scope == "user" and client != "claude":
         raise InvalidRequest(f"--scope user is for claude; {client} has one place", field="scope", reason="not-allowed")
-    if write:
-        require_sdk()
     path = config_file(client, project, env, scope)
     program = command(db, env)
     before = read_text(path)
