@@ -154,19 +154,26 @@ def _bug(exc: Exception) -> Internal:
 class Server:
     """One client's connection. Tool calls run one at a time on a worker thread (one archive
     connection per process), so `ping` and `tools/list` are answered while a long call runs;
-    each reply is written as one whole line."""
+    each reply is written as one whole line. A call the client cancels (`notifications/cancelled`)
+    is not started if it still waits, and gets no answer, as the spec asks."""
 
     def __init__(self, archive: Archive, scope: agent_tools.Scope, out: BinaryIO) -> None:
         self.archive, self.scope, self.out = archive, scope, out
         self.tools = tool_list()
         self.calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cwa-mcp-tool")
         self.writing = threading.Lock()
+        self.pending: set[Any] = set()  # ids of the tool calls asked for and not yet answered
+        self.cancelled: set[Any] = set()
+        self.gone = False  # the client closed its end of stdout
 
     def send(self, reply: dict[str, Any]) -> None:
         line = orjson.dumps(reply) + b"\n"
         with self.writing:
-            self.out.write(line)
-            self.out.flush()
+            try:
+                self.out.write(line)
+                self.out.flush()
+            except OSError:  # a broken pipe: nobody is left to read an answer
+                self.gone = True
 
     def answer(self, request_id: Any, result: dict[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
@@ -185,10 +192,16 @@ class Server:
     def _dispatch(self, frame: dict[str, Any] | None, refusal: dict[str, Any] | None) -> None:
         if refusal is not None:
             self.send(refusal)
-        if frame is None or "method" not in frame or "id" not in frame:
-            return  # a notification (initialized, cancelled, …) or a client's answer: nothing to say
-        request_id, method, params = frame["id"], frame["method"], frame.get("params") or {}
+        if frame is None or "method" not in frame:
+            return  # refused, or a client's answer to a request (this server sends none)
+        method, params = frame["method"], frame.get("params") or {}
+        if "id" not in frame:  # a notification (initialized, cancelled, …): nothing to say
+            if method == "notifications/cancelled" and params.get("requestId") in self.pending:
+                self.cancelled.add(params["requestId"])
+            return
+        request_id = frame["id"]
         if method == "tools/call":
+            self.pending.add(request_id)
             self.calls.submit(self._call, request_id, params["name"], params.get("arguments"))
         elif method == "initialize":
             self.answer(request_id, initialize_result(params))
@@ -202,10 +215,14 @@ class Server:
 
     def _call(self, request_id: Any, name: str, arguments: Any) -> None:
         try:
-            answer = run_tool(self.archive.call, self.scope, name, arguments)
-            self.answer(request_id, tool_result(answer))
+            if request_id not in self.cancelled:
+                result = tool_result(run_tool(self.archive.call, self.scope, name, arguments))
         except Exception as exc:  # the model reads the failure; the server goes on
-            self.answer(request_id, tool_result(agent_tools.refusal(_bug(exc))))
+            result = tool_result(agent_tools.refusal(_bug(exc)))
+        if request_id not in self.cancelled:
+            self.answer(request_id, result)
+        self.pending.discard(request_id)
+        self.cancelled.discard(request_id)
 
     def close(self) -> None:
         """Finish the calls already asked for, then stop."""
@@ -221,6 +238,8 @@ def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> 
             if line is not None and not line.strip():
                 continue
             server.receive(line)
+            if server.gone:
+                break
     finally:
         server.close()
         archive.close()

@@ -409,3 +409,28 @@ def test_a_client_probing_the_stateless_era_falls_back_to_the_handshake(tmp_path
         assert reply["error"]["code"] == -32601 and reply["error"]["data"]["reason"] == "unknown"
     finally:
         raw.close()
+
+
+def test_a_cancelled_call_gets_no_answer_and_the_server_goes_on(tmp_path):
+    big = "\n".join(f"line {n}: compile module_{n} and link it against libcore" for n in range(16_000))
+    call = {"name": "context_window_archive", "arguments": {"text": big}}
+    raw = RawFrames(tmp_path)
+    try:
+        raw.send(
+            b"\n".join(
+                json.dumps(frame).encode()
+                for frame in (
+                    {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call},
+                    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}},
+                    {"jsonrpc": "2.0", "id": 6, "method": "ping"},
+                )
+            )
+        )
+        first = raw.reply()
+        assert first["id"] == 6, str(first)[:600]  # answered while the cancelled call may still run
+        raw.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "context_window_status"}})
+        assert raw.reply()["id"] == 7  # calls take turns: a reply to 5 would have come first
+        raw.send({"jsonrpc": "2.0", "id": 8, "method": "ping"})
+        assert raw.reply()["id"] == 8
+    finally:
+        raw.close()
