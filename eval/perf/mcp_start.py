@@ -5,7 +5,8 @@ sends them right after spawning the server.
 
 Each run starts `python -m cwa --db FILE mcp` (the interpreter running this script; PYTHONPATH
 picks the tree) on one archive, sends `initialize` and waits for its reply, then
-`notifications/initialized` and `tools/list`, and closes stdin. `--busy K` keeps K processes
+`notifications/initialized` and `tools/list`, reads the server's resident memory (VmRSS), and
+closes stdin. `--busy K` keeps K processes
 spinning on the CPU meanwhile, a machine busy with other work (a build, the tests). Codex leaves
 out of a turn the tools of a server that has not answered within about a second.
 """
@@ -39,8 +40,14 @@ def _frames(*frames: dict) -> bytes:
     return b"".join(orjson.dumps(frame) + b"\n" for frame in frames)
 
 
-def one_start(db: Path) -> tuple[float, float]:
-    """Milliseconds from spawn to the `initialize` reply and to the `tools/list` reply."""
+def _rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) / 1024
+
+
+def one_start(db: Path) -> tuple[float, float, float]:
+    """Milliseconds from spawn to the `initialize` reply and to the `tools/list` reply; the
+    server's resident MiB then."""
     started = time.perf_counter()
     server = subprocess.Popen(
         [sys.executable, "-m", "cwa", "--db", str(db), "mcp"],
@@ -56,9 +63,10 @@ def one_start(db: Path) -> tuple[float, float]:
     server.stdin.flush()
     assert orjson.loads(server.stdout.readline())["result"]["tools"]
     listed = time.perf_counter()
+    rss = _rss_mib(server.pid)
     server.stdin.close()
     server.wait(timeout=60)
-    return (initialized - started) * 1000, (listed - started) * 1000
+    return (initialized - started) * 1000, (listed - started) * 1000, rss
 
 
 def _spin() -> None:
@@ -84,6 +92,7 @@ def run(runs: int, busy: int) -> dict:
         "initialize": latency([t[0] for t in timings]),
         "toolsList": latency([t[1] for t in timings]),
         "over1s": sum(t[1] > 1000 for t in timings),
+        "rssMiB": round(sorted(t[2] for t in timings)[len(timings) // 2], 1),  # median
     }
 
 
@@ -101,7 +110,7 @@ def main() -> None:
         f"{result['runs']} starts, {result['busy']} busy processes: initialize p50 / p95 "
         f"{result['initialize']['p50_ms']:.0f} / {result['initialize']['p95_ms']:.0f} ms, tools/list "
         f"{result['toolsList']['p50_ms']:.0f} / {result['toolsList']['p95_ms']:.0f} ms, "
-        f"{result['over1s']} over 1 s"
+        f"{result['over1s']} over 1 s; server RSS then {result['rssMiB']:.0f} MiB"
     )
 
 
