@@ -1,14 +1,17 @@
 """Admission and direct-read speed on synthetic coding sessions, against a bare-SQLite baseline.
 
-    python eval/perf/admission.py [--docs 2000] [--json]
+    python eval/perf/admission.py [--docs 2000] [--sql] [--json]
 
 The baseline inserts the same document texts into a one-column table of a WAL-mode file, one
 transaction per document, in the same process: the floor any admission path pays to SQLite.
+`--sql` admits the documents once more into a new archive with SQLite's statement profile on
+(SQLITE_TRACE_PROFILE): wall time and SQL time per document, and the statements that take most.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import random
 import sys
 import tempfile
@@ -102,12 +105,50 @@ def run(count: int) -> dict:
     return results
 
 
+def sql_profile(count: int, shown: int = 8) -> dict:
+    """Where a document's admission time goes: SQLite's own time per statement, the rest Python.
+    The first quarter of the documents warms the archive up and is not counted."""
+    documents = synthetic_documents(count)
+    warm = count // 4
+    spent: collections.Counter = collections.Counter()
+    runs: collections.Counter = collections.Counter()
+
+    def profile(event: dict) -> None:
+        statement = " ".join(event["sql"].split())[:90]
+        spent[statement] += event["nanoseconds"]
+        runs[statement] += 1
+
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "archive.db") as archive:
+        for document in documents[:warm]:
+            archive.admit(document)
+        archive.conn.trace_v2(apsw.SQLITE_TRACE_PROFILE, profile)
+        start = time.perf_counter()
+        for document in documents[warm:]:
+            archive.admit(document)
+        wall = time.perf_counter() - start
+        archive.conn.trace_v2(0, None)
+    counted = count - warm
+    return {
+        "documents": counted,
+        "wall_ms_per_doc": round(wall * 1000 / counted, 3),
+        "sql_ms_per_doc": round(sum(spent.values()) / 1e6 / counted, 3),
+        "statements_per_doc": round(sum(runs.values()) / counted, 1),
+        "top": [
+            {"statement": s, "ms_per_doc": round(ns / 1e6 / counted, 3), "runs_per_doc": round(runs[s] / counted, 1)}
+            for s, ns in spent.most_common(shown)
+        ],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--sql", action="store_true", help="also profile SQLite's share of admission")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = run(args.docs)
+    if args.sql:
+        results["sql"] = sql_profile(args.docs)
     if args.json:
         print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
         return
@@ -132,6 +173,14 @@ def main() -> None:
         f"admit one {results['admit_large']['document_bytes'] / 2**20:.1f} MiB log  {results['admit_large']['ms']:.0f} ms"
     )
     print(f"bytes                logical {results['bytes']['logical']}  file {results['bytes']['file']}")
+    if args.sql:
+        found = results["sql"]
+        print(
+            f"per document         wall {found['wall_ms_per_doc']:.3f} ms, SQLite {found['sql_ms_per_doc']:.3f} ms "
+            f"in {found['statements_per_doc']} statements (profiled run of {found['documents']} documents)"
+        )
+        for top in found["top"]:
+            print(f"  {top['ms_per_doc']:.3f} ms  {top['runs_per_doc']:>5}x  {top['statement']}")
 
 
 if __name__ == "__main__":
