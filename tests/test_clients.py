@@ -19,6 +19,7 @@ from conftest import run_cwa, stop_hook_servers
 from hosts import clients
 from hosts.faux_models import FauxModels, Script
 
+from cwa import hook_failures
 from cwa.api import Archive
 
 OUTPUT = "deploy log: ZX-4471 billing migration lock timeout at step 7"
@@ -73,6 +74,12 @@ def _kill_hook_server(db: Path) -> int:
     return len(found)
 
 
+def _wait_for_failure_log(db: Path, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not hook_failures.recent(db):
+        time.sleep(0.1)
+
+
 def _break_and_check(db: Path, env: dict, run_client) -> None:
     """cwa killed, then an archive that is no longer a database: the client answers as before; the
     failure is logged beside the archive and `cwa doctor` names it once the archive is back."""
@@ -85,6 +92,7 @@ def _break_and_check(db: Path, env: dict, run_client) -> None:
     db.write_bytes(b"this is not an SQLite database\n" * 100)
     try:
         assert "Done." in run_client()
+        _wait_for_failure_log(db)  # Codex's notify hook may still run after the client exits
     finally:
         db.unlink()
         for path in files:
