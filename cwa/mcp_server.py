@@ -196,8 +196,9 @@ class Server:
             return  # refused, or a client's answer to a request (this server sends none)
         method, params = frame["method"], frame.get("params") or {}
         if "id" not in frame:  # a notification (initialized, cancelled, …): nothing to say
-            if method == "notifications/cancelled" and params.get("requestId") in self.pending:
-                self.cancelled.add(params["requestId"])
+            cancelled = params.get("requestId")
+            if method == "notifications/cancelled" and isinstance(cancelled, (str, int)) and cancelled in self.pending:
+                self.cancelled.add(cancelled)
             return
         request_id = frame["id"]
         if method == "tools/call":
@@ -215,14 +216,17 @@ class Server:
 
     def _call(self, request_id: Any, name: str, arguments: Any) -> None:
         try:
+            if request_id in self.cancelled:
+                return  # cancelled while it waited: not started
+            try:
+                answer = run_tool(self.archive.call, self.scope, name, arguments)
+            except Exception as exc:  # the model reads the failure; the server goes on
+                answer = agent_tools.refusal(_bug(exc))
             if request_id not in self.cancelled:
-                result = tool_result(run_tool(self.archive.call, self.scope, name, arguments))
-        except Exception as exc:  # the model reads the failure; the server goes on
-            result = tool_result(agent_tools.refusal(_bug(exc)))
-        if request_id not in self.cancelled:
-            self.answer(request_id, result)
-        self.pending.discard(request_id)
-        self.cancelled.discard(request_id)
+                self.answer(request_id, tool_result(answer))
+        finally:
+            self.pending.discard(request_id)
+            self.cancelled.discard(request_id)
 
     def close(self) -> None:
         """Finish the calls already asked for, then stop."""

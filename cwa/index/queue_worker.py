@@ -113,19 +113,18 @@ class _Serve:
         self.last_heard = 0.0  # monotonic time of the last byte
         self.woken = False
 
-    def wait(self, seconds: float) -> bool:
-        """Wait up to `seconds` for bytes (reading them all); whether any came, and whether a
-        wake-up was among them (`self.woken`)."""
+    def wait(self, seconds: float) -> None:
+        """Wait up to `seconds` for bytes, reading them all: when they came (`last_heard`), whether
+        a wake-up was among them (`woken`), or the end (`ended`)."""
         readable, _, _ = select.select([self.fd], [], [], seconds)
         if not readable:
-            return False
+            return
         heard = os.read(self.fd, 4096)
         if not heard:
             self.ended = True
-            return False
+            return
         self.last_heard = time.monotonic()
         self.woken = self.woken or WAKE in heard
-        return True
 
     def wait_for_wake(self, seconds: float) -> None:
         """Until a wake-up, the end, or `seconds` pass (answered requests alone do not wake it)."""

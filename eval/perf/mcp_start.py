@@ -25,7 +25,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import latency
+from bench import latency, percentile
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -92,7 +92,7 @@ def run(runs: int, busy: int) -> dict:
         "initialize": latency([t[0] for t in timings]),
         "toolsList": latency([t[1] for t in timings]),
         "over1s": sum(t[1] > 1000 for t in timings),
-        "rssMiB": round(sorted(t[2] for t in timings)[len(timings) // 2], 1),  # median
+        "rssMiB": round(percentile([t[2] for t in timings], 0.5), 1),
     }
 
 

@@ -12,7 +12,8 @@ never copied), and reports, per oversampling factor, the share of the exhaustive
 `--vectors N`: latency. Seeded random unit vectors (the scan's cost does not depend on what they
 say) spread over `--projects` projects, the largest holding half; times `nearest` for the
 largest project, for the smallest, across every project (`nearest_everywhere`), and the vec0
-exhaustive k-nearest, 20 queries each, k = 40 (the search's first batch).
+exhaustive k-nearest, 20 queries each, k = 40 (the search's first batch); and the bytes a
+vector takes in each table (SQLite's dbstat: whole pages, so a page's unused space counts).
 """
 
 from __future__ import annotations
@@ -64,6 +65,22 @@ def fill(conn, vectors: np.ndarray, projects: np.ndarray, baseline: bool) -> Non
             )
             if baseline:
                 conn.executemany("INSERT INTO baseline (rowid, embedding) VALUES (?, ?)", rows)
+
+
+# The tables a stored vector takes space in (dbstat names): cwa's, and the vec0 baseline's shadow tables
+VECTOR_TABLES = {
+    "window_vectors": ("window_vectors",),
+    "window_vector_bits": ("window_vector_bits", "window_vector_bits_by_embedding"),
+    "vec0Baseline": ("baseline",),
+}
+
+
+def bytes_per_vector(conn, count: int) -> dict[str, float]:
+    pages = conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall()
+    return {
+        table: round(sum(size for name, size in pages if name.startswith(prefixes)) / count, 1)
+        for table, prefixes in VECTOR_TABLES.items()
+    }
 
 
 def nearest(conn, vector: np.ndarray, k: int, project: int | None, oversample: int = OVERSAMPLE) -> list[int]:
@@ -140,6 +157,7 @@ def speed(count: int, project_count: int, seed: int = 7) -> dict:
             "smallest": latency(timed(lambda v: nearest(conn, v, 40, smallest))),
             "everywhere": latency(timed(lambda v: nearest(conn, v, 40, None))),
             "vec0Exhaustive": latency(timed(lambda v: conn.execute(baseline_sql, (v.tobytes(),)).fetchall())),
+            "bytesPerVector": bytes_per_vector(conn, count),
         }
         conn.close()
     return result
@@ -172,6 +190,7 @@ def main() -> None:
         )
         for name in ("largest", "smallest", "everywhere", "vec0Exhaustive"):
             print(f"  {name:15} {s[name]['p50_ms']:8.1f} / {s[name]['p95_ms']:8.1f}")
+        print("  bytes a vector: " + ", ".join(f"{table} {size:,.0f}" for table, size in s["bytesPerVector"].items()))
 
 
 if __name__ == "__main__":
