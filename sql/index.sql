@@ -21,9 +21,17 @@ WHERE p.id = (
   ORDER BY q.created_at DESC, q.id DESC LIMIT 1)
 ORDER BY m.ordinal DESC LIMIT 1;
 
--- name: insert_anchor
-INSERT INTO anchors (document_row, type, text, folded, specificity, start_byte, end_byte, occurrences)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+-- name: insert_anchor_texts
+-- A document's anchor texts the dictionary lacks (:anchors is a JSON array of
+-- [text, folded or null, type, start_byte, end_byte, occurrences]).
+INSERT INTO anchor_texts (text, folded)
+SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) WHERE true
+ON CONFLICT (text) DO NOTHING;
+
+-- name: insert_anchors
+INSERT INTO anchors (text_id, document_row, type, start_byte, end_byte, occurrences)
+SELECT t.id, :row, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
+FROM json_each(:anchors) AS j JOIN anchor_texts AS t ON t.text = j.value ->> 0;
 
 -- name: insert_cue
 INSERT INTO message_cues (document_row, ordinal, cue, score) VALUES (?, ?, ?, ?);

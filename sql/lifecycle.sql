@@ -145,7 +145,13 @@ DELETE FROM window_fts WHERE rowid = ?;
 DELETE FROM windows WHERE document_row = ?;
 
 -- name: delete_anchors_of
-DELETE FROM anchors WHERE document_row = ?;
+-- A document's anchors, then the dictionary's texts no other document's anchor names (a purged
+-- document's paths and quoted strings leave the file with it).
+DELETE FROM anchors WHERE document_row = ? RETURNING text_id;
+
+-- name: delete_unused_anchor_texts
+DELETE FROM anchor_texts WHERE id IN (SELECT value FROM json_each(:ids))
+  AND NOT EXISTS (SELECT 1 FROM anchors AS a WHERE a.text_id = anchor_texts.id);
 
 -- name: delete_cues_of
 DELETE FROM message_cues WHERE document_row = ?;

@@ -10,11 +10,12 @@ SELECT id FROM projects WHERE identity = ?;
 -- name: exact_anchor_hits
 -- Documents holding an anchor, case-sensitive (:folded = 0) or case-folded (:folded = 1; then
 -- :anchor is folded too, and a row whose text is already folded stores no separate folded form).
-SELECT a.document_row, a.type, a.text, a.specificity, a.start_byte, a.end_byte, a.occurrences
-FROM anchors AS a
+SELECT a.document_row, a.type, t.text, a.start_byte, a.end_byte, a.occurrences
+FROM anchor_texts AS t
+JOIN anchors AS a ON a.text_id = t.id
 JOIN documents AS d ON d.id = a.document_row
-WHERE (a.text = :anchor AND (:folded = 0 OR a.folded IS NULL)
-       OR :folded = 1 AND a.folded = :anchor)
+WHERE (t.text = :anchor AND (:folded = 0 OR t.folded IS NULL)
+       OR :folded = 1 AND t.folded = :anchor)
   AND (d.state = 'live' OR :superseded = 1 AND d.state = 'superseded')
   AND (:project IS NULL OR d.project_id = :project)
   AND (:sessions IS NULL OR d.session_id IN (SELECT value FROM json_each(:sessions)))

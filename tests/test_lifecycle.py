@@ -268,10 +268,12 @@ def test_storage_shrinks_after_maintenance_and_vacuum(archive, clock, tmp_path):
 
 
 def test_redaction_removes_a_session_now_and_its_bytes_after_maintenance(archive, clock):
-    secret = "SENTINEL-7f3a the password rotation plan for the vault"
+    secret = "SENTINEL-7f3a the password rotation plan for the vault, in secrets/vault_plan.yaml"
     gone = admit(archive, secret, session="s1")
-    also = admit(archive, "The vault rotation runs nightly", session="s1", kind="tool-result", role="toolResult")
-    kept = admit(archive, "The vault audit happens in session two", session="s2")
+    also = admit(
+        archive, "The vault rotation runs nightly: RotateVault", session="s1", kind="tool-result", role="toolResult"
+    )
+    kept = admit(archive, "The vault audit happens in session two: RotateVault", session="s2")
     locator = archive.search({"project": P, "query": "SENTINEL-7f3a", "leaseSeconds": 600})["results"][0]["locator"]
     archive.call("pin", {"documentId": gone})
     hint = archive.call(
@@ -306,9 +308,16 @@ def test_redaction_removes_a_session_now_and_its_bytes_after_maintenance(archive
             "SELECT count(*) FROM chunks WHERE instr(data, ?) > 0", (b"SENTINEL-7f3a",)
         ).fetchone()[0]
 
+    def anchor_texts():
+        return {t for (t,) in archive.conn.execute("SELECT text FROM anchor_texts")}
+
     assert sentinel_bytes() == 1  # bytes go with maintenance
+    assert {"secrets/vault_plan.yaml", "RotateVault"} <= anchor_texts()
     maintain_all(archive)
     assert sentinel_bytes() == 0
+    # the anchor dictionary forgets a text only the purged documents held, keeps a shared one
+    assert not any("vault_plan" in t for t in anchor_texts()) and "RotateVault" in anchor_texts()
+    assert found(archive, "RotateVault") == {kept}
     assert (
         archive.conn.execute("SELECT count(*) FROM hint_records WHERE model_visible_text LIKE '%SENTINEL%'").fetchone()[
             0

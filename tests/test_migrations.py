@@ -15,7 +15,7 @@ from conftest import REPO
 from cwa import contract
 from cwa.api import Archive
 from cwa.config import load_settings
-from cwa.index.exact import ExactHandler
+from cwa.index.exact import ExactHandler, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
@@ -32,6 +32,7 @@ NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/upgraded"
 LATEST = migrations.latest_version()
 VECTOR_BITS_SINCE = 16  # window_vector_bits; before, window_vectors was a vec0 table
+ANCHOR_DICTIONARY_SINCE = 17  # anchor_texts; before, each anchor row held its own text
 
 
 class QueueOnlySemanticHandler(SemanticQueueHandler):
@@ -42,10 +43,28 @@ class QueueOnlySemanticHandler(SemanticQueueHandler):
         return HandlerResult("complete", None)
 
 
+class PerRowExactHandler(ExactHandler):
+    """The exact handler of schemas 2-16: each anchor row held its text, folded text and specificity."""
+
+    def index(self, conn, target):
+        anchors, _ = document_anchors(target.document)
+        conn.executemany(
+            "INSERT INTO anchors (document_row, type, text, folded, specificity, start_byte, end_byte, occurrences) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (target.document_row, a.type, a.text, a.folded if a.folded != a.text else None, a.specificity)
+                + (a.start, a.end, n)
+                for a, n in anchors
+            ],
+        )
+        return HandlerResult("complete", None)
+
+
 # The schemas each derived-index handler ran on: from when its tables first existed, until
 # (excluded) the schema whose handler replaced it.
 HANDLERS_BY_SCHEMA = (
-    (2, None, ExactHandler),
+    (2, ANCHOR_DICTIONARY_SINCE, PerRowExactHandler),
+    (ANCHOR_DICTIONARY_SINCE, None, ExactHandler),
     (2, None, LexicalHandler),
     (2, None, StructuralHandler),
     (4, VECTOR_BITS_SINCE, QueueOnlySemanticHandler),
@@ -325,3 +344,28 @@ def test_vectors_leave_vec0_whole_and_each_project_gets_the_sign_bits_of_its_con
             {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
         )
         assert found["semantic"]["used"] is True and any("semantic" in r["modes"] for r in found["results"])
+
+
+def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, ANCHOR_DICTIONARY_SINCE - 1)
+    conn = apsw.Connection(str(path))
+    before = sorted(
+        conn.execute("SELECT document_row, type, text, folded, start_byte, end_byte, occurrences FROM anchors")
+    )
+    conn.close()
+    assert len({text for _, _, text, *_ in before}) < len(before)  # some text is in two documents
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        after = sorted(
+            conn.execute(
+                "SELECT a.document_row, a.type, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences "
+                "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id"
+            )
+        )
+        assert after == before
+        texts = conn.execute("SELECT count(*), count(DISTINCT text) FROM anchor_texts").fetchone()
+        assert texts == (len({text for _, _, text, *_ in before}),) * 2
+        # case-folded lookup still goes through the folded form
+        found = archive.search({"project": PROJECT, "query": "e_upload_stall", "semanticPolicy": "never"})["results"]
+        assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}

@@ -11,10 +11,11 @@ Types and their specificity (how strongly one exact hit identifies a source):
     value   0.60  versions (v1.2, 1.2.3), numbers with units (30 s, 64 KiB), ports (:8080),
                   issue ids (#123), UUIDs
 
-Anchors are found in message text (never in the serialized headers), stored case-sensitive and
-NFKC-case-folded with the byte range of their first occurrence. Under the per-document budget
-of MAX_ANCHORS_PER_DOCUMENT distinct anchors, higher specificity wins and the outcome is
-`partial`.
+Anchors are found in message text (never in the serialized headers). Each distinct text is stored
+once, case-sensitive and NFKC-case-folded, in the `anchor_texts` dictionary; a document's anchor
+names it by id, with its type and the byte range of its first occurrence. Under the
+per-document budget of MAX_ANCHORS_PER_DOCUMENT distinct anchors, higher specificity wins and
+the outcome is `partial`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import unicodedata
 from dataclasses import dataclass
 
 import apsw
+import orjson
 
 from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.serialization import SerializedDocument
@@ -110,6 +112,12 @@ class Anchor:
 
 def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _folded_or_none(text: str) -> str | None:
+    """The folded form the dictionary stores: none when folding changes nothing."""
+    folded = fold(text)
+    return None if folded == text else folded
 
 
 def find_anchors(data: bytes, offset: int = 0) -> list[Anchor]:
@@ -217,22 +225,13 @@ class ExactHandler:
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
         prepared = target.prepared.get(self.name)
         anchors, cut = prepared if prepared is not None else document_anchors(target.document)
-        conn.executemany(
-            queries("index")["insert_anchor"],
-            [
-                (
-                    target.document_row,
-                    a.type,
-                    a.text,
-                    a.folded if a.folded != a.text else None,
-                    a.specificity,
-                    a.start,
-                    a.end,
-                    n,
-                )
-                for a, n in anchors
-            ],
-        )
+        if anchors:
+            sql = queries("index")
+            rows = orjson.dumps(
+                [[a.text, _folded_or_none(a.text), a.type, a.start, a.end, n] for a, n in anchors]
+            ).decode()
+            conn.execute(sql["insert_anchor_texts"], {"anchors": rows})
+            conn.execute(sql["insert_anchors"], {"anchors": rows, "row": target.document_row})
         if cut:
             return HandlerResult("partial", f"kept the {MAX_ANCHORS_PER_DOCUMENT} most specific anchors")
         return HandlerResult("complete")

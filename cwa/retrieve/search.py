@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import apsw
 
 from cwa.config import Settings
-from cwa.index.exact import SPECIFICITY, Anchor, fold, query_anchors
+from cwa.index.exact import Anchor, fold, query_anchors
 from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.index.semantic import pending
 from cwa.index.structure import CUE_THRESHOLD
@@ -349,7 +349,6 @@ class AnchorHit(NamedTuple):
     document_row: int
     type: str
     text: str
-    specificity: float
     start: int
     end: int
     occurrences: int
@@ -429,7 +428,7 @@ def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[AnchorHit], bool]:
             if _position_visible(ctx, row, begin):
                 continue
             stop = min(end, begin + len(phrase.encode("utf-8")))
-            hits.append(AnchorHit(row, "quoted", phrase, SPECIFICITY["quoted"], begin, stop, 1))
+            hits.append(AnchorHit(row, "quoted", phrase, begin, stop, 1))
         if hits:
             return hits, folded
     return [], False

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import apsw
+import orjson
 
 from cwa.store.reads import read_bytes
 from cwa.store.serialization import SerializedDocument, SerializedMessage
@@ -122,7 +123,9 @@ def drop_derived(conn: apsw.Connection, document_row: int) -> list[str]:
         conn.execute(sql["delete_window_fts_row"], (window_id,))
     conn.execute(sql["delete_windows_of"], (document_row,))
     conn.execute(sql["subtract_windows"], (len(windows),))
-    conn.execute(sql["delete_anchors_of"], (document_row,))
+    texts = [text_id for (text_id,) in conn.execute(sql["delete_anchors_of"], (document_row,))]
+    if texts:
+        conn.execute(sql["delete_unused_anchor_texts"], {"ids": orjson.dumps(texts).decode()})
     conn.execute(sql["delete_cues_of"], (document_row,))
     conn.execute(sql["delete_outcomes_of"], (document_row,))
     return sorted({content_hash for _, content_hash in windows})

@@ -54,7 +54,15 @@ def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> di
 # vectors. Everything else (ledgers, schedule, small tables) is "other".
 _CHUNK_TABLES = ("chunks", "document_chunks", "sqlite_autoindex_chunks_1", "document_chunks_chunk")
 _VECTOR_PREFIXES = ("window_vectors", "window_vector_bits", "window_embeddings", "embedding_queue")
-_INDEX_PREFIXES = ("window_fts", "windows", "anchors", "message_cues", "index_")
+_INDEX_PREFIXES = (
+    "window_fts",
+    "windows",
+    "anchor",
+    "message_cues",
+    "index_",
+    "sqlite_autoindex_window",
+    "sqlite_autoindex_anchor",
+)
 
 
 def lifecycle_status(conn: apsw.Connection, now: str) -> dict[str, Any]:
@@ -69,7 +77,7 @@ def lifecycle_status(conn: apsw.Connection, now: str) -> dict[str, Any]:
             shares["chunks"] += size
         elif name.startswith(_VECTOR_PREFIXES):
             shares["vectors"] += size
-        elif name.startswith(_INDEX_PREFIXES) or name.startswith("sqlite_autoindex_window"):
+        elif name.startswith(_INDEX_PREFIXES):
             shares["index"] += size
         else:
             shares["other"] += size

@@ -46,7 +46,7 @@ OPERATIONS = ("preflight", "exact", "lexical", "hybrid", "recall3", "gather")
 KINDS = (
     ("fts", ("window_fts",)),
     ("vectors", ("window_vectors", "window_vector_bits", "window_embeddings", "embedding_queue")),
-    ("exact postings", ("anchors",)),
+    ("exact postings", ("anchor",)),
     ("structure", ("windows", "message_cues", "session_", "supersessions", "index_stats", "checkpoint_parts")),
     ("chunks", ("chunks", "document_chunks", "documents", "messages", "sessions", "projects")),
     (
