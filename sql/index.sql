@@ -10,8 +10,8 @@ INSERT INTO window_fts (rowid, title, user, assistant, body, context) VALUES (?,
 
 -- name: previous_in_session
 -- The last message of the readable document just before :row in its session (creation order,
--- then row; a row-value range on documents_session_created), and that document's kind.
-SELECT p.id, p.kind, m.text_start, m.end_byte
+-- then row; a row-value range on documents_session_created), and that document's kind and digest.
+SELECT p.id, p.kind, p.text_digest, m.text_start, m.end_byte
 FROM documents AS p
 JOIN messages AS m ON m.document_row = p.id
 WHERE p.id = (

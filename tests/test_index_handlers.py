@@ -144,3 +144,54 @@ def test_a_documents_context_reads_only_the_tail_of_the_message_before_and_gets_
         assert context_terms(_last_terms(archive.conn, row, start, end, CONTEXT_TERMS)) == expected
         tails += end - start > CONTEXT_TAIL_BYTES
     assert tails >= 10  # the tail-only path was taken, not just the whole-message one
+
+
+def test_the_next_documents_context_comes_from_the_last_one_indexed_and_never_from_a_rolled_back_one(db_path):
+    """Indexing a session's next document reuses the context its previous one gave (no second
+    read and tokenizing); a document whose admission rolled back gave up its row, another process
+    admitted another document into it, and the rolled-back one's context never reaches that
+    document's successor."""
+    import apsw
+    import pytest
+
+    from cwa.errors import CwaError
+    from cwa.index.lexical import ClosingContexts, LexicalHandler, context_terms, previous_context
+    from cwa.index.terms import terms
+
+    seen: dict[str, list[str]] = {}
+
+    class Recorder:  # what the lexical handler gave the document's first window as context
+        name = "recorder"
+
+        def index(self, conn, target):
+            first = target.document.messages[0]
+            text = target.document.text[first.text_start : first.end].decode("utf-8")
+            seen[text] = list(target.prepared["lexical"].windows[0].columns["context"])
+            if "BREAK" in text:  # the storage fails after indexing: the whole admission rolls back
+                raise apsw.FullError("the imagined disk is full")
+            return HandlerResult("complete")
+
+    # the second and third are as long: only their bytes tell them apart
+    texts = ["first about zebra quagga", "BREAK about walrus!", "third about narwhal", "fourth about okapi"]
+    lexical = LexicalHandler()
+    with Archive.open(db_path, handlers=[lexical, Recorder()]) as archive:
+        archive.admit(turn(texts[0]))
+        with pytest.raises(CwaError):
+            archive.admit(turn(texts[1]))
+        with Archive.open(db_path) as other:  # another process, with its own handlers, takes the row
+            other.admit(turn(texts[2]))
+        fourth = archive.admit(turn(texts[3]))["documentId"]
+        rows = [r for (r,) in archive.conn.execute("SELECT id FROM documents ORDER BY id")]
+        assert rows == [1, 2, 3]  # the third took the row the rolled-back second had
+        assert seen[texts[3]] == context_terms(terms(f"answer to: {texts[2]}"))
+        assert all(not t.endswith("walrus") for t in seen[texts[3]])
+        fourth_row = archive.conn.execute("SELECT id FROM documents WHERE document_id = ?", (fourth,)).fetchone()[0]
+        # the same context as reading the previous message again
+        assert previous_context(archive.conn, "turn", fourth_row, ClosingContexts()) == seen[texts[3]]
+        # and the fourth's context for the next one is kept, under its own bytes
+        last = archive.conn.execute(
+            "SELECT d.text_digest, m.text_start, m.end_byte FROM documents AS d JOIN messages AS m"
+            " ON m.document_row = d.id WHERE d.id = ? ORDER BY m.ordinal DESC LIMIT 1",
+            (fourth_row,),
+        ).fetchone()
+        assert lexical.closing.get(fourth_row, *last) == context_terms(terms(f"answer to: {texts[3]}"))

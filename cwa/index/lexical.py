@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import apsw
 import blake3
@@ -69,10 +70,15 @@ def _column(role: str, cues: dict[str, float], kind: str) -> str:
     return {"user": "user", "assistant": "assistant"}.get(role, "body")
 
 
-def plan_windows(
-    kind: str, document: SerializedDocument, budget: int = MAX_TERMS_PER_DOCUMENT
-) -> tuple[list[Window], bool]:
-    """The document's windows, and whether the term budget cut it short."""
+class Plan(NamedTuple):
+    windows: list[Window]
+    cut: bool  # the term budget cut the document short
+    closing: list[str] | None  # its last message's context terms (None when cut before it)
+
+
+def plan_windows(kind: str, document: SerializedDocument, budget: int = MAX_TERMS_PER_DOCUMENT) -> Plan:
+    """The document's windows, whether the term budget cut it short, and the context its last
+    message gives the next document of its session."""
     views = message_views(document)
     cue_scores = score_messages(kind, views)
     windows: list[Window] = []
@@ -116,8 +122,8 @@ def plan_windows(
             window.columns[column].extend(term for term, _ in piece)
             windows.append(window)
         if truncated:
-            return windows, True
-    return windows, False
+            return Plan(windows, True, None)
+    return Plan(windows, False, before)
 
 
 def context_terms(found: Iterable[str]) -> list[str]:
@@ -126,7 +132,7 @@ def context_terms(found: Iterable[str]) -> list[str]:
     return [context_term(t) for t in dict.fromkeys(deque(found, maxlen=CONTEXT_TERMS))]
 
 
-def previous_context(conn: apsw.Connection, kind: str, document_row: int) -> list[str]:
+def previous_context(conn: apsw.Connection, kind: str, document_row: int, known: ClosingContexts) -> list[str]:
     """The context of a document's first window: the last terms of the previous conversational
     document's last message in its session (none for other kinds)."""
     if kind not in CONTEXT_KINDS:
@@ -134,8 +140,32 @@ def previous_context(conn: apsw.Connection, kind: str, document_row: int) -> lis
     found = conn.execute(queries("index")["previous_in_session"], {"row": document_row}).fetchone()
     if found is None or found[1] not in CONTEXT_KINDS:
         return []
-    row, _, start, end = found
+    row, _, digest, start, end = found
+    cached = known.get(row, digest, start, end)
+    if cached is not None:
+        return cached
     return context_terms(_last_terms(conn, row, start, end, CONTEXT_TERMS))
+
+
+class ClosingContexts:
+    """The context each recently indexed document's last message gives the next one of its
+    session, so that indexing a session's next document does not read and tokenize it again.
+    Keyed by the document's row and text digest: a row an aborted transaction gave back and a
+    later document took never matches."""
+
+    SIZE = 512
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[int, str, int, int], list[str]] = {}
+
+    def get(self, row: int, digest: str, start: int, end: int) -> list[str] | None:
+        return self._found.get((row, digest, start, end))
+
+    def put(self, row: int, document: SerializedDocument, terms: list[str]) -> None:
+        last = document.messages[-1]
+        if len(self._found) >= self.SIZE:
+            del self._found[next(iter(self._found))]  # the oldest
+        self._found[(row, blake3.blake3(document.text).hexdigest(), last.text_start, last.end)] = terms
 
 
 def _last_terms(conn: apsw.Connection, row: int, start: int, end: int, wanted: int) -> list[str]:
@@ -158,16 +188,19 @@ def _last_terms(conn: apsw.Connection, row: int, start: int, end: int, wanted: i
 class LexicalHandler:
     name = "lexical"
 
-    def prepare(self, kind: str, document: SerializedDocument) -> tuple[list[Window], bool]:
+    def __init__(self) -> None:
+        self.closing = ClosingContexts()
+
+    def prepare(self, kind: str, document: SerializedDocument) -> Plan:
         return plan_windows(kind, document)
 
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
         sql = queries("index")
         prepared = target.prepared.get(self.name)
-        windows, cut = prepared if prepared is not None else plan_windows(target.kind, target.document)
+        windows, cut, closing = prepared if prepared is not None else plan_windows(target.kind, target.document)
         data = target.document.text
         if windows and not windows[0].columns["context"]:
-            windows[0].columns["context"] = previous_context(conn, target.kind, target.document_row)
+            windows[0].columns["context"] = previous_context(conn, target.kind, target.document_row, self.closing)
         for ordinal, window in enumerate(windows):
             conn.execute(
                 sql["insert_window"],
@@ -187,6 +220,8 @@ class LexicalHandler:
                 (conn.last_insert_rowid(), *(" ".join(window.columns[c]) for c in COLUMNS)),
             )
         conn.execute(sql["add_windows"], (len(windows),))  # rolled back with the savepoint if skipped
+        if closing is not None and target.kind in CONTEXT_KINDS and target.document.messages:
+            self.closing.put(target.document_row, target.document, closing)
         if cut:
             return HandlerResult("partial", f"term budget of {MAX_TERMS_PER_DOCUMENT} reached")
         return HandlerResult("complete")
