@@ -1,5 +1,5 @@
 -- Named queries of the semantic index (cwa/index/semantic.py, cwa/retrieve/semantic.py).
--- Tables: migrations/0004_semantic_index.sql, 0016_vector_shortlists.sql.
+-- Tables: migrations/0004_semantic_index.sql, 0016_vector_shortlists.sql, 0018_int8_vectors.sql.
 
 -- name: enqueue_document
 -- The document's window contents that have no embedding yet.
@@ -10,9 +10,12 @@ WHERE w.document_row = :row
 
 -- name: scope_document
 -- The document's project gets the sign bits of its window contents already embedded (for
--- another document, maybe of another project): its searches then find them.
+-- another document, maybe of another project): its searches then find them. The bits are the
+-- ones another project has for it (made from the float32 vector), else the int8 vector's signs.
 INSERT OR IGNORE INTO window_vector_bits (project_id, embedding_id, bits)
-SELECT DISTINCT d.project_id, e.id, vec_quantize_binary(v.embedding)
+SELECT DISTINCT d.project_id, e.id, coalesce(
+  (SELECT b.bits FROM window_vector_bits AS b WHERE b.embedding_id = e.id LIMIT 1),
+  vec_quantize_binary(vec_int8(v.embedding)))
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
 JOIN window_embeddings AS e ON e.content_hash = w.content_hash
@@ -38,7 +41,7 @@ WHERE content_hash = ? LIMIT 1;
 INSERT OR IGNORE INTO window_embeddings (content_hash, embedded_at) VALUES (?, ?);
 
 -- name: insert_vector
-INSERT INTO window_vectors (id, embedding) VALUES (:id, :vector);
+INSERT INTO window_vectors (id, embedding) VALUES (:id, :quantized);
 
 -- name: scope_vector
 -- The new vector's sign bits, in every project holding a window with its content.
@@ -68,15 +71,15 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 
 -- name: nearest
 -- Phase 1: the project's embedded contents nearest a query vector. The sign bits of the
--- project's vectors (one contiguous range) give a shortlist by Hamming distance; the exact
--- float32 vectors of the shortlist give the cosine distances, nearest first.
+-- project's vectors (one contiguous range) give a shortlist by Hamming distance; the int8
+-- vectors of the shortlist and the query's (:quantized) give the cosine distances, nearest first.
 WITH shortlist AS (
   SELECT embedding_id FROM window_vector_bits
   WHERE project_id = :project
   ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(:vector))
   LIMIT :shortlist
 )
-SELECT v.id, vec_distance_cosine(v.embedding, :vector) AS distance
+SELECT v.id, vec_distance_cosine(vec_int8(v.embedding), vec_int8(:quantized)) AS distance
 FROM shortlist JOIN window_vectors AS v ON v.id = shortlist.embedding_id
 ORDER BY distance, v.id LIMIT :k;
 
@@ -89,7 +92,7 @@ WITH shortlist AS (
     LIMIT :shortlist
   )
 )
-SELECT v.id, vec_distance_cosine(v.embedding, :vector) AS distance
+SELECT v.id, vec_distance_cosine(vec_int8(v.embedding), vec_int8(:quantized)) AS distance
 FROM shortlist JOIN window_vectors AS v ON v.id = shortlist.embedding_id
 ORDER BY distance, v.id LIMIT :k;
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import apsw
+import numpy as np
 import pytest
 import sqlite_vec
 from conftest import REPO
@@ -17,7 +18,7 @@ from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.index.exact import ExactHandler, document_anchors
 from cwa.index.lexical import LexicalHandler
-from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
+from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler, quantized
 from cwa.index.structure import StructuralHandler
 from cwa.models import embedder, locate
 from cwa.store import migrations, retention
@@ -33,6 +34,7 @@ PROJECT = "/work/upgraded"
 LATEST = migrations.latest_version()
 VECTOR_BITS_SINCE = 16  # window_vector_bits; before, window_vectors was a vec0 table
 ANCHOR_DICTIONARY_SINCE = 17  # anchor_texts; before, each anchor row held its own text
+INT8_VECTORS_SINCE = 18  # window_vectors holds int8; before, float32
 
 
 class QueueOnlySemanticHandler(SemanticQueueHandler):
@@ -334,7 +336,7 @@ def test_vectors_leave_vec0_whole_and_each_project_gets_the_sign_bits_of_its_con
                 "SELECT e.content_hash, v.embedding FROM window_embeddings AS e JOIN window_vectors AS v ON v.id = e.id"
             )
         )
-        assert moved == stored  # every vector, byte for byte
+        assert moved == {h: quantized(np.frombuffer(v, dtype=np.float32)) for h, v in stored.items()}  # each, as int8
         pairs = "SELECT DISTINCT d.project_id, e.id FROM windows w JOIN documents d ON d.id = w.document_row JOIN window_embeddings e ON e.content_hash = w.content_hash"
         assert sorted(conn.execute("SELECT project_id, embedding_id FROM window_vector_bits")) == sorted(
             conn.execute(pairs)
@@ -369,3 +371,46 @@ def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
         # case-folded lookup still goes through the folded form
         found = archive.search({"project": PROJECT, "query": "e_upload_stall", "semanticPolicy": "never"})["results"]
         assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
+
+
+def test_float32_vectors_become_int8_and_semantic_search_keeps_finding(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, INT8_VECTORS_SINCE - 1)
+    model = embedder(locate())
+    conn = apsw.Connection(str(path))
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    sql = queries("semantic")
+    stored = {}
+    with conn:  # as schemas 16-17 stored vectors: float32 in a plain table, sign bits per project
+        conn.execute("INSERT INTO meta (key, value) VALUES ('embedding_fingerprint', ?)", (model.fingerprint,))
+        for (content_hash,) in conn.execute("SELECT content_hash FROM embedding_queue").fetchall():
+            vector = model.embed(
+                [window_text(conn, *conn.execute(sql["window_for_content"], (content_hash,)).fetchone())]
+            )[0]
+            conn.execute(sql["insert_embedding"], (content_hash, NOW))
+            row = conn.last_insert_rowid()
+            conn.execute("INSERT INTO window_vectors (id, embedding) VALUES (?, ?)", (row, vector.tobytes()))
+            conn.execute(sql["scope_vector"], {"id": row, "vector": vector.tobytes(), "hash": content_hash})
+            conn.execute(sql["dequeue"], (content_hash,))
+            stored[content_hash] = vector
+    conn.close()
+    assert len(stored) >= 3
+
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        moved = dict(
+            conn.execute(
+                "SELECT e.content_hash, v.embedding FROM window_embeddings AS e JOIN window_vectors AS v ON v.id = e.id"
+            )
+        )
+        assert moved == {h: quantized(v) for h, v in stored.items()}  # SQL's conversion is the Python one
+        assert {len(v) for v in moved.values()} == {384}
+        for content_hash, vector in stored.items():  # the int8 vector points where the float32 one did
+            back = np.frombuffer(moved[content_hash], dtype=np.int8).astype(np.float32)
+            assert float(back @ vector / np.linalg.norm(back)) > 0.999
+        assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0  # nothing to embed again
+        found = archive.search(
+            {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
+        )
+        assert found["semantic"]["used"] is True and any("semantic" in r["modes"] for r in found["results"])

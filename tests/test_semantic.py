@@ -11,7 +11,7 @@ from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 from cwa.api import Archive
 from cwa.config import load_settings, user_config_path
 from cwa.errors import EXIT_CODES, InvalidRequest
-from cwa.models import BATCH, BATCH_TOKENS, embedder, length_batches, status
+from cwa.models import BATCH, BATCH_TOKENS, embedder, length_batches, locate, status
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.fusion import fuse
 
@@ -470,6 +470,8 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
     from cwa.retrieve import semantic
     from cwa.retrieve.context import make_context
     from cwa.retrieve.scope import resolve_scope
+    from cwa.store.reads import window_text
+    from cwa.store.sqlfiles import queries as named_queries
 
     subjects = ["the upload service", "the billing job", "our login page", "the search index", "the mobile app"]
     events = ["crashed on start", "ran out of memory", "timed out", "returned stale data", "lost a config file"]
@@ -480,8 +482,16 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
             opened.admit(_turn(PROJECT, f"s{number}", text))
         opened.call("index-embed", {})
         conn = opened.conn
-        ids, blobs = zip(*conn.execute("SELECT id, embedding FROM window_vectors ORDER BY id"))
-        matrix = np.stack([np.frombuffer(b, dtype="<f4") for b in blobs])
+        rows = conn.execute(
+            "SELECT v.id, v.embedding, e.content_hash FROM window_vectors AS v"
+            " JOIN window_embeddings AS e ON e.id = v.id ORDER BY v.id"
+        ).fetchall()
+        ids = [row for row, _, _ in rows]
+        stored = np.stack([np.frombuffer(b, dtype="i1").astype("<f4") for _, b, _ in rows])
+        stored /= np.linalg.norm(stored, axis=1, keepdims=True)  # int8, each scaled to ±127
+        sql = named_queries("semantic")
+        window_texts = [window_text(conn, *conn.execute(sql["window_for_content"], (h,)).fetchone()) for *_, h in rows]
+        matrix = embedder(locate()).embed(window_texts)  # the float32 vectors the int8 ones stand for
         queries = ["the app fell over when memory ran short", "a deploy broke the login", "stale results from search"]
         scope = resolve_scope(conn, "project", PROJECT, None, "all")
         context = make_context(conn, scope, [], "2026-12-01T00:00:00.000Z", None)
@@ -491,9 +501,12 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
             assert vector is not None
             k = 5  # shortlist 80 of 125: the sign bits choose
             found = semantic_index.nearest_contents(conn, scope.project_row, vector, k)
+            asked = np.frombuffer(semantic_index.quantized(vector), dtype="i1").astype("<f4")
+            rescored = 1.0 - stored @ (asked / np.linalg.norm(asked))
             exact = 1.0 - matrix @ vector.astype("<f4")
-            for content, distance in found:
-                assert distance == pytest.approx(exact[ids.index(content)], abs=1e-5)
+            for content, distance in found:  # the int8 cosine, within rounding of the float32 one
+                assert distance == pytest.approx(rescored[ids.index(content)], abs=1e-5)
+                assert distance == pytest.approx(exact[ids.index(content)], abs=0.01)
             assert [d for _, d in found] == sorted(d for _, d in found)
             best = {ids[i] for i in np.argsort(exact)[:k]}
             overlaps.append(len(best & {c for c, _ in found}) / k)

@@ -119,14 +119,22 @@ def store_vector(conn: apsw.Connection, content_hash: str, vector: np.ndarray, n
     sql = queries("semantic")
     conn.execute(sql["insert_embedding"], (content_hash, now))
     if conn.changes():
-        stored = {"id": conn.last_insert_rowid(), "vector": vector.astype("<f4").tobytes()}
+        stored = {"id": conn.last_insert_rowid(), "quantized": quantized(vector)}
         conn.execute(sql["insert_vector"], stored)
-        conn.execute(sql["scope_vector"], {**stored, "hash": content_hash})
+        bits_of = vector.astype("<f4").tobytes()  # the sign bits come from the float32 vector
+        conn.execute(sql["scope_vector"], {"id": stored["id"], "vector": bits_of, "hash": content_hash})
 
 
-# The shortlist by sign bits is OVERSAMPLE × k before exact rescoring: on LoCoMo's embedded
-# turns and questions it keeps 0.994 of the exhaustive float32 top 20 (× 8: 0.978),
-# `python eval/perf/vectors.py --data …/locomo10.json`.
+def quantized(vector: np.ndarray) -> bytes:
+    """A vector as the archive stores it: int8, scaled so its largest component is ±127 (cosine
+    distance ignores the scale; migration 0018 converts float32 vectors the same way)."""
+    largest = max(float(abs(vector).max()), 1e-30)  # ndarray methods: numpy stays unimported here
+    return (vector * (127.0 / largest)).round().astype("i1").tobytes()
+
+
+# The shortlist by sign bits is OVERSAMPLE × k before rescoring with the int8 vectors: on
+# LoCoMo's embedded turns and questions it keeps 0.992 of the exhaustive float32 top 20
+# (× 8: 0.977), `python eval/perf/vectors.py --data …/locomo10.json`.
 OVERSAMPLE = 16
 
 
@@ -136,7 +144,12 @@ def nearest_contents(
     """The `k` embedded contents of a project (of every project when None) nearest `vector`:
     (window_embeddings id, cosine distance), nearest first (sql/semantic.sql `nearest`)."""
     sql = queries("semantic")
-    params = {"vector": vector.astype("<f4").tobytes(), "k": k, "shortlist": oversample * k}
+    params = {
+        "vector": vector.astype("<f4").tobytes(),
+        "quantized": quantized(vector),
+        "k": k,
+        "shortlist": oversample * k,
+    }
     if project_row is None:
         return list(conn.execute(sql["nearest_everywhere"], params))
     return list(conn.execute(sql["nearest"], {**params, "project": project_row}))

@@ -216,7 +216,7 @@ def _cosines(ctx: Context, vector: np.ndarray, windows: set[int]) -> dict[int, f
     query = vector / (np.linalg.norm(vector) or 1.0)
     cosine = {}
     for window, blob in found:
-        stored = np.frombuffer(blob, dtype=np.float32)
+        stored = np.frombuffer(blob, dtype=np.int8).astype(np.float32)  # int8, scaled: the norm divides it out
         cosine[window] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
     return cosine
 

@@ -1,7 +1,7 @@
 """Semantic candidates: windows whose embedding is nearest the query's, in scope, in SQL.
 
 The nearest embedded contents of the project come from a shortlist by the Hamming distance of
-their sign bits (48 bytes a vector), rescored with the exact float32 vectors, in SQL (sql/
+their sign bits (48 bytes a vector), rescored with the int8 vectors (384 bytes), in SQL (sql/
 semantic.sql `nearest`); those contents' windows are then kept, in SQL, when live, in scope and
 not visible (cwa/retrieve/windows.py widens the batch until enough pass). Anything that keeps the model from answering (not installed, failing, vectors
 of another model) yields None: search then stays lexical.

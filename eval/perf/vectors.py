@@ -1,6 +1,6 @@
-"""Semantic nearest neighbours: the project-scoped sign-bit shortlist with exact rescoring
-(sql/semantic.sql `nearest`, migration 0016) against the exhaustive float32 scan of sqlite-vec's
-vec0 (how cwa searched before), on the same vectors in the same process.
+"""Semantic nearest neighbours: the project-scoped sign-bit shortlist rescored with the int8
+vectors (sql/semantic.sql `nearest`, migrations 0016 and 0018) against the exhaustive float32
+scan of sqlite-vec's vec0 (how cwa searched before), on the same vectors in the same process.
 
     python eval/perf/vectors.py --data …/locomo10.json [--questions 300] [--json]
     python eval/perf/vectors.py --vectors 100000 --vectors 1000000 [--projects 10] [--json]
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa.index.semantic import OVERSAMPLE, nearest_contents
+from cwa.index.semantic import OVERSAMPLE, nearest_contents, quantized
 from cwa.store.connection import open_connection
 
 DIMENSIONS = 384
@@ -40,8 +40,9 @@ BATCH = 20_000
 
 
 def fill(conn, vectors: np.ndarray, projects: np.ndarray, baseline: bool) -> None:
-    """The vectors as an archive stores them (window_embeddings, window_vectors, window_vector_bits),
-    and, when `baseline`, in a vec0 float32 table as schemas 4-15 did."""
+    """The vectors as an archive stores them (window_embeddings, int8 window_vectors, the float32
+    vectors' sign bits in window_vector_bits), and, when `baseline`, in a vec0 float32 table as
+    schemas 4-15 did."""
     if baseline:
         conn.execute(f"CREATE VIRTUAL TABLE baseline USING vec0 (embedding float[{DIMENSIONS}] distance_metric=cosine)")
     with conn:
@@ -58,7 +59,10 @@ def fill(conn, vectors: np.ndarray, projects: np.ndarray, baseline: bool) -> Non
                 "INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, 'bench')",
                 [(i, f"h{i}") for i, _ in rows],
             )
-            conn.executemany("INSERT INTO window_vectors (id, embedding) VALUES (?, ?)", rows)
+            conn.executemany(
+                "INSERT INTO window_vectors (id, embedding) VALUES (?, ?)",
+                [(i, quantized(vectors[i - 1])) for i, _ in rows],
+            )
             conn.executemany(
                 "INSERT INTO window_vector_bits (project_id, embedding_id, bits) VALUES (?, ?, vec_quantize_binary(?))",
                 [(int(projects[i - 1]), i, blob) for i, blob in rows],
