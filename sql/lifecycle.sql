@@ -178,6 +178,9 @@ DELETE FROM window_embeddings WHERE id = ?;
 -- name: delete_vector
 DELETE FROM window_vectors WHERE id = ?;
 
+-- name: delete_float32_vector
+DELETE FROM window_vectors_float32 WHERE id = ?;
+
 -- name: delete_vector_bits
 DELETE FROM window_vector_bits WHERE embedding_id = ?;
 

@@ -38,9 +38,10 @@ FROM near;
 
 -- name: window_vectors
 -- The stored embeddings of the given windows (:ids is a JSON array of window ids); a window whose
--- content is not embedded yet has no row.
-SELECT w.id, v.embedding
+-- content is not embedded yet has no row. int8, or float32 until converted (cwa/store/vector_format.py).
+SELECT w.id, coalesce(v.embedding, f.embedding)
 FROM windows AS w
 JOIN window_embeddings AS e ON e.content_hash = w.content_hash
-JOIN window_vectors AS v ON v.id = e.id
-WHERE w.id IN (SELECT value FROM json_each(:ids));
+LEFT JOIN window_vectors AS v ON v.id = e.id
+LEFT JOIN window_vectors_float32 AS f ON f.id = e.id
+WHERE w.id IN (SELECT value FROM json_each(:ids)) AND (v.id IS NOT NULL OR f.id IS NOT NULL);

@@ -11,16 +11,18 @@ WHERE w.document_row = :row
 -- name: scope_document
 -- The document's project gets the sign bits of its window contents already embedded (for
 -- another document, maybe of another project): its searches then find them. The bits are the
--- ones another project has for it (made from the float32 vector), else the int8 vector's signs.
+-- ones another project has for it (made from the float32 vector), else the stored vector's signs.
 INSERT OR IGNORE INTO window_vector_bits (project_id, embedding_id, bits)
 SELECT DISTINCT d.project_id, e.id, coalesce(
   (SELECT b.bits FROM window_vector_bits AS b WHERE b.embedding_id = e.id LIMIT 1),
-  vec_quantize_binary(vec_int8(v.embedding)))
+  (SELECT vec_quantize_binary(vec_int8(v.embedding)) FROM window_vectors AS v WHERE v.id = e.id),
+  (SELECT vec_quantize_binary(f.embedding) FROM window_vectors_float32 AS f WHERE f.id = e.id))
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
 JOIN window_embeddings AS e ON e.content_hash = w.content_hash
-JOIN window_vectors AS v ON v.id = e.id
-WHERE w.document_row = :row;
+WHERE w.document_row = :row
+  AND (EXISTS (SELECT 1 FROM window_vectors AS v WHERE v.id = e.id)
+       OR EXISTS (SELECT 1 FROM window_vectors_float32 AS f WHERE f.id = e.id));
 
 -- name: enqueue_all
 INSERT OR IGNORE INTO embedding_queue (content_hash, enqueued_at)
@@ -58,6 +60,7 @@ DELETE FROM window_embeddings;
 
 -- name: clear_vectors
 DELETE FROM window_vectors;
+DELETE FROM window_vectors_float32;
 
 -- name: clear_vector_bits
 DELETE FROM window_vector_bits;
@@ -72,29 +75,38 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 -- name: nearest
 -- Phase 1: the project's embedded contents nearest a query vector. The sign bits of the
 -- project's vectors (one contiguous range) give a shortlist by Hamming distance; the int8
--- vectors of the shortlist and the query's (:quantized) give the cosine distances, nearest first.
-WITH shortlist AS (
+-- vectors of the shortlist and the query's (:quantized) give the cosine distances, nearest first
+-- (a float32 vector not converted yet, cwa/store/vector_format.py, is compared with :vector).
+WITH shortlist AS MATERIALIZED (
   SELECT embedding_id FROM window_vector_bits
   WHERE project_id = :project
   ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(:vector))
   LIMIT :shortlist
 )
-SELECT v.id, vec_distance_cosine(vec_int8(v.embedding), vec_int8(:quantized)) AS distance
-FROM shortlist JOIN window_vectors AS v ON v.id = shortlist.embedding_id
-ORDER BY distance, v.id LIMIT :k;
+SELECT id, distance FROM (
+  SELECT v.id, vec_distance_cosine(vec_int8(v.embedding), vec_int8(:quantized)) AS distance
+  FROM shortlist JOIN window_vectors AS v ON v.id = shortlist.embedding_id
+  UNION ALL
+  SELECT f.id, vec_distance_cosine(f.embedding, :vector)
+  FROM shortlist JOIN window_vectors_float32 AS f ON f.id = shortlist.embedding_id)
+ORDER BY distance, id LIMIT :k;
 
 -- name: nearest_everywhere
 -- The same across every project (a content two projects hold is one candidate).
-WITH shortlist AS (
+WITH shortlist AS MATERIALIZED (
   SELECT DISTINCT embedding_id FROM (
     SELECT embedding_id FROM window_vector_bits
     ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(:vector))
     LIMIT :shortlist
   )
 )
-SELECT v.id, vec_distance_cosine(vec_int8(v.embedding), vec_int8(:quantized)) AS distance
-FROM shortlist JOIN window_vectors AS v ON v.id = shortlist.embedding_id
-ORDER BY distance, v.id LIMIT :k;
+SELECT id, distance FROM (
+  SELECT v.id, vec_distance_cosine(vec_int8(v.embedding), vec_int8(:quantized)) AS distance
+  FROM shortlist JOIN window_vectors AS v ON v.id = shortlist.embedding_id
+  UNION ALL
+  SELECT f.id, vec_distance_cosine(f.embedding, :vector)
+  FROM shortlist JOIN window_vectors_float32 AS f ON f.id = shortlist.embedding_id)
+ORDER BY distance, id LIMIT :k;
 
 -- name: windows_of_contents
 -- The windows holding the nearest contents (:ids is a JSON array of window_embeddings ids); the
@@ -112,3 +124,25 @@ JOIN documents AS d ON d.id = w.document_row AND d.state = 'live'
 GROUP BY w.content_hash
 ORDER BY w.content_hash
 LIMIT ?;
+
+-- name: vectors_to_convert
+-- At most how many float32 vectors wait for the conversion (their ids' span: no scan).
+SELECT coalesce(max(id) - min(id) + 1, 0) FROM window_vectors_float32;
+
+-- name: convert_range
+-- The next float32 vectors to convert, in id order (converted ones leave the table).
+SELECT min(id), max(id), count(*) FROM (SELECT id FROM window_vectors_float32 ORDER BY id LIMIT :limit);
+
+-- name: convert_vectors
+-- float32 vectors with ids in [:first, :last] as int8, each scaled so its largest component is
+-- ±127 (vec_each reads a vector's components in order; vec_int8 packs the array) ...
+INSERT OR IGNORE INTO window_vectors (id, embedding)
+SELECT f.id, (
+  SELECT vec_int8(json_group_array(CAST(round(e.value * 127.0 / s.largest) AS INTEGER)))
+  FROM (SELECT max(max(abs(value)), 1e-30) AS largest FROM vec_each(f.embedding)) AS s,
+       vec_each(f.embedding) AS e)
+FROM window_vectors_float32 AS f WHERE f.id BETWEEN :first AND :last;
+
+-- name: drop_converted
+-- ... and out of the float32 table (its pages go back to the file with the next maintenance).
+DELETE FROM window_vectors_float32 WHERE id BETWEEN :first AND :last;

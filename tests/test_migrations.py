@@ -18,15 +18,17 @@ from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.index.exact import ExactHandler, document_anchors
 from cwa.index.lexical import LexicalHandler
-from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler, quantized
+from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
 from cwa.models import embedder, locate
 from cwa.store import migrations, retention
 from cwa.store.admission import admit
+from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult
 from cwa.store.reads import find_document, window_text
 from cwa.store.retention import plan_of
 from cwa.store.sqlfiles import queries
+from cwa.store.vector_format import convert_batch, quantized
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 
 NOW = "2026-11-30T12:00:00.000Z"
@@ -42,6 +44,22 @@ class QueueOnlySemanticHandler(SemanticQueueHandler):
 
     def index(self, conn, target):
         conn.execute(queries("semantic")["enqueue_document"], {"row": target.document_row})
+        return HandlerResult("complete", None)
+
+
+class Float32SemanticHandler(SemanticQueueHandler):
+    """The semantic handler of schemas 16-17: the sign bits of contents already embedded came
+    from the one (float32) vector table."""
+
+    def index(self, conn, target):
+        conn.execute(queries("semantic")["enqueue_document"], {"row": target.document_row})
+        conn.execute(
+            "INSERT OR IGNORE INTO window_vector_bits (project_id, embedding_id, bits)"
+            " SELECT DISTINCT d.project_id, e.id, vec_quantize_binary(v.embedding) FROM windows AS w"
+            " JOIN documents AS d ON d.id = w.document_row JOIN window_embeddings AS e ON e.content_hash = w.content_hash"
+            " JOIN window_vectors AS v ON v.id = e.id WHERE w.document_row = ?",
+            (target.document_row,),
+        )
         return HandlerResult("complete", None)
 
 
@@ -70,7 +88,8 @@ HANDLERS_BY_SCHEMA = (
     (2, None, LexicalHandler),
     (2, None, StructuralHandler),
     (4, VECTOR_BITS_SINCE, QueueOnlySemanticHandler),
-    (VECTOR_BITS_SINCE, None, SemanticQueueHandler),
+    (VECTOR_BITS_SINCE, INT8_VECTORS_SINCE, Float32SemanticHandler),
+    (INT8_VECTORS_SINCE, None, SemanticQueueHandler),
 )
 EXPIRY_SINCE = 6  # expiry_schedule: admissions from then on schedule their document
 CLOCK_SINCE = 12  # documents.shown_until: schedules count from the retention start, not creation
@@ -333,10 +352,11 @@ def test_vectors_leave_vec0_whole_and_each_project_gets_the_sign_bits_of_its_con
         conn = archive.conn
         moved = dict(
             conn.execute(
-                "SELECT e.content_hash, v.embedding FROM window_embeddings AS e JOIN window_vectors AS v ON v.id = e.id"
+                "SELECT e.content_hash, v.embedding FROM window_embeddings AS e"
+                " JOIN window_vectors_float32 AS v ON v.id = e.id"
             )
         )
-        assert moved == {h: quantized(np.frombuffer(v, dtype=np.float32)) for h, v in stored.items()}  # each, as int8
+        assert moved == stored  # every vector, byte for byte (their int8 conversion comes later)
         pairs = "SELECT DISTINCT d.project_id, e.id FROM windows w JOIN documents d ON d.id = w.document_row JOIN window_embeddings e ON e.content_hash = w.content_hash"
         assert sorted(conn.execute("SELECT project_id, embedding_id FROM window_vector_bits")) == sorted(
             conn.execute(pairs)
@@ -373,8 +393,9 @@ def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
         assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
 
 
-def test_float32_vectors_become_int8_and_semantic_search_keeps_finding(tmp_path):
-    path = tmp_path / "old.db"
+def float32_vector_archive(path: Path) -> dict:
+    """An archive of schema 17 whose windows were embedded: float32 vectors, as schemas 16-17
+    stored them (a plain table, sign bits per project). Returns each content's vector."""
     archive_at(path, INT8_VECTORS_SINCE - 1)
     model = embedder(locate())
     conn = apsw.Connection(str(path))
@@ -396,21 +417,57 @@ def test_float32_vectors_become_int8_and_semantic_search_keeps_finding(tmp_path)
             stored[content_hash] = vector
     conn.close()
     assert len(stored) >= 3
+    return stored
+
+
+def test_float32_vectors_are_converted_to_int8_in_resumable_batches_and_found_throughout(tmp_path):
+    path = tmp_path / "old.db"
+    stored = float32_vector_archive(path)
+    vectors = (
+        "SELECT e.content_hash, coalesce(v.embedding, f.embedding) FROM window_embeddings AS e"
+        " LEFT JOIN window_vectors AS v ON v.id = e.id LEFT JOIN window_vectors_float32 AS f ON f.id = e.id"
+    )
+    question = {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
 
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
-        moved = dict(
-            conn.execute(
-                "SELECT e.content_hash, v.embedding FROM window_embeddings AS e JOIN window_vectors AS v ON v.id = e.id"
-            )
-        )
-        assert moved == {h: quantized(v) for h, v in stored.items()}  # SQL's conversion is the Python one
-        assert {len(v) for v in moved.values()} == {384}
-        for content_hash, vector in stored.items():  # the int8 vector points where the float32 one did
-            back = np.frombuffer(moved[content_hash], dtype=np.int8).astype(np.float32)
+        # opening converts nothing: the upgrade is instant, the conversion comes later
+        assert dict(conn.execute(vectors)) == {h: v.tobytes() for h, v in stored.items()}
+        assert archive.status()["vectorsToConvert"] == len(stored)
+        before = archive.search(question)
+        assert before["semantic"]["used"] is True and any("semantic" in r["modes"] for r in before["results"])
+
+        with write_transaction(conn):  # one vector, as a process killed after its first batch left it
+            assert convert_batch(conn, limit=1) == 1
+        halfway = dict(conn.execute(vectors))
+        assert sorted(len(v) for v in halfway.values()) == [384] + [1536] * (len(stored) - 1)
+        assert archive.status()["vectorsToConvert"] == len(stored) - 1
+        during = archive.search(question)  # both formats read at once
+        assert [r["documentId"] for r in during["results"]] == [r["documentId"] for r in before["results"]]
+
+        done = archive.call("maintain", {})
+        assert done["vectorsConverted"] == len(stored) - 1
+        converted = dict(conn.execute(vectors))
+        assert converted == {h: quantized(v) for h, v in stored.items()}  # SQL's rounding is the Python one
+        for content_hash, vector in stored.items():  # each int8 vector points where its float32 one did
+            back = np.frombuffer(converted[content_hash], dtype=np.int8).astype(np.float32)
             assert float(back @ vector / np.linalg.norm(back)) > 0.999
+        assert archive.status()["vectorsToConvert"] == 0
+        assert archive.call("maintain", {})["vectorsConverted"] == 0
+        assert conn.execute("SELECT count(*) FROM window_vectors_float32").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0  # nothing to embed again
-        found = archive.search(
-            {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
+        after = archive.search(question)
+        assert [r["documentId"] for r in after["results"]] == [r["documentId"] for r in before["results"]]
+
+
+def test_serve_s_embedding_worker_converts_the_float32_vectors(tmp_path):
+    path = tmp_path / "old.db"
+    stored = float32_vector_archive(path)
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        assert archive.status()["vectorsToConvert"] == len(stored)
+        BackgroundEmbedder(str(path), lambda: NOW).step(archive.conn)
+        vectors = (
+            "SELECT e.content_hash, v.embedding FROM window_embeddings AS e JOIN window_vectors AS v ON v.id = e.id"
         )
-        assert found["semantic"]["used"] is True and any("semantic" in r["modes"] for r in found["results"])
+        assert dict(archive.conn.execute(vectors)) == {h: quantized(v) for h, v in stored.items()}
+        assert archive.status()["vectorsToConvert"] == 0

@@ -472,6 +472,7 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
     from cwa.retrieve.scope import resolve_scope
     from cwa.store.reads import window_text
     from cwa.store.sqlfiles import queries as named_queries
+    from cwa.store.vector_format import quantized
 
     subjects = ["the upload service", "the billing job", "our login page", "the search index", "the mobile app"]
     events = ["crashed on start", "ran out of memory", "timed out", "returned stale data", "lost a config file"]
@@ -501,7 +502,7 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
             assert vector is not None
             k = 5  # shortlist 80 of 125: the sign bits choose
             found = semantic_index.nearest_contents(conn, scope.project_row, vector, k)
-            asked = np.frombuffer(semantic_index.quantized(vector), dtype="i1").astype("<f4")
+            asked = np.frombuffer(quantized(vector), dtype="i1").astype("<f4")
             rescored = 1.0 - stored @ (asked / np.linalg.norm(asked))
             exact = 1.0 - matrix @ vector.astype("<f4")
             for content, distance in found:  # the int8 cosine, within rounding of the float32 one

@@ -21,6 +21,7 @@ from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.reads import window_text
 from cwa.store.sqlfiles import queries
+from cwa.store.vector_format import convert, quantized, vectors_to_convert
 from cwa.store.workers import DaemonWorker
 
 if TYPE_CHECKING:  # numpy loads with the model, not with every admission
@@ -125,13 +126,6 @@ def store_vector(conn: apsw.Connection, content_hash: str, vector: np.ndarray, n
         conn.execute(sql["scope_vector"], {"id": stored["id"], "vector": bits_of, "hash": content_hash})
 
 
-def quantized(vector: np.ndarray) -> bytes:
-    """A vector as the archive stores it: int8, scaled so its largest component is ±127 (cosine
-    distance ignores the scale; migration 0018 converts float32 vectors the same way)."""
-    largest = max(float(abs(vector).max()), 1e-30)  # ndarray methods: numpy stays unimported here
-    return (vector * (127.0 / largest)).round().astype("i1").tobytes()
-
-
 # The shortlist by sign bits is OVERSAMPLE × k before rescoring with the int8 vectors: on
 # LoCoMo's embedded turns and questions it keeps 0.992 of the exhaustive float32 top 20
 # (× 8: 0.977), `python eval/perf/vectors.py --data …/locomo10.json`.
@@ -156,6 +150,7 @@ def nearest_contents(
 
 
 BACKGROUND_BATCH = 8  # window contents per background step: well under a second of work
+CONVERT_PER_STEP = 20_000  # float32 vectors rewritten per step, in short transactions
 BACKGROUND_IDLE_SECONDS = 2.0
 
 
@@ -172,10 +167,12 @@ class BackgroundEmbedder(DaemonWorker):
         self.model = None
 
     def step(self, conn: apsw.Connection) -> bool:
+        # vectors stored as float32 before migration 0018 are rewritten first (no model needed)
+        convert(conn, CONVERT_PER_STEP, self.stop.is_set)
         try:
             files = active(self.path)
         except ModelUnavailable:  # no model: nothing to do, ever
-            return False
+            return vectors_to_convert(conn) > 0  # the worker goes on only while vectors wait to be converted
         # The archive adopts the model before its queue is read, as `drain` does: an archive with
         # no vectors yet (one from before the semantic index) or with another model's queues every
         # window — without loading the model when nothing is waiting.

@@ -33,6 +33,7 @@ from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies
 from cwa.retrieve.neighbors import admissible_neighbors, neighbor_candidates
 from cwa.store.sqlfiles import queries
+from cwa.store.vector_format import INT8_BYTES
 
 FEATURES = (
     "bm25",  # BM25F relevance / the pool's best (0 when BM25F did not find it)
@@ -216,7 +217,8 @@ def _cosines(ctx: Context, vector: np.ndarray, windows: set[int]) -> dict[int, f
     query = vector / (np.linalg.norm(vector) or 1.0)
     cosine = {}
     for window, blob in found:
-        stored = np.frombuffer(blob, dtype=np.int8).astype(np.float32)  # int8, scaled: the norm divides it out
+        # int8 (scaled: the norm divides it out), or float32 stored before migration 0018
+        stored = np.frombuffer(blob, dtype=np.int8 if len(blob) == INT8_BYTES else np.float32).astype(np.float32)
         cosine[window] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
     return cosine
 

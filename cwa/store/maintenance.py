@@ -8,9 +8,11 @@ work left. In order:
    cwa/store/protection.py), re-plan the classes whose settings changed, then act on due expiries
    (cwa/store/retention.py);
 2. purge: bytes and derived rows of expired and redacted documents (cwa/store/purge.py);
-3. clean-ups: expired search leases, the preflight ledgers (exposures past
+3. vectors stored as float32 before migration 0018 moved into `window_vectors` as int8,
+   20 × `limit` a pass (cwa/store/vector_format.py);
+4. clean-ups: expired search leases, the preflight ledgers (exposures past
    their cooldown tombstoned, old tombstones deleted, hint records idle for 30 days reclaimed);
-4. space: when at least RECLAIM_MIN_BYTES of free pages exist, `PRAGMA incremental_vacuum` gives
+5. space: when at least RECLAIM_MIN_BYTES of free pages exist, `PRAGMA incremental_vacuum` gives
    them back to the file system, and the WAL is checkpointed. With `vacuum`, a full VACUUM instead
    (which also turns an archive created without auto_vacuum into an incremental one).
 """
@@ -24,7 +26,16 @@ from typing import Any
 import apsw
 
 from cwa import limits
-from cwa.store import checkpoint_parts, exposure_ledger, hint_ledger, index_queue, protection, purge, retention
+from cwa.store import (
+    checkpoint_parts,
+    exposure_ledger,
+    hint_ledger,
+    index_queue,
+    protection,
+    purge,
+    retention,
+    vector_format,
+)
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler
 from cwa.store.sqlfiles import queries
@@ -32,6 +43,7 @@ from cwa.store.workers import DaemonWorker
 
 RECLAIM_MIN_BYTES = 1 << 20
 PURGE_BATCH = 50  # documents purged per transaction
+VECTORS_PER_STEP = 20  # float32 vectors converted to int8 per step of a pass (cwa/store/vector_format.py)
 YIELD_SECONDS = 0.03
 VACUUM_PAGES = 2048  # pages freed per incremental-vacuum step (8 MiB of 4 KiB pages)
 INCREMENTAL = 2  # PRAGMA auto_vacuum's value for incremental
@@ -64,6 +76,7 @@ def maintain(
         if batch < wanted:  # the queue ran dry
             break
         time.sleep(YIELD_SECONDS)  # a gap for writers polling SQLite's lock (it is not a fair queue)
+    converted = vector_format.convert(conn, limit * VECTORS_PER_STEP)
     with write_transaction(conn):
         conn.execute(sql["expired_leases"], {"now": now, "limit": limit})
         leases = conn.changes()
@@ -82,10 +95,11 @@ def maintain(
         "orphanPartsExpired": orphans,
         "checkpointPartsIndexed": parts_indexed,
         "queuedIndexed": queued_indexed,
+        "vectorsConverted": converted,
     }
     # (a postponed entry is due again only when its protection ends, so it never counts here)
     more = any(count >= limit for count in done.values()) or purge.pending(conn) > 0
-    more = more or retention.due_count(conn, now) > 0
+    more = more or retention.due_count(conn, now) > 0 or vector_format.vectors_to_convert(conn) > 0
     return {**done, "replannedClasses": replanned, "space": _reclaim(conn, vacuum), "more": more}
 
 

@@ -69,6 +69,7 @@ def _forget_embedding(conn: apsw.Connection, content_hash: str, row: int) -> Non
     if found:
         conn.execute(sql["delete_vector_bits"], (found[0],))
         conn.execute(sql["delete_vector"], (found[0],))
+        conn.execute(sql["delete_float32_vector"], (found[0],))  # one not converted to int8 yet
         conn.execute(sql["delete_embedding"], (found[0],))
 
 

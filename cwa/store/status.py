@@ -9,6 +9,7 @@ import apsw
 
 from cwa.store import migrations
 from cwa.store.sqlfiles import queries
+from cwa.store.vector_format import vectors_to_convert
 
 
 def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> dict[str, Any]:
@@ -40,6 +41,7 @@ def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> di
         "messages": messages,
         "chunks": chunk_count,
         "latestGeneration": conn.execute(sql["latest_generation"]).fetchone()[0],
+        "vectorsToConvert": vectors_to_convert(conn),
         "bytes": {
             "logical": sum(size for _, _, size in by_state),
             "chunks": chunk_bytes,

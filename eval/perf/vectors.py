@@ -32,8 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa.index.semantic import OVERSAMPLE, nearest_contents, quantized
+from cwa.index.semantic import OVERSAMPLE, nearest_contents
 from cwa.store.connection import open_connection
+from cwa.store.vector_format import quantized
 
 DIMENSIONS = 384
 BATCH = 20_000

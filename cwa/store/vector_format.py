@@ -1,0 +1,65 @@
+"""How the archive stores a vector, and the conversion of the vectors stored before that.
+
+Since migration 0018 `window_vectors.embedding` is int8[384]: the model's unit vector scaled so its
+largest component is ±127, rounded (cosine distance ignores the scale). An archive embedded before
+keeps its float32 vectors in `window_vectors_float32`, which search reads beside `window_vectors`
+(sql/semantic.sql) until the conversion has moved each into `window_vectors` as int8. It runs in
+short transactions of CONVERT_BATCH vectors, in id order, from `cwa serve`'s embedding worker and
+from each maintenance pass; a converted vector leaves the float32 table in the same transaction,
+so a killed process loses at most the batch in progress and the next one resumes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import apsw
+
+from cwa.store.connection import write_transaction
+from cwa.store.sqlfiles import queries
+
+if TYPE_CHECKING:
+    import numpy as np
+
+INT8_BYTES = 384  # a vector as stored since migration 0018 (float32 ones took 1,536)
+CONVERT_BATCH = 1000  # vectors moved per transaction (about 0.1 s)
+YIELD_SECONDS = 0.03
+
+
+def quantized(vector: np.ndarray) -> bytes:
+    """A vector as the archive stores it (sql/semantic.sql `convert_vectors` does the same)."""
+    largest = max(float(abs(vector).max()), 1e-30)  # ndarray methods: numpy stays unimported here
+    return (vector * (127.0 / largest)).round().astype("i1").tobytes()
+
+
+def vectors_to_convert(conn: apsw.Connection) -> int:
+    """At most how many float32 vectors wait for the conversion (0 when none)."""
+    return conn.execute(queries("semantic")["vectors_to_convert"]).fetchone()[0]
+
+
+def convert_batch(conn: apsw.Connection, limit: int = CONVERT_BATCH) -> int:
+    """Move the next `limit` float32 vectors into `window_vectors` as int8, inside the caller's
+    transaction; return how many (0: none was left)."""
+    sql = queries("semantic")
+    first, last, count = conn.execute(sql["convert_range"], {"limit": limit}).fetchone()
+    if not count:
+        return 0
+    conn.execute(sql["convert_vectors"], {"first": first, "last": last})
+    conn.execute(sql["drop_converted"], {"first": first, "last": last})
+    return count
+
+
+def convert(conn: apsw.Connection, budget: int, stopped: Callable[[], bool] = lambda: False) -> int:
+    """Convert up to `budget` vectors, each batch its own short transaction with a gap after it
+    for other writers; return how many."""
+    done = 0
+    while done < budget and not stopped():
+        with write_transaction(conn):
+            batch = convert_batch(conn, min(CONVERT_BATCH, budget - done))
+        if batch == 0:
+            break
+        done += batch
+        time.sleep(YIELD_SECONDS)
+    return done
