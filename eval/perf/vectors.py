@@ -4,10 +4,14 @@ scan of sqlite-vec's vec0 (how cwa searched before), on the same vectors in the 
 
     python eval/perf/vectors.py --data …/locomo10.json [--questions 300] [--json]
     python eval/perf/vectors.py --vectors 100000 --vectors 1000000 [--projects 10] [--json]
+    python eval/perf/vectors.py --convert 100000 [--json]
 
 `--data`: overlap. Embeds LoCoMo's turns and questions with the installed model (read in place,
 never copied), and reports, per oversampling factor, the share of the exhaustive float32 top k
 (k = 10, 20, 40) that the shortlist then rescoring returns.
+
+`--convert N`: the background conversion of N float32 vectors (archives embedded before
+migration 0018) into the int8 table: vectors a second, and the pages it frees.
 
 `--vectors N`: latency. Seeded random unit vectors (the scan's cost does not depend on what they
 say) spread over `--projects` projects, the largest holding half; times `nearest` for the
@@ -34,7 +38,7 @@ from bench import latency
 
 from cwa.index.semantic import OVERSAMPLE, nearest_contents
 from cwa.store.connection import open_connection
-from cwa.store.vector_format import quantized
+from cwa.store.vector_format import convert, quantized
 
 DIMENSIONS = 384
 BATCH = 20_000
@@ -168,18 +172,59 @@ def speed(count: int, project_count: int, seed: int = 7) -> dict:
     return result
 
 
+def conversion(count: int, seed: int = 7) -> dict:
+    """How fast the background conversion moves float32 vectors (as archives embedded before
+    migration 0018 hold them) into the int8 table, and the pages it frees."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIMENSIONS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "vectors.db"
+        conn = open_connection(path)
+        for start in range(0, count, BATCH):
+            ids = range(start + 1, min(start + BATCH, count) + 1)
+            with conn:
+                conn.executemany(
+                    "INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, 'bench')",
+                    [(i, f"h{i}") for i in ids],
+                )
+                conn.executemany(
+                    "INSERT INTO window_vectors_float32 (id, embedding) VALUES (?, ?)",
+                    [(i, vectors[i - 1].tobytes()) for i in ids],
+                )
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        started = time.perf_counter()
+        converted = convert(conn, count)
+        seconds = time.perf_counter() - started
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page
+        result = {
+            "vectors": count,
+            "converted": converted,
+            "seconds": round(seconds, 1),
+            "perSecond": round(converted / seconds),
+            "fileBytes": path.stat().st_size,
+            "freeBytesAfter": free,
+        }
+        conn.close()
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, help="locomo10.json, for the overlap with the exhaustive scan")
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--vectors", type=int, action="append", default=[], help="time the scans at N vectors")
     parser.add_argument("--projects", type=int, default=10)
+    parser.add_argument("--convert", type=int, help="time the float32 → int8 conversion of N vectors")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     report: dict = {"oversample": OVERSAMPLE}
     if args.data:
         report["overlap"] = overlap(args.data, args.questions)
     report["speed"] = [speed(count, args.projects) for count in args.vectors]
+    if args.convert:
+        report["conversion"] = conversion(args.convert)
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
@@ -196,6 +241,12 @@ def main() -> None:
         for name in ("largest", "smallest", "everywhere", "vec0Exhaustive"):
             print(f"  {name:15} {s[name]['p50_ms']:8.1f} / {s[name]['p95_ms']:8.1f}")
         print("  bytes a vector: " + ", ".join(f"{table} {size:,.0f}" for table, size in s["bytesPerVector"].items()))
+    if "conversion" in report:
+        c = report["conversion"]
+        print(
+            f"conversion of {c['vectors']:,} float32 vectors: {c['seconds']} s, {c['perSecond']:,} a second; "
+            f"free pages after: {c['freeBytesAfter'] / 1e6:,.0f} of {c['fileBytes'] / 1e6:,.0f} MB"
+        )
 
 
 if __name__ == "__main__":
