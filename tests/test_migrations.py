@@ -11,7 +11,7 @@ import apsw
 import numpy as np
 import pytest
 import sqlite_vec
-from conftest import REPO
+from conftest import REPO, hermetic_env, run_cwa
 
 from cwa import contract
 from cwa.api import Archive
@@ -323,30 +323,39 @@ def test_apply_pending_stops_at_the_target_and_resumes(tmp_path):
     conn.close()
 
 
-def test_vectors_leave_vec0_whole_and_each_project_gets_the_sign_bits_of_its_contents(tmp_path):
-    path = tmp_path / "old.db"
-    archive_at(path, VECTOR_BITS_SINCE - 1)
+def embedded_as_of(path: Path, version: int, store) -> dict:
+    """An archive of schema `version` whose queued window contents were embedded with the model,
+    each vector written by `store(conn, embedding_id, content_hash, vector)` as that schema did.
+    Returns each content's vector."""
+    archive_at(path, version)
     model = embedder(locate())
     conn = apsw.Connection(str(path))
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     sql = queries("semantic")
     stored = {}
-    with conn:  # as schemas 4-15 stored vectors: a vec0 row per embedded content
+    with conn:
         conn.execute("INSERT INTO meta (key, value) VALUES ('embedding_fingerprint', ?)", (model.fingerprint,))
         for (content_hash,) in conn.execute("SELECT content_hash FROM embedding_queue").fetchall():
             vector = model.embed(
                 [window_text(conn, *conn.execute(sql["window_for_content"], (content_hash,)).fetchone())]
             )[0]
             conn.execute(sql["insert_embedding"], (content_hash, NOW))
-            conn.execute(
-                "INSERT INTO window_vectors (rowid, embedding) VALUES (?, ?)",
-                (conn.last_insert_rowid(), vector.tobytes()),
-            )
+            store(conn, conn.last_insert_rowid(), content_hash, vector)
             conn.execute(sql["dequeue"], (content_hash,))
-            stored[content_hash] = vector.tobytes()
+            stored[content_hash] = vector
     conn.close()
-    assert stored
+    assert len(stored) >= 3
+    return stored
+
+
+def test_vectors_leave_vec0_whole_and_each_project_gets_the_sign_bits_of_its_contents(tmp_path):
+    path = tmp_path / "old.db"
+
+    def in_vec0(conn, row, content_hash, vector):  # as schemas 4-15 stored vectors: a vec0 row each
+        conn.execute("INSERT INTO window_vectors (rowid, embedding) VALUES (?, ?)", (row, vector.tobytes()))
+
+    stored = {h: v.tobytes() for h, v in embedded_as_of(path, VECTOR_BITS_SINCE - 1, in_vec0).items()}
 
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
@@ -396,28 +405,12 @@ def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
 def float32_vector_archive(path: Path) -> dict:
     """An archive of schema 17 whose windows were embedded: float32 vectors, as schemas 16-17
     stored them (a plain table, sign bits per project). Returns each content's vector."""
-    archive_at(path, INT8_VECTORS_SINCE - 1)
-    model = embedder(locate())
-    conn = apsw.Connection(str(path))
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
-    sql = queries("semantic")
-    stored = {}
-    with conn:  # as schemas 16-17 stored vectors: float32 in a plain table, sign bits per project
-        conn.execute("INSERT INTO meta (key, value) VALUES ('embedding_fingerprint', ?)", (model.fingerprint,))
-        for (content_hash,) in conn.execute("SELECT content_hash FROM embedding_queue").fetchall():
-            vector = model.embed(
-                [window_text(conn, *conn.execute(sql["window_for_content"], (content_hash,)).fetchone())]
-            )[0]
-            conn.execute(sql["insert_embedding"], (content_hash, NOW))
-            row = conn.last_insert_rowid()
-            conn.execute("INSERT INTO window_vectors (id, embedding) VALUES (?, ?)", (row, vector.tobytes()))
-            conn.execute(sql["scope_vector"], {"id": row, "vector": vector.tobytes(), "hash": content_hash})
-            conn.execute(sql["dequeue"], (content_hash,))
-            stored[content_hash] = vector
-    conn.close()
-    assert len(stored) >= 3
-    return stored
+
+    def plain(conn, row, content_hash, vector):
+        conn.execute("INSERT INTO window_vectors (id, embedding) VALUES (?, ?)", (row, vector.tobytes()))
+        conn.execute(queries("semantic")["scope_vector"], {"id": row, "vector": vector.tobytes(), "hash": content_hash})
+
+    return embedded_as_of(path, INT8_VECTORS_SINCE - 1, plain)
 
 
 def test_float32_vectors_are_converted_to_int8_in_resumable_batches_and_found_throughout(tmp_path):
@@ -463,6 +456,8 @@ def test_float32_vectors_are_converted_to_int8_in_resumable_batches_and_found_th
 def test_serve_s_embedding_worker_converts_the_float32_vectors(tmp_path):
     path = tmp_path / "old.db"
     stored = float32_vector_archive(path)
+    shown = run_cwa(["status"], hermetic_env(tmp_path, path))
+    assert shown.returncode == 0 and f"up to {len(stored)} float32 vector(s) still to convert" in shown.stdout.decode()
     with Archive.open(path, clock=lambda: NOW) as archive:
         assert archive.status()["vectorsToConvert"] == len(stored)
         BackgroundEmbedder(str(path), lambda: NOW).step(archive.conn)
@@ -471,3 +466,4 @@ def test_serve_s_embedding_worker_converts_the_float32_vectors(tmp_path):
         )
         assert dict(archive.conn.execute(vectors)) == {h: quantized(v) for h, v in stored.items()}
         assert archive.status()["vectorsToConvert"] == 0
+    assert "to convert" not in run_cwa(["status"], hermetic_env(tmp_path, path)).stdout.decode()

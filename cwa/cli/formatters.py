@@ -41,6 +41,11 @@ def print_status(status: dict[str, Any]) -> None:
         f"indexing   {queue['documents']} document(s) waiting"
         + (f", the oldest for {queue['oldestSeconds']:.1f} s" if queue["documents"] else "")
     )
+    if status["vectorsToConvert"]:
+        click.echo(
+            f"vectors    up to {status['vectorsToConvert']} float32 vector(s) still to convert to int8 "
+            "(cwa serve and cwa maintain do it)"
+        )
 
 
 def print_lifecycle(found: dict[str, Any]) -> None:
@@ -141,6 +146,8 @@ def print_maintenance(result: dict[str, Any]) -> None:
         f"exposures tombstoned {result['exposuresTombstoned']}, deleted {result['exposuresDeleted']}; "
         f"hint records reclaimed {result['hintRecordsReclaimed']}"
     )
+    if result["vectorsConverted"]:
+        click.echo(f"converted {result['vectorsConverted']} vector(s) to int8")
     if "embedded" in result:
         click.echo(f"embedded {result['embedded']} window(s); {result['embeddingPending']} still queued")
     click.echo(
