@@ -29,9 +29,11 @@ SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) WHERE true
 ON CONFLICT (text) DO NOTHING;
 
 -- name: insert_anchors
-INSERT INTO anchors (text_id, document_row, type, start_byte, end_byte, occurrences)
-SELECT t.id, :row, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
-FROM json_each(:anchors) AS j JOIN anchor_texts AS t ON t.text = j.value ->> 0;
+INSERT INTO anchors (text_id, document_row, type_id, start_byte, end_byte, occurrences)
+SELECT t.id, :row, k.id, j.value ->> 3, j.value ->> 4, j.value ->> 5
+FROM json_each(:anchors) AS j
+JOIN anchor_texts AS t ON t.text = j.value ->> 0
+JOIN anchor_types AS k ON k.name = j.value ->> 2;
 
 -- name: insert_cue
 INSERT INTO message_cues (document_row, ordinal, cue, score) VALUES (?, ?, ?, ?);

@@ -16,7 +16,7 @@ from conftest import REPO, hermetic_env, run_cwa
 from cwa import contract
 from cwa.api import Archive
 from cwa.config import load_settings
-from cwa.index.exact import ExactHandler, document_anchors
+from cwa.index.exact import SPECIFICITY, ExactHandler, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
@@ -390,11 +390,13 @@ def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
         conn = archive.conn
         after = sorted(
             conn.execute(
-                "SELECT a.document_row, a.type, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences "
-                "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id"
+                "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences "
+                "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id JOIN anchor_types AS k ON k.id = a.type_id"
             )
         )
         assert after == before
+        # the types' names and specificities are the ones the extractor scores with
+        assert {n: sp for n, sp in conn.execute("SELECT name, specificity FROM anchor_types")} == SPECIFICITY
         texts = conn.execute("SELECT count(*), count(DISTINCT text) FROM anchor_texts").fetchone()
         assert texts == (len({text for _, _, text, *_ in before}),) * 2
         # case-folded lookup still goes through the folded form
