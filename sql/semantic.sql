@@ -129,20 +129,10 @@ LIMIT ?;
 -- At most how many float32 vectors wait for the conversion (their ids' span: no scan).
 SELECT coalesce(max(id) - min(id) + 1, 0) FROM window_vectors_float32;
 
--- name: convert_range
+-- name: next_float32_vectors
 -- The next float32 vectors to convert, in id order (converted ones leave the table).
-SELECT min(id), max(id), count(*) FROM (SELECT id FROM window_vectors_float32 ORDER BY id LIMIT :limit);
-
--- name: convert_vectors
--- float32 vectors with ids in [:first, :last] as int8, each scaled so its largest component is
--- ±127 (vec_each reads a vector's components in order; vec_int8 packs the array) ...
-INSERT OR IGNORE INTO window_vectors (id, embedding)
-SELECT f.id, (
-  SELECT vec_int8(json_group_array(CAST(round(e.value * 127.0 / s.largest) AS INTEGER)))
-  FROM (SELECT max(max(abs(value)), 1e-30) AS largest FROM vec_each(f.embedding)) AS s,
-       vec_each(f.embedding) AS e)
-FROM window_vectors_float32 AS f WHERE f.id BETWEEN :first AND :last;
+SELECT id, embedding FROM window_vectors_float32 ORDER BY id LIMIT :limit;
 
 -- name: drop_converted
--- ... and out of the float32 table (its pages go back to the file with the next maintenance).
+-- Converted vectors out of the float32 table (its pages go back to the file with the next maintenance).
 DELETE FROM window_vectors_float32 WHERE id BETWEEN :first AND :last;

@@ -28,7 +28,7 @@ from cwa.store.derived import HandlerResult
 from cwa.store.reads import find_document, window_text
 from cwa.store.retention import plan_of
 from cwa.store.sqlfiles import queries
-from cwa.store.vector_format import convert_batch, quantized
+from cwa.store.vector_format import convert, convert_batch, quantized
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 
 NOW = "2026-11-30T12:00:00.000Z"
@@ -443,12 +443,20 @@ def test_float32_vectors_are_converted_to_int8_in_resumable_batches_and_found_th
         done = archive.call("maintain", {})
         assert done["vectorsConverted"] == len(stored) - 1
         converted = dict(conn.execute(vectors))
-        assert converted == {h: quantized(v) for h, v in stored.items()}  # SQL's rounding is the Python one
+        assert converted == {h: quantized(v) for h, v in stored.items()}  # as a new vector is stored
         for content_hash, vector in stored.items():  # each int8 vector points where its float32 one did
             back = np.frombuffer(converted[content_hash], dtype=np.int8).astype(np.float32)
             assert float(back @ vector / np.linalg.norm(back)) > 0.999
         assert archive.status()["vectorsToConvert"] == 0
         assert archive.call("maintain", {})["vectorsConverted"] == 0
+        # with nothing left, the conversion only reads: another writer's lock does not stop it
+        writer = apsw.Connection(str(path))
+        writer.execute("BEGIN IMMEDIATE")
+        try:
+            assert convert(conn, 1000) == 0
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
         assert conn.execute("SELECT count(*) FROM window_vectors_float32").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0  # nothing to embed again
         after = archive.search(question)

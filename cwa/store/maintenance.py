@@ -95,12 +95,17 @@ def maintain(
         "orphanPartsExpired": orphans,
         "checkpointPartsIndexed": parts_indexed,
         "queuedIndexed": queued_indexed,
-        "vectorsConverted": converted,
     }
     # (a postponed entry is due again only when its protection ends, so it never counts here)
     more = any(count >= limit for count in done.values()) or purge.pending(conn) > 0
     more = more or retention.due_count(conn, now) > 0 or vector_format.vectors_to_convert(conn) > 0
-    return {**done, "replannedClasses": replanned, "space": _reclaim(conn, vacuum), "more": more}
+    return {
+        **done,
+        "vectorsConverted": converted,
+        "replannedClasses": replanned,
+        "space": _reclaim(conn, vacuum),
+        "more": more,
+    }
 
 
 def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:

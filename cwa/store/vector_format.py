@@ -29,7 +29,7 @@ YIELD_SECONDS = 0.03
 
 
 def quantized(vector: np.ndarray) -> bytes:
-    """A vector as the archive stores it (sql/semantic.sql `convert_vectors` does the same)."""
+    """A vector as the archive stores it: new ones (cwa/index/semantic.py) and converted ones."""
     largest = max(float(abs(vector).max()), 1e-30)  # ndarray methods: numpy stays unimported here
     return (vector * (127.0 / largest)).round().astype("i1").tobytes()
 
@@ -40,22 +40,28 @@ def vectors_to_convert(conn: apsw.Connection) -> int:
 
 
 def convert_batch(conn: apsw.Connection, limit: int = CONVERT_BATCH) -> int:
-    """Move the next `limit` float32 vectors into `window_vectors` as int8, inside the caller's
-    transaction; return how many (0: none was left)."""
+    """Move the next `limit` float32 vectors into `window_vectors` as int8 (`quantized`, the one
+    quantization there is), inside the caller's transaction; return how many (0: none was left)."""
+    import numpy  # only an archive embedded before migration 0018 gets here
+
     sql = queries("semantic")
-    first, last, count = conn.execute(sql["convert_range"], {"limit": limit}).fetchone()
-    if not count:
+    found = conn.execute(sql["next_float32_vectors"], {"limit": limit}).fetchall()
+    if not found:
         return 0
-    conn.execute(sql["convert_vectors"], {"first": first, "last": last})
-    conn.execute(sql["drop_converted"], {"first": first, "last": last})
-    return count
+    conn.executemany(
+        sql["insert_vector"],
+        [{"id": row, "quantized": quantized(numpy.frombuffer(blob, dtype="<f4"))} for row, blob in found],
+    )
+    conn.execute(sql["drop_converted"], {"first": found[0][0], "last": found[-1][0]})
+    return len(found)
 
 
 def convert(conn: apsw.Connection, budget: int, stopped: Callable[[], bool] = lambda: False) -> int:
     """Convert up to `budget` vectors, each batch its own short transaction with a gap after it
-    for other writers; return how many."""
+    for other writers; return how many. With nothing to convert (every archive since migration
+    0018, once converted) it only reads: no write lock is taken."""
     done = 0
-    while done < budget and not stopped():
+    while done < budget and not stopped() and vectors_to_convert(conn):
         with write_transaction(conn):
             batch = convert_batch(conn, min(CONVERT_BATCH, budget - done))
         if batch == 0:
