@@ -161,11 +161,12 @@ class ClosingContexts:
     def get(self, row: int, digest: str, start: int, end: int) -> list[str] | None:
         return self._found.get((row, digest, start, end))
 
-    def put(self, row: int, document: SerializedDocument, terms: list[str]) -> None:
-        last = document.messages[-1]
+    def put(self, target: IndexTarget, terms: list[str]) -> None:
+        last = target.document.messages[-1]
+        digest = target.text_digest or blake3.blake3(target.document.text).hexdigest()  # admission has it
         if len(self._found) >= self.SIZE:
             del self._found[next(iter(self._found))]  # the oldest
-        self._found[(row, blake3.blake3(document.text).hexdigest(), last.text_start, last.end)] = terms
+        self._found[(target.document_row, digest, last.text_start, last.end)] = terms
 
 
 def _last_terms(conn: apsw.Connection, row: int, start: int, end: int, wanted: int) -> list[str]:
@@ -221,7 +222,7 @@ class LexicalHandler:
             )
         conn.execute(sql["add_windows"], (len(windows),))  # rolled back with the savepoint if skipped
         if closing is not None and target.kind in CONTEXT_KINDS and target.document.messages:
-            self.closing.put(target.document_row, target.document, closing)
+            self.closing.put(target, closing)
         if cut:
             return HandlerResult("partial", f"term budget of {MAX_TERMS_PER_DOCUMENT} reached")
         return HandlerResult("complete")

@@ -82,6 +82,7 @@ def admit(
     part = request["kind"] == "checkpoint-part"
     indexed_now = not part and not deferred
     prepared = prepare_handlers(handlers, request["kind"], document) if indexed_now else {}  # before the lock
+    text_digest = blake3.blake3(document.text).hexdigest()
 
     with write_transaction(conn):
         existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
@@ -110,7 +111,7 @@ def admit(
                 "created_at": request["createdAt"],
                 "admitted_at": now,
                 "byte_length": len(document.text),
-                "text_digest": blake3.blake3(document.text).hexdigest(),
+                "text_digest": text_digest,
                 "identity_digest": identity,
                 "source_key_count": len(document.messages),
                 "first_source_key": document.messages[0].key,
@@ -157,7 +158,12 @@ def admit(
             retention.schedule(conn, document_row, request["retentionClass"], retention_plan)
             retention.adopt_plan_if_unset(conn, retention_plan)
         outcomes = (
-            run_handlers(conn, handlers, generation_id, IndexTarget(document_row, request["kind"], document, prepared))
+            run_handlers(
+                conn,
+                handlers,
+                generation_id,
+                IndexTarget(document_row, request["kind"], document, prepared, text_digest),
+            )
             if indexed_now
             else {}
         )

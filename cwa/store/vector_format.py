@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from cwa.models import DIMENSIONS
 from cwa.store.connection import write_transaction
 from cwa.store.sqlfiles import queries
 
 if TYPE_CHECKING:
     import numpy as np
 
-INT8_BYTES = 384  # a vector as stored since migration 0018 (float32 ones took 1,536)
+INT8_BYTES = DIMENSIONS  # a vector as stored since migration 0018 (float32 ones took four times that)
 CONVERT_BATCH = 1000  # vectors moved per transaction (about 0.1 s)
 YIELD_SECONDS = 0.03
 
