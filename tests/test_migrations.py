@@ -16,7 +16,7 @@ from conftest import REPO, hermetic_env, run_cwa
 from cwa import contract
 from cwa.api import Archive
 from cwa.config import load_settings
-from cwa.index.exact import SPECIFICITY, ExactHandler, document_anchors
+from cwa.index.exact import SPECIFICITY, ExactHandler
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
@@ -30,6 +30,7 @@ from cwa.store.retention import plan_of
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import convert, convert_batch, quantized
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
+from cwa_eval.perf.upgrade import PerRowAnchors
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/upgraded"
@@ -63,27 +64,10 @@ class Float32SemanticHandler(SemanticQueueHandler):
         return HandlerResult("complete", None)
 
 
-class PerRowExactHandler(ExactHandler):
-    """The exact handler of schemas 2-16: each anchor row held its text, folded text and specificity."""
-
-    def index(self, conn, target):
-        anchors, _ = document_anchors(target.document)
-        conn.executemany(
-            "INSERT INTO anchors (document_row, type, text, folded, specificity, start_byte, end_byte, occurrences) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (target.document_row, a.type, a.text, a.folded if a.folded != a.text else None, a.specificity)
-                + (a.start, a.end, n)
-                for a, n in anchors
-            ],
-        )
-        return HandlerResult("complete", None)
-
-
 # The schemas each derived-index handler ran on: from when its tables first existed, until
 # (excluded) the schema whose handler replaced it.
 HANDLERS_BY_SCHEMA = (
-    (2, ANCHOR_DICTIONARY_SINCE, PerRowExactHandler),
+    (2, ANCHOR_DICTIONARY_SINCE, PerRowAnchors),
     (ANCHOR_DICTIONARY_SINCE, None, ExactHandler),
     (2, None, LexicalHandler),
     (2, None, StructuralHandler),

@@ -22,9 +22,6 @@ import apsw
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from scale import CORPORA, PROJECTS
 
 from cwa import contract
 from cwa.index.exact import document_anchors
@@ -34,12 +31,14 @@ from cwa.store import migrations
 from cwa.store.admission import admit
 from cwa.store.connection import BulkWrites, open_connection
 from cwa.store.derived import HandlerResult
+from cwa_eval.perf.scale import CORPORA, PROJECTS
 
 BEFORE = 16  # the last schema whose anchor rows held their own text
 
 
 class PerRowAnchors:
-    """The exact handler of schemas 2-16."""
+    """The exact handler of schemas 2-16: a row per anchor with its text, folded text, type name
+    and specificity (tests/test_migrations.py builds old archives with it too)."""
 
     name = "exact"
 
