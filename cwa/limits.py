@@ -94,5 +94,5 @@ MAX_PROTECTION_SECONDS = 7 * 86_400
 CHECKPOINT_PREVIEW_TOKENS = 800  # a checkpoint's head-and-tail preview
 CHECKPOINT_CATALOG_TOKENS = 1000  # the session's checkpoint catalog
 MAINTENANCE_INTERVAL_SECONDS = 600  # between the passes `cwa serve` runs
-VARIANT_MIN_SPEEDUP = 1.2  # an optimized embedding variant is used only this much faster
+VARIANT_MIN_SPEEDUP = 1.2  # `cwa models optimize` keeps the runtime embedding graph only this much faster
 VARIANT_MIN_COSINE = 0.98  # and with vectors at least this close to the installed model's

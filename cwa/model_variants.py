@@ -1,31 +1,31 @@
-"""The optional faster embedding variant: `cwa models optimize`.
+"""Which embedding graph an archive uses, and `cwa models optimize`, which measures the choice.
 
-The packaged all-MiniLM-L6-v2 weights are int8 but dequantized when loaded, so they run at fp32
-speed. `cwa models optimize` folds them into an fp32 graph (onnxruntime's basic graph
-optimization), re-quantizes that dynamically with per-channel int8 weights
-(`onnxruntime.quantization.quantize_dynamic`), and stores the result beside the archive in
-`models/`, named by the source model's fingerprint. It then measures both on the archive's own
-windows — time to embed them, and known-item recall (a span from the middle of each window must
-find that window among all of them) — and accepts the variant only when it is at least
-MIN_SPEEDUP faster, its recall@1 and recall@10 are not lower and its vectors stay close to the
-original's (mean cosine ≥ MIN_COSINE). The verdict and the figures go to `models/embedding-variant.json`.
+By default every archive embeds with the runtime graph (cwa/models.py `runtime_graph`): the
+packaged all-MiniLM-L6-v2 int8 weights kept int8 at run time, built once per user from the
+installed package. The packaged graph (its int8 weights dequantized to float32 at load) is used
+instead when the onnx package that builds the runtime graph is missing, or when `cwa models
+optimize` rejected the runtime graph for this archive.
 
-An accepted variant is used for that archive from then on (search, `cwa index embed`, `cwa serve`).
-Its fingerprint differs from the packaged model's, so the archive's vectors are rebuilt by the
+`cwa models optimize` measures both graphs on the archive's own windows: time to embed them, and
+known-item recall (a span from the middle of each window must find that window among all of
+them). The runtime graph is kept when it is at least MIN_SPEEDUP faster, its recall@1 and
+recall@10 are not lower and its vectors stay close to the packaged graph's (mean cosine ≥
+MIN_COSINE); otherwise the archive goes back to the packaged graph. The verdict and the figures go
+to `models/embedding-variant.json` beside the archive.
+
+The two graphs' fingerprints differ, so a change of graph rebuilds the archive's vectors by the
 usual path (a changed fingerprint drops them and queues every window again); vectors of the two
-variants are never mixed.
+are never mixed.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,18 @@ import orjson
 
 from cwa import limits
 from cwa.errors import Conflict, ModelMissing
-from cwa.models import Embedder, ModelFiles, ModelUnavailable, locate
+from cwa.models import (
+    RUNTIME_VARIANT,
+    Embedder,
+    ModelFiles,
+    ModelUnavailable,
+    build_runtime_graph,
+    can_build_runtime_graph,
+    locate,
+    runtime_graph,
+)
 
-VARIANT = "int8-dynamic-per-channel"
+VARIANT = RUNTIME_VARIANT
 MANIFEST = "embedding-variant.json"
 MIN_SPEEDUP = limits.VARIANT_MIN_SPEEDUP
 MIN_COSINE = limits.VARIANT_MIN_COSINE
@@ -50,16 +59,16 @@ def folder(archive_path: str | os.PathLike) -> Path:
 
 
 def active(archive_path: str | os.PathLike | None) -> ModelFiles:
-    """The embedding model this archive uses: its accepted optimized variant, else the installed
-    model (ModelUnavailable when there is none)."""
+    """The embedding graph this archive uses: the runtime graph, unless `cwa models optimize`
+    rejected it for this archive or it cannot be built; else the installed model
+    (ModelUnavailable when there is none)."""
     base = locate()
-    if not archive_path:
+    if not can_build_runtime_graph():
         return base
-    manifest = _read_manifest(archive_path)
-    if not manifest or not manifest.get("accepted") or manifest.get("source") != base.fingerprint:
+    manifest = _read_manifest(archive_path) if archive_path else None
+    if manifest and manifest.get("source") == base.fingerprint and not manifest.get("accepted"):
         return base
-    weights = folder(archive_path) / manifest["file"]
-    return replace(base, weights=weights, variant=VARIANT) if weights.is_file() else base
+    return runtime_graph(base)
 
 
 def variant_status(archive_path: str | os.PathLike) -> dict[str, Any]:
@@ -72,7 +81,7 @@ def variant_status(archive_path: str | os.PathLike) -> dict[str, Any]:
     verdict = None
     if manifest:
         verdict = {k: manifest.get(k) for k in ("accepted", "speedup", "meanCosine", "windows", "createdAt")}
-        verdict["file"] = str(folder(archive_path) / manifest.get("file", ""))
+        verdict["file"] = manifest.get("file")
         verdict["current"] = manifest.get("source") == locate().fingerprint
     return {
         "model": {"variant": used.variant, "fingerprint": used.fingerprint, "weights": str(used.weights)},
@@ -119,16 +128,19 @@ def optimize(
             windows=len(texts),
             needed=MIN_SAMPLE,
         )
+    if not can_build_runtime_graph():
+        raise ModelMissing(
+            "building the runtime graph needs the onnx package (a dependency of cwa): pip install onnx",
+            reason="onnx-missing",
+        )
     step = _stepper(progress, 4)
-    out = folder(archive_path)
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / f"minilm-{base.fingerprint.split(':')[1]}-{VARIANT}.onnx"
+    optimized = runtime_graph(base)
+    target = optimized.weights
     if not target.is_file():
-        _build(base.weights, target, step)
+        build_runtime_graph(base.weights, target, step)
     else:
         step()
         step()
-    optimized = replace(base, weights=target, variant=VARIANT)
     measured = {"original": _measure(Embedder(base), texts), "optimized": _measure(Embedder(optimized), texts)}
     step()
     original_vectors, optimized_vectors = measured["original"].pop("vectors"), measured["optimized"].pop("vectors")
@@ -145,7 +157,7 @@ def optimize(
         "variant": VARIANT,
         "source": base.fingerprint,
         "fingerprint": optimized.fingerprint if accepted else base.fingerprint,
-        "file": target.name,
+        "file": str(target),
         "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
         "bytes": target.stat().st_size,
         "windows": len(texts),
@@ -155,37 +167,11 @@ def optimize(
         "criteria": {"minSpeedup": MIN_SPEEDUP, "minCosine": MIN_COSINE, "recall": "not lower"},
         "createdAt": now,
     }
+    out = folder(archive_path)
+    out.mkdir(parents=True, exist_ok=True)
     _write_atomically(out / MANIFEST, orjson.dumps(report, option=orjson.OPT_INDENT_2))
     step()
     return report
-
-
-def _build(weights: Path, target: Path, step) -> None:
-    try:
-        import onnxruntime
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:
-        raise ModelMissing(
-            "cwa models optimize needs the onnx package: pip install 'cwa[optimize]'", reason="onnx-missing"
-        ) from exc
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".optimize-") as work:
-        folded = Path(work) / "fp32.onnx"
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.optimized_model_filepath = str(folded)  # int8 → fp32 constants folded
-        options.log_severity_level = 3
-        onnxruntime.InferenceSession(str(weights), options, providers=["CPUExecutionProvider"])
-        step()
-        quantized = Path(work) / target.name
-        root = logging.getLogger()
-        level = root.level
-        root.setLevel(logging.ERROR)  # quantize_dynamic logs advice meant for image models
-        try:
-            quantize_dynamic(str(folded), str(quantized), weight_type=QuantType.QInt8, per_channel=True)
-        finally:
-            root.setLevel(level)
-        os.replace(quantized, target)
-        step()
 
 
 def _measure(model: Embedder, texts: list[str]) -> dict[str, Any]:

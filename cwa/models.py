@@ -17,7 +17,8 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,11 @@ DIMENSIONS = 384
 MAX_TOKENS = 256
 POOLING = "mean-l2"
 BATCH = 32  # texts per model run, at most
-# ... and padded tokens per run, at most: the attention's memory grows with batch × length², so a
-# run of 32 × 256 tokens held 1.4 GiB; texts are grouped by length, which also spares padding.
-BATCH_TOKENS = 2048
+# ... and padded tokens per run, at most: a run's memory grows with batch × length² (32 × 256
+# tokens held 1.4 GiB), and the process keeps its largest run's. With the packaged graph, 256 (a
+# longest text runs alone) peaks at 272 MiB, its load's, against 407 MiB with 2,048, and embeds
+# no slower; texts are grouped by length, which also spares padding.
+BATCH_TOKENS = 256
 
 
 class ModelUnavailable(RuntimeError):
@@ -45,7 +48,8 @@ class ModelFiles:
     tokenizer: Path
     weights_version: str
     tokenizer_version: str
-    variant: str = "int8"  # int8 (the package), int8-dynamic-per-channel (optimized), fp32-hub
+    variant: str = "int8"  # int8 (the package), int8-dynamic-per-channel (the runtime graph), fp32-hub
+    source: Path | None = None  # the graph `weights` is built from when missing (runtime_graph)
 
     @property
     def fingerprint(self) -> str:
@@ -60,6 +64,15 @@ class ModelFiles:
             f"variant={self.variant}",
         ]
         return "minilm-l6-v2:" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def cache_folder() -> Path:
+    """Where graphs built from the installed weights are kept, once per user and shared by every
+    archive: `$XDG_CACHE_HOME/cwa/models`."""
+    import os
+
+    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache_home).expanduser() / "cwa" / "models"
 
 
 def models_folder() -> Path:
@@ -103,6 +116,58 @@ def _packaged() -> ModelFiles:
     return ModelFiles(weights, tokenizer, weights_version, tokenizer_version)
 
 
+RUNTIME_VARIANT = "int8-dynamic-per-channel"
+
+
+def runtime_graph(files: ModelFiles) -> ModelFiles:
+    """The graph embeddings run on by default: the packaged weights with their int8 kept at run
+    time. The package's int8 weights are dequantized to float32 when a session loads them (about
+    170 MiB resident, at float32 speed); this graph re-quantizes them per channel and quantizes
+    activations on the fly (int8 matrix products: about 50 MiB, 1.6-2x faster; vectors within
+    0.99 cosine of the packaged graph's, docs/performance.md). Built from `files` once per user
+    into cache_folder() the first time a model loads (build_runtime_graph)."""
+    name = f"minilm-{files.fingerprint.split(':')[1]}-{RUNTIME_VARIANT}.onnx"
+    return replace(files, weights=cache_folder() / name, variant=RUNTIME_VARIANT, source=files.weights)
+
+
+def can_build_runtime_graph() -> bool:
+    """Whether the onnx package that build_runtime_graph needs is installed (a core dependency)."""
+    return importlib.util.find_spec("onnx") is not None
+
+
+def build_runtime_graph(source: Path, target: Path, step: Callable[[], None] = lambda: None) -> None:
+    """Fold `source`'s int8 -> float32 constants (onnxruntime's basic optimization), re-quantize
+    the float32 graph dynamically with per-channel int8 weights, and move the result to `target`
+    in one rename, so a process killed mid-build, or two building at once, leave a whole file or
+    none. `step` is called after each of the two stages."""
+    import logging
+    import os
+    import tempfile
+
+    import onnxruntime
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as work:
+        folded = Path(work) / "fp32.onnx"
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(folded)
+        options.log_severity_level = 3
+        onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+        step()
+        quantized = Path(work) / target.name
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # quantize_dynamic logs advice meant for image models
+        try:
+            quantize_dynamic(str(folded), str(quantized), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            root.setLevel(level)
+        os.replace(quantized, target)
+        step()
+
+
 class Embedder:
     """Sentence embeddings, one loaded model per process (see `embedder()`)."""
 
@@ -113,12 +178,23 @@ class Embedder:
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - core dependencies
             raise ModelUnavailable(f"{exc.name} is not installed") from exc
+        if files.source is not None and not files.weights.is_file():
+            build_runtime_graph(files.source, files.weights)
+        # The runtime graph quantizes each call's activations with one scale for the whole call,
+        # so a text batched with others (and their padding) embeds a little differently than
+        # alone (cosine down to 0.95 for short texts): there each text runs alone, and a vector
+        # depends on its text only, as a query's does. About 15% slower than batches of 32.
+        self._batch = 1 if files.variant == RUNTIME_VARIANT else BATCH
         self.files = files
         self.fingerprint = files.fingerprint
         self._np = numpy
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
-        if threads:  # a background worker keeps to one core, leaving the other to requests
+        # Without a memory pattern each run's buffers are allocated as its operators need them
+        # rather than all at once from a plan of the first run's shape: a peak of 136 instead of
+        # 159 MiB embedding 640 coding texts, at the same speed within noise (eval/perf/embedding.py).
+        options.enable_mem_pattern = False
+        if threads:  # `cwa serve` runs each call on one core (run_single_threaded)
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(str(files.weights), options, providers=["CPUExecutionProvider"])
@@ -126,7 +202,6 @@ class Embedder:
         # The shipped tokenizer pads and cuts everything to 128; use the model's own recipe.
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self._tokenizer.no_padding()  # embed() pads each run to its longest text
-        self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> Any:
         """float32 array [len(texts), 384], rows of unit length."""
@@ -134,29 +209,29 @@ class Embedder:
         encoded = self._tokenizer.encode_batch(texts)
         lengths = [len(e.ids) for e in encoded]
         vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for run in length_batches(lengths):
+        for run in length_batches(lengths, self._batch):
             width = max(lengths[i] for i in run)
             ids = np.zeros((len(run), width), dtype=np.int64)  # 0 is [PAD]
             mask = np.zeros((len(run), width), dtype=np.int64)
             for row, i in enumerate(run):
                 ids[row, : lengths[i]] = encoded[i].ids
                 mask[row, : lengths[i]] = 1
-            with self._lock:
-                hidden = self._session.run(
-                    None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-                )[0]
+            # no lock: onnxruntime runs concurrent calls of one session side by side
+            hidden = self._session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             vectors[run] = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         return vectors
 
 
-def length_batches(lengths: list[int]) -> list[list[int]]:
-    """Indexes of texts grouped into model runs: shortest first, each run at most BATCH texts and
+def length_batches(lengths: list[int], batch: int = BATCH) -> list[list[int]]:
+    """Indexes of texts grouped into model runs: shortest first, each run at most `batch` texts and
     BATCH_TOKENS padded tokens (a longer text runs alone)."""
     runs: list[list[int]] = []
     for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], i)):
-        if runs and len(runs[-1]) < BATCH and (len(runs[-1]) + 1) * lengths[i] <= BATCH_TOKENS:
+        if runs and len(runs[-1]) < batch and (len(runs[-1]) + 1) * lengths[i] <= BATCH_TOKENS:
             runs[-1].append(i)
         else:
             runs.append([i])
@@ -165,6 +240,15 @@ def length_batches(lengths: list[int]) -> list[list[int]]:
 
 _LOADED: dict[str, Embedder] = {}
 _LOAD_LOCK = threading.Lock()
+_THREADS = [0]  # threads of each model call; 0: onnxruntime's default, every core
+
+
+def run_single_threaded() -> None:
+    """Make the models this process loads from now on run each call on the calling thread alone.
+    `cwa serve` does: its background embedder and its requests share one loaded model (a second
+    copy held another 30-45 MiB) and run side by side, a core each, so a request never waits for
+    the worker's call to end, and the worker leaves a core to requests."""
+    _THREADS[0] = 1
 
 
 def embedder(files: ModelFiles | None = None) -> Embedder:
@@ -174,7 +258,7 @@ def embedder(files: ModelFiles | None = None) -> Embedder:
         try:
             files = files or locate()
             if str(files.weights) not in _LOADED:
-                _LOADED[str(files.weights)] = Embedder(files)
+                _LOADED[str(files.weights)] = Embedder(files, _THREADS[0])
         except ModelUnavailable:
             raise
         except Exception as exc:  # a corrupt file, an onnxruntime error: no semantic step

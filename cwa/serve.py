@@ -23,6 +23,7 @@ from cwa.errors import CwaError, Internal, InvalidRequest, LimitExceeded
 from cwa.index.queue_worker import IndexProcess
 from cwa.index.semantic import BackgroundEmbedder
 from cwa.json_input import parse_json_body
+from cwa.models import run_single_threaded
 from cwa.store.maintenance import PeriodicMaintenance
 from cwa.store.retention import plan_of
 
@@ -140,6 +141,7 @@ def serve_archive(
     is on) and run one bounded maintenance pass every `maintenance_interval` seconds (0: none).
     A child process indexes what the session engine archives (cwa/index/queue_worker.py).
     An archive that cannot be opened still serves: every request gets the error saying why."""
+    run_single_threaded()  # one model, shared by the embedding worker and requests (cwa/models.py)
     try:
         archive = open_archive()
     except CwaError as error:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from cwa.api import Archive
+from cwa.models import cache_folder
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,6 +61,8 @@ def hermetic_env(tmp_path: Path, db: Path | None = None) -> dict[str, str]:
     env.update(
         HOME=str(tmp_path / "home"),
         XDG_CONFIG_HOME=str(tmp_path / "home" / ".config"),
+        # the runtime embedding graph is built once per user: shared, so no test builds it again
+        XDG_CACHE_HOME=str(cache_folder().parents[1]),
         PI_CODING_AGENT_DIR=str(tmp_path / "home" / ".pi" / "agent"),
     )
     if db is not None:

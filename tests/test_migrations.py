@@ -20,7 +20,8 @@ from cwa.index.exact import SPECIFICITY, ExactHandler
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
-from cwa.models import embedder, locate
+from cwa.model_variants import active
+from cwa.models import embedder
 from cwa.store import migrations, retention
 from cwa.store.admission import admit
 from cwa.store.connection import write_transaction
@@ -312,7 +313,7 @@ def embedded_as_of(path: Path, version: int, store) -> dict:
     each vector written by `store(conn, embedding_id, content_hash, vector)` as that schema did.
     Returns each content's vector."""
     archive_at(path, version)
-    model = embedder(locate())
+    model = embedder(active(None))  # the graph this cwa embeds with, so nothing is re-embedded
     conn = apsw.Connection(str(path))
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())

@@ -1,4 +1,4 @@
-"""`cwa models optimize` (a measured, opt-in faster variant) and `cwa models install*` (the only
+"""The runtime embedding graph (the default), `cwa models optimize` (which measures it and may go back to the packaged graph) and `cwa models install*` (the only
 code that downloads; here offline, against a closed port and a local HTTP server)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from cwa import model_variants
 from cwa.api import Archive
 from cwa.errors import EXIT_CODES, Conflict
-from cwa.models import locate
+from cwa.models import Embedder, locate, runtime_graph
 from tests.conftest import hermetic_env, run_cwa
 from tests.test_rerank import build_cross_encoder
 
@@ -63,14 +63,17 @@ def test_too_few_windows_is_a_typed_refusal_that_writes_nothing(db_path):
 
 
 @pytest.mark.parametrize("verdict", ["accepted", "rejected"])
-def test_optimize_measures_and_only_a_winner_is_used(db_path, monkeypatch, verdict):
+def test_optimize_measures_and_a_loser_goes_back_to_the_packaged_graph(db_path, monkeypatch, verdict):
     # The real speed decides in use; here the threshold is set so that each verdict is exercised.
     monkeypatch.setattr(model_variants, "MIN_SPEEDUP", 0.0 if verdict == "accepted" else 1000.0)
+    runtime = runtime_graph(locate())
     with Archive.open(db_path) as archive:
         admit_windows(archive, 60)
-        archive.call("index-embed", {})
+        # by default an archive embeds with the runtime graph
+        assert archive.call("index-embed", {})["fingerprint"] == runtime.fingerprint != locate().fingerprint
         report = archive.call("models-optimize", {})
-        built = db_path.parent / "models" / report["file"]
+        built = runtime.weights
+        assert report["file"] == str(built)
         assert built.is_file() and hashlib.sha256(built.read_bytes()).hexdigest() == report["sha256"]
         assert report["windows"] == 60 and report["meanCosine"] >= 0.98
         for side in ("original", "optimized"):
@@ -86,34 +89,60 @@ def test_optimize_measures_and_only_a_winner_is_used(db_path, monkeypatch, verdi
         used = model_variants.active(db_path)
         status = archive.call("models-status", {})["archive"]
         assert status["optimized"]["accepted"] is report["accepted"]
-        if not report["accepted"]:
-            assert used == locate() and report["fingerprint"] == locate().fingerprint
+        assert status["model"]["fingerprint"] == used.fingerprint == report["fingerprint"]
+        if report["accepted"]:
+            assert used == runtime
             assert archive.call("index-embed", {})["modelChanged"] is False
             return
-        assert used.variant == model_variants.VARIANT and used.weights == built
-        assert report["fingerprint"] == used.fingerprint != locate().fingerprint
-        assert status["model"]["fingerprint"] == used.fingerprint
-        # the vectors of the packaged model are not mixed in: search stays lexical until re-embedded
+        assert used == locate()
+        # the runtime graph's vectors are not mixed in: search stays lexical until re-embedded
         before = archive.search(
             {"project": P, "query": "what changed in the eviction of cached entries", "semanticPolicy": "always"}
         )
         assert before["semantic"]["used"] is False
         embedded = archive.call("index-embed", {})
-        assert embedded["modelChanged"] is True and embedded["fingerprint"] == used.fingerprint
+        assert embedded["modelChanged"] is True and embedded["fingerprint"] == locate().fingerprint
         after = archive.search(
             {"project": P, "query": "what changed in the eviction of cached entries", "semanticPolicy": "always"}
         )
         assert after["semantic"]["used"] is True
 
 
-def test_a_variant_built_for_another_model_is_ignored(db_path):
+def test_a_verdict_on_another_model_is_ignored(db_path):
     folder = db_path.parent / "models"
     folder.mkdir(parents=True)
-    (folder / "v.onnx").write_bytes(b"not used")
     (folder / model_variants.MANIFEST).write_bytes(
-        orjson.dumps({"accepted": True, "source": "minilm-l6-v2:0000000000000000", "file": "v.onnx"})
+        orjson.dumps({"accepted": False, "source": "minilm-l6-v2:0000000000000000", "file": "v.onnx"})
     )
+    assert model_variants.active(db_path) == runtime_graph(locate())
+
+
+def test_without_onnx_the_packaged_graph_is_used(db_path, monkeypatch):
+    monkeypatch.setattr(model_variants, "can_build_runtime_graph", lambda: False)
     assert model_variants.active(db_path) == locate()
+
+
+def test_the_runtime_graph_is_built_once_keeps_its_weights_int8_and_embeds_like_the_package(tmp_path, monkeypatch):
+    import numpy as np
+    import onnx
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    runtime = runtime_graph(locate())
+    assert runtime.weights.parent == tmp_path / "cache" / "cwa" / "models" and not runtime.weights.exists()
+    texts = [f"the {topic} of module m{i} changed twice last week" for i, topic in enumerate(TOPICS)]
+    vectors = Embedder(runtime).embed(texts)
+    stamp = runtime.weights.stat().st_mtime_ns
+    again = Embedder(runtime).embed(texts)
+    assert runtime.weights.stat().st_mtime_ns == stamp  # loaded again, not rebuilt
+    assert [p.name for p in runtime.weights.parent.iterdir()] == [runtime.weights.name]  # no build left over
+    assert np.allclose(vectors, again, atol=1e-6)
+    # int8 at run time: the matrix products are integer ones, and no float32 weight matrix is left
+    graph = onnx.load(str(runtime.weights)).graph
+    assert sum(n.op_type == "MatMulInteger" for n in graph.node) >= 36  # 6 layers x (q, k, v, out, 2 ffn)
+    float_bytes = sum(int(np.prod(t.dims)) * 4 for t in graph.initializer if t.data_type == onnx.TensorProto.FLOAT)
+    assert float_bytes < 2_000_000, float_bytes  # biases and norms only; the weights were 90 MB in float32
+    packaged = Embedder(locate()).embed(texts)
+    assert float((vectors * packaged).sum(axis=1).min()) >= 0.98
 
 
 # --- install: the only code that downloads ------------------------------------------------------

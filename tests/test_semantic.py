@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
@@ -11,7 +12,7 @@ from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 from cwa.api import Archive
 from cwa.config import load_settings, user_config_path
 from cwa.errors import EXIT_CODES, InvalidRequest
-from cwa.models import BATCH, BATCH_TOKENS, embedder, length_batches, locate, status
+from cwa.models import BATCH, BATCH_TOKENS, embedder, length_batches, locate, runtime_graph, status
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.fusion import fuse
 
@@ -60,17 +61,43 @@ def test_quickstart_similarities_match_the_reference_model():
     assert vectors.shape == (3, 384)
 
 
-def test_texts_of_any_length_embed_alike_alone_or_in_a_batch():
+@pytest.mark.parametrize("graph", ["packaged", "runtime"])
+def test_texts_of_any_length_embed_alike_alone_or_in_a_batch(graph):
     # embed() groups texts by length into runs of bounded size and pads each run to its longest
-    # text; a text's vector must not depend on its neighbours, its position or the padding.
+    # text (the runtime graph runs each alone); a text's vector must not depend on its
+    # neighbours, its position or the padding.
+    model = embedder(locate() if graph == "packaged" else runtime_graph(locate()))
     texts = ["ok", "The weather is lovely today.", "", "retry " * 400, "He drove to the stadium."] + [
         " ".join(f"word{n}" for n in range(k)) for k in range(1, 120, 7)
     ]
-    together = embedder().embed(texts)
-    alone = [embedder().embed([text])[0] for text in texts]
+    together = model.embed(texts)
+    alone = [model.embed([text])[0] for text in texts]
     for vector, single in zip(together, alone):
         assert float(vector @ single) > 0.9999
-    assert embedder().embed([]).shape == (0, 384)
+    assert model.embed([]).shape == (0, 384)
+
+
+def test_one_model_serves_concurrent_calls():
+    # `cwa serve` shares one model between its embedding worker and requests, without a lock
+    import threading
+
+    model = embedder(runtime_graph(locate()))
+    texts = [f"call {n}: " + " ".join(f"word{n * k}" for k in range(n * 9 + 3)) for n in range(12)]
+    expected = model.embed(texts)
+    found: dict[int, object] = {}
+
+    def embed(n: int) -> None:
+        found[n] = [model.embed(texts) for _ in range(3)]
+
+    threads = [threading.Thread(target=embed, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(found) == [0, 1, 2, 3]
+    for runs in found.values():
+        for vectors in runs:
+            assert np.allclose(vectors, expected, atol=1e-6)
 
 
 def test_model_runs_stay_within_their_text_and_token_bounds():
@@ -467,6 +494,7 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
     import numpy as np
 
     from cwa.index import semantic as semantic_index
+    from cwa.model_variants import active
     from cwa.retrieve import semantic
     from cwa.retrieve.context import make_context
     from cwa.retrieve.scope import resolve_scope
@@ -492,7 +520,7 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
         stored /= np.linalg.norm(stored, axis=1, keepdims=True)  # int8, each scaled to ±127
         sql = named_queries("semantic")
         window_texts = [window_text(conn, *conn.execute(sql["window_for_content"], (h,)).fetchone()) for *_, h in rows]
-        matrix = embedder(locate()).embed(window_texts)  # the float32 vectors the int8 ones stand for
+        matrix = embedder(active(None)).embed(window_texts)  # the float32 vectors the int8 ones stand for
         queries = ["the app fell over when memory ran short", "a deploy broke the login", "stale results from search"]
         scope = resolve_scope(conn, "project", PROJECT, None, "all")
         context = make_context(conn, scope, [], "2026-12-01T00:00:00.000Z", None)

@@ -113,11 +113,11 @@ def models_status(ctx, as_json) -> None:
     models_group,
     "optimize",
     help=(
-        "Build a per-channel int8 re-quantization of the embedding model beside the archive, then measure it "
-        "on the archive's windows against the installed model. It is used for this archive only if it is at "
-        f"least {limits.VARIANT_MIN_SPEEDUP}x faster with known-item recall not lower and mean cosine >= "
-        f"{limits.VARIANT_MIN_COSINE}; the archive's vectors are then rebuilt in the background. Needs the onnx "
-        "package (pip install 'cwa[optimize]')."
+        "Measure the runtime embedding graph (int8 weights kept at run time, the default; built once per user "
+        "from the installed model) against the packaged graph on the archive's windows. It stays in use for "
+        f"this archive only if it is at least {limits.VARIANT_MIN_SPEEDUP}x faster with known-item recall not "
+        f"lower and mean cosine >= {limits.VARIANT_MIN_COSINE}; otherwise the archive goes back to the packaged "
+        "graph and its vectors are rebuilt in the background."
     ),
 )
 def models_optimize(ctx, as_json) -> None:

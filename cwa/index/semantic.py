@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from cwa.model_variants import active
-from cwa.models import Embedder, ModelUnavailable
+from cwa.models import Embedder, ModelUnavailable, embedder
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.reads import window_text
@@ -155,8 +155,10 @@ BACKGROUND_IDLE_SECONDS = 2.0
 
 
 class BackgroundEmbedder(DaemonWorker):
-    """Drains the queue from a daemon thread of `cwa serve`, with its own connection and its own
-    single-threaded model, in small batches, pausing between them, so requests never wait on it."""
+    """Drains the queue from a daemon thread of `cwa serve`, with its own connection, in small
+    batches, pausing between them. It shares the process's model with requests; `cwa serve` makes
+    that model single-threaded (models.run_single_threaded), so the worker's calls and a request's
+    run side by side on a core each and requests never wait on it."""
 
     name = "cwa-embed"
 
@@ -181,7 +183,7 @@ class BackgroundEmbedder(DaemonWorker):
             return True
         if self.model is None or self.model.fingerprint != files.fingerprint:  # first, or a new variant
             try:
-                self.model = Embedder(files, threads=1)
+                self.model = embedder(files)  # the one requests use too (`cwa serve` runs it single-threaded)
             except Exception:  # a broken model: nothing to do, ever
                 return False
         while not self.stop.is_set() and pending(conn):

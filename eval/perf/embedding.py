@@ -27,12 +27,13 @@ import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import numpy
+from cwa.model_variants import active
 from cwa.models import embedder
 def peak():
     status = Path("/proc/self/status").read_text()
     return int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmHWM:"))) * 1024
 texts = [line for line in Path(sys.argv[2]).read_text().split("\\x00") if line]
-model = embedder()
+model = embedder(active(None))  # the graph an archive embeds with
 model.embed(["warm up"])
 loaded = peak()
 started = time.perf_counter()

@@ -97,6 +97,7 @@ def nearest(conn, vector: np.ndarray, k: int, project: int | None, oversample: i
 
 
 def overlap(data: Path, questions: int) -> dict:
+    from cwa.model_variants import active
     from cwa.models import embedder
 
     conversations = orjson.loads(data.read_bytes())
@@ -108,7 +109,7 @@ def overlap(data: Path, questions: int) -> dict:
         for t in session
     ]
     asked = [q["question"] for c in conversations for q in c["qa"]][::7][:questions]
-    model = embedder()
+    model = embedder(active(None))  # the graph an archive embeds with
     started = time.perf_counter()
     stored = np.asarray(model.embed(turns), dtype=np.float32)
     wanted = np.asarray(model.embed(asked), dtype=np.float32)
