@@ -84,7 +84,12 @@ def variant_status(archive_path: str | os.PathLike) -> dict[str, Any]:
         verdict["file"] = manifest.get("file")
         verdict["current"] = manifest.get("source") == locate().fingerprint
     return {
-        "model": {"variant": used.variant, "fingerprint": used.fingerprint, "weights": str(used.weights)},
+        "model": {
+            "variant": used.variant,
+            "fingerprint": used.fingerprint,
+            "weights": str(used.weights),
+            "built": used.weights.is_file(),  # the runtime graph is built at the first model load
+        },
         "optimized": verdict,
     }
 

@@ -129,9 +129,16 @@ def test_the_runtime_graph_is_built_once_keeps_its_weights_int8_and_embeds_like_
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     runtime = runtime_graph(locate())
     assert runtime.weights.parent == tmp_path / "cache" / "cwa" / "models" and not runtime.weights.exists()
+    assert model_variants.variant_status(tmp_path / "a.db")["model"] == {
+        "variant": "int8-dynamic-per-channel",
+        "fingerprint": runtime.fingerprint,
+        "weights": str(runtime.weights),
+        "built": False,
+    }
     texts = [f"the {topic} of module m{i} changed twice last week" for i, topic in enumerate(TOPICS)]
     vectors = Embedder(runtime).embed(texts)
     stamp = runtime.weights.stat().st_mtime_ns
+    assert model_variants.variant_status(tmp_path / "a.db")["model"]["built"] is True
     again = Embedder(runtime).embed(texts)
     assert runtime.weights.stat().st_mtime_ns == stamp  # loaded again, not rebuilt
     assert [p.name for p in runtime.weights.parent.iterdir()] == [runtime.weights.name]  # no build left over

@@ -180,7 +180,9 @@ def print_models(result: dict[str, Any]) -> None:
         f"{archive_part['pendingWindows']} window content(s) queued"
     )
     if archive_part["model"]:
-        click.echo(f"  uses     {archive_part['model']['variant']} ({archive_part['model']['fingerprint']})")
+        used = archive_part["model"]
+        click.echo(f"  uses     {used['variant']} ({used['fingerprint']})")
+        click.echo(f"  graph    {used['weights']}" + ("" if used["built"] else " (built when a model first loads)"))
     verdict = archive_part["optimized"]
     if verdict:
         click.echo(
