@@ -214,12 +214,13 @@ SERVE_FROM_TREE = (
 
 class Serve:
     """One `cwa serve` child answering JSON lines (from `tree`'s code when given, in a neutral
-    working directory); every request timed at the client."""
+    working directory; its embedding worker off unless `background`); every request timed at the
+    client."""
 
-    def __init__(self, db: Path, tree: Path | None = None) -> None:
+    def __init__(self, db: Path, tree: Path | None = None, background: bool = False) -> None:
         start = [sys.executable, "-c", SERVE_FROM_TREE, str(tree)] if tree else [sys.executable, "-m", "cwa"]
         self.child = subprocess.Popen(
-            [*start, "serve", "--no-background", "--maintenance-interval", "0"],
+            [*start, "serve", "--background" if background else "--no-background", "--maintenance-interval", "0"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "CWA_DB": str(db)},
