@@ -131,8 +131,17 @@ def runtime_graph(files: ModelFiles) -> ModelFiles:
 
 
 def can_build_runtime_graph() -> bool:
-    """Whether the onnx package that build_runtime_graph needs is installed (a core dependency)."""
-    return importlib.util.find_spec("onnx") is not None
+    """Whether the runtime graph is there or can be built: the onnx package that
+    build_runtime_graph needs is installed (a core dependency) and the cache folder can be
+    written (a read-only home keeps the packaged graph rather than no embeddings at all)."""
+    if importlib.util.find_spec("onnx") is None:
+        return False
+    import os
+
+    for folder in (cache_folder(), *cache_folder().parents):
+        if folder.exists():
+            return folder.is_dir() and os.access(folder, os.W_OK)
+    return False
 
 
 def build_runtime_graph(source: Path, target: Path, step: Callable[[], None] = lambda: None) -> None:
@@ -197,7 +206,18 @@ class Embedder:
         if threads:  # `cwa serve` runs each call on one core (run_single_threaded)
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(str(files.weights), options, providers=["CPUExecutionProvider"])
+        try:
+            self._session = onnxruntime.InferenceSession(
+                str(files.weights), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception:
+            if files.source is None:
+                raise
+            # a damaged cached graph (a disk error, a hand edit) is built again, once
+            build_runtime_graph(files.source, files.weights)
+            self._session = onnxruntime.InferenceSession(
+                str(files.weights), options, providers=["CPUExecutionProvider"]
+            )
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
         # The shipped tokenizer pads and cuts everything to 128; use the model's own recipe.
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)

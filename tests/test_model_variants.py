@@ -122,6 +122,25 @@ def test_without_onnx_the_packaged_graph_is_used(db_path, monkeypatch):
     assert model_variants.active(db_path) == locate()
 
 
+def test_a_cache_that_cannot_be_written_keeps_the_packaged_graph(db_path, tmp_path, monkeypatch):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert model_variants.active(db_path) == locate()  # not a runtime graph that could never be built
+    with Archive.open(db_path) as archive:
+        admit_windows(archive, 3)
+        assert archive.call("index-embed", {})["fingerprint"] == locate().fingerprint
+
+
+def test_a_damaged_runtime_graph_is_built_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    runtime = runtime_graph(locate())
+    runtime.weights.parent.mkdir(parents=True)
+    runtime.weights.write_bytes(b"half a graph")
+    vectors = Embedder(runtime).embed(["the upload quota was raised"])
+    assert vectors.shape == (1, 384) and runtime.weights.stat().st_size > 1_000_000
+
+
 def test_the_runtime_graph_is_built_once_keeps_its_weights_int8_and_embeds_like_the_package(tmp_path, monkeypatch):
     import numpy as np
     import onnx
