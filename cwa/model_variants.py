@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import os
 import tempfile
 import time
@@ -39,6 +40,7 @@ from cwa.models import (
     ModelFiles,
     ModelUnavailable,
     build_runtime_graph,
+    cache_folder,
     can_build_runtime_graph,
     locate,
     runtime_graph,
@@ -134,9 +136,14 @@ def optimize(
             needed=MIN_SAMPLE,
         )
     if not can_build_runtime_graph():
+        if importlib.util.find_spec("onnx") is None:
+            raise ModelMissing(
+                "building the runtime graph needs the onnx package (a dependency of cwa): pip install onnx",
+                reason="onnx-missing",
+            )
         raise ModelMissing(
-            "building the runtime graph needs the onnx package (a dependency of cwa): pip install onnx",
-            reason="onnx-missing",
+            f"the runtime graph cannot be built: {cache_folder()} cannot be written (set XDG_CACHE_HOME)",
+            reason="cache-unwritable",
         )
     step = _stepper(progress, 4)
     optimized = runtime_graph(base)

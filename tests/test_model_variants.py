@@ -13,7 +13,7 @@ import pytest
 
 from cwa import model_variants
 from cwa.api import Archive
-from cwa.errors import EXIT_CODES, Conflict
+from cwa.errors import EXIT_CODES, Conflict, ModelMissing
 from cwa.models import Embedder, locate, runtime_graph
 from tests.conftest import hermetic_env, run_cwa
 from tests.test_rerank import build_cross_encoder
@@ -128,8 +128,11 @@ def test_a_cache_that_cannot_be_written_keeps_the_packaged_graph(db_path, tmp_pa
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     assert model_variants.active(db_path) == locate()  # not a runtime graph that could never be built
     with Archive.open(db_path) as archive:
-        admit_windows(archive, 3)
+        admit_windows(archive, 45)
         assert archive.call("index-embed", {})["fingerprint"] == locate().fingerprint
+        with pytest.raises(ModelMissing) as raised:
+            archive.call("models-optimize", {})
+        assert raised.value.details["reason"] == "cache-unwritable"
 
 
 def test_a_damaged_runtime_graph_is_built_again(tmp_path, monkeypatch):
