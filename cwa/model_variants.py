@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import os
 import tempfile
 import time
@@ -40,13 +39,11 @@ from cwa.models import (
     ModelFiles,
     ModelUnavailable,
     build_runtime_graph,
-    cache_folder,
-    can_build_runtime_graph,
     locate,
     runtime_graph,
+    runtime_graph_unavailable,
 )
 
-VARIANT = RUNTIME_VARIANT
 MANIFEST = "embedding-variant.json"
 MIN_SPEEDUP = limits.VARIANT_MIN_SPEEDUP
 MIN_COSINE = limits.VARIANT_MIN_COSINE
@@ -65,12 +62,11 @@ def active(archive_path: str | os.PathLike | None) -> ModelFiles:
     rejected it for this archive or it cannot be built; else the installed model
     (ModelUnavailable when there is none)."""
     base = locate()
-    if not can_build_runtime_graph():
-        return base
     manifest = _read_manifest(archive_path) if archive_path else None
     if manifest and manifest.get("source") == base.fingerprint and not manifest.get("accepted"):
         return base
-    return runtime_graph(base)
+    runtime = runtime_graph(base)
+    return base if runtime_graph_unavailable(runtime) else runtime
 
 
 def variant_status(archive_path: str | os.PathLike) -> dict[str, Any]:
@@ -135,19 +131,16 @@ def optimize(
             windows=len(texts),
             needed=MIN_SAMPLE,
         )
-    if not can_build_runtime_graph():
-        if importlib.util.find_spec("onnx") is None:
-            raise ModelMissing(
-                "building the runtime graph needs the onnx package (a dependency of cwa): pip install onnx",
-                reason="onnx-missing",
-            )
-        raise ModelMissing(
-            f"the runtime graph cannot be built: {cache_folder()} cannot be written (set XDG_CACHE_HOME)",
-            reason="cache-unwritable",
-        )
-    step = _stepper(progress, 4)
     optimized = runtime_graph(base)
     target = optimized.weights
+    unavailable = runtime_graph_unavailable(optimized)
+    if unavailable:
+        why = {
+            "onnx-missing": "building the runtime graph needs the onnx package (a dependency of cwa): pip install onnx",
+            "cache-unwritable": f"the runtime graph cannot be built: {target.parent} cannot be written (set XDG_CACHE_HOME)",
+        }
+        raise ModelMissing(why[unavailable], reason=unavailable)
+    step = _stepper(progress, 4)
     if not target.is_file():
         build_runtime_graph(base.weights, target, step)
     else:
@@ -166,7 +159,7 @@ def optimize(
     )
     report = {
         "accepted": accepted,
-        "variant": VARIANT,
+        "variant": RUNTIME_VARIANT,
         "source": base.fingerprint,
         "fingerprint": optimized.fingerprint if accepted else base.fingerprint,
         "file": str(target),

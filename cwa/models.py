@@ -66,21 +66,22 @@ class ModelFiles:
         return "minilm-l6-v2:" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
+def _user_folder(variable: str, default: str) -> Path:
+    """`$variable/cwa/models`, else `~/default/cwa/models` (the XDG base directories)."""
+    import os
+
+    return Path(os.environ.get(variable) or Path.home() / default).expanduser() / "cwa" / "models"
+
+
 def cache_folder() -> Path:
     """Where graphs built from the installed weights are kept, once per user and shared by every
     archive: `$XDG_CACHE_HOME/cwa/models`."""
-    import os
-
-    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache_home).expanduser() / "cwa" / "models"
+    return _user_folder("XDG_CACHE_HOME", ".cache")
 
 
 def models_folder() -> Path:
     """Where `cwa models install*` put models: `$XDG_DATA_HOME/cwa/models`."""
-    import os
-
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home).expanduser() / "cwa" / "models"
+    return _user_folder("XDG_DATA_HOME", ".local/share")
 
 
 @functools.lru_cache(maxsize=1)
@@ -130,18 +131,26 @@ def runtime_graph(files: ModelFiles) -> ModelFiles:
     return replace(files, weights=cache_folder() / name, variant=RUNTIME_VARIANT, source=files.weights)
 
 
-def can_build_runtime_graph() -> bool:
-    """Whether the runtime graph is there or can be built: the onnx package that
-    build_runtime_graph needs is installed (a core dependency) and the cache folder can be
-    written (a read-only home keeps the packaged graph rather than no embeddings at all)."""
-    if importlib.util.find_spec("onnx") is None:
-        return False
+def runtime_graph_unavailable(runtime: ModelFiles) -> str | None:
+    """Why `runtime` (a runtime_graph) can be neither loaded nor built: `onnx-missing` (the
+    package build_runtime_graph needs, a core dependency), `cache-unwritable` (a read-only home
+    keeps the packaged graph rather than no embeddings at all); None when it can. A built file
+    answers with one stat: this runs on every search that may embed its query."""
+    if runtime.weights.is_file():
+        return None
+    if not _onnx_installed():
+        return "onnx-missing"
     import os
 
-    for folder in (cache_folder(), *cache_folder().parents):
+    for folder in (runtime.weights.parent, *runtime.weights.parent.parents):
         if folder.exists():
-            return folder.is_dir() and os.access(folder, os.W_OK)
-    return False
+            return None if folder.is_dir() and os.access(folder, os.W_OK) else "cache-unwritable"
+    return "cache-unwritable"
+
+
+@functools.lru_cache(maxsize=1)
+def _onnx_installed() -> bool:
+    return importlib.util.find_spec("onnx") is not None
 
 
 def build_runtime_graph(source: Path, target: Path, step: Callable[[], None] = lambda: None) -> None:

@@ -11,7 +11,7 @@ import threading
 import orjson
 import pytest
 
-from cwa import model_variants
+from cwa import model_variants, models
 from cwa.api import Archive
 from cwa.errors import EXIT_CODES, Conflict, ModelMissing
 from cwa.models import Embedder, locate, runtime_graph
@@ -118,7 +118,8 @@ def test_a_verdict_on_another_model_is_ignored(db_path):
 
 
 def test_without_onnx_the_packaged_graph_is_used(db_path, monkeypatch):
-    monkeypatch.setattr(model_variants, "can_build_runtime_graph", lambda: False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(db_path.parent / "empty-cache"))  # not built here yet
+    monkeypatch.setattr(models, "_onnx_installed", lambda: False)
     assert model_variants.active(db_path) == locate()
 
 
