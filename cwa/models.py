@@ -33,8 +33,9 @@ POOLING = "mean-l2"
 BATCH = 32  # texts per model run, at most
 # ... and padded tokens per run, at most: a run's memory grows with batch × length² (32 × 256
 # tokens held 1.4 GiB), and the process keeps its largest run's. With the packaged graph, 256 (a
-# longest text runs alone) peaks at 272 MiB, its load's, against 407 MiB with 2,048, and embeds
-# no slower; texts are grouped by length, which also spares padding.
+# longest text runs alone; no memory pattern either, below) peaks at 272 MiB, its load's, against
+# 539 MiB with 2,048, and embeds no slower (`eval/perf/embedding.py --graph packaged --baseline`
+# bd18cc0); texts are grouped by length, which also spares padding.
 BATCH_TOKENS = 256
 
 
@@ -124,9 +125,9 @@ def runtime_graph(files: ModelFiles) -> ModelFiles:
     """The graph embeddings run on by default: the packaged weights with their int8 kept at run
     time. The package's int8 weights are dequantized to float32 when a session loads them (about
     170 MiB resident, at float32 speed); this graph re-quantizes them per channel and quantizes
-    activations on the fly (int8 matrix products: about 50 MiB, 1.6-2x faster; vectors within
-    0.99 cosine of the packaged graph's, docs/performance.md). Built from `files` once per user
-    into cache_folder() the first time a model loads (build_runtime_graph)."""
+    activations on the fly (int8 matrix products: twice as fast, a third of the memory, vectors
+    within 0.99 cosine of the packaged graph's; docs/performance.md). Built from `files` once per
+    user into cache_folder() the first time a model loads (build_runtime_graph)."""
     name = f"minilm-{files.fingerprint.split(':')[1]}-{RUNTIME_VARIANT}.onnx"
     return replace(files, weights=cache_folder() / name, variant=RUNTIME_VARIANT, source=files.weights)
 
@@ -154,10 +155,35 @@ def _onnx_installed() -> bool:
 
 
 def build_runtime_graph(source: Path, target: Path, step: Callable[[], None] = lambda: None) -> None:
+    """Build the runtime graph from `source` into `target` in a child process: folding and
+    re-quantizing hold the float32 graph several times over (a process that built it in place
+    peaked at 497 MiB and kept it, `eval/perf/embedding.py --fresh-cache`), and a long-lived
+    `cwa serve` must not keep that. `step` is called after each of the two stages."""
+    import os
+    import subprocess
+    import sys
+
+    package_root = str(Path(__file__).resolve().parents[1])  # this cwa, wherever it was imported from
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))}
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILD_CHILD, str(source), str(target)], capture_output=True, env=env, check=False
+    )
+    if done.returncode != 0:
+        raise ModelUnavailable(f"building the runtime graph failed: {done.stderr.decode(errors='replace')[-500:]}")
+    step()
+    step()
+
+
+_BUILD_CHILD = (
+    "import sys; from pathlib import Path; from cwa.models import _build; _build(Path(sys.argv[1]), Path(sys.argv[2]))"
+)
+
+
+def _build(source: Path, target: Path) -> None:
     """Fold `source`'s int8 -> float32 constants (onnxruntime's basic optimization), re-quantize
     the float32 graph dynamically with per-channel int8 weights, and move the result to `target`
     in one rename, so a process killed mid-build, or two building at once, leave a whole file or
-    none. `step` is called after each of the two stages."""
+    none."""
     import logging
     import os
     import tempfile
@@ -173,17 +199,10 @@ def build_runtime_graph(source: Path, target: Path, step: Callable[[], None] = l
         options.optimized_model_filepath = str(folded)
         options.log_severity_level = 3
         onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-        step()
         quantized = Path(work) / target.name
-        root = logging.getLogger()
-        level = root.level
-        root.setLevel(logging.ERROR)  # quantize_dynamic logs advice meant for image models
-        try:
-            quantize_dynamic(str(folded), str(quantized), weight_type=QuantType.QInt8, per_channel=True)
-        finally:
-            root.setLevel(level)
+        logging.getLogger().setLevel(logging.ERROR)  # quantize_dynamic logs advice meant for image models
+        quantize_dynamic(str(folded), str(quantized), weight_type=QuantType.QInt8, per_channel=True)
         os.replace(quantized, target)
-        step()
 
 
 class Embedder:
@@ -200,8 +219,8 @@ class Embedder:
             build_runtime_graph(files.source, files.weights)
         # The runtime graph quantizes each call's activations with one scale for the whole call,
         # so a text batched with others (and their padding) embeds a little differently than
-        # alone (cosine down to 0.95 for short texts): there each text runs alone, and a vector
-        # depends on its text only, as a query's does. About 15% slower than batches of 32.
+        # alone (tests/test_semantic.py's alone-or-in-a-batch check fails): there each text runs
+        # alone, and a vector depends on its text only, as a query's does.
         self._batch = 1 if files.variant == RUNTIME_VARIANT else BATCH
         self.files = files
         self.fingerprint = files.fingerprint
@@ -209,8 +228,7 @@ class Embedder:
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
         # Without a memory pattern each run's buffers are allocated as its operators need them
-        # rather than all at once from a plan of the first run's shape: a peak of 136 instead of
-        # 159 MiB embedding 640 coding texts, at the same speed within noise (eval/perf/embedding.py).
+        # rather than all at once from a plan of the first run's shape, which kept more resident.
         options.enable_mem_pattern = False
         if threads:  # `cwa serve` runs each call on one core (run_single_threaded)
             options.intra_op_num_threads = threads
@@ -274,9 +292,9 @@ _THREADS = [0]  # threads of each model call; 0: onnxruntime's default, every co
 
 def run_single_threaded() -> None:
     """Make the models this process loads from now on run each call on the calling thread alone.
-    `cwa serve` does: its background embedder and its requests share one loaded model (a second
-    copy held another 30-45 MiB) and run side by side, a core each, so a request never waits for
-    the worker's call to end, and the worker leaves a core to requests."""
+    `cwa serve` does: its background embedder and its requests share one loaded model instead of
+    loading one each (`eval/perf/serve_embedding.py`) and run side by side, a core each, so a
+    request never waits for the worker's call to end, and the worker leaves a core to requests."""
     _THREADS[0] = 1
 
 
