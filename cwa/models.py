@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import importlib.util
 import threading
 from collections.abc import Callable
@@ -105,11 +104,13 @@ def _packaged() -> ModelFiles:
     if spec is None or not spec.submodule_search_locations:
         raise ModelUnavailable(f"the embedding weights package {WEIGHTS_PACKAGE} is not installed")
     weights = Path(next(iter(spec.submodule_search_locations))) / "model.onnx"
+    from importlib import metadata  # here: it imports the email package, which a lexical search never needs
+
     try:
-        files = importlib.metadata.files(TOKENIZER_PACKAGE) or []
-        tokenizer_version = importlib.metadata.version(TOKENIZER_PACKAGE)
-        weights_version = importlib.metadata.version(WEIGHTS_PACKAGE)
-    except importlib.metadata.PackageNotFoundError as exc:
+        files = metadata.files(TOKENIZER_PACKAGE) or []
+        tokenizer_version = metadata.version(TOKENIZER_PACKAGE)
+        weights_version = metadata.version(WEIGHTS_PACKAGE)
+    except metadata.PackageNotFoundError as exc:
         raise ModelUnavailable(f"the package {exc.args[0]} is not installed") from exc
     found = next((f for f in files if str(f).endswith(TOKENIZER_FILE)), None)
     tokenizer = Path(found.locate()) if found is not None else None

@@ -80,8 +80,10 @@ def test_the_shipped_ranker_loads_from_package_data_and_orders_deterministically
     assert weights.source == "package" and weights.fingerprint.startswith("k1-")
     assert set(weights.models) == set(ranker.MODELS)
     for model in weights.models.values():  # complete trees over the known features
-        assert model.feature.shape == model.threshold.shape and model.leaf.shape[1] == model.feature.shape[1] + 1
-        assert model.feature.min() >= 0 and model.feature.max() < len(ranker.FEATURES)
+        inner = len(model.feature[0])
+        assert len(model.feature) == len(model.threshold) == len(model.leaf) and (inner + 1) & inner == 0
+        assert all(len(t) == inner for t in model.threshold) and all(len(v) == inner + 1 for v in model.leaf)
+        assert all(0 <= f < len(ranker.FEATURES) for tree in model.feature for f in tree)
     assert ranker.load("") is weights  # loaded once per process
     request = {
         "project": P,
@@ -98,10 +100,24 @@ def test_the_shipped_ranker_loads_from_package_data_and_orders_deterministically
     assert pool and [c["probability"] for c in pool] == sorted((c["probability"] for c in pool), reverse=True)
 
 
-def test_ranker_weights_of_other_features_are_refused(dialogue, tmp_path):
-    archive, _ = dialogue
+TREE = {"base": 0.0, "feature": [[2, 0, 0]], "threshold": [[0.9, 1e308, 1e308]], "leaf": [[-5.0, 0.0, 5.0, 0.0]]}
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        {"features": ["bm25"], "models": {}},  # other features
+        {"features": "all", "models": {"lexical": {**TREE, "leaf": [[0.0, 1.0]]}}},  # leaves of another depth
+        {"features": "all", "models": {"lexical": {**TREE, "feature": [[2, 0]], "threshold": [[0.9, 1e308]]}}},
+        {"features": "all", "models": {"lexical": {**TREE, "feature": [[99, 0, 0]]}}},  # an unknown feature
+        {"features": "all", "models": {"lexical": {**TREE, "leaf": [["x", 0.0, 5.0, 0.0]]}}},
+    ],
+)
+def test_ranker_weights_that_are_not_complete_trees_of_these_features_are_refused(tmp_path, weights):
+    if weights["features"] == "all":
+        weights = {"features": list(ranker.FEATURES), "models": {"hybrid": TREE, **weights["models"]}}
     bad = tmp_path / "ranker.json"
-    bad.write_text(json.dumps({"features": ["bm25"], "models": {}}))
+    bad.write_text(json.dumps(weights))
     with pytest.raises(InvalidRequest) as raised:
         ranker.load(str(bad))
     assert raised.value.details["reason"] == "invalid-ranker"
@@ -167,7 +183,7 @@ def test_training_is_deterministic_and_learns_the_signal():
     first, second = training.fit(x, y), training.fit(x, y)
     assert first == second
     model = ranker._model(first)
-    p = model.probability(x)
+    p = np.asarray(model.probability(x))
     assert ((p > 0.5) == (y == 1)).mean() > 0.97  # a threshold between quantile bins costs a few
     splits = {
         f
@@ -176,3 +192,25 @@ def test_training_is_deterministic_and_learns_the_signal():
         if t < 1e308
     }
     assert 2 in splits
+
+
+def test_the_compiled_trees_give_what_walking_each_tree_gives():
+    import math
+    import random
+
+    rng = random.Random(5)
+    for model in ranker.load("").models.values():
+        splits = [t for tree in model.threshold for t in tree if t < ranker.NO_SPLIT]
+        rows = [  # random values, and values exactly on a threshold (a row goes right at ≥)
+            [rng.choice([rng.random(), rng.choice(splits), -1.0, 0.0, 1.0]) for _ in ranker.FEATURES]
+            for _ in range(400)
+        ]
+        inner = len(model.feature[0])
+        for row, p in zip(rows, model.probability(rows)):
+            log_odds = model.base
+            for feature, threshold, leaf in zip(model.feature, model.threshold, model.leaf):
+                node = 0
+                while node < inner:
+                    node = 2 * node + (2 if row[feature[node]] >= threshold[node] else 1)
+                log_odds += leaf[node - inner]
+            assert p == pytest.approx(1.0 / (1.0 + math.exp(-log_odds)), rel=1e-12, abs=1e-15)

@@ -9,7 +9,8 @@ of another model) yields None: search then stays lexical.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 import orjson
 
 from cwa.index import semantic as semantic_index
@@ -20,6 +21,9 @@ from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context
 from cwa.retrieve.windows import best_admissible, distinct_candidates, window_candidate, window_evidence
 from cwa.store.sqlfiles import queries
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SEMANTIC_POOL = 40  # nearest contents asked for first (at least 8 × limit)
 MAX_K = 4096  # nearest contents asked for at most, however far the batch widens

@@ -9,8 +9,10 @@ turn embedded (locomo.db), synthetic coding sessions (eval/retrieval/sessions.py
 `--windows` windows (coding.db), and the queries: LoCoMo's questions, and 300 two-to-four-word
 queries of the coding vocabulary (seed 3). `time` copies each archive to a temporary folder
 (leases and caches never touch the originals), warms up on 20 queries, then times every query:
-LoCoMo lexical and hybrid, coding lexical; the learned ranker, no rerank. It prints p50 / p95 in
-ms as JSON, with the path of the cwa package that ran, so a run says which tree it measured.
+LoCoMo lexical and hybrid, coding lexical; the learned ranker, no rerank. `--cold N` also times N
+one-shot `cwa call search` processes on the coding archive (its first query; the `cwa` beside the
+interpreter, so PYTHONPATH picks the tree there too). It prints p50 / p95 in ms as JSON, with the
+path of the cwa package that ran, so a run says which tree it measured.
 The archives' schema must be one both trees open.
 """
 
@@ -93,13 +95,29 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--windows", type=int, default=100_000)
+    parser.add_argument("--cold", type=int, default=0, help="one-shot `cwa call search` processes to time")
     args = parser.parse_args()
     if args.action == "build":
         build(args.folder, args.data, args.windows)
         return
     runs = [timed(args.folder, "locomo", "lexical"), timed(args.folder, "locomo", "hybrid")]
     runs.append(timed(args.folder, "coding", "lexical"))
-    print(json.dumps({"cwa": cwa.__file__, "runs": runs}, indent=2))
+    found = {"cwa": cwa.__file__, "runs": runs}
+    if args.cold:
+        found["coldCallSearch"] = cold(args.folder, args.cold)
+    print(json.dumps(found, indent=2))
+
+
+def cold(folder: Path, runs: int) -> dict:
+    """Wall-clock ms of one-shot `cwa call search` processes on a copy of the coding archive."""
+    from cwa_eval.perf.scale import cold_start
+
+    project, query = json.loads((folder / "coding-queries.json").read_text())[0]
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "coding.db"
+        shutil.copy(folder / "coding.db", copy)
+        request = json.dumps({"project": project, "query": query}).encode()
+        return cold_start(["call", "search"], request, {"CWA_DB": str(copy)}, runs=runs)
 
 
 if __name__ == "__main__":
