@@ -43,7 +43,8 @@ from cwa.errors import InvalidRequest
     "--coding-training/--no-coding-training",
     default=True,
     show_default=True,
-    help="Train the fold rankers on the synthetic coding facts too, as the shipped ranker is (about two minutes more).",
+    help="Train the fold rankers on the synthetic coding facts and long coding histories too, as the shipped "
+    "ranker is (about four minutes more).",
 )
 @click.option(
     "--haystack",

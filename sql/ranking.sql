@@ -45,3 +45,7 @@ JOIN window_embeddings AS e ON e.content_hash = w.content_hash
 LEFT JOIN window_vectors AS v ON v.id = e.id
 LEFT JOIN window_vectors_float32 AS f ON f.id = e.id
 WHERE w.id IN (SELECT value FROM json_each(:ids)) AND (v.id IS NOT NULL OR f.id IS NOT NULL);
+
+-- name: created_at
+-- When each given document (:rows is a JSON array of document rows) was created.
+SELECT id, created_at FROM documents WHERE id IN (SELECT value FROM json_each(:rows));

@@ -214,3 +214,25 @@ def test_the_compiled_trees_give_what_walking_each_tree_gives():
                     node = 2 * node + (2 if row[feature[node]] >= threshold[node] else 1)
                 log_odds += leaf[node - inner]
             assert p == pytest.approx(1.0 / (1.0 + math.exp(-log_odds)), rel=1e-12, abs=1e-15)
+
+
+def test_a_group_of_examples_counts_as_much_as_its_weight():
+    import numpy as np
+
+    from cwa_eval.retrieval import ranker_training as training
+
+    rng = np.random.default_rng(4)
+    examples = training.Examples()
+    for group, flip in (("real", False), ("generated", True)):  # the generated group says the opposite
+        x = rng.random((3000, len(ranker.FEATURES)))
+        examples.add(group, x.tolist(), [int((v > 0.7) != flip) for v in x[:, 2]])
+    probe = rng.random((2000, len(ranker.FEATURES)))
+    truth = probe[:, 2] > 0.7
+
+    def agreement(weights: dict[str, float]) -> float:
+        x, y, w = examples.of(["real", "generated"], weights)
+        p = np.asarray(ranker._model(training.fit(x, y, w)).probability(probe))
+        return float(((p > 0.5) == truth).mean())
+
+    assert agreement({"generated": 0.1}) > 0.95  # outweighed ten to one: the real group decides
+    assert agreement({"real": 0.1}) < 0.05  # and the other way round

@@ -222,3 +222,29 @@ def test_neighbor_credit_is_validated(archive, bad):
     with pytest.raises(InvalidRequest) as raised:
         archive.search({"project": P, "query": "x", "neighborCredit": bad})
     assert raised.value.details["field"] == "neighborCredit"
+
+
+def test_the_ranker_weighs_a_candidates_place_in_time_only_when_the_query_asks_for_latest_or_earliest(archive):
+    from cwa.retrieve.intent import time_direction
+    from cwa.retrieve.ranker import FEATURES
+
+    assert time_direction("Which queue does the mailer use now?") == 1.0
+    assert time_direction("What did the mailer end up with?") == 1.0
+    assert time_direction("When did the mailer first fail?") == -1.0
+    assert time_direction("How does the mailer send bounces?") == 0.0
+    ids = [
+        archive.admit(turn("s1", text, at=at))["documentId"]
+        for text, at in (
+            ("For the mailer queue, let's use Redis.", "2026-03-01T09:00:00Z"),
+            ("Mailer queue: drop Redis, use RabbitMQ instead.", "2026-06-01T09:00:00Z"),
+            ("The mailer queue config lives in mailer.toml.", "2026-04-01T09:00:00Z"),
+        )
+    ]
+    fit = FEATURES.index("timeFit")
+    for query, place in (
+        ("which mailer queue do we use now", {ids[0]: 0.0, ids[2]: 0.5, ids[1]: 1.0}),  # share of the others before it
+        ("mailer queue at first", {ids[0]: 1.0, ids[2]: 0.5, ids[1]: 0.0}),  # ... after it
+        ("mailer queue", dict.fromkeys(ids, -1.0)),  # no direction: time says nothing
+    ):
+        pool = search(archive, query, explain=True, semanticPolicy="never")["ranking"]["pool"]
+        assert {c["documentId"]: c["features"][fit] for c in pool} == place

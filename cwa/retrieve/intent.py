@@ -5,6 +5,7 @@
 - current state: the answer lives in the working tree or the running system now (what a file
   contains, whether tests pass, the current branch); history must not stand in for it.
 - general knowledge: a textbook question with nothing of this project in it.
+- time direction: whether it asks for the latest of several statements or the earliest.
 
 Plain regular expressions: preflight runs on every message and must stay cheap and deterministic.
 """
@@ -104,6 +105,25 @@ _PROJECT_REFERENCE = re.compile(
     r"\b(we|our|us|my|this|here|project|repo|repository|codebase|app|service)\b|[/`]", re.IGNORECASE
 )
 
+# Wording that asks for the latest of several statements, or for the earliest: the learned ranker
+# weighs a candidate's place in time only when one of them is present (cwa/retrieve/ranker.py,
+# `timeFit`).
+_LATEST = re.compile(
+    r"""
+    \b(now|nowadays|currently|current|these\s+days|at\s+(this|that)\s+point|at\s+the\s+moment|at\s+present
+       |as\s+of\s+(now|today)|latest|most\s+recent(ly)?|final(ly)?|in\s+the\s+end|end(ed)?\s+up
+       |any\s*more|no\s+longer|still|so\s+far|instead|switch(ed)?\s+to|chang(e|ed)\s+to|replaced?)\b
+    """,
+    _FLAGS,
+)
+_EARLIEST = re.compile(
+    r"""
+    \b(first|initially|originally|at\s+the\s+(start|beginning)|in\s+the\s+beginning|earliest
+       |to\s+begin\s+with|began|begin|started)\b
+    """,
+    _FLAGS,
+)
+
 # Wording of historical intent that says nothing about the topic: left out of preflight's query.
 HISTORICAL_WORDS = """earlier previously last time ago remind remember recall discuss discussed
 talked talk decide decided agree agreed mention mentioned said say told chose choose settled
@@ -126,3 +146,10 @@ def general_knowledge(message: str) -> bool:
     if historical_intent(message) or _PROJECT_REFERENCE.search(message):
         return False
     return bool(_GENERAL.search(message.strip()))
+
+
+def time_direction(message: str) -> float:
+    """1.0 when the message asks for the latest state ("what do we use now"), -1.0 for the
+    earliest ("when did it first fail"), 0.0 for neither or both."""
+    latest, earliest = bool(_LATEST.search(message)), bool(_EARLIEST.search(message))
+    return float(latest) - float(earliest)

@@ -41,7 +41,7 @@ from cwa.retrieve.continuity import (
     decide,
     probability_share,
 )
-from cwa.retrieve.intent import HISTORICAL_WORDS
+from cwa.retrieve.intent import HISTORICAL_WORDS, time_direction
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import Stages, find_candidates
 from cwa.store import exposure_ledger, hint_ledger
@@ -221,7 +221,7 @@ def _evidence(
     # own words only: a hint stands on what its source says, never on the turn before it
     _, qterms, stages = find_candidates(ctx, query, pool, IGNORED_TERMS, _specific, context=False)
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
-    probability = _probabilities(ctx, stages, qterms, settings)
+    probability = _probabilities(ctx, stages, qterms, settings, time_direction(query))
     df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     idf = {t: calibration.specificity(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
@@ -267,13 +267,17 @@ def _source_evidence(
     )
 
 
-def _probabilities(ctx: Context, stages: Stages, qterms: list[str], settings: Settings) -> dict[int, float]:
+def _probabilities(
+    ctx: Context, stages: Stages, qterms: list[str], settings: Settings, direction: float
+) -> dict[int, float]:
     """The learned ranker's probability for each lexical candidate (lexical model, no neighbours
-    fetched: preflight stays cheap)."""
+    fetched: preflight stays cheap); `direction`, the message's time cue, as search reads it."""
     if not stages.ranked:
         return {}
     weights = ranker.load(settings["rankerPath"])
-    pool = ranker.order(ctx, stages.ranked, None, None, qterms, stages.taken(), weights, neighbors=False)
+    pool = ranker.order(
+        ctx, stages.ranked, None, None, qterms, stages.taken(), weights, neighbors=False, direction=direction
+    )
     return {c.document_row: c.order for c in pool.candidates}
 
 

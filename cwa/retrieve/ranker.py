@@ -4,8 +4,9 @@ The pool is the BM25F candidates, the embedding candidates (when asked) and the 
 neighbours of the best of both. Each candidate gets FEATURES, all computed from what search has
 already read: its BM25F relevance (over its own fields and its context field) and rank, how much of
 the query its own text holds, its cosine similarity to the query and rank, the same evidence of
-the documents just before and after it in its session, and its session's share of the pool's
-evidence. Small boosted trees (logistic loss) turn them into the probability that the candidate is
+the documents just before and after it in its session, its session's share of the pool's
+evidence, and, only when the query asks for the latest or the earliest statement, its place in
+time among the pool's candidates. Small boosted trees (logistic loss) turn them into the probability that the candidate is
 what the query asks for; the tier is ordered by it (ties keep the pool order), and a neighbour
 found by neither mode is kept only at NEIGHBOR_MIN_PROBABILITY or more. The presented `score` stays the
 candidate's own calibrated evidence (cwa/retrieve/calibration.py) and exact and structural hits
@@ -20,6 +21,7 @@ only ever scored on conversations it was not trained on (docs/evaluation.md).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
@@ -61,6 +63,8 @@ FEATURES = (
     "afterCosine",  # cosine of the window of the document just after it nearest to it
     "sessionShare",  # its session's share of the pool's bm25 + cosine mass
     "toolOutput",  # a tool-result document
+    "timeFit",  # −1 unless the query asks for the latest (earliest) statement: then the share of
+    # the pool's other candidates created before (after) it. Never a preference for new by itself.
 )
 MODELS = ("lexical", "hybrid")
 NEIGHBOR_SOURCES = 10  # the best candidates of the pool whose neighbours join it
@@ -188,11 +192,12 @@ def order(
     weights: Weights,
     neighbors: bool = True,
     anchored: list[int] = (),
+    direction: float = 0.0,
 ) -> Pool:
     """The pool ordered by the model's probability, best first; each candidate's `order` is it.
     `anchored`: the exact tier's documents, above the pool, whose neighbours count as those of
     the best candidates. Without `neighbors`, only the given candidates are scored (preflight:
-    cheap, own evidence)."""
+    cheap, own evidence). `direction`: the query's time cue (cwa/retrieve/intent.py)."""
     candidates = _merge(lexical, semantic or [])
     rank_lexical = {c.document_row: i for i, c in enumerate(lexical)}
     rank_semantic = {c.document_row: i for i, c in enumerate(semantic or [])}
@@ -213,13 +218,27 @@ def order(
     cosine = _cosines(ctx, vector, windows) if vector is not None else {}
     df, total = frequencies(ctx, qterms)
     idf = {t: calibration.idf(df[t], total) for t in qterms}
-    features = _features(candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored))
+    fit = _time_fit(ctx, candidates, direction)
+    features = _features(candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit)
     model = "hybrid" if semantic is not None else "lexical"
     probability = weights.models[model].probability(features)
     ranked = sorted(range(len(candidates)), key=lambda i: -probability[i])  # stable: pool order on ties
     ordered = [replace(candidates[i], order=float(probability[i])) for i in ranked]
     kept = [c for c in ordered if c.mode != "neighbor" or c.order >= NEIGHBOR_MIN_PROBABILITY]
     return Pool(ordered, [features[i] for i in ranked], [probability[i] for i in ranked], model, kept)
+
+
+def _time_fit(ctx: Context, candidates: list[Candidate], direction: float) -> dict[int, float]:
+    """Each candidate's place in time among the others, towards the end the query asks for (the
+    share of the others on the far side of it); empty when the query names no direction."""
+    if not direction or not candidates:
+        return {}
+    rows = orjson.dumps([c.document_row for c in candidates]).decode()
+    created = dict(ctx.conn.execute(queries("ranking")["created_at"], {"rows": rows}))
+    known = sorted(created.values())
+    others = max(1, len(known) - 1)
+    newer = {row: bisect_left(known, at) / others for row, at in created.items()}
+    return newer if direction > 0 else {row: 1.0 - share for row, share in newer.items()}
 
 
 def _merge(lexical: list[Candidate], semantic: list[Candidate]) -> list[Candidate]:
@@ -279,6 +298,7 @@ def _features(
     cosine: dict[int, float],
     idf: dict[str, float],
     anchored: set[int],
+    fit: dict[int, float],
 ) -> list[tuple[float, ...]]:
     """One row of FEATURES per candidate. For its neighbours' evidence, an exact hit counts as
     the best BM25F candidate."""
@@ -319,6 +339,7 @@ def _features(
                 cosine.get(after_window, 0.0),
                 mass[c.session_row] / total,
                 float(c.kind == "tool-result"),
+                fit.get(row, -1.0),
             )
         )
     return rows

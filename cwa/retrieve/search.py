@@ -24,6 +24,7 @@ from cwa.retrieve import calibration, expansion, importance, neighbors, ranker
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies, make_context
 from cwa.retrieve.fusion import fuse
+from cwa.retrieve.intent import time_direction
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
@@ -209,6 +210,7 @@ def _learned_tier(
         {c.document_row for c in exact},
         weights,
         anchored=[c.document_row for c in exact],
+        direction=time_direction(query or ""),
     )
     stages.ranked = collapse(importance.reorder(ctx.conn, pool.kept))
     return report, pool

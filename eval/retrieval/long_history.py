@@ -18,20 +18,31 @@ words other than the ones that stated it:
 The background mentions the same components, choices, settings and topics in passing, so the
 lures are real. Every message is a document of its own, keyed `s<session>:<n>`; the floor (bare
 SQLite FTS5, as `cwa eval locomo` measures it) indexes the same messages in the same run. The same
-seed always gives the same histories. The learned ranker never trained on them.
+seed always gives the same histories. The learned ranker trains on histories of other seeds
+(`training_examples`), never on the evaluation's.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from cwa.api import Archive
+from cwa_eval.retrieval import ranker_training as training
 from cwa_eval.retrieval.haystack import tokens_of
 from cwa_eval.retrieval.sessions import _tool_output
 
 DAY_MS = 86_400_000
 START_MS = 1_767_600_000_000  # 2026-01-05
+# The learned ranker also trains on long histories (`training_examples` below): these seeds, sizes and
+# counts, never the evaluation's (its default seed is 41: other components, choices, positions;
+# the templates are the same, so `cwa eval long` is in distribution for the shipped ranker).
+TRAINING_SEED = 9001
+TRAINING_SIZES = (60_000, 120_000)  # tokens, alternating over the histories
+TRAINING_HISTORIES = 8
+TRAINING_PER_KIND = 5
 KINDS = ("update", "fix", "temporal", "preference", "value", "instruction")
 
 # (name, how a question may call it instead)
@@ -516,3 +527,25 @@ def history(seed: int, budget: int, per_kind: int) -> History:
 
 def project(index: int) -> str:
     return f"/long/history-{index}"
+
+
+def training_examples(folder: Path, pools: dict[str, dict[str, Any]]) -> dict[str, tuple[list, list]]:
+    """Ranker examples from histories made with TRAINING_SEED: per pool, (features, labels) of
+    each question's pool, labelled by its evidence messages (eval/retrieval/ranker_training.py)."""
+    made = [
+        history(TRAINING_SEED + i, TRAINING_SIZES[i % len(TRAINING_SIZES)], TRAINING_PER_KIND)
+        for i in range(TRAINING_HISTORIES)
+    ]
+    found: dict[str, tuple[list, list]] = {name: ([], []) for name in pools}
+    with Archive.open(folder / "long-training.db") as archive:
+        for index, made_history in enumerate(made):
+            for document in made_history.documents:
+                archive.admit({"project": project(index), **document})
+        archive.call("index-embed", {})
+        for name, pool in pools.items():
+            for index, made_history in enumerate(made):
+                for fact in made_history.facts:
+                    features, labels = training.collect(archive, project(index), fact.question, fact.evidence, pool)
+                    found[name][0].append(features)
+                    found[name][1].append(labels)
+    return found

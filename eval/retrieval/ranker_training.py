@@ -44,23 +44,27 @@ class Examples:
         self.features.setdefault(conversation, []).append(np.asarray(features, dtype=np.float64))
         self.labels.setdefault(conversation, []).append(np.asarray(labels, dtype=np.float64))
 
-    def of(self, conversations: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def of(self, conversations: list[str], weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Features, labels and each example's weight (its conversation's in `weights`, else 1)."""
         xs = [x for c in conversations for x in self.features.get(c, [])]
         ys = [y for c in conversations for y in self.labels.get(c, [])]
+        ws = [np.full(len(y), weights.get(c, 1.0)) for c in conversations for y in self.labels.get(c, [])]
         if not xs:
-            return np.zeros((0, len(FEATURES))), np.zeros(0)
-        return np.vstack(xs), np.concatenate(ys)
+            return np.zeros((0, len(FEATURES))), np.zeros(0), np.zeros(0)
+        return np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
 
 
-def fit(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> dict[str, Any]:
     """Boosted regression trees for the logistic loss (second-order leaf values), each complete
-    to DEPTH: splits are chosen among BINS quantile thresholds per feature. Without examples, a
-    model that says 0.5 for everything (nothing to learn from)."""
+    to DEPTH: splits are chosen among BINS quantile thresholds per feature; `w` weighs each
+    example's loss (default 1). Without examples, a model that says 0.5 for everything (nothing
+    to learn from)."""
     if not len(y):
         x, y = np.zeros((1, len(FEATURES))), np.array([0.5])
+    w = np.ones(len(y)) if w is None or not len(w) else w
     edges = [np.unique(np.quantile(x[:, j], np.linspace(0, 1, BINS + 1)[1:-1])) for j in range(x.shape[1])]
     binned = np.stack([np.searchsorted(edges[j], x[:, j], side="right") for j in range(x.shape[1])], axis=1)
-    mean = min(max(y.mean(), 1e-6), 1 - 1e-6)
+    mean = min(max(float(np.average(y, weights=w)), 1e-6), 1 - 1e-6)
     base = float(np.log(mean / (1 - mean)))
     log_odds = np.full(len(y), base)
     inner, leaves = 2**DEPTH - 1, 2**DEPTH
@@ -69,7 +73,7 @@ def fit(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     values = np.zeros((TREES, leaves))
     for tree in range(TREES):
         p = 1.0 / (1.0 + np.exp(-log_odds))
-        g, h = p - y, p * (1 - p)
+        g, h = w * (p - y), w * p * (1 - p)
         nodes = [np.arange(len(y))]
         for depth in range(DEPTH):
             children = []
@@ -115,25 +119,29 @@ def _best_split(binned: np.ndarray, g: np.ndarray, h: np.ndarray) -> tuple[int, 
     return found
 
 
-def weights_file(models: dict[str, dict[str, Any]], trained_on: list[str], examples: dict[str, int]) -> bytes:
+def weights_file(
+    models: dict[str, dict[str, Any]], trained_on: list[str], examples: dict[str, int], weights: dict[str, float]
+) -> bytes:
     body = {
         "features": list(FEATURES),
         "models": models,
         "trainedOn": trained_on,
         "examples": examples,
+        "weights": {c: weights[c] for c in trained_on if c in weights},  # groups not named count 1
     }
     body["fingerprint"] = "k1-" + blake3.blake3(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()[:24]
     return orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
-def train(examples: dict[str, Examples], conversations: list[str]) -> bytes:
-    """A weights file for both models, trained on the given conversations only."""
+def train(examples: dict[str, Examples], conversations: list[str], weights: dict[str, float] | None = None) -> bytes:
+    """A weights file for both models, trained on the given conversations only; `weights`: a
+    conversation's examples count this much each (default 1)."""
     models, counts = {}, {}
     for name in MODELS:
-        x, y = examples[name].of(conversations)
-        models[name] = fit(x, y)
+        x, y, w = examples[name].of(conversations, weights or {})
+        models[name] = fit(x, y, w)
         counts[name] = int(len(y))
-    return weights_file(models, conversations, counts)
+    return weights_file(models, conversations, counts, weights or {})
 
 
 def collect(

@@ -4,7 +4,8 @@
 
 Admits the conversations into a temporary archive, embeds them, collects each question's pool
 through the public search (`explain: true`) for the lexical and the hybrid model, adds the pools
-of synthetic coding facts (cwa/evaluation/coding.py, its training seed), and fits both models
+of synthetic coding facts (eval/retrieval/coding.py) and of long synthetic coding histories
+(eval/retrieval/long_history.py), each from its own training seed, and fits both models
 (cwa/evaluation/ranker_training.py). `cwa eval locomo` reports these models only out of fold.
 """
 
@@ -37,7 +38,8 @@ def main() -> None:
         locomo.ingest(archive, conversations)
         archive.call("index-embed", {})
         examples = locomo.collect_examples(archive, conversations, Path(folder))
-        data = training.train(examples, [*(c["sample_id"] for c in conversations), locomo.CODING])
+        trained_on = [*(c["sample_id"] for c in conversations), *locomo.SYNTHETIC]
+        data = training.train(examples, trained_on, locomo.GROUP_WEIGHTS)
     write_atomically(args.out, data)
     print(f"wrote {args.out}")
 
