@@ -90,8 +90,8 @@ class Model:
 
     @cached_property
     def _log_odds(self) -> Callable[[Sequence[float]], float]:
-        """The trees as one function of nested comparisons, compiled once per process: as fast as
-        numpy's arrays on a pool of 40–60 candidates, where a loop over the nodes is 5× slower."""
+        """The trees as one function of nested comparisons, compiled once per process; warm search
+        is as fast as with numpy's arrays (`eval/perf/search_files.py`, docs/performance.md)."""
         depth = len(self.leaf[0]).bit_length() - 1
         lines = ["def log_odds(x):", f"    s = {self.base!r}"]
         for tree in zip(self.feature, self.threshold, self.leaf):
