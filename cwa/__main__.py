@@ -1,3 +1,3 @@
-from cwa.cli import main
+from cwa.launch import main
 
 main()

@@ -334,6 +334,11 @@ def _read_object(path: Path, namespace: str | None) -> tuple[dict[str, Any] | No
     return data, "loaded", None
 
 
+def working_project() -> Path:
+    """The project folder of a command line: the real path of the working directory."""
+    return Path(os.path.realpath(os.getcwd()))
+
+
 def is_trusted(project_dir: Path, trusted: list[str]) -> bool:
     real = Path(os.path.realpath(project_dir))
     for entry in trusted:

@@ -8,13 +8,9 @@ from pathlib import Path
 
 import click
 
-from cwa.cli.shared import (
-    handles_errors,
-    json_option,
-    print_answer,
-    progress_bar,
-)
+from cwa.cli.shared import json_option, print_answer, progress_bar
 from cwa.errors import InvalidRequest
+from cwa.exits import handles_errors
 
 
 @click.command("locomo")

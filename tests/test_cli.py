@@ -14,6 +14,7 @@ from conftest import REPO, hermetic_env, run_cwa, turn
 from cwa import __version__
 from cwa.cli import NEGATIVE_ANSWER_EXIT, main
 from cwa.cli.evaluation import ENTRY_POINTS, EVALUATION_COMMANDS
+from cwa.demo import DEMO_PROJECT
 from cwa.errors import EXIT_CODES
 from cwa.store import migrations
 
@@ -152,6 +153,53 @@ def test_call_with_an_unknown_method_prints_a_json_error(tmp_path):
     error = orjson.loads(completed.stdout)["error"]
     assert error["code"] == "invalid-request" and error["details"]["reason"] == "unknown-method"
     assert not (tmp_path / "a.db").exists()  # rejected before the archive was even opened
+
+
+# `cwa …` through the Click group, never through the launcher's shortcut for `cwa call METHOD`
+THROUGH_CLICK = "import sys; from cwa.cli import main; sys.argv = ['cwa', *sys.argv[1:]]; main()"
+# the launcher (the installed `cwa`), then whether it loaded Click or a command group
+LAUNCHED = (
+    "import sys; from cwa.launch import main; sys.argv = ['cwa', *sys.argv[1:]]\n"
+    "try:\n    main()\nfinally:\n"
+    "    sys.stderr.write(repr(sorted(m for m in sys.modules if m == 'click' or m.startswith('cwa.cli'))))"
+)
+
+
+def test_call_answers_the_same_without_loading_the_command_line(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "a.db")
+    assert run_cwa(["demo"], env).returncode == 0
+    cases = [
+        ("search", orjson.dumps({"project": DEMO_PROJECT, "query": "ERR_LOCK_TIMEOUT", "leaseSeconds": 0}), 0),
+        ("status", b"{}", 0),
+        ("search", b'{"query": 7}', EXIT_CODES["invalid-request"]),
+        ("search", b"{not json", EXIT_CODES["invalid-request"]),
+        ("get", b'{"documentId": "doc-absent"}', EXIT_CODES["not-found"]),
+        ("explode", b"{}", EXIT_CODES["invalid-request"]),
+    ]
+    for method, params, status in cases:
+        answers = []
+        for script in (LAUNCHED, THROUGH_CLICK):
+            ran = subprocess.run(
+                [sys.executable, "-c", script, "call", method], input=params, capture_output=True, env=env
+            )
+            answers.append((ran.returncode, orjson.loads(ran.stdout)))
+            if script is LAUNCHED:
+                assert ran.stderr.decode() == "[]", method  # neither Click nor any command group
+        assert answers[0] == answers[1] and answers[0][0] == status, (method, answers)
+        if method == "search" and not status:
+            assert answers[0][1]["results"]  # the demo's error is found
+    assert "search" in answers[0][1]["error"]["details"]["allowed"]  # the last case
+    # any other command line goes through Click: options, help, other commands
+    helped = subprocess.run([sys.executable, "-c", LAUNCHED, "call", "--help"], capture_output=True, env=env)
+    assert helped.returncode == 0 and b"Methods:" in helped.stdout and "'click'" in helped.stderr.decode()
+    other = tmp_path / "other.db"
+    named = subprocess.run(
+        [sys.executable, "-c", LAUNCHED, "--db", str(other), "call", "status"],
+        input=b"{}",
+        capture_output=True,
+        env=env,
+    )
+    assert named.returncode == 0 and other.exists() and "'click'" in named.stderr.decode()
 
 
 def test_search_says_when_max_read_scope_narrowed_it_and_how_to_widen(tmp_path):

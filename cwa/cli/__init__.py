@@ -9,6 +9,6 @@ The archive, the indexes and the models are imported by the commands that use th
 
 from cwa.cli import archive, capture, evaluation, hints, hosts, retrieval, sessions, settings, upkeep  # noqa: F401 (registration)
 from cwa.cli.root import main
-from cwa.cli.shared import NEGATIVE_ANSWER_EXIT
+from cwa.exits import NEGATIVE_ANSWER_EXIT
 
 __all__ = ["NEGATIVE_ANSWER_EXIT", "main"]

@@ -19,15 +19,9 @@ from cwa.cli.formatters import (
     print_status,
 )
 from cwa.cli.root import main
-from cwa.cli.shared import (
-    archive_command,
-    command_line,
-    dump_json,
-    open_archive,
-    project_option,
-    run_method,
-)
+from cwa.cli.shared import archive_command, command_line, open_archive, project_option, run_method
 from cwa.errors import CwaError, Internal, InvalidRequest
+from cwa.exits import dump_json
 from cwa.input_files import read_file, read_stream
 
 if TYPE_CHECKING:

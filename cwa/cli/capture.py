@@ -14,8 +14,10 @@ import orjson
 
 from cwa import limits
 from cwa.cli.root import main
-from cwa.cli.shared import dump_json, handles_errors, json_option, open_archive, project_dir
+from cwa.cli.shared import json_option, open_archive
+from cwa.config import working_project
 from cwa.errors import CwaError, InvalidRequest, UnsupportedFormat
+from cwa.exits import dump_json, handles_errors
 from cwa.input_files import read_stream
 from cwa.vocabulary import CAPTURE_HOSTS, HOOK_HOSTS
 
@@ -156,7 +158,7 @@ def _hooks_command(name: str, summary: str) -> None:
         from cwa.integrations import hook_config
 
         result = getattr(hook_config, name)(
-            host, project_dir() if in_project else None, dict(os.environ), Path(ctx.obj["db"]), write
+            host, working_project() if in_project else None, dict(os.environ), Path(ctx.obj["db"]), write
         )
         if as_json:
             click.echo(dump_json(result))

@@ -10,12 +10,8 @@ from typing import Any
 import click
 
 from cwa.cli.root import main
-from cwa.cli.shared import (
-    dump_json,
-    handles_errors,
-    json_option,
-    negative_answer,
-)
+from cwa.cli.shared import json_option
+from cwa.exits import dump_json, handles_errors, negative_answer
 
 ENTRY_POINTS = "cwa.eval"  # the evaluation package's commands (eval/pyproject.toml)
 # What that package registers, named here so a plain install can say where a command comes from

@@ -10,12 +10,8 @@ from typing import Any
 import click
 
 from cwa import config
-from cwa.cli.shared import (
-    command_line,
-    dump_json,
-    human_size,
-    project_args,
-)
+from cwa.cli.shared import command_line, human_size, project_args
+from cwa.exits import dump_json
 from cwa.timestamps import utc_now
 
 

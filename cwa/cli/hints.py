@@ -12,19 +12,10 @@ from cwa.cli.formatters import (
     print_decision,
 )
 from cwa.cli.root import main
-from cwa.cli.shared import (
-    archive_command,
-    dump_json,
-    handles_errors,
-    json_option,
-    negative_answer,
-    open_archive,
-    print_answer,
-    project_dir,
-    project_option,
-    run_method,
-)
+from cwa.cli.shared import archive_command, json_option, open_archive, print_answer, project_option, run_method
+from cwa.config import working_project
 from cwa.errors import ArchiveCorrupt, Internal, InvalidRequest
+from cwa.exits import dump_json, handles_errors, negative_answer
 from cwa.file_writes import write_atomically
 from cwa.input_files import read_file, read_stream
 
@@ -118,7 +109,7 @@ def evidence_group(ctx: click.Context, out: Path | None, no_gates: bool) -> None
         from cwa.api import damaged_archive_report
         from cwa.timestamps import utc_now
 
-        report = damaged_archive_report(ctx.obj["db"], config.load_settings(project_dir()), error)
+        report = damaged_archive_report(ctx.obj["db"], config.load_settings(working_project()), error)
         record = evidence.collect_damaged(report, error, utc_now(), gates=not no_gates)
     problems = evidence.findings(record)
     if problems:  # a bug of ours: never write such a record

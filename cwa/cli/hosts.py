@@ -8,19 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
-import orjson
 
 from cwa import limits
+from cwa.call import call_method
 from cwa.cli.root import main
-from cwa.cli.shared import (
-    dump_json,
-    handles_errors,
-    json_option,
-    open_archive,
-    project_dir,
-)
+from cwa.cli.shared import json_option, open_archive
+from cwa.config import working_project
 from cwa.errors import Internal
-from cwa.input_files import read_stream
+from cwa.exits import dump_json, handles_errors
 from cwa.vocabulary import MCP_CLIENTS
 
 
@@ -47,19 +42,8 @@ class _CallCommand(click.Command):
 @main.command(cls=_CallCommand, short_help="Run one serve method: JSON params on stdin, JSON result on stdout.")
 @click.argument("method", metavar="METHOD")
 @click.pass_context
-@handles_errors(always_json=True)
 def call(ctx: click.Context, method: str) -> None:
-    from cwa.api import method_named
-    from cwa.json_input import parse_json_body
-
-    method_named(method)  # an unknown method fails before stdin is read
-    # the contract bounds the params' nesting (bounded=False: checked once)
-    params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params", bounded=False)
-    with open_archive(ctx) as archive:
-        result = archive.call(method, params)
-        # answered before the archive closes: closing may still archive a long history (catch-up)
-        sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
-        sys.stdout.buffer.flush()
+    call_method(ctx.obj["db"], method)
 
 
 @main.command()
@@ -141,7 +125,7 @@ def mcp_install(ctx: click.Context, client: str, scope: str, write: bool, as_jso
     default; the entry's other keys (env, timeouts) are kept."""
     from cwa.integrations.mcp_clients import install
 
-    result = install(client, project_dir(), os.environ, write, db=Path(ctx.obj["db"]), scope=scope)
+    result = install(client, working_project(), os.environ, write, db=Path(ctx.obj["db"]), scope=scope)
     if as_json:
         click.echo(dump_json(result))
         return
@@ -196,7 +180,7 @@ def _pi_settings_command(name: str, summary: str) -> Callable:
     def command(in_project: bool, as_json: bool) -> None:
         from cwa.integrations import pi_settings
 
-        result = getattr(pi_settings, name)(project_dir() if in_project else None, os.environ)
+        result = getattr(pi_settings, name)(working_project() if in_project else None, os.environ)
         if as_json:
             click.echo(dump_json(result))
             return

@@ -13,16 +13,9 @@ from cwa.cli.formatters import (
     print_results,
 )
 from cwa.cli.root import main
-from cwa.cli.shared import (
-    archive_command,
-    command_line,
-    negative_answer,
-    open_archive,
-    project_args,
-    project_option,
-    run_method,
-)
+from cwa.cli.shared import archive_command, command_line, open_archive, project_args, project_option, run_method
 from cwa.errors import InvalidRequest
+from cwa.exits import negative_answer
 from cwa.vocabulary import GATHER_INTENTS, RELATIONS, SCOPES
 
 

@@ -15,11 +15,7 @@ from cwa.cli.formatters import (
     print_session_status,
 )
 from cwa.cli.root import main
-from cwa.cli.shared import (
-    archive_command,
-    project_option,
-    run_method,
-)
+from cwa.cli.shared import archive_command, project_option, run_method
 
 
 @main.group("session")

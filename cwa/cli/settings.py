@@ -10,13 +10,9 @@ import orjson
 
 from cwa import config
 from cwa.cli.root import main
-from cwa.cli.shared import (
-    dump_json,
-    handles_errors,
-    json_option,
-    print_answer,
-    project_dir,
-)
+from cwa.cli.shared import json_option, print_answer
+from cwa.config import working_project
+from cwa.exits import dump_json, handles_errors
 
 
 @main.group("config")
@@ -30,7 +26,7 @@ def config_group() -> None:
 @handles_errors
 def config_show(sources: bool, as_json: bool) -> None:
     """Print every setting with the source it came from (for the current folder)."""
-    settings = config.load_settings(project_dir())
+    settings = config.load_settings(working_project())
     if as_json:
         click.echo(dump_json(settings.to_json(with_sources=sources)))
         return
@@ -38,7 +34,7 @@ def config_show(sources: bool, as_json: bool) -> None:
         click.echo(f"{key:<32} {orjson.dumps(value).decode():<12} ({settings.origins[key]})")
     if not sources:
         return
-    click.echo(f"\nproject folder {project_dir()} is {'trusted' if settings.trusted_project else 'not trusted'}")
+    click.echo(f"\nproject folder {working_project()} is {'trusted' if settings.trusted_project else 'not trusted'}")
     click.echo("sources (lowest precedence first):")
     for report in settings.sources:
         detail = f" - {report.detail}" if report.detail else ""
@@ -57,11 +53,11 @@ def config_show(sources: bool, as_json: bool) -> None:
 @handles_errors
 def config_trust(folder: Path | None, as_json: bool) -> None:
     """Read FOLDER's .cwa.json and .pi/settings.json from now on [default: the cwd]."""
-    trusted = config.edit_trusted(folder or project_dir(), add=True)
+    trusted = config.edit_trusted(folder or working_project(), add=True)
     print_answer(
         {"trustedProjects": trusted},
         as_json,
-        lambda _: click.echo(f"trusted: {os.path.realpath(folder or project_dir())}"),
+        lambda _: click.echo(f"trusted: {os.path.realpath(folder or working_project())}"),
     )
 
 
@@ -71,9 +67,9 @@ def config_trust(folder: Path | None, as_json: bool) -> None:
 @handles_errors
 def config_untrust(folder: Path | None, as_json: bool) -> None:
     """Stop reading FOLDER's project settings [default: the cwd]."""
-    trusted = config.edit_trusted(folder or project_dir(), add=False)
+    trusted = config.edit_trusted(folder or working_project(), add=False)
     print_answer(
         {"trustedProjects": trusted},
         as_json,
-        lambda _: click.echo(f"no longer trusted: {os.path.realpath(folder or project_dir())}"),
+        lambda _: click.echo(f"no longer trusted: {os.path.realpath(folder or working_project())}"),
     )

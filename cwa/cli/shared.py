@@ -11,58 +11,16 @@ import shlex
 import shutil
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
-from cwa import config
-from cwa.errors import CwaError, Internal
+from cwa import call
+from cwa.config import working_project
+from cwa.exits import dump_json, handles_errors
 
 if TYPE_CHECKING:
     from cwa.api import Archive
-
-
-# The command worked and its answer is "no" (a recall that did not resolve, a failed quality
-# gate), as grep exits 1 for no match; errors keep their own codes (cwa/errors.py).
-NEGATIVE_ANSWER_EXIT = 1
-
-
-def dump_json(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-
-
-def fail(error: CwaError, as_json: bool) -> NoReturn:
-    if as_json:
-        click.echo(dump_json({"error": error.to_json()}))
-    else:
-        click.echo(f"cwa: {error.code}: {error.message}", err=True)
-    sys.exit(error.exit_code)
-
-
-def handles_errors(command: Callable | None = None, *, always_json: bool = False) -> Callable:
-    """Turn a CwaError into its message and exit code (JSON on stdout with --json, or always)."""
-
-    def decorate(command: Callable) -> Callable:
-        @functools.wraps(command)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            as_json = always_json or bool(kwargs.get("as_json"))
-            try:
-                return command(*args, **kwargs)
-            except CwaError as error:
-                fail(error, as_json)
-            except BrokenPipeError:  # the reader went away (`cwa … | head`): not an error of ours
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-                sys.exit(0)
-            except Exception as exc:  # a bug: say so in one line (CWA_DEBUG=1 shows the traceback)
-                if os.environ.get("CWA_DEBUG"):
-                    raise
-                fail(Internal(f"{type(exc).__name__}: {exc} (set CWA_DEBUG=1 for details)"), as_json)
-
-        return wrapper
-
-    return decorate(command) if command is not None else decorate
 
 
 def print_answer(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
@@ -71,11 +29,6 @@ def print_answer(result: Any, as_json: bool, show: Callable[[Any], None]) -> Non
         click.echo(dump_json(result))
     else:
         show(result)
-
-
-def negative_answer() -> NoReturn:
-    """End a command that worked and whose answer is "no" (NEGATIVE_ANSWER_EXIT)."""
-    sys.exit(NEGATIVE_ANSWER_EXIT)
 
 
 def json_option(command: Callable) -> Callable:
@@ -94,25 +47,18 @@ def archive_command(group: click.Group, name: str | None = None, **settings: Any
     return decorate
 
 
-def project_dir() -> Path:
-    return Path(os.path.realpath(os.getcwd()))
-
-
 def project_option(help_text: str = "Project identity [default: the real path of the cwd].") -> Callable:
     """`--project P`, resolved to the real path of the working directory when not given (the
     identity the CLI archives under)."""
     return click.option(
         "--project",
         help=help_text,
-        callback=lambda ctx, param, value: value if value is not None else str(project_dir()),
+        callback=lambda ctx, param, value: value if value is not None else str(working_project()),
     )
 
 
 def open_archive(ctx: click.Context) -> Archive:
-    from cwa.api import Archive
-
-    settings = config.load_settings(project_dir())
-    return Archive.open(ctx.obj["db"], settings=settings)
+    return call.open_archive(ctx.obj["db"])
 
 
 @contextlib.contextmanager
@@ -181,4 +127,4 @@ def command_line(ctx: click.Context, *args: str) -> str:
 
 def project_args(project: str) -> tuple[str, ...]:
     """`--project P` for a printed command, unless P is what the command would default to."""
-    return () if project == str(project_dir()) else ("--project", project)
+    return () if project == str(working_project()) else ("--project", project)

@@ -15,19 +15,10 @@ from cwa.cli.formatters import (
     print_optimized,
 )
 from cwa.cli.root import main
-from cwa.cli.shared import (
-    archive_command,
-    dump_json,
-    handles_errors,
-    json_option,
-    negative_answer,
-    open_archive,
-    print_answer,
-    progress_bar,
-    project_dir,
-    run_method,
-)
+from cwa.cli.shared import archive_command, json_option, open_archive, print_answer, progress_bar, run_method
+from cwa.config import working_project
 from cwa.errors import ArchiveCorrupt
+from cwa.exits import dump_json, handles_errors, negative_answer
 
 
 @archive_command(main, "maintain")
@@ -208,7 +199,7 @@ def doctor(ctx, repair, sample, as_json) -> None:
     except ArchiveCorrupt as error:  # too damaged to open: still a report, with what to do
         from cwa.api import damaged_archive_report
 
-        result = damaged_archive_report(ctx.obj["db"], config.load_settings(project_dir()), error)
+        result = damaged_archive_report(ctx.obj["db"], config.load_settings(working_project()), error)
         print_answer(result, as_json, show)
     if not result["healthy"]:
         negative_answer()

@@ -295,9 +295,14 @@ def operations(db: Path, corpus: str, count: int) -> tuple[dict, int]:
     return {name: percentiles(values) for name, values in timings.items()}, rss
 
 
-def cold_start(arguments: list[str], stdin: bytes = b"", env: dict | None = None, runs: int = 7) -> dict:
-    """Wall-clock milliseconds of a fresh `cwa …` process: median and best of `runs`."""
-    command = [str(Path(sys.executable).with_name("cwa")), *arguments]
+def cold_start(
+    arguments: list[str], stdin: bytes = b"", env: dict | None = None, runs: int = 7, module: bool = False
+) -> dict:
+    """Wall-clock milliseconds of a fresh `cwa …` process: median and best of `runs`. The `cwa`
+    script beside the interpreter, or with `module` `python -m cwa`, which runs the tree that
+    PYTHONPATH names even when the script's entry point is another tree's."""
+    program = [sys.executable, "-m", "cwa"] if module else [str(Path(sys.executable).with_name("cwa"))]
+    command = [*program, *arguments]
     timings = []
     for _ in range(runs):
         started = time.perf_counter()

@@ -10,8 +10,8 @@ turn embedded (locomo.db), synthetic coding sessions (eval/retrieval/sessions.py
 queries of the coding vocabulary (seed 3). `time` copies each archive to a temporary folder
 (leases and caches never touch the originals), warms up on 20 queries, then times every query:
 LoCoMo lexical and hybrid, coding lexical; the learned ranker, no rerank. `--cold N` also times N
-one-shot `cwa call search` processes on the coding archive (its first query; the `cwa` beside the
-interpreter, so PYTHONPATH picks the tree there too). It prints p50 / p95 in ms as JSON, with the
+one-shot `cwa call search` processes on the coding archive (its first query; as `python -m cwa`,
+so PYTHONPATH picks the tree there too); `--cold-only` skips the rest. It prints p50 / p95 in ms as JSON, with the
 path of the cwa package that ran, so a run says which tree it measured.
 The archives' schema must be one both trees open.
 """
@@ -96,12 +96,15 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--windows", type=int, default=100_000)
     parser.add_argument("--cold", type=int, default=0, help="one-shot `cwa call search` processes to time")
+    parser.add_argument("--cold-only", action="store_true", help="time only the one-shot processes")
     args = parser.parse_args()
     if args.action == "build":
         build(args.folder, args.data, args.windows)
         return
-    runs = [timed(args.folder, "locomo", "lexical"), timed(args.folder, "locomo", "hybrid")]
-    runs.append(timed(args.folder, "coding", "lexical"))
+    runs = []
+    if not args.cold_only:
+        runs = [timed(args.folder, "locomo", "lexical"), timed(args.folder, "locomo", "hybrid")]
+        runs.append(timed(args.folder, "coding", "lexical"))
     found = {"cwa": cwa.__file__, "runs": runs}
     if args.cold:
         found["coldCallSearch"] = cold(args.folder, args.cold)
@@ -117,7 +120,7 @@ def cold(folder: Path, runs: int) -> dict:
         copy = Path(scratch) / "coding.db"
         shutil.copy(folder / "coding.db", copy)
         request = json.dumps({"project": project, "query": query}).encode()
-        return cold_start(["call", "search"], request, {"CWA_DB": str(copy)}, runs=runs)
+        return cold_start(["call", "search"], request, {"CWA_DB": str(copy)}, runs=runs, module=True)
 
 
 if __name__ == "__main__":
