@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from cwa.errors import StorageUnavailable
@@ -13,6 +12,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Write `data` to `path` through a temporary file in the same folder, flushed to disk and
     renamed over it: a reader sees the old file or the new one, never a part; a failure leaves the
     old file and no temporary behind (`storage-unavailable`)."""
+    import tempfile  # here: it imports shutil, random and the compressors, a cold start's milliseconds
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

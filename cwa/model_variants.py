@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +32,7 @@ import orjson
 
 from cwa import limits
 from cwa.errors import Conflict, ModelMissing
+from cwa.file_writes import write_atomically
 from cwa.models import (
     RUNTIME_VARIANT,
     Embedder,
@@ -174,7 +174,7 @@ def optimize(
     }
     out = folder(archive_path)
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomically(out / MANIFEST, orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    write_atomically(out / MANIFEST, orjson.dumps(report, option=orjson.OPT_INDENT_2))
     step()
     return report
 
@@ -212,10 +212,3 @@ def _stepper(progress, total: int):
             progress(done[0], total)
 
     return step
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    with os.fdopen(handle, "wb") as out:
-        out.write(data)
-    os.replace(temporary, path)

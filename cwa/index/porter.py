@@ -21,18 +21,12 @@ def _is_consonant(word: str, i: int) -> bool:
 
 
 def _measure(stem: str) -> int:
-    """m in [C](VC){m}[V]."""
-    n, i, length = 0, 0, len(stem)
-    while i < length and _is_consonant(stem, i):
-        i += 1
-    while i < length:
-        while i < length and not _is_consonant(stem, i):
-            i += 1
-        if i >= length:
-            break
-        while i < length and _is_consonant(stem, i):
-            i += 1
-        n += 1
+    """m in [C](VC){m}[V]: the number of vowels followed by a consonant, in one pass."""
+    n, consonant = 0, False
+    for i, ch in enumerate(stem):
+        before = consonant
+        consonant = ch not in _VOWELS and (ch != "y" or i == 0 or not before)
+        n += consonant and i > 0 and not before
     return n
 
 
@@ -53,15 +47,6 @@ def _cvc(word: str) -> bool:
         and _is_consonant(word, len(word) - 1)
         and word[-1] not in "wxy"
     )
-
-
-def _replace(word: str, suffix: str, replacement: str, min_measure: int) -> str | None:
-    """If word ends with suffix: the replaced word when the stem's measure > min_measure, else
-    the word unchanged. None when the suffix does not match."""
-    if not word.endswith(suffix):
-        return None
-    stem = word[: len(word) - len(suffix)]
-    return stem + replacement if _measure(stem) > min_measure else word
 
 
 _STEP2 = (
@@ -96,6 +81,8 @@ _STEP3 = (
     ("ful", ""),
     ("ness", ""),
 )
+_STEP2_SUFFIXES = tuple(suffix for suffix, _ in _STEP2)
+_STEP3_SUFFIXES = tuple(suffix for suffix, _ in _STEP3)
 _STEP4 = (
     "al",
     "ance",
@@ -149,20 +136,16 @@ def stem(word: str) -> str:
     # Step 1c
     if word.endswith("y") and _has_vowel(word[:-1]):
         word = word[:-1] + "i"
-    # Step 2
-    for suffix, replacement in _STEP2:
-        result = _replace(word, suffix, replacement, 0)
-        if result is not None:
-            word = result
-            break
-    # Step 3
-    for suffix, replacement in _STEP3:
-        result = _replace(word, suffix, replacement, 0)
-        if result is not None:
-            word = result
-            break
+    # Steps 2 and 3: the first suffix of the list that the word ends with (most words end with
+    # none: one endswith over the tuple says so)
+    for step, suffixes in ((_STEP2, _STEP2_SUFFIXES), (_STEP3, _STEP3_SUFFIXES)):
+        if word.endswith(suffixes):
+            suffix, replacement = next(pair for pair in step if word.endswith(pair[0]))
+            stem_part = word[: len(word) - len(suffix)]
+            if _measure(stem_part) > 0:
+                word = stem_part + replacement
     # Step 4
-    for suffix in _STEP4:
+    for suffix in _STEP4 if word.endswith(_STEP4) else ():
         if word.endswith(suffix):
             stem_part = word[: len(word) - len(suffix)]
             if _measure(stem_part) > 1:

@@ -32,7 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cwa.index.exact import fold
-from cwa.index.terms import terms, tokens
+from cwa.index.terms import tokens
+from cwa.retrieve.filler import FILLER_TERMS, FILLER_WORDS
 from cwa.retrieve.intent import current_state_only, general_knowledge, historical_intent
 from cwa.vocabulary import MARKER, SNIPPET, SUPPRESS
 
@@ -66,17 +67,6 @@ SOLE_TERM_MIN_IDF = 0.80  # a message's only content word, matched once, must be
 SPAN_MIN_IDF = 0.45  # a matched word shown in a marker must itself be fairly specific
 MAX_MARKER_SPANS = 3
 MAX_SPAN_CHARS = 80
-# Everyday words that match but name no concept: never shown as a marker's span on their own.
-FILLER_WORDS = frozenset(
-    """able about actually again also always another any anything back bad because best better
-    both can cannot could did does doing done each even ever every get gets getting give go goes
-    going gone good got great had has have having hello help helps here hey hi how just keep kind
-    know last let like look looks lot make makes many may maybe might more most much must need
-    needs new next nice now ok okay old one ones other please pretty put quite really right same
-    say see seems should some something still stuff sure take tell than thank thanks thing things
-    think try trying two use used using very want wants way well work works would yeah yes""".split()
-)
-FILLER_TERMS = frozenset(t for word in FILLER_WORDS for t in terms(word))
 MARKER_KINDS = frozenset({"turn", "preamble", "checkpoint-root", "checkpoint-part"})
 NEVER_AUTOMATIC_KINDS = frozenset({"manual"})
 

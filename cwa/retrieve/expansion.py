@@ -13,7 +13,7 @@ import math
 from collections import Counter
 
 from cwa.index.terms import terms
-from cwa.retrieve.continuity import FILLER_TERMS
+from cwa.retrieve.filler import FILLER_TERMS
 
 MAX_TERMS = 8
 FEEDBACK_WINDOWS = 3

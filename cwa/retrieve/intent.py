@@ -8,16 +8,24 @@
 - time direction: whether it asks for the latest of several statements or the earliest.
 
 Plain regular expressions: preflight runs on every message and must stay cheap and deterministic.
+Each is compiled on first use: a one-shot search asks only for the time direction, and compiling
+the others would be a tenth of its start-up (docs/performance.md, "Cold start").
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 _FLAGS = re.IGNORECASE | re.VERBOSE
 
-_HISTORICAL = re.compile(
-    r"""
+
+@functools.cache
+def _regex(source: str, flags: int = _FLAGS) -> re.Pattern[str]:
+    return re.compile(source, flags)
+
+
+_HISTORICAL = r"""
     \b(earlier|previously|last\s+time|the\s+other\s+day|a\s+while\s+(ago|back)|back\s+when
        |yesterday|last\s+(week|month|session|sprint|year)|originally|at\s+first|in\s+the\s+past
        |(days|weeks|months)\s+ago|before\s+(now|that))\b
@@ -48,15 +56,12 @@ _HISTORICAL = re.compile(
        |mention|say|try|use|settle|pick|choose|look)
     | \bas\s+(mentioned|discussed|agreed|decided|noted|planned)\b
     | \b(we|you)\s+(saw|hit|ran\s+into|ended\s+up|fixed|found|changed|built|added|removed|picked)\b
-    """,
-    _FLAGS,
-)
+    """
 
 # Quoting someone's earlier words: a quoted phrase of three or more words.
-_QUOTED_PHRASE = re.compile(r"[\"“”「]([^\"“”「」\n]{3,200})[\"“”」]")
+_QUOTED_PHRASE = r"[\"“”「]([^\"“”「」\n]{3,200})[\"“”」]"
 
-_CURRENT_STATE = re.compile(
-    r"""
+_CURRENT_STATE = r"""
     \b(right\s+now|currently|at\s+the\s+moment|at\s+present|as\s+of\s+(now|today)|as\s+it\s+stands)\b
     | \bnow\s*\?+\s*$
     | \b(do|does|are|is)\s+(all\s+)?(the\s+|our\s+)?(unit\s+|integration\s+|e2e\s+)?(tests?|specs?|build
@@ -82,12 +87,9 @@ _CURRENT_STATE = re.compile(
     | \b(does|do|is|are)\s+\S+(\s+\S+){0,4}\s+still\b[^.!]*\?
     | \bthe\s+current\s+(state|version|value|contents?|code|implementation|config|configuration
        |setting|status|output)\b
-    """,
-    _FLAGS,
-)
+    """
 
-_GENERAL = re.compile(
-    r"""
+_GENERAL = r"""
     ^\s*(what|who)('?s|\s+is|\s+are|\s+was|\s+were)\s+(a|an)\s
     | ^\s*what\s+(is|are)\s+(?!the\b|this\b|that\b|these\b|those\b|our\b|my\b|your\b|it\b)
       (?-i:[a-z]+([\s-][a-z]+)?)\s*\?*\s*$
@@ -96,33 +98,23 @@ _GENERAL = re.compile(
     | ^\s*how\s+(does|do)\s+(a\s+|an\s+)?[\w-]+(\s+[\w-]+){0,2}\s+work\s*\?*\s*$
     | \bdifference\s+between\b
     | \bwhat\s+does\s+\S+\s+stand\s+for\b
-    """,
-    _FLAGS,
-)
+    """
 
 # Words that tie a question to this project or conversation: then it is not general knowledge.
-_PROJECT_REFERENCE = re.compile(
-    r"\b(we|our|us|my|this|here|project|repo|repository|codebase|app|service)\b|[/`]", re.IGNORECASE
-)
+_PROJECT_REFERENCE = r"\b(we|our|us|my|this|here|project|repo|repository|codebase|app|service)\b|[/`]"
 
 # Wording that asks for the latest of several statements, or for the earliest: the learned ranker
 # weighs a candidate's place in time only when one of them is present (cwa/retrieve/ranker.py,
 # `timeFit`).
-_LATEST = re.compile(
-    r"""
+_LATEST = r"""
     \b(now|nowadays|currently|current|these\s+days|at\s+(this|that)\s+point|at\s+the\s+moment|at\s+present
        |as\s+of\s+(now|today)|latest|most\s+recent(ly)?|final(ly)?|in\s+the\s+end|end(ed)?\s+up
        |any\s*more|no\s+longer|still|so\s+far|instead|switch(ed)?\s+to|chang(e|ed)\s+to|replaced?)\b
-    """,
-    _FLAGS,
-)
-_EARLIEST = re.compile(
-    r"""
+    """
+_EARLIEST = r"""
     \b(first|initially|originally|at\s+the\s+(start|beginning)|in\s+the\s+beginning|earliest
        |to\s+begin\s+with|began|begin|started)\b
-    """,
-    _FLAGS,
-)
+    """
 
 # Wording of historical intent that says nothing about the topic: left out of preflight's query.
 HISTORICAL_WORDS = """earlier previously last time ago remind remember recall discuss discussed
@@ -131,25 +123,25 @@ before originally yesterday week back saw didn haven already suggested suggest""
 
 
 def historical_intent(message: str) -> bool:
-    if _HISTORICAL.search(message):
+    if _regex(_HISTORICAL).search(message):
         return True
-    return any(len(m.group(1).split()) >= 3 for m in _QUOTED_PHRASE.finditer(message))
+    return any(len(m.group(1).split()) >= 3 for m in _regex(_QUOTED_PHRASE, 0).finditer(message))
 
 
 def current_state_only(message: str) -> bool:
     """About the present state of files, tests, branch or system, and not about history."""
-    return not historical_intent(message) and bool(_CURRENT_STATE.search(message))
+    return not historical_intent(message) and bool(_regex(_CURRENT_STATE).search(message))
 
 
 def general_knowledge(message: str) -> bool:
     """A textbook question with no reference to this project or conversation."""
-    if historical_intent(message) or _PROJECT_REFERENCE.search(message):
+    if historical_intent(message) or _regex(_PROJECT_REFERENCE, re.IGNORECASE).search(message):
         return False
-    return bool(_GENERAL.search(message.strip()))
+    return bool(_regex(_GENERAL).search(message.strip()))
 
 
 def time_direction(message: str) -> float:
     """1.0 when the message asks for the latest state ("what do we use now"), -1.0 for the
     earliest ("when did it first fail"), 0.0 for neither or both."""
-    latest, earliest = bool(_LATEST.search(message)), bool(_EARLIEST.search(message))
+    latest, earliest = bool(_regex(_LATEST).search(message)), bool(_regex(_EARLIEST).search(message))
     return float(latest) - float(earliest)

@@ -29,7 +29,6 @@ from cwa.retrieve import calibration, hint_text, ranker
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies, make_context
 from cwa.retrieve.continuity import (
-    FILLER_TERMS,
     MARKER,
     MARKER_MIN_IDF,
     SNIPPET,
@@ -41,6 +40,7 @@ from cwa.retrieve.continuity import (
     decide,
     probability_share,
 )
+from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.intent import HISTORICAL_WORDS, time_direction
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import Stages, find_candidates

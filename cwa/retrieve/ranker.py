@@ -25,7 +25,6 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -138,7 +137,8 @@ def load(path: str = "") -> Weights:
     """The shipped weights, or those of a file (the `rankerPath` setting); `invalid-request` when
     the file is not a ranker of these FEATURES."""
     try:
-        data = Path(path).read_bytes() if path else resources.files("cwa.retrieve").joinpath("ranker.json").read_bytes()
+        # package data beside this module, as sql/ is (importlib.resources would cost a cold start 5 ms)
+        data = Path(path or Path(__file__).with_name("ranker.json")).read_bytes()
         found = orjson.loads(data)
         if tuple(found["features"]) != FEATURES:
             raise ValueError("trained on other features")
