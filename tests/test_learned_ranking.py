@@ -5,6 +5,7 @@ and orders deterministically."""
 from __future__ import annotations
 
 import json
+import marshal
 
 import pytest
 
@@ -214,6 +215,29 @@ def test_the_compiled_trees_give_what_walking_each_tree_gives():
                     node = 2 * node + (2 if row[feature[node]] >= threshold[node] else 1)
                 log_odds += leaf[node - inner]
             assert p == pytest.approx(1.0 / (1.0 + math.exp(-log_odds)), rel=1e-12, abs=1e-15)
+
+
+def test_the_compiled_trees_are_kept_per_user_and_a_bad_copy_is_compiled_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = "def log_odds(x):\n    s = 0.5\n    if x[0] >= 1.0:\n        s += 2.0\n    return s"
+
+    def log_odds(code) -> list[float]:
+        namespace: dict = {}
+        exec(code, namespace)
+        return [namespace["log_odds"]([v]) for v in (0.0, 1.0)]
+
+    first = ranker._compiled(source)
+    kept = list((tmp_path / "cache" / "cwa" / "models").glob("ranker-*.code"))
+    assert len(kept) == 1 and log_odds(first) == [0.5, 2.5]
+    assert ranker._compiled(source).co_code == first.co_code  # read back
+    other = ranker._compiled(source.replace("2.0", "3.0"))  # other trees: another file
+    assert log_odds(other) == [0.5, 3.5] and len(list(kept[0].parent.glob("ranker-*.code"))) == 2
+    for damage in (b"", b"\x00garbage", marshal.dumps(42), marshal.dumps(compile("x = 1", "elsewhere", "exec"))):
+        kept[0].write_bytes(damage)
+        assert log_odds(ranker._compiled(source)) == [0.5, 2.5]
+        assert marshal.loads(kept[0].read_bytes()).co_filename == "<ranker trees>"  # written again
+    monkeypatch.setenv("XDG_CACHE_HOME", "/dev/null/cannot-be-a-folder")  # unwritable: compiled each time
+    assert log_odds(ranker._compiled(source)) == [0.5, 2.5]
 
 
 def test_a_group_of_examples_counts_as_much_as_its_weight():

@@ -20,17 +20,24 @@ only ever scored on conversations it was not trained on (docs/evaluation.md).
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import marshal
 import math
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
+from types import CodeType
 from typing import TYPE_CHECKING
 
 import orjson
+from blake3 import blake3
 
-from cwa.errors import InvalidRequest
+from cwa.errors import InvalidRequest, StorageUnavailable
+from cwa.file_writes import write_atomically
+from cwa.models import cache_folder
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies
@@ -89,15 +96,36 @@ class Model:
 
     @cached_property
     def _log_odds(self) -> Callable[[Sequence[float]], float]:
-        """The trees as one function of nested comparisons, compiled once per process; warm search
-        is as fast as with numpy's arrays (`eval/perf/search_files.py`, docs/performance.md)."""
+        """The trees as one function of nested comparisons, built once per process (its code object
+        kept per user: `_compiled`); warm search is as fast as with numpy's arrays
+        (`eval/perf/search_files.py`, docs/performance.md)."""
         depth = len(self.leaf[0]).bit_length() - 1
         lines = ["def log_odds(x):", f"    s = {self.base!r}"]
         for tree in zip(self.feature, self.threshold, self.leaf):
             lines += _branch(*tree, node=0, level=0, depth=depth, indent=1)
         namespace: dict = {}
-        exec(compile("\n".join([*lines, "    return s"]), "<ranker trees>", "exec"), namespace)
+        exec(_compiled("\n".join([*lines, "    return s"])), namespace)
         return namespace["log_odds"]
+
+
+def _compiled(source: str) -> CodeType:
+    """The trees' code object. Compiling it is a tenth of a one-shot search's start-up, so it is
+    kept per user beside the embedding graphs, as Python keeps a module's bytecode: named by the
+    digest of the source and the interpreter's bytecode version, written whole or not at all. An
+    unreadable or unwritable cache only costs the compile."""
+    key = blake3(importlib.util.MAGIC_NUMBER + source.encode()).hexdigest()[:32]
+    path = cache_folder() / f"ranker-{key}.code"
+    with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
+        code = marshal.loads(path.read_bytes())
+        if isinstance(code, CodeType) and code.co_filename == _TREES:
+            return code
+    code = compile(source, _TREES, "exec")
+    with contextlib.suppress(StorageUnavailable):
+        write_atomically(path, marshal.dumps(code))
+    return code
+
+
+_TREES = "<ranker trees>"
 
 
 def _branch(
