@@ -1,17 +1,19 @@
 """Admission and direct-read speed on synthetic coding sessions, against a bare-SQLite baseline.
 
-    python eval/perf/admission.py [--docs 2000] [--sql] [--json]
+    python eval/perf/admission.py [--docs 2000] [--sql [--bulk]] [--json]
 
 The baseline inserts the same document texts into a one-column table of a WAL-mode file, one
 transaction per document, in the same process: the floor any admission path pays to SQLite.
 `--sql` admits the documents once more into a new archive with SQLite's statement profile on
-(SQLITE_TRACE_PROFILE): wall time and SQL time per document, and the statements that take most.
+(SQLITE_TRACE_PROFILE): wall time and SQL time per document, and the statements that take most;
+with `--bulk`, in the one-transaction batches `cwa import` uses.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import random
 import sys
 import tempfile
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import percentile, timed
 
 from cwa.api import Archive
+from cwa.store.connection import BulkWrites
 from cwa_eval.retrieval.sessions import synthetic_sessions
 
 
@@ -105,9 +108,11 @@ def run(count: int) -> dict:
     return results
 
 
-def sql_profile(count: int, shown: int = 8) -> dict:
+def sql_profile(count: int, shown: int = 8, bulk: bool = False) -> dict:
     """Where a document's admission time goes: SQLite's own time per statement, the rest Python.
-    The first quarter of the documents warms the archive up and is not counted."""
+    The first quarter of the documents warms the archive up and is not counted. `bulk`: the
+    documents are admitted in one-second batches of one transaction (BulkWrites), as `cwa
+    import` admits them."""
     documents = synthetic_documents(count)
     warm = count // 4
     spent: collections.Counter = collections.Counter()
@@ -123,13 +128,17 @@ def sql_profile(count: int, shown: int = 8) -> dict:
             archive.admit(document)
         archive.conn.trace_v2(apsw.SQLITE_TRACE_PROFILE, profile)
         start = time.perf_counter()
-        for document in documents[warm:]:
-            archive.admit(document)
+        with BulkWrites(archive.conn, 1.0) if bulk else contextlib.nullcontext() as batches:
+            for document in documents[warm:]:
+                archive.admit(document)
+                if batches:
+                    batches.due()
         wall = time.perf_counter() - start
         archive.conn.trace_v2(0, None)
     counted = count - warm
     return {
         "documents": counted,
+        "bulk": bulk,
         "wall_ms_per_doc": round(wall * 1000 / counted, 3),
         "sql_ms_per_doc": round(sum(spent.values()) / 1e6 / counted, 3),
         "statements_per_doc": round(sum(runs.values()) / counted, 1),
@@ -144,11 +153,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--sql", action="store_true", help="also profile SQLite's share of admission")
+    parser.add_argument("--bulk", action="store_true", help="profile admission in batches, as `cwa import` runs it")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = run(args.docs)
     if args.sql:
-        results["sql"] = sql_profile(args.docs)
+        results["sql"] = sql_profile(args.docs, bulk=args.bulk)
     if args.json:
         print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
         return
