@@ -1,12 +1,13 @@
 """Admission and direct-read speed on synthetic coding sessions, against a bare-SQLite baseline.
 
-    python eval/perf/admission.py [--docs 2000] [--sql [--bulk]] [--json]
+    python eval/perf/admission.py [--docs 2000] [--sql [--bulk] [--python]] [--json]
 
 The baseline inserts the same document texts into a one-column table of a WAL-mode file, one
 transaction per document, in the same process: the floor any admission path pays to SQLite.
 `--sql` admits the documents once more into a new archive with SQLite's statement profile on
 (SQLITE_TRACE_PROFILE): wall time and SQL time per document, and the statements that take most;
-with `--bulk`, in the one-transaction batches `cwa import` uses.
+with `--bulk`, in the one-transaction batches `cwa import` uses; with `--python`, also cwa's
+functions that take most of it (cProfile, cumulative).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import cProfile
+import pstats
 import random
 import sys
 import tempfile
@@ -108,11 +111,12 @@ def run(count: int) -> dict:
     return results
 
 
-def sql_profile(count: int, shown: int = 8, bulk: bool = False) -> dict:
+def sql_profile(count: int, shown: int = 8, bulk: bool = False, python: bool = False) -> dict:
     """Where a document's admission time goes: SQLite's own time per statement, the rest Python.
     The first quarter of the documents warms the archive up and is not counted. `bulk`: the
     documents are admitted in one-second batches of one transaction (BulkWrites), as `cwa
-    import` admits them."""
+    import` admits them. `python`: also Python's own profile of the same loop (cProfile), the
+    functions of cwa that take most, cumulative."""
     documents = synthetic_documents(count)
     warm = count // 4
     spent: collections.Counter = collections.Counter()
@@ -127,8 +131,12 @@ def sql_profile(count: int, shown: int = 8, bulk: bool = False) -> dict:
         for document in documents[:warm]:
             archive.admit(document)
         archive.conn.trace_v2(apsw.SQLITE_TRACE_PROFILE, profile)
+        profiler = cProfile.Profile() if python else None
         start = time.perf_counter()
-        with BulkWrites(archive.conn, 1.0) if bulk else contextlib.nullcontext() as batches:
+        with (
+            profiler or contextlib.nullcontext(),
+            BulkWrites(archive.conn, 1.0) if bulk else contextlib.nullcontext() as batches,
+        ):
             for document in documents[warm:]:
                 archive.admit(document)
                 if batches:
@@ -136,9 +144,18 @@ def sql_profile(count: int, shown: int = 8, bulk: bool = False) -> dict:
         wall = time.perf_counter() - start
         archive.conn.trace_v2(0, None)
     counted = count - warm
+    functions = []
+    if profiler:
+        stats = pstats.Stats(profiler).stats  # (file, line, name) → (calls, primitive, own, cumulative, callers)
+        ours = [(key, row[3]) for key, row in stats.items() if "/cwa/" in key[0]]
+        functions = [
+            {"function": f"{Path(f).parent.name}/{Path(f).name}:{name}", "ms_per_doc": round(t * 1000 / counted, 3)}
+            for (f, _, name), t in sorted(ours, key=lambda pair: -pair[1])[:14]
+        ]
     return {
         "documents": counted,
         "bulk": bulk,
+        "python": functions,
         "wall_ms_per_doc": round(wall * 1000 / counted, 3),
         "sql_ms_per_doc": round(sum(spent.values()) / 1e6 / counted, 3),
         "statements_per_doc": round(sum(runs.values()) / counted, 1),
@@ -154,11 +171,12 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--sql", action="store_true", help="also profile SQLite's share of admission")
     parser.add_argument("--bulk", action="store_true", help="profile admission in batches, as `cwa import` runs it")
+    parser.add_argument("--python", action="store_true", help="with --sql, also Python's profile (cProfile)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = run(args.docs)
     if args.sql:
-        results["sql"] = sql_profile(args.docs, bulk=args.bulk)
+        results["sql"] = sql_profile(args.docs, bulk=args.bulk, python=args.python)
     if args.json:
         print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
         return
@@ -191,6 +209,10 @@ def main() -> None:
         )
         for top in found["top"]:
             print(f"  {top['ms_per_doc']:.3f} ms  {top['runs_per_doc']:>5}x  {top['statement']}")
+        if found["python"]:
+            print("cwa's functions, cumulative ms a document (under cProfile, which slows Python down):")
+        for top in found["python"]:
+            print(f"  {top['ms_per_doc']:.3f} ms  {top['function']}")
 
 
 if __name__ == "__main__":
