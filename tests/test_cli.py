@@ -193,13 +193,18 @@ def test_call_answers_the_same_without_loading_the_command_line(tmp_path):
     helped = subprocess.run([sys.executable, "-c", LAUNCHED, "call", "--help"], capture_output=True, env=env)
     assert helped.returncode == 0 and b"Methods:" in helped.stdout and "'click'" in helped.stderr.decode()
     other = tmp_path / "other.db"
-    named = subprocess.run(
-        [sys.executable, "-c", LAUNCHED, "--db", str(other), "call", "status"],
+    for named in (["--db", str(other)], [f"--db={other}"]):  # another archive: still without Click
+        ran = subprocess.run(
+            [sys.executable, "-c", LAUNCHED, *named, "call", "status"], input=b"{}", capture_output=True, env=env
+        )
+        assert ran.returncode == 0 and other.exists() and ran.stderr.decode() == "[]"
+    folder = subprocess.run(
+        [sys.executable, "-c", LAUNCHED, "--db", str(tmp_path), "call", "status"],
         input=b"{}",
         capture_output=True,
         env=env,
     )
-    assert named.returncode == 0 and other.exists() and "'click'" in named.stderr.decode()
+    assert folder.returncode == 2 and b"is a directory" in folder.stdout + folder.stderr  # Click's refusal
 
 
 def test_search_says_when_max_read_scope_narrowed_it_and_how_to_widen(tmp_path):
