@@ -1,6 +1,6 @@
 """`cwa call METHOD`: one contract method in a fresh process, JSON in on stdin and out on stdout.
 
-Scripts and hooks spawn it once per request, so the launcher (cwa/launch.py) runs it without the
+Scripts spawn it once per request, so the launcher (cwa/launch.py) runs it without the
 command line; Click's `cwa call` (cwa/cli/hosts.py) runs the same function.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import orjson
 
 from cwa import config, limits
 from cwa.exits import handles_errors
@@ -28,8 +30,6 @@ def open_archive(db: Path) -> Archive:
 def call_method(db: Path, method: str) -> None:
     """Run one contract method: JSON params on stdin, the JSON result on stdout, a failure as the
     JSON error and its exit status."""
-    import orjson
-
     from cwa.api import method_named
     from cwa.input_files import read_stream
     from cwa.json_input import parse_json_body

@@ -1,5 +1,6 @@
-"""Options and helpers every command group uses: errors to exit codes, --json, --project,
-opening the archive, progress bars, and the one exit status for a negative answer.
+"""Options and helpers every command group uses: --json, --project, opening the archive,
+progress bars, printed command lines. Errors to exit codes and the exit status of a negative
+answer are cwa/exits.py's (Click-free, for the launcher's `cwa call`).
 """
 
 from __future__ import annotations
