@@ -194,3 +194,31 @@ def test_the_worker_takes_the_lock_only_in_a_pause_between_requests(tmp_path):
             assert queued == 0 and windows > 0 and outcomes == len(archive.handlers)
         finally:
             worker.close()
+
+
+def test_the_worker_copies_the_wal_into_the_file_in_a_pause(tmp_path):
+    """Checkpoints happen in serve's pauses, by the worker: the file grows by what it indexed
+    long before the WAL reaches the frames at which a committing request would copy it."""
+    from cwa.index import queue_worker
+    from cwa.store.connection import WAL_CHECKPOINT_PAGES
+
+    with Archive.open(tmp_path / "archive.db") as archive:
+        archive.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # start from an empty WAL
+        admitted = admit(
+            archive.conn, turn(_log(), project=PROJECT), handlers=archive.handlers, now=archive.clock(), deferred=True
+        )
+        before = archive.path.stat().st_size
+        wal = archive.path.with_name(archive.path.name + "-wal")
+        assert wal.stat().st_size < WAL_CHECKPOINT_PAGES * 4096 // 4  # far from a commit's own checkpoint
+        worker = queue_worker.IndexProcess(str(archive.path)).start()
+        try:
+            worker.wake()
+            deadline = time.monotonic() + 30  # generous for a loaded machine
+            while (_derived(archive, admitted["documentId"])[2] or archive.path.stat().st_size == before) and (
+                time.monotonic() < deadline
+            ):
+                time.sleep(0.02)
+            assert _derived(archive, admitted["documentId"])[2] == 0  # indexed
+            assert archive.path.stat().st_size > before  # and copied into the file
+        finally:
+            worker.close()

@@ -10,7 +10,9 @@ closes (serve ends) indexes what is left for up to SHUTDOWN_SECONDS before it ex
 Serve also writes a byte (ANSWERED) after every request it answers. Before taking the write lock for a
 document, the worker waits until serve has been quiet for QUIET_SECONDS (at most
 QUIET_WAIT_SECONDS): a host sends its next request after a model call or a user's message, so
-the worker's transaction lands in that pause instead of in front of the request.
+the worker's transaction lands in that pause instead of in front of the request. In the same
+pauses it copies the WAL into the archive file (a passive checkpoint, which never blocks a
+writer), so that the commit of a request seldom finds the WAL full and pays for that copy itself.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import apsw
 
@@ -97,6 +100,7 @@ def run(path: str) -> None:
     try:
         while not serve.ended:
             _drain(conn, handlers, serve.quiet)
+            _checkpoint(conn, serve.quiet)
             if not serve.ended:
                 serve.wait_for_wake(POLL_SECONDS)
         _drain(conn, handlers, None, SHUTDOWN_SECONDS)
@@ -153,6 +157,16 @@ def _drain(conn: apsw.Connection, handlers: tuple, before_lock=None, seconds: fl
                 return
         except (apsw.BusyError, apsw.FullError, apsw.IOError):
             return  # the documents stay queued: the next wake-up or poll tries again
+
+
+def _checkpoint(conn: apsw.Connection, before: Callable[[], None]) -> None:
+    """Copy what the WAL holds into the file, after `before` (serve's pause). Nothing to copy costs
+    a look at the WAL's header; a reader still using old frames only stops the copy short."""
+    before()
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    except (apsw.BusyError, apsw.FullError, apsw.IOError):
+        pass  # the next pass, or a commit past WAL_CHECKPOINT_PAGES, copies it
 
 
 if __name__ == "__main__":
