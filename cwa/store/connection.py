@@ -35,8 +35,9 @@ BUSY_TIMEOUT_MS = 10_000
 BUSY_POLL_SECONDS = 0.005  # how often a waiting writer retries the lock
 # Frames the WAL may hold before the committing writer copies them into the file (SQLite's default
 # is 1,000). Each admission rewrites the same hot pages (index edges, FTS segments); a larger WAL
-# copies each once per checkpoint and syncs the file a sixteenth as often: admission +35% and its
-# p95 from 15-19 to 3 ms (docs/performance.md). The WAL file grows to about 32 MiB.
+# copies each once per checkpoint and syncs the file an eighth as often: admission about 45%
+# faster and its p95 17 ms → 3 ms (docs/performance.md). The WAL file grows to about 32 MiB. In
+# `cwa serve` the index worker checkpoints in the pauses between requests (cwa/index/queue_worker.py).
 WAL_CHECKPOINT_PAGES = 8192
 ARCHIVE_FILE_MODE = 0o600
 ARCHIVE_DIR_MODE = 0o700
