@@ -109,8 +109,8 @@ class Model:
 
 
 def _compiled(source: str) -> CodeType:
-    """The trees' code object. Compiling it is a tenth of a one-shot search's start-up, so it is
-    kept per user beside the embedding graphs, as Python keeps a module's bytecode: named by the
+    """The trees' code object. Compiling it costs a one-shot search more than ranking does, so it
+    is kept per user beside the embedding graphs, as Python keeps a module's bytecode: named by the
     digest of the source and the interpreter's bytecode version, written whole or not at all. An
     unreadable or unwritable cache only costs the compile."""
     key = blake3(importlib.util.MAGIC_NUMBER + source.encode()).hexdigest()[:32]
