@@ -298,16 +298,21 @@ def operations(db: Path, corpus: str, count: int) -> tuple[dict, int]:
 def cold_start(
     arguments: list[str], stdin: bytes = b"", env: dict | None = None, runs: int = 7, module: bool = False
 ) -> dict:
-    """Wall-clock milliseconds of a fresh `cwa …` process: median and best of `runs`. The `cwa`
-    script beside the interpreter, or with `module` `python -m cwa`, which runs the tree that
-    PYTHONPATH names even when the script's entry point is another tree's."""
+    """Wall-clock milliseconds of a fresh `cwa …` process: median and best of `runs`, after one
+    untimed run that leaves each module's bytecode behind, as an installed cwa has it (the child
+    may write it even where PYTHONDONTWRITEBYTECODE is set, which would otherwise time compiling
+    every module on every start). The `cwa` script beside the interpreter, or with `module`
+    `python -m cwa`, which runs the tree that PYTHONPATH names even when the script's entry point
+    is another tree's."""
     program = [sys.executable, "-m", "cwa"] if module else [str(Path(sys.executable).with_name("cwa"))]
     command = [*program, *arguments]
+    child = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | (env or {})
     timings = []
-    for _ in range(runs):
+    for run in range(runs + 1):
         started = time.perf_counter()
-        subprocess.run(command, input=stdin, capture_output=True, check=True, env={**os.environ, **(env or {})})
-        timings.append((time.perf_counter() - started) * 1000)
+        subprocess.run(command, input=stdin, capture_output=True, check=True, env=child)
+        if run:
+            timings.append((time.perf_counter() - started) * 1000)
     return {"median_ms": round(statistics.median(timings), 1), "best_ms": round(min(timings), 1), "runs": runs}
 
 

@@ -98,6 +98,8 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=0, help="one-shot `cwa call search` processes to time")
     parser.add_argument("--cold-only", action="store_true", help="time only the one-shot processes")
     args = parser.parse_args()
+    if args.cold_only and not args.cold:
+        parser.error("--cold-only needs --cold N")
     if args.action == "build":
         build(args.folder, args.data, args.windows)
         return
