@@ -331,7 +331,10 @@ def _index_embed(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
         model = embedder(active(archive.path))
     except ModelUnavailable as exc:
         raise ModelMissing(str(exc), reason="model-unavailable") from exc
-    return drain(archive.conn, model, archive.clock(), request.get("limit"), archive.progress)
+    from cwa.store.vector_blocks import pack
+
+    drained = drain(archive.conn, model, archive.clock(), request.get("limit"), archive.progress)
+    return {**drained, "packed": pack(archive.conn, budget=limits.UNBOUNDED)}
 
 
 def _models_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

@@ -81,7 +81,7 @@ def metadata() -> dict[str, Any]:
         name: {"title": title, "description": text, **({"facets": FACETS[name]} if name in FACETS else {})}
         for name, (title, text) in VIEWS.items()
     }
-    for hidden in ("window_vectors", "window_vectors_float32", "window_vector_bits"):  # binary, unreadable
+    for hidden in ("window_vectors", "window_vectors_float32", "window_vector_bits", "window_vector_blocks"):  # binary
         tables[hidden] = {"hidden": True}
     tables["windows"] = {
         "description": "BM25F windows of the documents; search uses the stemmed terms of window_fts.",

@@ -64,6 +64,7 @@ DELETE FROM window_vectors_float32;
 
 -- name: clear_vector_bits
 DELETE FROM window_vector_bits;
+DELETE FROM window_vector_blocks;
 
 -- name: fingerprint
 SELECT value FROM meta WHERE key = 'embedding_fingerprint';
@@ -77,11 +78,18 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 -- project's vectors (one contiguous range) give a shortlist by Hamming distance; the int8
 -- vectors of the shortlist and the query's (:quantized) give the cosine distances, nearest first
 -- (a float32 vector not converted yet, cwa/store/vector_format.py, is compared with :vector).
-WITH shortlist AS MATERIALIZED (
+-- When the shortlist was taken from the project's packed blocks (:ids, a JSON array; else NULL,
+-- cwa/store/vector_blocks.py), only those the project still holds are rescored.
+WITH scanned AS MATERIALIZED (
   SELECT embedding_id FROM window_vector_bits
-  WHERE project_id = :project
+  WHERE project_id = :project AND :ids IS NULL
   ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(:vector))
   LIMIT :shortlist
+), shortlist AS MATERIALIZED (
+  SELECT embedding_id FROM scanned
+  UNION ALL
+  SELECT b.embedding_id FROM json_each(coalesce(:ids, '[]')) AS given  -- each id looked up in turn
+  CROSS JOIN window_vector_bits AS b ON b.project_id = :project AND b.embedding_id = given.value
 )
 SELECT id, distance FROM (
   SELECT v.id, vec_distance_cosine(vec_int8(v.embedding), vec_int8(:quantized)) AS distance
@@ -136,3 +144,32 @@ SELECT id, embedding FROM window_vectors_float32 ORDER BY id LIMIT :limit;
 -- name: drop_converted
 -- Converted vectors out of the float32 table (its pages go back to the file with the next maintenance).
 DELETE FROM window_vectors_float32 WHERE id BETWEEN :first AND :last;
+
+-- name: query_bits
+-- A query vector's sign bits, as `scope_vector` makes a window's.
+SELECT vec_quantize_binary(:vector);
+
+-- name: project_blocks
+SELECT ids, bits FROM window_vector_blocks WHERE project_id = :project;
+
+-- name: unpacked_distances
+-- The project's sign bits not in a block yet, with their Hamming distance to the query's.
+SELECT embedding_id, vec_distance_hamming(vec_bit(bits), vec_bit(:bits)) FROM window_vector_bits
+WHERE project_id = :project AND packed = 0;
+
+-- name: packable_projects
+-- The projects with at least a whole block of unpacked sign bits, and how many they have.
+SELECT project_id, count(*) FROM window_vector_bits WHERE packed = 0
+GROUP BY project_id HAVING count(*) >= :block;
+
+-- name: unpacked_first
+SELECT embedding_id, bits FROM window_vector_bits
+WHERE project_id = :project AND packed = 0 AND length(bits) = :width
+ORDER BY embedding_id LIMIT :block;
+
+-- name: insert_block
+INSERT INTO window_vector_blocks (project_id, ids, bits) VALUES (:project, :ids, :bits);
+
+-- name: mark_packed
+UPDATE window_vector_bits SET packed = 1
+WHERE project_id = :project AND embedding_id IN (SELECT value FROM json_each(:ids));

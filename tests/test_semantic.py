@@ -540,3 +540,65 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
             best = {ids[i] for i in np.argsort(exact)[:k]}
             overlaps.append(len(best & {c for c, _ in found}) / k)
         assert sum(overlaps) / len(overlaps) >= 0.9
+
+
+def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_project_lost(tmp_path, monkeypatch):
+    from cwa.index import semantic as semantic_index
+    from cwa.retrieve import semantic
+    from cwa.retrieve.context import make_context
+    from cwa.retrieve.scope import resolve_scope
+    from cwa.store import vector_blocks
+
+    monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 32)
+    subjects = ["the upload service", "the billing job", "our login page", "the search index", "the mobile app"]
+    events = ["crashed on start", "ran out of memory", "timed out", "returned stale data", "lost a config file"]
+    causes = ["after the deploy", "under heavy load", "on Mondays", "when the cache expired", "after a schema change"]
+    texts = [f"{s} {e} {c}." for s in subjects for e in events for c in causes]  # 125 distinct sentences
+    queries = ["the app fell over when memory ran short", "a deploy broke the login", "stale results from search"]
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        for number, text in enumerate(texts):
+            opened.admit(_turn(PROJECT, f"s{number}", text))
+        opened.admit(_turn("/other", "o", texts[0]))  # a content two projects hold
+        conn = opened.conn
+        monkeypatch.setattr(vector_blocks, "pack", lambda *args, **kwargs: 0)  # embed first, pack below
+        opened.call("index-embed", {})
+        monkeypatch.undo()
+        monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 32)
+        scope = resolve_scope(conn, "project", PROJECT, None, "all")
+        context = make_context(conn, scope, [], "2026-12-01T00:00:00.000Z", None)
+        vectors = [semantic.query_vector(context, q) for q in queries]
+        row_scan = [semantic_index.nearest_contents(conn, scope.project_row, v, 8) for v in vectors]  # shortlist: all
+        assert vector_blocks.shortlist(conn, scope.project_row, vectors[0].astype("<f4").tobytes(), 48) is None
+
+        assert vector_blocks.pack(conn) == 96  # three whole blocks; 29 stay rows; /other has one
+        assert conn.execute("SELECT count(*) FROM window_vector_blocks").fetchone()[0] == 3
+        unpacked = "SELECT project_id, count(*) FROM window_vector_bits WHERE packed = 0 GROUP BY project_id"
+        assert sorted(n for _, n in conn.execute(unpacked)) == [1, 29]
+        bits = dict(
+            conn.execute("SELECT embedding_id, bits FROM window_vector_bits WHERE project_id = ?", (scope.project_row,))
+        )
+        for vector in vectors:
+            query_bits = conn.execute("SELECT vec_quantize_binary(?)", (vector.astype("<f4").tobytes(),)).fetchone()[0]
+
+            def hamming(i, q=query_bits):
+                return bin(int.from_bytes(bits[i], "little") ^ int.from_bytes(q, "little")).count("1")
+
+            expected = sorted(bits, key=lambda i: (hamming(i), i))[:48]
+            assert vector_blocks.shortlist(conn, scope.project_row, vector.astype("<f4").tobytes(), 48) == expected
+        assert [semantic_index.nearest_contents(conn, scope.project_row, v, 8) for v in vectors] == row_scan
+
+        # the session holding the content /other shares forgotten here: the vector stays (/other
+        # holds it), its bits leave this project's rows but stay in this project's block
+        mine = semantic.query_vector(context, texts[0])
+        first = semantic_index.nearest_contents(conn, scope.project_row, mine, 1)[0][0]
+        session = "s0"
+        asked = opened.call("redact", {"project": PROJECT, "sessionId": session})
+        opened.call("redact", {"project": PROJECT, "sessionId": session, "confirm": asked["confirm"]})
+        opened.call("maintain", {})
+        still = "SELECT count(*) FROM window_vector_bits WHERE project_id = ? AND embedding_id = ?"
+        assert conn.execute(still, (scope.project_row, first)).fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM window_vectors WHERE id = ?", (first,)).fetchone()[0] == 1
+        assert vector_blocks.shortlist(conn, scope.project_row, mine.astype("<f4").tobytes(), 8)[0] == first
+        assert all(content != first for content, _ in semantic_index.nearest_contents(conn, scope.project_row, mine, 8))
+        other = resolve_scope(conn, "project", "/other", None, "all")
+        assert semantic_index.nearest_contents(conn, other.project_row, mine, 8)[0][0] == first

@@ -144,6 +144,8 @@ def print_maintenance(result: dict[str, Any]) -> None:
     )
     if result["vectorsConverted"]:
         click.echo(f"converted {result['vectorsConverted']} vector(s) to int8")
+    if result["vectorsPacked"]:
+        click.echo(f"packed the sign bits of {result['vectorsPacked']} vector(s) in blocks")
     if "embedded" in result:
         click.echo(f"embedded {result['embedded']} window(s); {result['embeddingPending']} still queued")
     click.echo(

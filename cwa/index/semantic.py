@@ -14,9 +14,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import apsw
+import orjson
 
 from cwa.model_variants import active
 from cwa.models import Embedder, ModelUnavailable, embedder
+from cwa.store import vector_blocks
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.reads import window_text
@@ -146,7 +148,9 @@ def nearest_contents(
     }
     if project_row is None:
         return list(conn.execute(sql["nearest_everywhere"], params))
-    return list(conn.execute(sql["nearest"], {**params, "project": project_row}))
+    packed = vector_blocks.shortlist(conn, project_row, params["vector"], params["shortlist"])
+    ids = None if packed is None else orjson.dumps(packed).decode()
+    return list(conn.execute(sql["nearest"], {**params, "project": project_row, "ids": ids}))
 
 
 BACKGROUND_BATCH = 8  # window contents per background step: well under a second of work
@@ -171,6 +175,7 @@ class BackgroundEmbedder(DaemonWorker):
     def step(self, conn: apsw.Connection) -> bool:
         # vectors stored as float32 before migration 0018 are rewritten first (no model needed)
         convert(conn, CONVERT_PER_STEP, self.stop.is_set)
+        vector_blocks.pack(conn, stopped=self.stop.is_set)  # what the last steps embedded, in blocks
         try:
             files = active(self.path)
         except ModelUnavailable:  # no model: nothing to do, ever

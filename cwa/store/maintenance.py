@@ -9,7 +9,8 @@ work left. In order:
    (cwa/store/retention.py);
 2. purge: bytes and derived rows of expired and redacted documents (cwa/store/purge.py);
 3. vectors stored as float32 before migration 0018 moved into `window_vectors` as int8,
-   20 × `limit` a pass (cwa/store/vector_format.py);
+   20 × `limit` a pass (cwa/store/vector_format.py); then as many sign bits packed in blocks
+   (cwa/store/vector_blocks.py);
 4. clean-ups: expired search leases, the preflight ledgers (exposures past
    their cooldown tombstoned, old tombstones deleted, hint records idle for 30 days reclaimed);
 5. space: when at least RECLAIM_MIN_BYTES of free pages exist, `PRAGMA incremental_vacuum` gives
@@ -34,6 +35,7 @@ from cwa.store import (
     protection,
     purge,
     retention,
+    vector_blocks,
     vector_format,
 )
 from cwa.store.connection import write_transaction
@@ -77,6 +79,7 @@ def maintain(
             break
         time.sleep(YIELD_SECONDS)  # a gap for writers polling SQLite's lock (it is not a fair queue)
     converted = vector_format.convert(conn, limit * VECTORS_PER_STEP)
+    packed = vector_blocks.pack(conn, limit * VECTORS_PER_STEP)
     with write_transaction(conn):
         conn.execute(sql["expired_leases"], {"now": now, "limit": limit})
         leases = conn.changes()
@@ -99,9 +102,11 @@ def maintain(
     # (a postponed entry is due again only when its protection ends, so it never counts here)
     more = any(count >= limit for count in done.values()) or purge.pending(conn) > 0
     more = more or retention.due_count(conn, now) > 0 or vector_format.vectors_to_convert(conn) > 0
+    more = more or packed >= limit * VECTORS_PER_STEP
     return {
         **done,
         "vectorsConverted": converted,
+        "vectorsPacked": packed,
         "replannedClasses": replanned,
         "space": _reclaim(conn, vacuum),
         "more": more,

@@ -68,6 +68,7 @@ def fill_synthetic(archive) -> int:
     from cwa.index.semantic import store_vector
     from cwa.store.connection import write_transaction
     from cwa.store.sqlfiles import queries as sql_files
+    from cwa.store.vector_blocks import pack
 
     sql = sql_files("semantic")
     hashes = [r[0] for r in archive.conn.execute("SELECT content_hash FROM embedding_queue")]
@@ -77,6 +78,7 @@ def fill_synthetic(archive) -> int:
         for content_hash, vector in zip(hashes, vectors):
             store_vector(archive.conn, content_hash, vector, "synthetic")
             archive.conn.execute(sql["dequeue"], (content_hash,))
+    pack(archive.conn, budget=len(hashes))  # as `cwa serve`'s embedding worker packs what it embedded
     return len(hashes)
 
 

@@ -15,9 +15,12 @@ migration 0018) into the int8 table: vectors a second, and the pages it frees.
 
 `--vectors N`: latency. Seeded random unit vectors (the scan's cost does not depend on what they
 say) spread over `--projects` projects, the largest holding half; times `nearest` for the
-largest project, for the smallest, across every project (`nearest_everywhere`), and the vec0
-exhaustive k-nearest, 20 queries each, k = 40 (the search's first batch); and the bytes a
-vector takes in each table (SQLite's dbstat: whole pages, so a page's unused space counts).
+largest project and for the smallest with their sign bits in rows (`largestRows`,
+`smallestRows`), then packs them in blocks (cwa/store/vector_blocks.py: `packSeconds`, and
+whether the largest project's results stay the same) and times them again, then across every
+project (`nearest_everywhere`, rows), and the vec0 exhaustive k-nearest, 20 queries each, k = 40
+(the search's first batch); and the bytes a vector takes in each table (SQLite's dbstat: whole
+pages, so a page's unused space counts).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from bench import latency
 
 from cwa.index.semantic import OVERSAMPLE, nearest_contents
 from cwa.store.connection import open_connection
+from cwa.store.vector_blocks import pack
 from cwa.store.vector_format import convert, quantized
 
 DIMENSIONS = 384
@@ -79,7 +83,8 @@ def fill(conn, vectors: np.ndarray, projects: np.ndarray, baseline: bool) -> Non
 # The tables a stored vector takes space in (dbstat names): cwa's, and the vec0 baseline's shadow tables
 VECTOR_TABLES = {
     "window_vectors": ("window_vectors",),
-    "window_vector_bits": ("window_vector_bits", "window_vector_bits_by_embedding"),
+    "window_vector_bits": ("window_vector_bits",),
+    "window_vector_blocks": ("window_vector_blocks",),
     "vec0Baseline": ("baseline",),
 }
 
@@ -163,12 +168,21 @@ def speed(count: int, project_count: int, seed: int = 7) -> dict:
             "largestProject": sizes[1],
             "smallestProject": sizes[smallest],
             "fillSeconds": round(fill_seconds, 1),
-            "largest": latency(timed(lambda v: nearest(conn, v, 40, 1))),
-            "smallest": latency(timed(lambda v: nearest(conn, v, 40, smallest))),
-            "everywhere": latency(timed(lambda v: nearest(conn, v, 40, None))),
-            "vec0Exhaustive": latency(timed(lambda v: conn.execute(baseline_sql, (v.tobytes(),)).fetchall())),
-            "bytesPerVector": bytes_per_vector(conn, count),
+            "largestRows": latency(timed(lambda v: nearest(conn, v, 40, 1))),
+            "smallestRows": latency(timed(lambda v: nearest(conn, v, 40, smallest))),
         }
+        unpacked = [nearest(conn, v, 40, 1) for v in asked]
+        started = time.perf_counter()
+        result["packed"] = pack(conn, budget=count)
+        result["packSeconds"] = round(time.perf_counter() - started, 1)
+        result["sameResultsPacked"] = [nearest(conn, v, 40, 1) for v in asked] == unpacked
+        result.update(
+            largest=latency(timed(lambda v: nearest(conn, v, 40, 1))),
+            smallest=latency(timed(lambda v: nearest(conn, v, 40, smallest))),
+            everywhere=latency(timed(lambda v: nearest(conn, v, 40, None))),
+            vec0Exhaustive=latency(timed(lambda v: conn.execute(baseline_sql, (v.tobytes(),)).fetchall())),
+            bytesPerVector=bytes_per_vector(conn, count),
+        )
         conn.close()
     return result
 

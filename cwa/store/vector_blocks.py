@@ -1,0 +1,93 @@
+"""A project's sign bits packed in blocks, for the semantic shortlist (migration 0019).
+
+A search's shortlist is the project's vectors nearest the query by the Hamming distance of their
+sign bits (cwa/index/semantic.py). Read row by row from `window_vector_bits`, a million vectors
+cost one B-tree row and two SQL function calls each. Once a project holds BLOCK_VECTORS sign bits
+not packed yet, `pack` copies them, in id order, into one `window_vector_blocks` row (their ids,
+then their bits) and marks them packed; `shortlist` scores a whole block at once with numpy and
+the unpacked rest in SQL. `window_vector_bits` stays the record of what the project holds: a
+block may name a vector removed from the project since, so the caller keeps only the ids it
+still holds (sql/semantic.sql `nearest`). Packing runs in short transactions, in `cwa serve`'s
+embedding worker, in each maintenance pass and after `cwa index embed`; a killed process loses
+at most the block in progress.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Callable
+
+import apsw
+import orjson
+
+from cwa.models import DIMENSIONS
+from cwa.store.connection import write_transaction
+from cwa.store.sqlfiles import queries
+
+BLOCK_VECTORS = 4096  # sign bits per block: 196 KB of bits, 32 KB of ids
+BITS_WIDTH = DIMENSIONS // 8  # bytes of sign bits a vector
+WORDS = BITS_WIDTH // 8  # 64-bit words a vector's bits span
+PACK_PER_STEP = 16 * BLOCK_VECTORS  # sign bits packed per background step or maintenance pass
+
+
+def pack(conn: apsw.Connection, budget: int = PACK_PER_STEP, stopped: Callable[[], bool] = lambda: False) -> int:
+    """Pack whole blocks of unpacked sign bits, one block per transaction, until `budget` sign bits
+    are packed or no project has a whole block left; return how many were packed."""
+    sql = queries("semantic")
+    done = 0
+    for project, unpacked in conn.execute(sql["packable_projects"], {"block": BLOCK_VECTORS}).fetchall():
+        for _ in range(unpacked // BLOCK_VECTORS):
+            if done >= budget or stopped():
+                return done
+            with write_transaction(conn):
+                rows = conn.execute(
+                    sql["unpacked_first"], {"project": project, "block": BLOCK_VECTORS, "width": BITS_WIDTH}
+                ).fetchall()
+                if len(rows) < BLOCK_VECTORS:  # another process packed them first (or malformed bits)
+                    break
+                ids = array("q", (row[0] for row in rows))
+                if sys.byteorder == "big":
+                    ids.byteswap()
+                conn.execute(
+                    sql["insert_block"],
+                    {"project": project, "ids": ids.tobytes(), "bits": b"".join(row[1] for row in rows)},
+                )
+                conn.execute(
+                    sql["mark_packed"], {"project": project, "ids": orjson.dumps([r[0] for r in rows]).decode()}
+                )
+            done += len(rows)
+    return done
+
+
+def shortlist(conn: apsw.Connection, project_row: int, vector_bytes: bytes, size: int) -> list[int] | None:
+    """The ids of the `size` sign bits of the project nearest the query's (float32 `vector_bytes`),
+    nearest first, ties by id; None when the project has no block (the row scan is as fast) or
+    numpy cannot count bits (older than 2.0)."""
+    import numpy as np  # a semantic search has loaded it with the model already
+
+    if not hasattr(np, "bitwise_count"):
+        return None
+    sql = queries("semantic")
+    bits = conn.execute(sql["query_bits"], {"vector": vector_bytes}).fetchone()[0]
+    query = np.frombuffer(bits, dtype="<u8")
+    ids, distances = [], []
+    for block_ids, block_bits in conn.execute(sql["project_blocks"], {"project": project_row}):
+        ids.append(np.frombuffer(block_ids, dtype="<i8"))  # one block's bits in memory at a time
+        words = np.frombuffer(block_bits, dtype="<u8").reshape(-1, WORDS)
+        distances.append(np.bitwise_count(words ^ query).sum(axis=1, dtype=np.int32))
+    if not ids:
+        return None
+    rest = conn.execute(sql["unpacked_distances"], {"project": project_row, "bits": bits}).fetchall()
+    if rest:
+        ids.append(np.array([row[0] for row in rest], dtype=np.int64))
+        distances.append(np.array([row[1] for row in rest], dtype=np.int32))
+    every_id, every_distance = np.concatenate(ids), np.concatenate(distances)
+    if len(every_id) > size:
+        # the `size` smallest distances, with every id tied at the largest of them
+        bound = np.partition(every_distance, size - 1)[size - 1]
+        kept = every_distance <= bound
+        every_id, every_distance = every_id[kept], every_distance[kept]
+    order = np.lexsort((every_id, every_distance))
+    # an id removed then scoped again is in a block and unpacked: counted once
+    return list(dict.fromkeys(every_id[order].tolist()))[:size]
