@@ -7,7 +7,8 @@
 -- unpacked ones; the rest are scanned as before. A vector removed from the project later may
 -- still be in a block; a search keeps only the ids `window_vector_bits` still holds.
 ALTER TABLE window_vector_bits ADD COLUMN packed INTEGER NOT NULL DEFAULT 0 CHECK (packed IN (0, 1));
-CREATE INDEX window_vector_bits_unpacked ON window_vector_bits (project_id, embedding_id) WHERE packed = 0;
+-- The rows still to scan, with their bits: what a search and the packer read of a large project.
+CREATE INDEX window_vector_bits_unpacked ON window_vector_bits (project_id, embedding_id, bits) WHERE packed = 0;
 
 CREATE TABLE window_vector_blocks (
   id          INTEGER PRIMARY KEY,

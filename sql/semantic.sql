@@ -154,7 +154,8 @@ SELECT ids, bits FROM window_vector_blocks WHERE project_id = :project;
 
 -- name: unpacked_distances
 -- The project's sign bits not in a block yet, with their Hamming distance to the query's.
-SELECT embedding_id, vec_distance_hamming(vec_bit(bits), vec_bit(:bits)) FROM window_vector_bits
+SELECT embedding_id, vec_distance_hamming(vec_bit(bits), vec_bit(:bits))
+FROM window_vector_bits INDEXED BY window_vector_bits_unpacked
 WHERE project_id = :project AND packed = 0;
 
 -- name: packable_projects
@@ -163,7 +164,7 @@ SELECT project_id, count(*) FROM window_vector_bits WHERE packed = 0
 GROUP BY project_id HAVING count(*) >= :block;
 
 -- name: unpacked_first
-SELECT embedding_id, bits FROM window_vector_bits
+SELECT embedding_id, bits FROM window_vector_bits INDEXED BY window_vector_bits_unpacked
 WHERE project_id = :project AND packed = 0 AND length(bits) = :width
 ORDER BY embedding_id LIMIT :block;
 

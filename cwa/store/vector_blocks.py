@@ -15,6 +15,7 @@ at most the block in progress.
 from __future__ import annotations
 
 import sys
+import time
 from array import array
 from collections.abc import Callable
 
@@ -24,6 +25,7 @@ import orjson
 from cwa.models import DIMENSIONS
 from cwa.store.connection import write_transaction
 from cwa.store.sqlfiles import queries
+from cwa.store.vector_format import YIELD_SECONDS
 
 BLOCK_VECTORS = 4096  # sign bits per block: 196 KB of bits, 32 KB of ids
 BITS_WIDTH = DIMENSIONS // 8  # bytes of sign bits a vector
@@ -57,6 +59,7 @@ def pack(conn: apsw.Connection, budget: int = PACK_PER_STEP, stopped: Callable[[
                     sql["mark_packed"], {"project": project, "ids": orjson.dumps([r[0] for r in rows]).decode()}
                 )
             done += len(rows)
+            time.sleep(YIELD_SECONDS)  # a gap for other writers polling SQLite's lock
     return done
 
 
@@ -74,8 +77,11 @@ def shortlist(conn: apsw.Connection, project_row: int, vector_bytes: bytes, size
     ids, distances = [], []
     for block_ids, block_bits in conn.execute(sql["project_blocks"], {"project": project_row}):
         ids.append(np.frombuffer(block_ids, dtype="<i8"))  # one block's bits in memory at a time
-        words = np.frombuffer(block_bits, dtype="<u8").reshape(-1, WORDS)
-        distances.append(np.bitwise_count(words ^ query).sum(axis=1, dtype=np.int32))
+        counts = np.bitwise_count(np.frombuffer(block_bits, dtype="<u8").reshape(-1, WORDS) ^ query)
+        distance = counts[:, 0].astype(np.int32)
+        for word in range(1, WORDS):  # column by column: twice as fast as sum(axis=1)
+            distance += counts[:, word]
+        distances.append(distance)
     if not ids:
         return None
     rest = conn.execute(sql["unpacked_distances"], {"project": project_row, "bits": bits}).fetchall()
