@@ -100,13 +100,20 @@ SELECT id, distance FROM (
 ORDER BY distance, id LIMIT :k;
 
 -- name: nearest_everywhere
--- The same across every project (a content two projects hold is one candidate).
-WITH shortlist AS MATERIALIZED (
+-- The same across every project (a content two projects hold is one candidate; a shortlist from
+-- the blocks, :ids, keeps the ids some project still holds).
+WITH scanned AS MATERIALIZED (
   SELECT DISTINCT embedding_id FROM (
     SELECT embedding_id FROM window_vector_bits
+    WHERE :ids IS NULL
     ORDER BY vec_distance_hamming(vec_bit(bits), vec_quantize_binary(:vector))
     LIMIT :shortlist
   )
+), shortlist AS MATERIALIZED (
+  SELECT embedding_id FROM scanned
+  UNION ALL
+  SELECT given.value FROM json_each(coalesce(:ids, '[]')) AS given
+  WHERE EXISTS (SELECT 1 FROM window_vector_bits AS b WHERE b.embedding_id = given.value)
 )
 SELECT id, distance FROM (
   SELECT v.id, vec_distance_cosine(vec_int8(v.embedding), vec_int8(:quantized)) AS distance
@@ -152,11 +159,19 @@ SELECT vec_quantize_binary(:vector);
 -- name: project_blocks
 SELECT ids, bits FROM window_vector_blocks WHERE project_id = :project;
 
+-- name: every_block
+SELECT ids, bits FROM window_vector_blocks;
+
 -- name: unpacked_distances
 -- The project's sign bits not in a block yet, with their Hamming distance to the query's.
 SELECT embedding_id, vec_distance_hamming(vec_bit(bits), vec_bit(:bits))
 FROM window_vector_bits INDEXED BY window_vector_bits_unpacked
 WHERE project_id = :project AND packed = 0;
+
+-- name: every_unpacked_distance
+SELECT embedding_id, vec_distance_hamming(vec_bit(bits), vec_bit(:bits))
+FROM window_vector_bits INDEXED BY window_vector_bits_unpacked
+WHERE packed = 0;
 
 -- name: packable_projects
 -- The projects with at least a whole block of unpacked sign bits, and how many they have.

@@ -568,6 +568,7 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
         context = make_context(conn, scope, [], "2026-12-01T00:00:00.000Z", None)
         vectors = [semantic.query_vector(context, q) for q in queries]
         row_scan = [semantic_index.nearest_contents(conn, scope.project_row, v, 8) for v in vectors]  # shortlist: all
+        everywhere = [semantic_index.nearest_contents(conn, None, v, 8) for v in vectors]
         assert vector_blocks.shortlist(conn, scope.project_row, vectors[0].astype("<f4").tobytes(), 48) is None
 
         assert vector_blocks.pack(conn) == 96  # three whole blocks; 29 stay rows; /other has one
@@ -585,7 +586,10 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
 
             expected = sorted(bits, key=lambda i: (hamming(i), i))[:48]
             assert vector_blocks.shortlist(conn, scope.project_row, vector.astype("<f4").tobytes(), 48) == expected
+            # every project's: /other's one content is this project's too, counted once
+            assert vector_blocks.shortlist(conn, None, vector.astype("<f4").tobytes(), 48) == expected
         assert [semantic_index.nearest_contents(conn, scope.project_row, v, 8) for v in vectors] == row_scan
+        assert [semantic_index.nearest_contents(conn, None, v, 8) for v in vectors] == everywhere
 
         # the session holding the content /other shares forgotten here: the vector stays (/other
         # holds it), its bits leave this project's rows but stay in this project's block

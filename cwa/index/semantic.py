@@ -146,11 +146,11 @@ def nearest_contents(
         "k": k,
         "shortlist": oversample * k,
     }
+    packed = vector_blocks.shortlist(conn, project_row, params["vector"], params["shortlist"])
+    params["ids"] = None if packed is None else orjson.dumps(packed).decode()
     if project_row is None:
         return list(conn.execute(sql["nearest_everywhere"], params))
-    packed = vector_blocks.shortlist(conn, project_row, params["vector"], params["shortlist"])
-    ids = None if packed is None else orjson.dumps(packed).decode()
-    return list(conn.execute(sql["nearest"], {**params, "project": project_row, "ids": ids}))
+    return list(conn.execute(sql["nearest"], {**params, "project": project_row}))
 
 
 BACKGROUND_BATCH = 8  # window contents per background step: well under a second of work

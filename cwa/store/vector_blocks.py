@@ -5,7 +5,7 @@ sign bits (cwa/index/semantic.py). Read row by row from `window_vector_bits`, a 
 cost one B-tree row and two SQL function calls each. Once a project holds BLOCK_VECTORS sign bits
 not packed yet, `pack` copies them, in id order, into one `window_vector_blocks` row (their ids,
 then their bits) and marks them packed; `shortlist` scores a whole block at once with numpy and
-the unpacked rest in SQL. `window_vector_bits` stays the record of what the project holds: a
+the unpacked rest in SQL, for one project or (`scope: all`) every one. `window_vector_bits` stays the record of what the project holds: a
 block may name a vector removed from the project since, so the caller keeps only the ids it
 still holds (sql/semantic.sql `nearest`). Packing runs in short transactions, in `cwa serve`'s
 embedding worker, in each maintenance pass and after `cwa index embed`; a killed process loses
@@ -63,10 +63,10 @@ def pack(conn: apsw.Connection, budget: int = PACK_PER_STEP, stopped: Callable[[
     return done
 
 
-def shortlist(conn: apsw.Connection, project_row: int, vector_bytes: bytes, size: int) -> list[int] | None:
-    """The ids of the `size` sign bits of the project nearest the query's (float32 `vector_bytes`),
-    nearest first, ties by id; None when the project has no block (the row scan is as fast) or
-    numpy cannot count bits (older than 2.0)."""
+def shortlist(conn: apsw.Connection, project_row: int | None, vector_bytes: bytes, size: int) -> list[int] | None:
+    """The ids of the `size` sign bits of the project (of every project when None) nearest the
+    query's (float32 `vector_bytes`), nearest first, ties by id, each id once; None when there is
+    no block to read (the row scan is as fast) or numpy cannot count bits (older than 2.0)."""
     import numpy as np  # a semantic search has loaded it with the model already
 
     if not hasattr(np, "bitwise_count"):
@@ -75,7 +75,9 @@ def shortlist(conn: apsw.Connection, project_row: int, vector_bytes: bytes, size
     bits = conn.execute(sql["query_bits"], {"vector": vector_bytes}).fetchone()[0]
     query = np.frombuffer(bits, dtype="<u8")
     ids, distances = [], []
-    for block_ids, block_bits in conn.execute(sql["project_blocks"], {"project": project_row}):
+    everywhere = project_row is None
+    scope = {"project": project_row}
+    for block_ids, block_bits in conn.execute(sql["every_block" if everywhere else "project_blocks"], scope):
         ids.append(np.frombuffer(block_ids, dtype="<i8"))  # one block's bits in memory at a time
         counts = np.bitwise_count(np.frombuffer(block_bits, dtype="<u8").reshape(-1, WORDS) ^ query)
         distance = counts[:, 0].astype(np.int32)
@@ -84,7 +86,8 @@ def shortlist(conn: apsw.Connection, project_row: int, vector_bytes: bytes, size
         distances.append(distance)
     if not ids:
         return None
-    rest = conn.execute(sql["unpacked_distances"], {"project": project_row, "bits": bits}).fetchall()
+    unpacked = sql["every_unpacked_distance" if everywhere else "unpacked_distances"]
+    rest = conn.execute(unpacked, {**scope, "bits": bits}).fetchall()
     if rest:
         ids.append(np.array([row[0] for row in rest], dtype=np.int64))
         distances.append(np.array([row[1] for row in rest], dtype=np.int32))
@@ -95,5 +98,5 @@ def shortlist(conn: apsw.Connection, project_row: int, vector_bytes: bytes, size
         kept = every_distance <= bound
         every_id, every_distance = every_id[kept], every_distance[kept]
     order = np.lexsort((every_id, every_distance))
-    # an id removed then scoped again is in a block and unpacked: counted once
+    # a content several projects hold, or one removed then scoped again, is counted once
     return list(dict.fromkeys(every_id[order].tolist()))[:size]

@@ -8,7 +8,8 @@ of 64, the model loaded once), then times in the same process the same 200 lexic
 vectors, SQL scope filter, fusion).
 
 `--embed-sample N` embeds only N windows with the model (the throughput figure comes from them)
-and gives every other window a seeded random unit vector, written through the same tables. The
+and gives every other window a seeded random unit vector, written through the same tables, then
+packs the sign bits in blocks as `cwa serve`'s embedding worker would. The
 search cost does not depend on what the stored vectors say (a search scans all of its project's), so this
 measures latency at 100K windows without 90 minutes of embedding; the result says how many
 vectors were synthetic.

@@ -16,9 +16,10 @@ migration 0018) into the int8 table: vectors a second, and the pages it frees.
 `--vectors N`: latency. Seeded random unit vectors (the scan's cost does not depend on what they
 say) spread over `--projects` projects, the largest holding half; times `nearest` for the
 largest project and for the smallest with their sign bits in rows (`largestRows`,
-`smallestRows`), then packs them in blocks (cwa/store/vector_blocks.py: `packSeconds`, and
-whether the largest project's results stay the same) and times them again, then across every
-project (`nearest_everywhere`, rows), and the vec0 exhaustive k-nearest, 20 queries each, k = 40
+`smallestRows`) and across every project (`nearest_everywhere`: `everywhereRows`), then packs
+them in blocks (cwa/store/vector_blocks.py: `packSeconds`, and whether the largest project's
+results stay the same) and times the three again; then the vec0 exhaustive k-nearest; 20 queries
+each, k = 40
 (the search's first batch); and the bytes a vector takes in each table (SQLite's dbstat: whole
 pages, so a page's unused space counts).
 """
@@ -170,6 +171,7 @@ def speed(count: int, project_count: int, seed: int = 7) -> dict:
             "fillSeconds": round(fill_seconds, 1),
             "largestRows": latency(timed(lambda v: nearest(conn, v, 40, 1))),
             "smallestRows": latency(timed(lambda v: nearest(conn, v, 40, smallest))),
+            "everywhereRows": latency(timed(lambda v: nearest(conn, v, 40, None))),
         }
         unpacked = [nearest(conn, v, 40, 1) for v in asked]
         started = time.perf_counter()
