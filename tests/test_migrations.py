@@ -22,7 +22,7 @@ from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
 from cwa.model_variants import active
 from cwa.models import embedder
-from cwa.store import migrations, retention
+from cwa.store import migrations, retention, vector_blocks
 from cwa.store.admission import admit
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult
@@ -39,6 +39,7 @@ LATEST = migrations.latest_version()
 VECTOR_BITS_SINCE = 16  # window_vector_bits; before, window_vectors was a vec0 table
 ANCHOR_DICTIONARY_SINCE = 17  # anchor_texts; before, each anchor row held its own text
 INT8_VECTORS_SINCE = 18  # window_vectors holds int8; before, float32
+PACKED_BITS_SINCE = 19  # window_vector_blocks; before, sign bits were only read row by row
 
 
 class QueueOnlySemanticHandler(SemanticQueueHandler):
@@ -462,3 +463,30 @@ def test_serve_s_embedding_worker_converts_the_float32_vectors(tmp_path):
         assert dict(archive.conn.execute(vectors)) == {h: quantized(v) for h, v in stored.items()}
         assert archive.status()["vectorsToConvert"] == 0
     assert "to convert" not in run_cwa(["status"], hermetic_env(tmp_path, path)).stdout.decode()
+
+
+def test_sign_bits_from_before_blocks_are_packed_by_maintain_and_found_the_same(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+
+    def as_int8(conn, row, content_hash, vector):  # as schema 18 stored a vector: int8, bits per project
+        conn.execute("INSERT INTO window_vectors (id, embedding) VALUES (?, ?)", (row, quantized(vector)))
+        conn.execute(queries("semantic")["scope_vector"], {"id": row, "vector": vector.tobytes(), "hash": content_hash})
+
+    embedded_as_of(path, PACKED_BITS_SINCE - 1, as_int8)
+    monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 2)
+    question = {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        per_project = [n for (n,) in conn.execute("SELECT count(*) FROM window_vector_bits GROUP BY project_id")]
+        assert conn.execute("SELECT count(*) FROM window_vector_bits WHERE packed = 0").fetchone()[0] == sum(
+            per_project
+        )
+        before = archive.search(question)
+        assert before["semantic"]["used"] is True and any("semantic" in r["modes"] for r in before["results"])
+        assert archive.call("maintain", {})["vectorsPacked"] == sum(n // 2 * 2 for n in per_project) > 0
+        assert conn.execute("SELECT count(*) FROM window_vector_blocks").fetchone()[0] == sum(
+            n // 2 for n in per_project
+        )
+        after = archive.search(question)
+        assert [r["documentId"] for r in after["results"]] == [r["documentId"] for r in before["results"]]
+        assert archive.call("maintain", {})["vectorsPacked"] == 0
