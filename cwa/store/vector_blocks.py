@@ -5,11 +5,12 @@ sign bits (cwa/index/semantic.py). Read row by row from `window_vector_bits`, a 
 cost one B-tree row and two SQL function calls each. Once a project holds BLOCK_VECTORS sign bits
 not packed yet, `pack` copies them, in id order, into one `window_vector_blocks` row (their ids,
 then their bits) and marks them packed; `shortlist` scores a whole block at once with numpy and
-the unpacked rest in SQL, for one project or (`scope: all`) every one. `window_vector_bits` stays the record of what the project holds: a
-block may name a vector removed from the project since, so the caller keeps only the ids it
-still holds (sql/semantic.sql `nearest`). Packing runs in short transactions, in `cwa serve`'s
-embedding worker, in each maintenance pass and after `cwa index embed`; a killed process loses
-at most the block in progress.
+the unpacked rest in SQL, for one project or (`scope: all`) every one.
+
+`window_vector_bits` stays the record of what a project holds: a block may name a vector removed
+from the project since, so the caller keeps only the ids it still holds (sql/semantic.sql
+`nearest`). Packing runs in short transactions, in `cwa serve`'s embedding worker, in each
+maintenance pass and after `cwa index embed`; a killed process loses at most the block in progress.
 """
 
 from __future__ import annotations
