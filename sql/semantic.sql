@@ -11,10 +11,11 @@ WHERE w.document_row = :row
 -- name: scope_document
 -- The document's project gets the sign bits of its window contents already embedded (for
 -- another document, maybe of another project): its searches then find them. The bits are the
--- ones another project has for it (made from the float32 vector), else the stored vector's signs.
+-- ones another project has in a row (made from the float32 vector; a packed row's are in its
+-- block), else the stored vector's signs.
 INSERT OR IGNORE INTO window_vector_bits (project_id, embedding_id, bits)
 SELECT DISTINCT d.project_id, e.id, coalesce(
-  (SELECT b.bits FROM window_vector_bits AS b WHERE b.embedding_id = e.id LIMIT 1),
+  (SELECT b.bits FROM window_vector_bits AS b WHERE b.embedding_id = e.id AND b.packed = 0 LIMIT 1),
   (SELECT vec_quantize_binary(vec_int8(v.embedding)) FROM window_vectors AS v WHERE v.id = e.id),
   (SELECT vec_quantize_binary(f.embedding) FROM window_vectors_float32 AS f WHERE f.id = e.id))
 FROM windows AS w
@@ -187,5 +188,6 @@ ORDER BY embedding_id LIMIT :block;
 INSERT INTO window_vector_blocks (project_id, ids, bits) VALUES (:project, :ids, :bits);
 
 -- name: mark_packed
-UPDATE window_vector_bits SET packed = 1
+-- Their bits are in the block now: the row keeps which project holds which vector.
+UPDATE window_vector_bits SET packed = 1, bits = x''
 WHERE project_id = :project AND embedding_id IN (SELECT value FROM json_each(:ids));

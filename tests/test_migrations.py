@@ -66,6 +66,16 @@ class Float32SemanticHandler(SemanticQueueHandler):
         return HandlerResult("complete", None)
 
 
+class RowBitsSemanticHandler(SemanticQueueHandler):
+    """The semantic handler of schema 18: every sign bit in a row (no `packed` column yet)."""
+
+    def index(self, conn, target):
+        conn.execute(queries("semantic")["enqueue_document"], {"row": target.document_row})
+        scope = queries("semantic")["scope_document"].replace(" AND b.packed = 0", "")
+        conn.execute(scope, {"row": target.document_row})
+        return HandlerResult("complete", None)
+
+
 # The schemas each derived-index handler ran on: from when its tables first existed, until
 # (excluded) the schema whose handler replaced it.
 HANDLERS_BY_SCHEMA = (
@@ -75,7 +85,8 @@ HANDLERS_BY_SCHEMA = (
     (2, None, StructuralHandler),
     (4, VECTOR_BITS_SINCE, QueueOnlySemanticHandler),
     (VECTOR_BITS_SINCE, INT8_VECTORS_SINCE, Float32SemanticHandler),
-    (INT8_VECTORS_SINCE, None, SemanticQueueHandler),
+    (INT8_VECTORS_SINCE, PACKED_BITS_SINCE, RowBitsSemanticHandler),
+    (PACKED_BITS_SINCE, None, SemanticQueueHandler),
 )
 EXPIRY_SINCE = 6  # expiry_schedule: admissions from then on schedule their document
 CLOCK_SINCE = 12  # documents.shown_until: schedules count from the retention start, not creation

@@ -571,13 +571,15 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
         everywhere = [semantic_index.nearest_contents(conn, None, v, 8) for v in vectors]
         assert vector_blocks.shortlist(conn, scope.project_row, vectors[0].astype("<f4").tobytes(), 48) is None
 
+        bits = dict(
+            conn.execute("SELECT embedding_id, bits FROM window_vector_bits WHERE project_id = ?", (scope.project_row,))
+        )
         assert vector_blocks.pack(conn) == 96  # three whole blocks; 29 stay rows; /other has one
         assert conn.execute("SELECT count(*) FROM window_vector_blocks").fetchone()[0] == 3
         unpacked = "SELECT project_id, count(*) FROM window_vector_bits WHERE packed = 0 GROUP BY project_id"
         assert sorted(n for _, n in conn.execute(unpacked)) == [1, 29]
-        bits = dict(
-            conn.execute("SELECT embedding_id, bits FROM window_vector_bits WHERE project_id = ?", (scope.project_row,))
-        )
+        moved = "SELECT count(*) FROM window_vector_bits WHERE packed = 1 AND bits = x''"
+        assert conn.execute(moved).fetchone()[0] == 96  # the bits are kept once, in the blocks
         for vector in vectors:
             query_bits = conn.execute("SELECT vec_quantize_binary(?)", (vector.astype("<f4").tobytes(),)).fetchone()[0]
 
@@ -606,3 +608,13 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
         assert all(content != first for content, _ in semantic_index.nearest_contents(conn, scope.project_row, mine, 8))
         other = resolve_scope(conn, "project", "/other", None, "all")
         assert semantic_index.nearest_contents(conn, other.project_row, mine, 8)[0][0] == first
+        # a packed content admitted in a new project: its bits come from the stored vector's signs
+        opened.admit(_turn("/third", "t", texts[1]))
+        third = resolve_scope(conn, "project", "/third", None, "all")
+        (row_bits,) = conn.execute("SELECT bits FROM window_vector_bits WHERE project_id = ?", (third.project_row,))
+        assert len(row_bits[0]) == vector_blocks.BITS_WIDTH
+        near = semantic.query_vector(context, texts[1])
+        assert (
+            semantic_index.nearest_contents(conn, third.project_row, near, 1)[0][0]
+            == (semantic_index.nearest_contents(conn, scope.project_row, near, 1)[0][0])
+        )

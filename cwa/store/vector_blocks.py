@@ -4,8 +4,9 @@ A search's shortlist is the project's vectors nearest the query by the Hamming d
 sign bits (cwa/index/semantic.py). Read row by row from `window_vector_bits`, a million vectors
 cost one B-tree row and two SQL function calls each. Once a project holds BLOCK_VECTORS sign bits
 not packed yet, `pack` copies them, in id order, into one `window_vector_blocks` row (their ids,
-then their bits) and marks them packed; `shortlist` scores a whole block at once with numpy and
-the unpacked rest in SQL, for one project or (`scope: all`) every one.
+then their bits) and marks them packed, their bits moved out of the row (kept once);
+`shortlist` scores a whole block at once with numpy and the unpacked rest in SQL, for one project
+or (`scope: all`) every one.
 
 `window_vector_bits` stays the record of what a project holds: a block may name a vector removed
 from the project since, so the caller keeps only the ids it still holds (sql/semantic.sql
@@ -67,11 +68,9 @@ def pack(conn: apsw.Connection, budget: int = PACK_PER_STEP, stopped: Callable[[
 def shortlist(conn: apsw.Connection, project_row: int | None, vector_bytes: bytes, size: int) -> list[int] | None:
     """The ids of the `size` sign bits of the project (of every project when None) nearest the
     query's (float32 `vector_bytes`), nearest first, ties by id, each id once; None when there is
-    no block to read (the row scan is as fast) or numpy cannot count bits (older than 2.0)."""
+    no block to read: every sign bit is then in a row, and the row scan is as fast."""
     import numpy as np  # a semantic search has loaded it with the model already
 
-    if not hasattr(np, "bitwise_count"):
-        return None
     sql = queries("semantic")
     bits = conn.execute(sql["query_bits"], {"vector": vector_bytes}).fetchone()[0]
     query = np.frombuffer(bits, dtype="<u8")

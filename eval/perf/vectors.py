@@ -21,7 +21,8 @@ them in blocks (cwa/store/vector_blocks.py: `packSeconds`, and whether the large
 results stay the same) and times the three again; then the vec0 exhaustive k-nearest; 20 queries
 each, k = 40
 (the search's first batch); and the bytes a vector takes in each table (SQLite's dbstat: whole
-pages, so a page's unused space counts).
+pages, so a page's unused space counts), then again after a VACUUM (packing empties the rows'
+bits, but their half-empty pages are given back only by a full VACUUM).
 """
 
 from __future__ import annotations
@@ -185,6 +186,8 @@ def speed(count: int, project_count: int, seed: int = 7) -> dict:
             vec0Exhaustive=latency(timed(lambda v: conn.execute(baseline_sql, (v.tobytes(),)).fetchall())),
             bytesPerVector=bytes_per_vector(conn, count),
         )
+        conn.execute("VACUUM")  # what `cwa maintain --vacuum` does: packed rows' emptied pages back
+        result["bytesPerVectorVacuumed"] = bytes_per_vector(conn, count)
         conn.close()
     return result
 
@@ -255,9 +258,16 @@ def main() -> None:
             f"{s['vectors']:,} vectors in {s['projects']} projects (largest {s['largestProject']:,}, "
             f"smallest {s['smallestProject']:,}), k = 40, p50 / p95 ms:"
         )
-        for name in ("largest", "smallest", "everywhere", "vec0Exhaustive"):
+        for name in ("largestRows", "largest", "smallestRows", "smallest", "everywhereRows", "everywhere"):
             print(f"  {name:15} {s[name]['p50_ms']:8.1f} / {s[name]['p95_ms']:8.1f}")
+        print(f"  {'vec0Exhaustive':15} {s['vec0Exhaustive']['p50_ms']:8.1f} / {s['vec0Exhaustive']['p95_ms']:8.1f}")
+        print(
+            f"  packed {s['packed']:,} in {s['packSeconds']} s; same results: {s['sameResultsPacked']}; "
+            "(no suffix: packed in blocks)"
+        )
         print("  bytes a vector: " + ", ".join(f"{table} {size:,.0f}" for table, size in s["bytesPerVector"].items()))
+        vacuumed = s["bytesPerVectorVacuumed"].items()
+        print("  after VACUUM: " + ", ".join(f"{table} {size:,.0f}" for table, size in vacuumed))
     if "conversion" in report:
         c = report["conversion"]
         print(
