@@ -71,8 +71,9 @@ class RowBitsSemanticHandler(SemanticQueueHandler):
 
     def index(self, conn, target):
         conn.execute(queries("semantic")["enqueue_document"], {"row": target.document_row})
-        scope = queries("semantic")["scope_document"].replace(" AND b.packed = 0", "")
-        conn.execute(scope, {"row": target.document_row})
+        today = queries("semantic")["scope_document"]
+        assert " AND b.packed = 0" in today  # the one clause schema 18 lacked
+        conn.execute(today.replace(" AND b.packed = 0", ""), {"row": target.document_row})
         return HandlerResult("complete", None)
 
 
