@@ -618,3 +618,24 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
             semantic_index.nearest_contents(conn, third.project_row, near, 1)[0][0]
             == (semantic_index.nearest_contents(conn, scope.project_row, near, 1)[0][0])
         )
+
+
+def test_serve_s_embedding_worker_packs_on_its_first_step_and_then_only_after_embedding(archive, monkeypatch):
+    from cwa.index.semantic import BackgroundEmbedder
+    from cwa.store import vector_blocks
+
+    archive.call("index-embed", {})  # five vectors: no whole block of 4,096
+    monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 2)
+    worker = BackgroundEmbedder(str(archive.path), lambda: "2026-12-01T00:00:00.000Z")
+    blocks = "SELECT count(*) FROM window_vector_blocks"
+    worker.step(archive.conn)  # an archive from before blocks: its first step packs what it holds
+    assert archive.conn.execute(blocks).fetchone()[0] == 2 and worker.pack_due is False
+    calls = []
+    monkeypatch.setattr(vector_blocks, "pack", lambda *args, **kwargs: calls.append(1) or 0)
+    worker.step(archive.conn)  # nothing embedded since: the unpacked rows are not scanned again
+    assert calls == []
+    archive.admit(_turn(PROJECT, "later", "A new remark about the backup window on Sundays."))
+    worker.step(archive.conn)  # embeds it, so the next step looks for a whole block again
+    assert worker.pack_due is True
+    worker.step(archive.conn)
+    assert calls == [1]

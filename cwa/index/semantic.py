@@ -171,11 +171,13 @@ class BackgroundEmbedder(DaemonWorker):
         self.clock = clock
         self.embedded = 0
         self.model = None
+        self.pack_due = True  # the packer's scan of unpacked rows runs only when it may find a block
 
     def step(self, conn: apsw.Connection) -> bool:
         # vectors stored as float32 before migration 0018 are rewritten first (no model needed)
         convert(conn, CONVERT_PER_STEP, self.stop.is_set)
-        vector_blocks.pack(conn, stopped=self.stop.is_set)  # what the last steps embedded, in blocks
+        if self.pack_due:  # first what the archive holds, then only after steps that embedded
+            self.pack_due = vector_blocks.pack(conn, stopped=self.stop.is_set) >= vector_blocks.PACK_PER_STEP
         try:
             files = active(self.path)
         except ModelUnavailable:  # no model: nothing to do, ever
@@ -193,7 +195,9 @@ class BackgroundEmbedder(DaemonWorker):
                 return False
         while not self.stop.is_set() and pending(conn):
             try:
-                self.embedded += drain(conn, self.model, self.clock(), BACKGROUND_BATCH)["embedded"]
+                embedded = drain(conn, self.model, self.clock(), BACKGROUND_BATCH)["embedded"]
+                self.embedded += embedded
+                self.pack_due = self.pack_due or embedded > 0
             except apsw.BusyError:
                 break  # a writer holds the lock: try again after the next pause
             self.stop.wait(0.05)
