@@ -549,7 +549,6 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
     from cwa.retrieve.scope import resolve_scope
     from cwa.store import vector_blocks
 
-    monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 32)
     subjects = ["the upload service", "the billing job", "our login page", "the search index", "the mobile app"]
     events = ["crashed on start", "ran out of memory", "timed out", "returned stale data", "lost a config file"]
     causes = ["after the deploy", "under heavy load", "on Mondays", "when the cache expired", "after a schema change"]
@@ -560,9 +559,7 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
             opened.admit(_turn(PROJECT, f"s{number}", text))
         opened.admit(_turn("/other", "o", texts[0]))  # a content two projects hold
         conn = opened.conn
-        monkeypatch.setattr(vector_blocks, "pack", lambda *args, **kwargs: 0)  # embed first, pack below
-        opened.call("index-embed", {})
-        monkeypatch.undo()
+        opened.call("index-embed", {})  # 126 vectors: no whole block of 4,096, nothing packed
         monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 32)
         scope = resolve_scope(conn, "project", PROJECT, None, "all")
         context = make_context(conn, scope, [], "2026-12-01T00:00:00.000Z", None)
