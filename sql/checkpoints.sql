@@ -32,5 +32,5 @@ WHERE d.kind = 'checkpoint-part' AND d.state = 'live'
 
 -- name: release_identity
 -- An expired orphan no longer answers a retry of its checkpoint: the retry writes a fresh part.
-UPDATE documents SET identity_digest = 'orphan:' || identity_digest WHERE id = :row
-  AND identity_digest NOT LIKE 'orphan:%';
+UPDATE documents SET identity_digest = 'orphan:' || lower(hex(identity_digest)) WHERE id = :row
+  AND typeof(identity_digest) = 'blob';

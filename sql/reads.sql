@@ -4,8 +4,8 @@
 -- One version of a document (the latest when ?2 is NULL), within project ?3 when it is not NULL:
 -- to a caller bound to a project, another project's document does not exist.
 SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session_key, d.kind,
-       d.retention_class, d.created_at, d.admitted_at, d.byte_length, d.text_digest,
-       d.identity_digest, d.source_key_count, d.first_source_key, d.last_source_key,
+       d.retention_class, d.created_at, d.admitted_at, d.byte_length, lower(hex(d.text_digest)),
+       lower(hex(d.identity_digest)), d.source_key_count, d.first_source_key, d.last_source_key,
        d.subject_key, sup.document_id, sup.version, d.pinned, d.state, d.metadata,
        d.index_generation, d.project_id, rep.document_id, rep.version
 FROM documents AS d
@@ -21,7 +21,7 @@ LIMIT 1;
 
 -- name: chunk_manifest
 -- Reads chunk hashes only; the payload column is never loaded.
-SELECT dc.ordinal, dc.start_byte, dc.end_byte, c.hash
+SELECT dc.ordinal, dc.start_byte, dc.end_byte, lower(hex(c.hash))
 FROM document_chunks AS dc JOIN chunks AS c ON c.id = dc.chunk_id
 WHERE dc.document_row = ?
 ORDER BY dc.ordinal

@@ -24,7 +24,7 @@ SELECT
   d.source_key_count,
   d.first_source_key,
   d.last_source_key,
-  d.text_digest,
+  lower(hex(d.text_digest)) AS text_digest,
   d.index_generation,
   d.admitted_at,
   d.id                  AS document_row

@@ -121,20 +121,25 @@ def test_a_deleted_chunk_row_is_found_by_a_default_run(tmp_path):
 
 def test_orphan_checkpoint_parts_are_reported_and_expired_past_the_grace_period(tmp_path):
     now = ["2026-11-01T10:00:00.000Z"]
+    part = {
+        "project": "/work/p",
+        "sessionId": "s",
+        "kind": "checkpoint-part",
+        "messages": [{"key": "checkpoint:abc:0", "role": "user", "text": "half of an input"}],
+    }
     with Archive.open(tmp_path / "a.db", clock=lambda: now[0]) as archive:
-        archive.admit(
-            {
-                "project": "/work/p",
-                "sessionId": "s",
-                "kind": "checkpoint-part",
-                "messages": [{"key": "checkpoint:abc:0", "role": "user", "text": "half of an input"}],
-            }
-        )
+        first = archive.admit(part)
         report = archive.call("doctor", {})
         assert report["healthy"] is False and "checkpoint-parts" in _failing(report)
         now[0] = "2026-11-03T10:00:00.000Z"
         repaired = archive.call("doctor", {"repair": True})
         assert repaired["healthy"] is True and any("1 orphan" in r for r in repaired["repaired"])
+        # the expired orphan gave up its identity (its 32-byte digest, now 'orphan:' and its hex):
+        # a retry of the same part writes a fresh one, the next version of the same id
+        (released,) = archive.conn.execute("SELECT identity_digest FROM documents").fetchone()
+        assert isinstance(released, str) and len(released) == len("orphan:") + 64
+        retry = archive.admit(part)
+        assert retry["created"] is True and retry["documentId"] == first["documentId"] and retry["version"] == 2
 
 
 def test_archive_files_opened_to_others_are_tightened(archive, tmp_path):

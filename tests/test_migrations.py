@@ -40,6 +40,26 @@ VECTOR_BITS_SINCE = 16  # window_vector_bits; before, window_vectors was a vec0 
 ANCHOR_DICTIONARY_SINCE = 17  # anchor_texts; before, each anchor row held its own text
 INT8_VECTORS_SINCE = 18  # window_vectors holds int8; before, float32
 PACKED_BITS_SINCE = 19  # window_vector_blocks; before, sign bits were only read row by row
+BINARY_DIGESTS_SINCE = 20  # digests as 32 bytes; before, 64 hex characters
+DIGEST_COLUMNS = {
+    "documents": ("text_digest", "identity_digest"),
+    "chunks": ("hash",),
+    "windows": ("content_hash",),
+    "window_embeddings": ("content_hash",),
+    "embedding_queue": ("content_hash",),
+}
+
+
+def as_hex(column: str) -> str:
+    """A digest column as hex text, whichever way the schema stored it."""
+    return f"CASE typeof({column}) WHEN 'blob' THEN lower(hex({column})) ELSE {column} END"
+
+
+def store_hex_digests(conn: apsw.Connection) -> None:
+    """Digests as schemas 1-19 stored them: 64 lowercase hex characters."""
+    for table, columns in DIGEST_COLUMNS.items():
+        if conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = ?", (table,)).fetchone()[0]:
+            conn.execute(f"UPDATE {table} SET " + ", ".join(f"{c} = lower(hex({c}))" for c in columns))
 
 
 class QueueOnlySemanticHandler(SemanticQueueHandler):
@@ -98,9 +118,10 @@ SELECT d.id, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days
 FROM documents AS d WHERE d.id = (SELECT id FROM documents WHERE document_id = :id AND version = :version)
 """
 CANONICAL = {
-    "documents": "SELECT document_id, version, kind, retention_class, created_at, byte_length, text_digest, "
-    "identity_digest, first_source_key, last_source_key, subject_key FROM documents ORDER BY id",
-    "chunks": "SELECT hash, byte_length, data FROM chunks ORDER BY id",
+    "documents": "SELECT document_id, version, kind, retention_class, created_at, byte_length, "
+    f"{as_hex('text_digest')}, {as_hex('identity_digest')}, first_source_key, last_source_key, subject_key "
+    "FROM documents ORDER BY id",
+    "chunks": f"SELECT {as_hex('hash')}, byte_length, data FROM chunks ORDER BY id",
     "document_chunks": "SELECT * FROM document_chunks ORDER BY document_row, ordinal",
     "messages": "SELECT * FROM messages ORDER BY document_row, ordinal",
     "projects": "SELECT identity FROM projects ORDER BY id",
@@ -195,6 +216,8 @@ def archive_at(path: Path, version: int) -> None:
                 retention.adopt_plan_if_unset(conn, plan)
             if request["kind"] == "decision":
                 decision = admitted["documentId"]
+        if version < BINARY_DIGESTS_SINCE:
+            store_hex_digests(conn)
     finally:
         conn.close()
 
@@ -233,6 +256,10 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         conn = archive.conn
         assert migrations.user_version(conn) == LATEST
         assert snapshot(path) == before  # canonical rows come through unchanged
+        for table, columns in DIGEST_COLUMNS.items():  # every digest now its 32 bytes
+            for column in columns:
+                kinds = conn.execute(f"SELECT DISTINCT typeof({column}), length({column}) FROM {table}").fetchall()
+                assert set(kinds) <= {("blob", 32)}, (table, column, kinds)
 
         # Derived indexes: present for every readable document (rebuilt once for schema 1).
         assert conn.execute("SELECT count(*) FROM meta WHERE key = 'index_backfill'").fetchone()[0] == 0
@@ -359,7 +386,7 @@ def test_vectors_leave_vec0_whole_and_each_project_gets_the_sign_bits_of_its_con
         conn = archive.conn
         moved = dict(
             conn.execute(
-                "SELECT e.content_hash, v.embedding FROM window_embeddings AS e"
+                "SELECT lower(hex(e.content_hash)), v.embedding FROM window_embeddings AS e"
                 " JOIN window_vectors_float32 AS v ON v.id = e.id"
             )
         )
@@ -417,7 +444,7 @@ def test_float32_vectors_are_converted_to_int8_in_resumable_batches_and_found_th
     path = tmp_path / "old.db"
     stored = float32_vector_archive(path)
     vectors = (
-        "SELECT e.content_hash, coalesce(v.embedding, f.embedding) FROM window_embeddings AS e"
+        "SELECT lower(hex(e.content_hash)), coalesce(v.embedding, f.embedding) FROM window_embeddings AS e"
         " LEFT JOIN window_vectors AS v ON v.id = e.id LEFT JOIN window_vectors_float32 AS f ON f.id = e.id"
     )
     question = {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
@@ -469,9 +496,7 @@ def test_serve_s_embedding_worker_converts_the_float32_vectors(tmp_path):
     with Archive.open(path, clock=lambda: NOW) as archive:
         assert archive.status()["vectorsToConvert"] == len(stored)
         BackgroundEmbedder(str(path), lambda: NOW).step(archive.conn)
-        vectors = (
-            "SELECT e.content_hash, v.embedding FROM window_embeddings AS e JOIN window_vectors AS v ON v.id = e.id"
-        )
+        vectors = "SELECT lower(hex(e.content_hash)), v.embedding FROM window_embeddings AS e JOIN window_vectors AS v ON v.id = e.id"
         assert dict(archive.conn.execute(vectors)) == {h: quantized(v) for h, v in stored.items()}
         assert archive.status()["vectorsToConvert"] == 0
     assert "to convert" not in run_cwa(["status"], hermetic_env(tmp_path, path)).stdout.decode()

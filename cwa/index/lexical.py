@@ -156,14 +156,14 @@ class ClosingContexts:
     SIZE = 512
 
     def __init__(self) -> None:
-        self._found: dict[tuple[int, str, int, int], list[str]] = {}
+        self._found: dict[tuple[int, bytes, int, int], list[str]] = {}
 
-    def get(self, row: int, digest: str, start: int, end: int) -> list[str] | None:
+    def get(self, row: int, digest: bytes, start: int, end: int) -> list[str] | None:
         return self._found.get((row, digest, start, end))
 
     def put(self, target: IndexTarget, terms: list[str]) -> None:
         last = target.document.messages[-1]
-        digest = target.text_digest or blake3.blake3(target.document.text).hexdigest()  # admission has it
+        digest = target.text_digest or blake3.blake3(target.document.text).digest()  # admission has it
         if len(self._found) >= self.SIZE:
             del self._found[next(iter(self._found))]  # the oldest
         self._found[(target.document_row, digest, last.text_start, last.end)] = terms
@@ -213,7 +213,7 @@ class LexicalHandler:
                     window.first_message,
                     window.last_message,
                     window.term_count,
-                    blake3.blake3(data[window.start : window.end]).hexdigest(),
+                    blake3.blake3(data[window.start : window.end]).digest(),
                 ),
             )
             conn.execute(

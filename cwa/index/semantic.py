@@ -116,7 +116,7 @@ def drain(
     return {"embedded": done, "pending": pending(conn), "fingerprint": model.fingerprint, "modelChanged": adopted}
 
 
-def store_vector(conn: apsw.Connection, content_hash: str, vector: np.ndarray, now: str) -> None:
+def store_vector(conn: apsw.Connection, content_hash: bytes, vector: np.ndarray, now: str) -> None:
     """Record `vector` as the embedding of a window content (unless another process did first),
     with its sign bits in every project holding the content; inside the caller's transaction."""
     sql = queries("semantic")

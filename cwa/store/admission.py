@@ -68,7 +68,8 @@ def admit(
 
     document = _serialize_within_limit(request["messages"])
     identity = identity_digest(request, document, created_explicit)
-    existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
+    identity_key = bytes.fromhex(identity)  # stored as its 32 bytes, as every digest
+    existing = conn.execute(sql["find_by_identity"], (identity_key,)).fetchone()
     if existing:
         response = _existing_response(conn, existing)
         if request["kind"] == "checkpoint-root":  # a retry completes what a killed process left
@@ -77,15 +78,15 @@ def admit(
 
     spans = chunk_spans(document.text)
     pieces = [document.text[start:end] for start, end in spans]
-    hashes = [blake3.blake3(piece).hexdigest() for piece in pieces]
+    hashes = [blake3.blake3(piece).digest() for piece in pieces]
     metadata = request.get("metadata")
     part = request["kind"] == "checkpoint-part"
     indexed_now = not part and not deferred
     prepared = prepare_handlers(handlers, request["kind"], document) if indexed_now else {}  # before the lock
-    text_digest = blake3.blake3(document.text).hexdigest()
+    text_digest = blake3.blake3(document.text).digest()
 
     with write_transaction(conn):
-        existing = conn.execute(sql["find_by_identity"], (identity,)).fetchone()
+        existing = conn.execute(sql["find_by_identity"], (identity_key,)).fetchone()
         if existing:  # another process admitted it while we waited for the lock
             return _existing_response(conn, existing)
         project_id = ensure_project(conn, request["project"], now)
@@ -112,7 +113,7 @@ def admit(
                 "admitted_at": now,
                 "byte_length": len(document.text),
                 "text_digest": text_digest,
-                "identity_digest": identity,
+                "identity_digest": identity_key,
                 "source_key_count": len(document.messages),
                 "first_source_key": document.messages[0].key,
                 "last_source_key": document.messages[-1].key,

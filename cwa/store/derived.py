@@ -34,7 +34,7 @@ class IndexTarget:
     kind: str
     document: SerializedDocument
     prepared: dict[str, Any] = field(default_factory=dict)  # handler name → its prepare() result
-    text_digest: str | None = None  # documents.text_digest, when the caller has it already
+    text_digest: bytes | None = None  # documents.text_digest (32 bytes), when the caller has it already
 
 
 @dataclass(frozen=True)

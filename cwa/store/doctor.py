@@ -61,7 +61,7 @@ def canonical_chunks(conn: apsw.Connection) -> dict[str, Any]:
     damaged: list[int] = []
     for chunk_id, digest, byte_length, data in conn.execute(sql["chunks_with_payload"]):
         chunks += 1
-        if len(data) != byte_length or blake3.blake3(data).hexdigest() != digest:
+        if len(data) != byte_length or blake3.blake3(data).digest() != digest:
             bad += 1
             damaged.append(chunk_id)
     holders = (
@@ -101,12 +101,12 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
         sql["sample_documents"], {"limit": sample}
     ).fetchall():
         data, _ = read_bytes(conn, row, 0, byte_length)
-        if blake3.blake3(data).hexdigest() != digest:
+        if blake3.blake3(data).digest() != digest:
             bad_documents.append(f"{document_id} v{version}")
     bad_windows = 0
     for row, start, end, content_hash in conn.execute(sql["sample_windows"], {"limit": sample}).fetchall():
         data, _ = read_bytes(conn, row, start, end)
-        bad_windows += blake3.blake3(data).hexdigest() != content_hash
+        bad_windows += blake3.blake3(data).digest() != content_hash
     return [
         _check(
             "canonical-digests",

@@ -1,12 +1,14 @@
-"""How long the first open after an upgrade takes: an archive of schema 16 opened by this cwa.
+"""How long the first open after an upgrade takes: an archive of an earlier schema opened by this cwa.
 
-    python eval/perf/upgrade.py [--documents 10000] [--json]
+    python eval/perf/upgrade.py [--documents 10000] [--schema 16] [--json]
 
-Builds an archive at schema 16 (migrations applied up to it, synthetic coding sessions admitted
-with the exact anchors written as schemas 2-16 wrote them, one row per anchor with its text), then
-times `open_connection` on it, which applies the migrations after 16 in the opening process:
-0017 moves every anchor text into the `anchor_texts` dictionary; 0018 renames the vectors (none
-here) and converts nothing.
+Builds an archive at `--schema` (16 to the latest but one; migrations applied up to it, synthetic
+coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
+anchor with its text, before 20 every digest as 64 hex characters), then times `open_connection`
+on it, which applies the later migrations in the opening process: 0017 moves every anchor text
+into the `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing;
+0019 adds the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages`
+with one index of its keys.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cwa import contract
-from cwa.index.exact import document_anchors
+from cwa.index.exact import ExactHandler, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
 from cwa.store import migrations
@@ -33,7 +35,15 @@ from cwa.store.connection import BulkWrites, open_connection
 from cwa.store.derived import HandlerResult
 from cwa_eval.perf.scale import CORPORA, PROJECTS
 
-BEFORE = 16  # the last schema whose anchor rows held their own text
+ROW_ANCHORS_UNTIL = 17  # schemas before it: each anchor row held its own text
+HEX_DIGESTS_UNTIL = 20  # schemas before it: digests as 64 hex characters
+DIGEST_COLUMNS = {
+    "documents": ("text_digest", "identity_digest"),
+    "chunks": ("hash",),
+    "windows": ("content_hash",),
+    "window_embeddings": ("content_hash",),
+    "embedding_queue": ("content_hash",),
+}
 
 
 class PerRowAnchors:
@@ -56,7 +66,13 @@ class PerRowAnchors:
         return HandlerResult("complete")
 
 
-def old_archive(path: Path, documents: int) -> int:
+def hex_digests(conn: apsw.Connection) -> None:
+    """Every digest as schemas before 20 stored it (tests/test_migrations.py does the same)."""
+    for table, columns in DIGEST_COLUMNS.items():
+        conn.execute(f"UPDATE {table} SET " + ", ".join(f"{c} = lower(hex({c}))" for c in columns))
+
+
+def old_archive(path: Path, documents: int, schema: int) -> int:
     conn = apsw.Connection(str(path))
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -64,23 +80,27 @@ def old_archive(path: Path, documents: int) -> int:
     import sqlite_vec
 
     conn.load_extension(sqlite_vec.loadable_path())
-    migrations.apply_pending(conn, str(path), target=BEFORE)
-    handlers = (PerRowAnchors(), LexicalHandler(), StructuralHandler())
+    migrations.apply_pending(conn, str(path), target=schema)
+    exact = PerRowAnchors() if schema < ROW_ANCHORS_UNTIL else ExactHandler()
+    handlers = (exact, LexicalHandler(), StructuralHandler())
     source = itertools.islice(CORPORA["coding"](10**9, project=PROJECTS["coding"]), documents)
     with BulkWrites(conn, 0.5) as batch:
         for document in source:
             admit(conn, contract.validate(contract.ADMIT, document), handlers=handlers, now="2026-12-02T00:00:00Z")
             batch.due()
+    if schema < HEX_DIGESTS_UNTIL:
+        with conn:
+            hex_digests(conn)
     anchors = conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     conn.close()
     return anchors
 
 
-def run(documents: int) -> dict:
+def run(documents: int, schema: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "old.db"
-        anchors = old_archive(path, documents)
+        anchors = old_archive(path, documents, schema)
         started = time.perf_counter()
         conn = open_connection(path)
         seconds = time.perf_counter() - started
@@ -91,7 +111,7 @@ def run(documents: int) -> dict:
         "documents": documents,
         "anchors": anchors,
         "anchorTexts": texts,
-        "schemaFrom": BEFORE,
+        "schemaFrom": schema,
         "schemaTo": version,
         "openSeconds": round(seconds, 2),
     }
@@ -100,9 +120,12 @@ def run(documents: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=10_000)
+    parser.add_argument("--schema", type=int, default=16, help="the schema the archive is built at (16 or later)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    found = run(args.documents)
+    if not 16 <= args.schema < migrations.latest_version():
+        parser.error(f"--schema must be 16 to {migrations.latest_version() - 1}")
+    found = run(args.documents, args.schema)
     if args.json:
         print(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
         return
