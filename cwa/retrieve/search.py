@@ -377,31 +377,35 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
                 break
         if not hits and anchor.type == "quoted":
             hits, folded = _phrase_hits(ctx, anchor.text)
-        documents_with_anchor = len({hit.document_row for hit in hits})
-        if hits and not docs_total:
+        if not hits:
+            continue
+        if not docs_total:
             docs_total = max(1, ctx.conn.execute(sql["document_count"]).fetchone()[0])
+        # the same for every hit of this anchor (a common one has up to 1,000)
+        score = calibration.exact_score(anchor.specificity, folded)
+        max_idf = calibration.normalized_idf(len({hit.document_row for hit in hits}), docs_total)
+        match_type = f"exact-{anchor.type}"
         for hit in hits:
             row = hit.document_row
-            score = calibration.exact_score(anchor.specificity, folded)
             anchors_found.setdefault(row, set()).add(anchor.text)
             if row in best and best[row].score >= score:
                 continue
             best[row] = Candidate(
                 mode="exact",
                 document_row=row,
-                match_type=f"exact-{anchor.type}",
+                match_type=match_type,
                 score=score,
                 raw=score,
                 start=hit.start,
                 end=hit.end,
                 matched=[hit.text],
-                coverage=0.0,
-                max_idf=calibration.normalized_idf(documents_with_anchor, docs_total),
+                max_idf=max_idf,
             )
     for row, candidate in best.items():
-        candidate.coverage = round(len(anchors_found[row]) / max(1, len(anchors)), 4)
-        candidate.anchors = [a.text for a in anchors if a.text in anchors_found[row]]
-        candidate.raw = round(len(anchors_found[row]) + candidate.score, 4)
+        found = anchors_found[row]
+        candidate.coverage = round(len(found) / max(1, len(anchors)), 4)
+        candidate.anchors = [a.text for a in anchors if a.text in found]
+        candidate.raw = round(len(found) + candidate.score, 4)
     ranked = sorted(best.values(), key=lambda c: (-c.raw, c.document_row))
     for candidate in ranked[: limit + 1]:  # only what can be shown needs its text
         _attach_message_text(ctx, candidate)
