@@ -63,10 +63,21 @@ SELECT message_key FROM messages WHERE document_row = ? ORDER BY ordinal;
 -- name: mark_superseded
 UPDATE documents SET state = 'superseded', state_changed_at = ? WHERE id = ? AND state = 'live';
 
--- name: insert_outcome
-INSERT INTO index_outcomes (generation_id, document_row, handler, outcome, detail)
-VALUES (?, ?, ?, ?, ?);
+-- name: name_handlers
+-- Each handler that records an outcome has an id (:outcomes as in record_outcomes).
+INSERT OR IGNORE INTO index_handlers (name) SELECT value ->> 0 FROM json_each(:outcomes);
+
+-- name: record_outcomes
+-- One document's outcomes in one generation (:outcomes is a JSON array of [handler, outcome,
+-- detail]).
+INSERT INTO index_outcomes (document_row, generation_id, handler_id, outcome, detail)
+SELECT :row, :generation, h.id, k.code, j.value ->> 2
+FROM json_each(:outcomes) AS j
+JOIN index_handlers AS h ON h.name = j.value ->> 0
+JOIN index_outcome_kinds AS k ON k.name = j.value ->> 1;
 
 -- name: outcomes_for
-SELECT handler, outcome FROM index_outcomes
-WHERE generation_id = ? AND document_row = ? ORDER BY handler;
+SELECT h.name, k.name FROM index_outcomes AS o
+JOIN index_handlers AS h ON h.id = o.handler_id
+JOIN index_outcome_kinds AS k ON k.code = o.outcome
+WHERE o.generation_id = ? AND o.document_row = ? ORDER BY h.name;

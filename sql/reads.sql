@@ -45,9 +45,11 @@ ORDER BY ordinal
 LIMIT ?;
 
 -- name: outcomes
-SELECT handler, outcome, detail FROM index_outcomes
-WHERE generation_id = ? AND document_row = ?
-ORDER BY handler;
+SELECT h.name, k.name, o.detail FROM index_outcomes AS o
+JOIN index_handlers AS h ON h.id = o.handler_id
+JOIN index_outcome_kinds AS k ON k.code = o.outcome
+WHERE o.generation_id = ? AND o.document_row = ?
+ORDER BY h.name;
 
 -- name: part_text_range
 -- Where a checkpoint part's text lies in its document (its one message), for reassembly.

@@ -85,11 +85,13 @@ SELECT
   d.document_id,
   d.version,
   o.generation_id,
-  o.handler,
-  o.outcome,
+  h.name AS handler,
+  k.name AS outcome,
   o.detail
 FROM index_outcomes AS o
-JOIN documents AS d ON d.id = o.document_row AND o.generation_id = d.index_generation;
+JOIN documents AS d ON d.id = o.document_row AND o.generation_id = d.index_generation
+JOIN index_handlers AS h ON h.id = o.handler_id
+JOIN index_outcome_kinds AS k ON k.code = o.outcome;
 
 -- Every message of every session in the order it was written (document creation time, document
 -- row, message ordinal): the records gather and traverse return (cwa/retrieve/chronology.py).

@@ -5,7 +5,9 @@ no queue for them), the retention plan for schemas 1-5."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from unittest import mock
 
 import apsw
 import numpy as np
@@ -22,7 +24,7 @@ from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
 from cwa.model_variants import active
 from cwa.models import embedder
-from cwa.store import migrations, retention, vector_blocks
+from cwa.store import derived, migrations, retention, vector_blocks
 from cwa.store.admission import admit
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult
@@ -31,7 +33,7 @@ from cwa.store.retention import plan_of
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import convert, convert_batch, quantized
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
-from cwa_eval.perf.upgrade import PerRowAnchors
+from cwa_eval.perf.upgrade import PerRowAnchors, named_outcomes
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/upgraded"
@@ -41,6 +43,7 @@ ANCHOR_DICTIONARY_SINCE = 17  # anchor_texts; before, each anchor row held its o
 INT8_VECTORS_SINCE = 18  # window_vectors holds int8; before, float32
 PACKED_BITS_SINCE = 19  # window_vector_blocks; before, sign bits were only read row by row
 BINARY_DIGESTS_SINCE = 20  # digests as 32 bytes; before, 64 hex characters
+OUTCOME_CODES_SINCE = 22  # index outcomes name handler and outcome by id; before, by name
 DIGEST_COLUMNS = {
     "documents": ("text_digest", "identity_digest"),
     "chunks": ("hash",),
@@ -183,6 +186,7 @@ def sample_requests(version: int) -> list[dict]:
 def archive_at(path: Path, version: int) -> None:
     """An archive at schema `version`, its documents admitted with the handlers of that schema."""
     conn = apsw.Connection(str(path))
+    stack = contextlib.ExitStack()
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -197,6 +201,8 @@ def archive_at(path: Path, version: int) -> None:
         )
         plan = plan_of(load_settings(None, env={})) if version >= EXPIRY_SINCE else None
         decision = None
+        if version < OUTCOME_CODES_SINCE:  # outcomes as that schema recorded them
+            stack.enter_context(mock.patch.object(derived, "record_outcomes", named_outcomes))
         for request in sample_requests(version):
             if "supersedes" in request:
                 request["supersedes"]["documentId"] = decision
@@ -219,6 +225,7 @@ def archive_at(path: Path, version: int) -> None:
         if version < BINARY_DIGESTS_SINCE:
             store_hex_digests(conn)
     finally:
+        stack.close()
         conn.close()
 
 
@@ -256,6 +263,11 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         conn = archive.conn
         assert migrations.user_version(conn) == LATEST
         assert snapshot(path) == before  # canonical rows come through unchanged
+        # every document's outcomes, by name, in its generation (since 0022 stored as ids)
+        outcomes = archive.get({"documentId": before["documents"][0][0], "version": 1})["indexOutcomes"]
+        assert set(outcomes) >= {"exact", "lexical", "structural"} and set(outcomes.values()) == {"complete"}
+        status = conn.execute("SELECT DISTINCT handler, outcome FROM index_status").fetchall()
+        assert {outcome for _, outcome in status} == {"complete"} and {h for h, _ in status} == set(outcomes)
         for table, columns in DIGEST_COLUMNS.items():  # every digest now its 32 bytes
             for column in columns:
                 kinds = conn.execute(f"SELECT DISTINCT typeof({column}), length({column}) FROM {table}").fetchall()

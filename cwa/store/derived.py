@@ -75,8 +75,8 @@ def run_handlers(
     target: IndexTarget,
 ) -> dict[str, str]:
     """Run each handler in its own savepoint and record its outcome; return name → outcome."""
-    sql = queries("admission")
     outcomes: dict[str, str] = {}
+    recorded: list[tuple[str, str, str | None]] = []
     for handler in handlers:
         savepoint = f"handler_{len(outcomes)}"
         conn.execute(f"SAVEPOINT {savepoint}")
@@ -95,12 +95,22 @@ def run_handlers(
             conn.execute(f"ROLLBACK TO {savepoint}")
             result = HandlerResult("skipped", f"error: {type(exc).__name__}: {exc}"[:1000])
         conn.execute(f"RELEASE {savepoint}")
-        conn.execute(
-            sql["insert_outcome"],
-            (generation_id, target.document_row, handler.name, result.outcome, result.detail),
-        )
+        recorded.append((handler.name, result.outcome, result.detail))
         outcomes[handler.name] = result.outcome
+    if recorded:
+        record_outcomes(conn, generation_id, target.document_row, recorded)
     return outcomes
+
+
+def record_outcomes(
+    conn: apsw.Connection, generation_id: int, document_row: int, recorded: list[tuple[str, str, str | None]]
+) -> None:
+    """One document's (handler, outcome, detail) in one generation: two statements for all of
+    them, handlers and outcomes stored as small ids (migration 0022)."""
+    sql = queries("admission")
+    names = {"outcomes": orjson.dumps(recorded).decode()}
+    conn.execute(sql["name_handlers"], names)
+    conn.execute(sql["record_outcomes"], {**names, "row": document_row, "generation": generation_id})
 
 
 def load_target(conn: apsw.Connection, document_row: int, kind: str, byte_length: int) -> IndexTarget:

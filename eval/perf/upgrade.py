@@ -4,11 +4,12 @@
 
 Builds an archive at `--schema` (16 to the latest but one; migrations applied up to it, synthetic
 coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
-anchor with its text, before 20 every digest as 64 hex characters), then times `open_connection`
+anchor with its text, before 20 every digest as 64 hex characters, every index outcome with its
+handler's name), then times `open_connection`
 on it, which applies the later migrations in the opening process: 0017 moves every anchor text
 into the `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing;
 0019 adds the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages`
-with one index of its keys.
+with one index of its keys; 0022 rewrites the index outcomes with handler and outcome ids.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import apsw
 import orjson
@@ -29,7 +31,7 @@ from cwa import contract
 from cwa.index.exact import ExactHandler, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
-from cwa.store import migrations
+from cwa.store import derived, migrations
 from cwa.store.admission import admit
 from cwa.store.connection import BulkWrites, open_connection
 from cwa.store.derived import HandlerResult
@@ -66,6 +68,16 @@ class PerRowAnchors:
         return HandlerResult("complete")
 
 
+def named_outcomes(conn: apsw.Connection, generation_id: int, document_row: int, recorded: list) -> None:
+    """Index outcomes as schemas 1-21 recorded them: a row per handler with its name and outcome
+    spelled out (cwa.store.derived.record_outcomes in those schemas; tests/test_migrations.py
+    builds old archives with it too)."""
+    conn.executemany(
+        "INSERT INTO index_outcomes (generation_id, document_row, handler, outcome, detail) VALUES (?, ?, ?, ?, ?)",
+        [(generation_id, document_row, *outcome) for outcome in recorded],
+    )
+
+
 def hex_digests(conn: apsw.Connection) -> None:
     """Every digest as schemas before 20 stored it (tests/test_migrations.py does the same)."""
     for table, columns in DIGEST_COLUMNS.items():
@@ -84,7 +96,7 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
     exact = PerRowAnchors() if schema < ROW_ANCHORS_UNTIL else ExactHandler()
     handlers = (exact, LexicalHandler(), StructuralHandler())
     source = itertools.islice(CORPORA["coding"](10**9, project=PROJECTS["coding"]), documents)
-    with BulkWrites(conn, 0.5) as batch:
+    with BulkWrites(conn, 0.5) as batch, mock.patch.object(derived, "record_outcomes", named_outcomes):
         for document in source:
             admit(conn, contract.validate(contract.ADMIT, document), handlers=handlers, now="2026-12-02T00:00:00Z")
             batch.due()
