@@ -40,12 +40,12 @@ UPDATE index_generations SET finished_at = ? WHERE id = ?;
 -- name: insert_document
 INSERT INTO documents (
   document_id, version, project_id, session_id, kind, retention_class, created_at, admitted_at,
-  byte_length, text_digest, identity_digest, source_key_count, first_source_key, last_source_key,
-  subject_key, supersedes_row, metadata, index_generation
+  byte_length, text_digest, identity_digest, source_key_count, subject_key, supersedes_row, metadata,
+  index_generation
 ) VALUES (
   :document_id, :version, :project_id, :session_id, :kind, :retention_class, :created_at,
-  :admitted_at, :byte_length, :text_digest, :identity_digest, :source_key_count,
-  :first_source_key, :last_source_key, :subject_key, :supersedes_row, :metadata, :index_generation
+  :admitted_at, :byte_length, :text_digest, :identity_digest, :source_key_count, :subject_key,
+  :supersedes_row, :metadata, :index_generation
 );
 
 -- name: insert_document_chunk

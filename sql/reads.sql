@@ -5,7 +5,9 @@
 -- to a caller bound to a project, another project's document does not exist.
 SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session_key, d.kind,
        d.retention_class, d.created_at, d.admitted_at, d.byte_length, lower(hex(d.text_digest)),
-       lower(hex(d.identity_digest)), d.source_key_count, d.first_source_key, d.last_source_key,
+       lower(hex(d.identity_digest)), d.source_key_count,
+       (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = 0),
+       (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = d.source_key_count - 1),
        d.subject_key, sup.document_id, sup.version, d.pinned, d.state, d.metadata,
        d.index_generation, d.project_id, rep.document_id, rep.version
 FROM documents AS d

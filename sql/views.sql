@@ -22,8 +22,9 @@ SELECT
   rep.document_id       AS superseded_by_document_id,
   rep.version           AS superseded_by_version,
   d.source_key_count,
-  d.first_source_key,
-  d.last_source_key,
+  (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = 0) AS first_source_key,
+  (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = d.source_key_count - 1)
+                        AS last_source_key,
   lower(hex(d.text_digest)) AS text_digest,
   d.index_generation,
   d.admitted_at,

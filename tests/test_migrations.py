@@ -33,7 +33,7 @@ from cwa.store.retention import plan_of
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import convert, convert_batch, quantized
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
-from cwa_eval.perf.upgrade import PerRowAnchors, named_outcomes
+from cwa_eval.perf.upgrade import PerRowAnchors, named_outcomes, stored_source_keys
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/upgraded"
@@ -44,6 +44,7 @@ INT8_VECTORS_SINCE = 18  # window_vectors holds int8; before, float32
 PACKED_BITS_SINCE = 19  # window_vector_blocks; before, sign bits were only read row by row
 BINARY_DIGESTS_SINCE = 20  # digests as 32 bytes; before, 64 hex characters
 OUTCOME_CODES_SINCE = 22  # index outcomes name handler and outcome by id; before, by name
+SOURCE_KEYS_FROM_MESSAGES_SINCE = 23  # before, documents also stored their first and last source keys
 DIGEST_COLUMNS = {
     "documents": ("text_digest", "identity_digest"),
     "chunks": ("hash",),
@@ -122,8 +123,7 @@ FROM documents AS d WHERE d.id = (SELECT id FROM documents WHERE document_id = :
 """
 CANONICAL = {
     "documents": "SELECT document_id, version, kind, retention_class, created_at, byte_length, "
-    f"{as_hex('text_digest')}, {as_hex('identity_digest')}, first_source_key, last_source_key, subject_key "
-    "FROM documents ORDER BY id",
+    f"{as_hex('text_digest')}, {as_hex('identity_digest')}, source_key_count, subject_key FROM documents ORDER BY id",
     "chunks": f"SELECT {as_hex('hash')}, byte_length, data FROM chunks ORDER BY id",
     "document_chunks": "SELECT * FROM document_chunks ORDER BY document_row, ordinal",
     "messages": "SELECT * FROM messages ORDER BY document_row, ordinal",
@@ -203,6 +203,8 @@ def archive_at(path: Path, version: int) -> None:
         decision = None
         if version < OUTCOME_CODES_SINCE:  # outcomes as that schema recorded them
             stack.enter_context(mock.patch.object(derived, "record_outcomes", named_outcomes))
+        if version < SOURCE_KEYS_FROM_MESSAGES_SINCE:  # the row's first and last source keys
+            stack.enter_context(stored_source_keys(conn))
         for request in sample_requests(version):
             if "supersedes" in request:
                 request["supersedes"]["documentId"] = decision
@@ -258,11 +260,18 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
     path = tmp_path / "old.db"
     archive_at(path, version)
     before = snapshot(path)
+    old = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    keys = old.execute("SELECT document_id, version, first_source_key, last_source_key FROM documents").fetchall()
+    old.close()
 
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
         assert migrations.user_version(conn) == LATEST
         assert snapshot(path) == before  # canonical rows come through unchanged
+        # the first and last source keys each row held, read from its messages since 0023
+        assert [
+            (d, v, archive.get({"documentId": d, "version": v})["sourceKeys"]) for d, v, _, _ in keys
+        ] == [(d, v, {"first": f, "last": la, "count": 2 if d == keys[0][0] else 1}) for d, v, f, la in keys]
         # every document's outcomes, by name, in its generation (since 0022 stored as ids)
         outcomes = archive.get({"documentId": before["documents"][0][0], "version": 1})["indexOutcomes"]
         assert set(outcomes) >= {"exact", "lexical", "structural"} and set(outcomes.values()) == {"complete"}

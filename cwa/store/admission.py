@@ -92,8 +92,10 @@ def admit(
         project_id = ensure_project(conn, request["project"], now)
         session_row = ensure_session(conn, project_id, request["sessionId"], request.get("parentSessionId"), now)
         supersedes_row, document_id, version = _resolve_identity_and_supersession(conn, request, project_id, identity)
-        conn.execute(sql["insert_generation"], ("admit", now))
-        generation_id = conn.last_insert_rowid()
+        generation_id = None  # a deferred document gets its generation when the index queue reaches it
+        if indexed_now:
+            conn.execute(sql["insert_generation"], ("admit", now))
+            generation_id = conn.last_insert_rowid()
 
         conn.executemany(sql["insert_chunk"], [(h, len(p), p) for h, p in zip(hashes, pieces)])
         chunk_ids = [conn.execute(sql["chunk_id"], (h,)).fetchone()[0] for h in hashes]
@@ -115,8 +117,6 @@ def admit(
                 "text_digest": text_digest,
                 "identity_digest": identity_key,
                 "source_key_count": len(document.messages),
-                "first_source_key": document.messages[0].key,
-                "last_source_key": document.messages[-1].key,
                 "subject_key": request.get("subjectKey"),
                 "supersedes_row": supersedes_row,
                 "metadata": orjson.dumps(metadata, option=orjson.OPT_SORT_KEYS).decode()
@@ -124,7 +124,7 @@ def admit(
                 else None,
                 # a checkpoint part gets derived rows only once its root commits (checkpoint_parts.py),
                 # a deferred document once the index queue reaches it
-                "index_generation": generation_id if indexed_now else None,
+                "index_generation": generation_id,
             },
         )
         document_row = conn.last_insert_rowid()
@@ -172,7 +172,8 @@ def admit(
             index_queue.enqueue(conn, document_row, project_id, now)
         if request["kind"] == "checkpoint-root":
             checkpoint_parts.link_parts(conn, document_row, metadata)
-        conn.execute(sql["finish_generation"], (now, generation_id))
+        if generation_id is not None:
+            conn.execute(sql["finish_generation"], (now, generation_id))
     response = {
         "documentId": document_id,
         "version": version,

@@ -4,21 +4,24 @@
 
 Builds an archive at `--schema` (16 to the latest but one; migrations applied up to it, synthetic
 coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
-anchor with its text, before 20 every digest as 64 hex characters, every index outcome with its
-handler's name), then times `open_connection`
+anchor with its text, before 20 every digest as 64 hex characters, before 22 every index outcome
+with its handler's name, before 23 every document row with its first and last source keys), then times `open_connection`
 on it, which applies the later migrations in the opening process: 0017 moves every anchor text
 into the `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing;
 0019 adds the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages`
-with one index of its keys; 0022 rewrites the index outcomes with handler and outcome ids.
+with one index of its keys; 0022 rewrites the index outcomes with handler and outcome ids; 0023
+drops the documents' first and last source key columns.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from unittest import mock
 
@@ -31,14 +34,17 @@ from cwa import contract
 from cwa.index.exact import ExactHandler, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
-from cwa.store import derived, migrations
+from cwa.store import admission, derived, migrations
 from cwa.store.admission import admit
 from cwa.store.connection import BulkWrites, open_connection
 from cwa.store.derived import HandlerResult
+from cwa.store.sqlfiles import queries
 from cwa_eval.perf.scale import CORPORA, PROJECTS
 
 ROW_ANCHORS_UNTIL = 17  # schemas before it: each anchor row held its own text
 HEX_DIGESTS_UNTIL = 20  # schemas before it: digests as 64 hex characters
+NAMED_OUTCOMES_UNTIL = 22  # schemas before it: index outcomes spelled out handler and outcome
+STORED_SOURCE_KEYS_UNTIL = 23  # schemas before it: documents stored their first and last source keys
 DIGEST_COLUMNS = {
     "documents": ("text_digest", "identity_digest"),
     "chunks": ("hash",),
@@ -78,6 +84,30 @@ def named_outcomes(conn: apsw.Connection, generation_id: int, document_row: int,
     )
 
 
+@contextlib.contextmanager
+def stored_source_keys(conn: apsw.Connection) -> Iterator[None]:
+    """Admission as schemas 1-22 stored a document: its first and last source keys in its row
+    (NOT NULL there). The row is inserted with empty keys and a temporary trigger fills them
+    from the messages that follow it (tests/test_migrations.py builds old archives with it too)."""
+    statement = queries("admission")["insert_document"]
+    old = statement.replace("source_key_count, subject_key", "source_key_count, first_source_key, last_source_key, subject_key")
+    old = old.replace(":source_key_count, :subject_key", ":source_key_count, '', '', :subject_key")
+    assert old.count("first_source_key") == 1 and old.count("''") == 2, "insert_document changed shape"
+    conn.execute(
+        "CREATE TEMP TRIGGER source_keys AFTER INSERT ON main.messages BEGIN "
+        "UPDATE documents SET first_source_key = CASE WHEN NEW.ordinal = 0 THEN NEW.message_key "
+        "ELSE first_source_key END, last_source_key = NEW.message_key WHERE id = NEW.document_row; END"
+    )
+    def with_old_insert(name: str) -> Mapping[str, str]:
+        return {**queries(name), "insert_document": old} if name == "admission" else queries(name)
+
+    try:
+        with mock.patch.object(admission, "queries", with_old_insert):
+            yield
+    finally:
+        conn.execute("DROP TRIGGER temp.source_keys")
+
+
 def hex_digests(conn: apsw.Connection) -> None:
     """Every digest as schemas before 20 stored it (tests/test_migrations.py does the same)."""
     for table, columns in DIGEST_COLUMNS.items():
@@ -96,7 +126,12 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
     exact = PerRowAnchors() if schema < ROW_ANCHORS_UNTIL else ExactHandler()
     handlers = (exact, LexicalHandler(), StructuralHandler())
     source = itertools.islice(CORPORA["coding"](10**9, project=PROJECTS["coding"]), documents)
-    with BulkWrites(conn, 0.5) as batch, mock.patch.object(derived, "record_outcomes", named_outcomes):
+    with contextlib.ExitStack() as stack:
+        if schema < NAMED_OUTCOMES_UNTIL:
+            stack.enter_context(mock.patch.object(derived, "record_outcomes", named_outcomes))
+        if schema < STORED_SOURCE_KEYS_UNTIL:
+            stack.enter_context(stored_source_keys(conn))
+        batch = stack.enter_context(BulkWrites(conn, 0.5))
         for document in source:
             admit(conn, contract.validate(contract.ADMIT, document), handlers=handlers, now="2026-12-02T00:00:00Z")
             batch.due()
