@@ -269,9 +269,9 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         assert migrations.user_version(conn) == LATEST
         assert snapshot(path) == before  # canonical rows come through unchanged
         # the first and last source keys each row held, read from its messages since 0023
-        assert [
-            (d, v, archive.get({"documentId": d, "version": v})["sourceKeys"]) for d, v, _, _ in keys
-        ] == [(d, v, {"first": f, "last": la, "count": 2 if d == keys[0][0] else 1}) for d, v, f, la in keys]
+        assert [(d, v, archive.get({"documentId": d, "version": v})["sourceKeys"]) for d, v, _, _ in keys] == [
+            (d, v, {"first": f, "last": la, "count": 2 if d == keys[0][0] else 1}) for d, v, f, la in keys
+        ]
         # every document's outcomes, by name, in its generation (since 0022 stored as ids)
         outcomes = archive.get({"documentId": before["documents"][0][0], "version": 1})["indexOutcomes"]
         assert set(outcomes) >= {"exact", "lexical", "structural"} and set(outcomes.values()) == {"complete"}

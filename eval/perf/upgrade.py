@@ -90,7 +90,9 @@ def stored_source_keys(conn: apsw.Connection) -> Iterator[None]:
     (NOT NULL there). The row is inserted with empty keys and a temporary trigger fills them
     from the messages that follow it (tests/test_migrations.py builds old archives with it too)."""
     statement = queries("admission")["insert_document"]
-    old = statement.replace("source_key_count, subject_key", "source_key_count, first_source_key, last_source_key, subject_key")
+    old = statement.replace(
+        "source_key_count, subject_key", "source_key_count, first_source_key, last_source_key, subject_key"
+    )
     old = old.replace(":source_key_count, :subject_key", ":source_key_count, '', '', :subject_key")
     assert old.count("first_source_key") == 1 and old.count("''") == 2, "insert_document changed shape"
     conn.execute(
@@ -98,6 +100,7 @@ def stored_source_keys(conn: apsw.Connection) -> Iterator[None]:
         "UPDATE documents SET first_source_key = CASE WHEN NEW.ordinal = 0 THEN NEW.message_key "
         "ELSE first_source_key END, last_source_key = NEW.message_key WHERE id = NEW.document_row; END"
     )
+
     def with_old_insert(name: str) -> Mapping[str, str]:
         return {**queries(name), "insert_document": old} if name == "admission" else queries(name)
 
