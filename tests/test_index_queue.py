@@ -56,8 +56,10 @@ def test_a_deferred_document_is_exact_at_once_and_indexed_once_by_the_first_to_g
     with Archive.open(tmp_path / "archive.db") as archive:
         admitted = admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(), deferred=True)
         assert admitted["indexPending"] is True and admitted["indexOutcomes"] == {}
+        assert admitted["generation"] is None  # no index generation until the queue indexes it
         document = admitted["documentId"]
         assert _derived(archive, document) == (0, 0, 1)
+        assert archive.conn.execute("SELECT count(*) FROM index_generations").fetchone()[0] == 0
         assert text in archive.get({"documentId": document, "project": PROJECT})["text"]  # exact at once
         assert archive.status({"project": PROJECT})["indexQueue"]["documents"] == 1
         doctor = archive.call("doctor", {})
@@ -68,6 +70,8 @@ def test_a_deferred_document_is_exact_at_once_and_indexed_once_by_the_first_to_g
         assert [r["documentId"] for r in found["results"]][:1] == [document] and "indexPending" not in found
         assert _derived(archive, document) == (*expected[:2], 0)
         assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 0  # nothing twice
+        generation = archive.get({"documentId": document, "project": PROJECT})["generation"]
+        assert archive.conn.execute("SELECT id FROM index_generations").fetchall() == [(generation,)]
         assert archive.status({})["indexQueue"] == {"documents": 0, "oldestSeconds": 0.0}
         again = admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(), deferred=True)
         assert again["created"] is False and _derived(archive, document) == (*expected[:2], 0)
