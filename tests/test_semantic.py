@@ -542,6 +542,39 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
         assert sum(overlaps) / len(overlaps) >= 0.9
 
 
+def test_the_block_scan_keeps_every_vector_tied_with_the_nearest_it_has_seen(tmp_path):
+    # Sign bits made so the query's Hamming distance to vector i is known: the query is all
+    # positive (every bit set), and a vector with n bits cleared is n away. The first blocks
+    # fill the shortlist with vectors 1 away; a later block holds more vectors 1 away with smaller
+    # ids, which the nearest by (distance, id) must include.
+    from cwa.store import vector_blocks
+    from cwa.store.connection import open_connection
+
+    conn = open_connection(tmp_path / "a.db")
+    width = vector_blocks.BITS_WIDTH
+
+    def bits(cleared: int) -> bytes:
+        return bytes([0x00] * (cleared // 8) + [0xFF >> (cleared % 8)] * (cleared % 8 > 0)).ljust(width, b"\xff")
+
+    blocks = [  # (ids, distances): ids 1000+ at distance 1 first, then ids 1-40 at 1 and 2
+        (range(1000, 1064), [1] * 64),
+        (range(2000, 2064), [3] * 64),
+        (range(1, 41), [1, 2] * 20),
+    ]
+    with conn:
+        conn.execute("INSERT INTO projects (id, identity, created_at) VALUES (1, '/p', '2026-12-01T00:00:00.000Z')")
+        for ids, distances in blocks:
+            conn.execute(
+                "INSERT INTO window_vector_blocks (project_id, ids, bits) VALUES (1, ?, ?)",
+                (np.array(list(ids), dtype="<i8").tobytes(), b"".join(bits(d) for d in distances)),
+            )
+    query = np.ones(vector_blocks.DIMENSIONS, dtype="<f4").tobytes()
+    for size in (5, 16, 30):
+        expected = sorted([(1, i) for i in range(1, 41, 2)] + [(1, i) for i in range(1000, 1064)])[:size]
+        assert vector_blocks.shortlist(conn, 1, query, size) == [i for _, i in expected]
+    conn.close()
+
+
 def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_project_lost(tmp_path, monkeypatch):
     from cwa.index import semantic as semantic_index
     from cwa.retrieve import semantic
@@ -583,10 +616,13 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
             def hamming(i, q=query_bits):
                 return bin(int.from_bytes(bits[i], "little") ^ int.from_bytes(q, "little")).count("1")
 
-            expected = sorted(bits, key=lambda i: (hamming(i), i))[:48]
-            assert vector_blocks.shortlist(conn, scope.project_row, vector.astype("<f4").tobytes(), 48) == expected
-            # every project's: /other's one content is this project's too, counted once
-            assert vector_blocks.shortlist(conn, None, vector.astype("<f4").tobytes(), 48) == expected
+            for size in (5, 31, 48):  # under a block (32 here), each block is cut to its nearest first
+                expected = sorted(bits, key=lambda i: (hamming(i), i))[:size]
+                assert (
+                    vector_blocks.shortlist(conn, scope.project_row, vector.astype("<f4").tobytes(), size) == expected
+                )
+                # every project's: /other's one content is this project's too, counted once
+                assert vector_blocks.shortlist(conn, None, vector.astype("<f4").tobytes(), size) == expected
         assert [semantic_index.nearest_contents(conn, scope.project_row, v, 8) for v in vectors] == row_scan
         assert [semantic_index.nearest_contents(conn, None, v, 8) for v in vectors] == everywhere
 

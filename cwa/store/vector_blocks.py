@@ -75,15 +75,26 @@ def shortlist(conn: apsw.Connection, project_row: int | None, vector_bytes: byte
     bits = conn.execute(sql["query_bits"], {"vector": vector_bytes}).fetchone()[0]
     query = np.frombuffer(bits, dtype="<u8")
     ids, distances = [], []
+    held, bound = 0, None  # bound: the `size`-th smallest distance seen so far, once known
     everywhere = project_row is None
     scope = {"project": project_row}
     for block_ids, block_bits in conn.execute(sql["every_block" if everywhere else "project_blocks"], scope):
-        ids.append(np.frombuffer(block_ids, dtype="<i8"))  # one block's bits in memory at a time
         counts = np.bitwise_count(np.frombuffer(block_bits, dtype="<u8").reshape(-1, WORDS) ^ query)
-        distance = counts[:, 0].astype(np.int32)
+        distance = counts[:, 0].astype(np.int32)  # one block's bits in memory at a time
         for word in range(1, WORDS):  # column by column: twice as fast as sum(axis=1)
             distance += counts[:, word]
+        block = np.frombuffer(block_ids, dtype="<i8")
+        if bound is not None:  # `size` vectors already seen are at least as near as the rest
+            kept = distance <= bound
+            block, distance = block[kept], distance[kept]
+        ids.append(block)
         distances.append(distance)
+        held += len(distance)
+        if held > 4 * size:  # keep what can still be among the nearest: memory stays a few blocks'
+            every_id, every_distance = np.concatenate(ids), np.concatenate(distances)
+            kept = _nearest(every_distance, size)
+            ids, distances = [every_id[kept]], [every_distance[kept]]
+            held, bound = len(ids[0]), int(distances[0].max())
     if not ids:
         return None
     unpacked = sql["every_unpacked_distance" if everywhere else "unpacked_distances"]
@@ -93,10 +104,17 @@ def shortlist(conn: apsw.Connection, project_row: int | None, vector_bytes: byte
         distances.append(np.array([row[1] for row in rest], dtype=np.int32))
     every_id, every_distance = np.concatenate(ids), np.concatenate(distances)
     if len(every_id) > size:
-        # the `size` smallest distances, with every id tied at the largest of them
-        bound = np.partition(every_distance, size - 1)[size - 1]
-        kept = every_distance <= bound
+        kept = _nearest(every_distance, size)
         every_id, every_distance = every_id[kept], every_distance[kept]
     order = np.lexsort((every_id, every_distance))
     # a content several projects hold, or one removed then scoped again, is counted once
     return list(dict.fromkeys(every_id[order].tolist()))[:size]
+
+
+def _nearest(distance, size: int):
+    """A mask of the `size` smallest distances, with every one tied at the largest of them. A
+    vector farther than that largest one, among some of the vectors, is farther than `size` of
+    them: never among the nearest of all, so the scan drops it as it goes."""
+    import numpy as np
+
+    return distance <= np.partition(distance, size - 1)[size - 1]

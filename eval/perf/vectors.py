@@ -18,7 +18,8 @@ say) spread over `--projects` projects, the largest holding half; times `nearest
 largest project and for the smallest with their sign bits in rows (`largestRows`,
 `smallestRows`) and across every project (`nearest_everywhere`: `everywhereRows`), then packs
 them in blocks (cwa/store/vector_blocks.py: `packSeconds`, and whether the largest project's
-results stay the same) and times the three again; then the vec0 exhaustive k-nearest; 20 queries
+results stay the same) and times the three again (and the memory the every-project search holds
+at its peak: `everywherePeakBytes`, tracemalloc); then the vec0 exhaustive k-nearest; 20 queries
 each, k = 40
 (the search's first batch); and the bytes a vector takes in each table (SQLite's dbstat: whole
 pages, so a page's unused space counts), then again after a VACUUM (packing empties the rows'
@@ -31,6 +32,7 @@ import argparse
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -183,6 +185,7 @@ def speed(count: int, project_count: int, seed: int = 7) -> dict:
             largest=latency(timed(lambda v: nearest(conn, v, 40, 1))),
             smallest=latency(timed(lambda v: nearest(conn, v, 40, smallest))),
             everywhere=latency(timed(lambda v: nearest(conn, v, 40, None))),
+            everywherePeakBytes=peak_bytes(lambda: nearest(conn, asked[0], 40, None)),
             vec0Exhaustive=latency(timed(lambda v: conn.execute(baseline_sql, (v.tobytes(),)).fetchall())),
             bytesPerVector=bytes_per_vector(conn, count),
         )
@@ -190,6 +193,17 @@ def speed(count: int, project_count: int, seed: int = 7) -> dict:
         result["bytesPerVectorVacuumed"] = bytes_per_vector(conn, count)
         conn.close()
     return result
+
+
+def peak_bytes(action) -> int:
+    """The most memory Python and numpy held at once during `action` beyond what they held
+    before (tracemalloc: numpy reports its arrays' buffers to it)."""
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def conversion(count: int, seed: int = 7) -> dict:
@@ -261,6 +275,7 @@ def main() -> None:
         for name in ("largestRows", "largest", "smallestRows", "smallest", "everywhereRows", "everywhere"):
             print(f"  {name:15} {s[name]['p50_ms']:8.1f} / {s[name]['p95_ms']:8.1f}")
         print(f"  {'vec0Exhaustive':15} {s['vec0Exhaustive']['p50_ms']:8.1f} / {s['vec0Exhaustive']['p95_ms']:8.1f}")
+        print(f"  every project, packed: {s['everywherePeakBytes'] / 2**20:.1f} MiB of Python and numpy at the peak")
         print(
             f"  packed {s['packed']:,} in {s['packSeconds']} s; same results: {s['sameResultsPacked']}; "
             "(no suffix: packed in blocks)"
