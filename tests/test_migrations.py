@@ -33,7 +33,7 @@ from cwa.store.retention import plan_of
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import convert, convert_batch, quantized
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
-from cwa_eval.perf.upgrade import PerRowAnchors, named_outcomes, stored_source_keys
+from cwa_eval.perf.upgrade import DIGEST_COLUMNS, PerRowAnchors, hex_digests, named_outcomes, stored_source_keys
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/upgraded"
@@ -45,25 +45,11 @@ PACKED_BITS_SINCE = 19  # window_vector_blocks; before, sign bits were only read
 BINARY_DIGESTS_SINCE = 20  # digests as 32 bytes; before, 64 hex characters
 OUTCOME_CODES_SINCE = 22  # index outcomes name handler and outcome by id; before, by name
 SOURCE_KEYS_FROM_MESSAGES_SINCE = 23  # before, documents also stored their first and last source keys
-DIGEST_COLUMNS = {
-    "documents": ("text_digest", "identity_digest"),
-    "chunks": ("hash",),
-    "windows": ("content_hash",),
-    "window_embeddings": ("content_hash",),
-    "embedding_queue": ("content_hash",),
-}
 
 
 def as_hex(column: str) -> str:
     """A digest column as hex text, whichever way the schema stored it."""
     return f"CASE typeof({column}) WHEN 'blob' THEN lower(hex({column})) ELSE {column} END"
-
-
-def store_hex_digests(conn: apsw.Connection) -> None:
-    """Digests as schemas 1-19 stored them: 64 lowercase hex characters."""
-    for table, columns in DIGEST_COLUMNS.items():
-        if conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = ?", (table,)).fetchone()[0]:
-            conn.execute(f"UPDATE {table} SET " + ", ".join(f"{c} = lower(hex({c}))" for c in columns))
 
 
 class QueueOnlySemanticHandler(SemanticQueueHandler):
@@ -225,7 +211,7 @@ def archive_at(path: Path, version: int) -> None:
             if request["kind"] == "decision":
                 decision = admitted["documentId"]
         if version < BINARY_DIGESTS_SINCE:
-            store_hex_digests(conn)
+            hex_digests(conn)
     finally:
         stack.close()
         conn.close()

@@ -112,9 +112,11 @@ def stored_source_keys(conn: apsw.Connection) -> Iterator[None]:
 
 
 def hex_digests(conn: apsw.Connection) -> None:
-    """Every digest as schemas before 20 stored it (tests/test_migrations.py does the same)."""
+    """Every digest as schemas before 20 stored it: 64 lowercase hex characters (the tables that
+    schema has; tests/test_migrations.py builds old archives with it too)."""
     for table, columns in DIGEST_COLUMNS.items():
-        conn.execute(f"UPDATE {table} SET " + ", ".join(f"{c} = lower(hex({c}))" for c in columns))
+        if conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = ?", (table,)).fetchone()[0]:
+            conn.execute(f"UPDATE {table} SET " + ", ".join(f"{c} = lower(hex({c}))" for c in columns))
 
 
 def old_archive(path: Path, documents: int, schema: int) -> int:
