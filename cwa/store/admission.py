@@ -67,7 +67,8 @@ def admit(
         )
 
     document = _serialize_within_limit(request["messages"])
-    identity = identity_digest(request, document, created_explicit)
+    text_digest = blake3.blake3(document.text).digest()  # hashed once: the manifest names it too
+    identity = identity_digest(request, document, created_explicit, text_digest)
     identity_key = bytes.fromhex(identity)  # stored as its 32 bytes, as every digest
     existing = conn.execute(sql["find_by_identity"], (identity_key,)).fetchone()
     if existing:
@@ -83,7 +84,6 @@ def admit(
     part = request["kind"] == "checkpoint-part"
     indexed_now = not part and not deferred
     prepared = prepare_handlers(handlers, request["kind"], document) if indexed_now else {}  # before the lock
-    text_digest = blake3.blake3(document.text).digest()
 
     with write_transaction(conn):
         existing = conn.execute(sql["find_by_identity"], (identity_key,)).fetchone()

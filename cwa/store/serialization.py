@@ -114,8 +114,11 @@ def serialize_messages(messages: list[dict[str, Any]]) -> SerializedDocument:
     return SerializedDocument(b"".join(pieces), tuple(coordinates))
 
 
-def identity_digest(request: dict[str, Any], document: SerializedDocument, created_explicit: bool) -> str:
+def identity_digest(
+    request: dict[str, Any], document: SerializedDocument, created_explicit: bool, text_digest: bytes
+) -> str:
     """blake3 of the canonical manifest: what makes two admissions the same document.
+    `text_digest` is the blake3 of `document.text` (admission stores it too).
 
     A defaulted createdAt is left out, so a retry of the same input an instant later is still
     the same document; an explicit one is part of the identity.
@@ -130,7 +133,7 @@ def identity_digest(request: dict[str, Any], document: SerializedDocument, creat
         "subjectKey": request.get("subjectKey"),
         "supersedes": request.get("supersedes"),
         "metadata": request.get("metadata"),
-        "textDigest": blake3.blake3(document.text).hexdigest(),
+        "textDigest": text_digest.hex(),
         "messages": [
             [m.key, m.role, m.tool_name, m.tool_call_id, m.timestamp, m.start, m.end] for m in document.messages
         ],
