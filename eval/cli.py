@@ -193,9 +193,14 @@ def eval_long(sizes, histories, facts_per_kind, modes, seed, as_json) -> None:
     help="Windows embedded with the model (the throughput figure); the rest get seeded random "
     "vectors, which cost the vector scan the same.",
 )
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep each measured archive in this folder as CORPUS-SIZE.db (deleted otherwise).",
+)
 @json_option
 @handles_errors
-def eval_perf(sizes, corpora, count, embed_sample, as_json) -> None:
+def eval_perf(sizes, corpora, count, embed_sample, keep, as_json) -> None:
     """Admission, search, preflight, recall and gather cost, archive bytes by kind, serve RSS
     and cold start at each size, against a bare-FTS5 floor of the same texts (temporary
     archives; docs/performance.md)."""
@@ -218,5 +223,5 @@ def eval_perf(sizes, corpora, count, embed_sample, as_json) -> None:
             reason="unknown-corpus",
         )
     say = (lambda _: None) if as_json else (lambda line: click.echo(f"… {line}", err=True))
-    report = run(chosen_sizes, chosen, count, embed_sample, say)
+    report = run(chosen_sizes, chosen, count, embed_sample, say, keep)
     print_answer(report, as_json, print_report)

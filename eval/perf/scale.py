@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -316,7 +317,14 @@ def cold_start(
     return {"median_ms": round(statistics.median(timings), 1), "best_ms": round(min(timings), 1), "runs": runs}
 
 
-def measure(corpus: str, windows: int, count: int, embed_sample: int, progress: Callable[[str], None]) -> dict:
+def measure(
+    corpus: str,
+    windows: int,
+    count: int,
+    embed_sample: int,
+    progress: Callable[[str], None],
+    keep: Path | None = None,
+) -> dict:
     project = PROJECTS[corpus]
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "archive.db"
@@ -336,6 +344,8 @@ def measure(corpus: str, windows: int, count: int, embed_sample: int, progress: 
         one_shot = cold_start(
             ["call", "search"], orjson.dumps({"project": project, "query": queries[0]}), {"CWA_DB": str(db)}, runs=3
         )
+        if keep:
+            keep_archive(db, keep / f"{corpus}-{windows}.db")
     return {
         "corpus": corpus,
         "requested": windows,
@@ -355,6 +365,15 @@ def measure(corpus: str, windows: int, count: int, embed_sample: int, progress: 
     }
 
 
+def keep_archive(db: Path, target: Path) -> None:
+    """Move a measured archive (and its WAL, if one is left) out of the temporary folder."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal"):
+        source = db.with_name(db.name + suffix)
+        if source.exists():
+            shutil.move(source, target.with_name(target.name + suffix))
+
+
 def _ratio(mine: dict, base: dict, key: str) -> float | None:
     return round(mine[key] / base[key], 2) if mine.get(key) and base.get(key) else None
 
@@ -365,6 +384,7 @@ def run(
     count: int,
     embed_sample: int,
     progress: Callable[[str], None] = lambda _: None,
+    keep: Path | None = None,
 ) -> dict:
     report = {
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "sqlite": apsw.sqlite_lib_version()},
@@ -376,7 +396,7 @@ def run(
     for corpus in corpora:
         for windows in sizes:
             progress(f"{corpus} at {windows:,} windows")
-            report["runs"].append(measure(corpus, windows, count, embed_sample, progress))
+            report["runs"].append(measure(corpus, windows, count, embed_sample, progress, keep))
     return report
 
 
