@@ -35,6 +35,14 @@ WHERE window_fts MATCH :match AND rank MATCH :ranking AND rowid > :low
 ORDER BY rank
 LIMIT :k;
 
+-- name: lexical_top_known_idf
+-- lexical_top with each phrase's window count given (:hits, a JSON array in phrase order):
+-- cwa_bm25 (cwa/retrieve/bm25.py) is bm25() without reading the phrases' posting lists to count.
+SELECT rowid, cwa_bm25(window_fts, :hits) AS score FROM window_fts
+WHERE window_fts MATCH :match AND rowid > :low
+ORDER BY score
+LIMIT :k;
+
 -- name: newest_window
 SELECT coalesce(max(id), 0) FROM windows;
 

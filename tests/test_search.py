@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import orjson
 import pytest
 from conftest import DISK_GUARD_OFF
 
@@ -475,3 +476,90 @@ def test_an_unselective_query_is_scored_over_the_newest_windows_first_and_grows_
         monkeypatch.setattr(searching, "LEXICAL_POOL", 400)
         many = archive.search({**search, "project": P, "limit": 50})["results"]
         assert len(many) == 50 and {r["documentId"] for r in many} & set(rows[:200])
+
+
+def _varied_archive(archive: Archive, documents: int = 240) -> None:
+    """Documents of a small seeded vocabulary over user, assistant and tool-output text, so terms
+    differ in frequency, column and row length."""
+    import random
+
+    rng = random.Random(7)
+    words = ["lock", "retry", "cache", "policy", "worker", "timeout", "session", "handler", "queue", "index"]
+    for n in range(documents):
+        said = " ".join(rng.choice(words[: 3 + n % 8]) for _ in range(rng.randint(3, 30)))
+        answer = " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+        if n % 5 == 4:
+            archive.admit(doc(f"s{n % 7}", ("toolResult", said), kind="tool-result"))
+        else:
+            archive.admit(doc(f"s{n % 7}", ("user", said), ("assistant", answer)))
+
+
+def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
+    # cwa_bm25 is bm25() fed the phrases' window counts instead of counting them: given exact
+    # counts, every score is the same float, for AND and for OR expressions with context twins.
+    from cwa.index.terms import context_term
+    from cwa.retrieve import bm25
+    from cwa.retrieve.search import RANKING
+    from cwa.store.sqlfiles import queries
+
+    sql = queries("search")
+    with Archive.open(tmp_path / "a.db") as archive:
+        _varied_archive(archive)
+        conn = archive.conn
+        bm25.register(conn)
+
+        def windows_holding(term: str) -> int:
+            row = conn.execute(sql["term_frequency"], (term,)).fetchone()
+            return row[0] if row else 0
+
+        expressions = [
+            (["lock", "retri"], '"lock" AND "retri"'),
+            (["session", "handler", "queue"], '"session" AND "handler" AND "queue"'),
+            (
+                ["polici", context_term("polici"), "cach", context_term("cach")],
+                '("polici" OR "·polici") OR ("cach" OR "·cach")',
+            ),
+        ]
+        compared = 0
+        for phrases, match in expressions:
+            for low in (0, 150):
+                fts5 = conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": 25, "low": low})
+                known = conn.execute(
+                    sql["lexical_top_known_idf"],
+                    {
+                        "match": match,
+                        "hits": orjson.dumps([windows_holding(p) for p in phrases]).decode(),
+                        "k": 25,
+                        "low": low,
+                    },
+                )
+                expected, found = fts5.fetchall(), known.fetchall()
+                assert found and dict(found) == dict(expected)
+                compared += len(found)
+        assert compared > 100
+
+
+def test_the_known_count_path_finds_what_fts5_s_own_ranking_finds(tmp_path, monkeypatch):
+    # Whichever side of the cost rule a query falls on, search returns the same results: through
+    # FTS5's bm25() and through cwa_bm25 with the counts search holds, AND, OR and sliced alike.
+    from cwa.retrieve import bm25
+    from cwa.retrieve import search as searching
+
+    monkeypatch.setattr(searching, "POSTINGS_BUDGET", 60)
+    monkeypatch.setattr(searching, "SLICE_MATCHES", 90)
+    with Archive.open(tmp_path / "a.db") as archive:
+        _varied_archive(archive)
+        queries = ["lock retry", "session handler queue", "cache policy", "worker timeout index", "retry"]
+        answers = {}
+        for forced in (False, True):
+            monkeypatch.setattr(bm25, "cheaper", lambda *_, forced=forced: forced)
+            answers[forced] = [
+                [
+                    (r["documentId"], r["score"])
+                    for r in archive.search(
+                        {"project": P, "query": q, "limit": 8, "leaseSeconds": 0, "semanticPolicy": "never"}
+                    )["results"]
+                ]
+                for q in queries
+            ]
+        assert all(answers[False]) and answers[True] == answers[False]

@@ -12,15 +12,24 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import apsw
+import orjson
 
 from cwa.config import Settings
 from cwa.index.exact import Anchor, fold, query_anchors
 from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.index.semantic import pending
 from cwa.index.structure import CUE_THRESHOLD
-from cwa.index.terms import MAX_QUERY_TERMS, fts_phrase, fts_term_or_context, query_terms, terms, tokens
+from cwa.index.terms import (
+    MAX_QUERY_TERMS,
+    context_term,
+    fts_phrase,
+    fts_term_or_context,
+    query_terms,
+    terms,
+    tokens,
+)
 from cwa.models import ModelUnavailable, reranker, reranker_dir
-from cwa.retrieve import calibration, expansion, importance, neighbors, ranker
+from cwa.retrieve import bm25, calibration, expansion, importance, neighbors, ranker
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies, make_context
 from cwa.retrieve.fusion import fuse
@@ -476,7 +485,7 @@ def _select_terms(ctx: Context, query: str) -> list[str]:
 
 def match_expressions(
     qterms: list[str], df: dict[str, int], total: int, context: bool = True
-) -> list[tuple[str, float]]:
+) -> list[tuple[str, float, tuple[str, ...]]]:
     """FTS5 queries to run in turn, least-common posting lists first, within a work budget.
 
     The rarest terms are OR-ed while their postings add up to at most POSTINGS_BUDGET; commoner
@@ -484,7 +493,8 @@ def match_expressions(
     When even the rarest term is over the budget, the terms must first all occur together (AND),
     and the OR of the rarest follows only if that finds too little. The OR also matches a term in
     a window's context field (a reply found by its question's words), unless not `context`.
-    Each comes with the number of windows it is expected to match (terms taken as independent).
+    Each comes with the number of windows it is expected to match (terms taken as independent)
+    and its phrases in FTS5's order (a term's context twin right after it).
     """
     present = sorted((t for t in qterms if df[t] > 0), key=lambda t: (df[t], t))
     if not present:
@@ -496,12 +506,16 @@ def match_expressions(
         chosen.append(term)
         spent += df[term]
     broad = " OR ".join(fts_term_or_context(t) if context else fts_phrase(t) for t in chosen)
+    phrases = tuple(p for t in chosen for p in ((t, context_term(t)) if context else (t,)))
     if df[present[0]] > POSTINGS_BUDGET and len(present) > 1:
         together = float(total)
         for term in present:
             together *= df[term] / max(total, 1)
-        return [(" AND ".join(fts_phrase(t) for t in present), together), (broad, float(spent))]
-    return [(broad, float(spent))]
+        return [
+            (" AND ".join(fts_phrase(t) for t in present), together, tuple(present)),
+            (broad, float(spent), phrases),
+        ]
+    return [(broad, float(spent), phrases)]
 
 
 RANKING = "bm25({})".format(", ".join(str(WEIGHTS[c]) for c in COLUMNS))
@@ -525,9 +539,9 @@ def _lexical_search(
         wanted = [t for t in qterms if matchable(t, df[t], total)]
     rows: list[WindowRow] = []
     seen_windows: set[int] = set()
-    for match, expected in match_expressions(wanted, df, total, context):
+    for match, expected, phrases in match_expressions(wanted, df, total, context):
         for found in best_admissible(
-            ctx, _bm25f(ctx, match, expected), max(LEXICAL_POOL, WINDOWS_PER_RESULT * limit), limit, taken
+            ctx, _bm25f(ctx, match, expected, phrases), max(LEXICAL_POOL, WINDOWS_PER_RESULT * limit), limit, taken
         ):
             if found.window_id not in seen_windows:
                 seen_windows.add(found.window_id)
@@ -555,7 +569,7 @@ def _lexical_search(
     return distinct_candidates(rows, taken, limit, candidate)
 
 
-def _bm25f(ctx: Context, match: str, expected: float) -> Ranking:
+def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...]) -> Ranking:
     """FTS5's own top k for an expression (its fastest path), as relevance: -bm25(), higher better.
 
     FTS5 scores every window an expression matches before it sorts, so an unselective one (only
@@ -563,20 +577,26 @@ def _bm25f(ctx: Context, match: str, expected: float) -> Ranking:
     windows first: the newest id range expected to hold POSTINGS_BUDGET matches, grown until it
     holds k of them. The cost is then bounded by the budget, not by the archive's size; BM25
     keeps the whole index's statistics, and a selective expression is scored everywhere at once.
+    Where counting the phrases' postings would cost more than the scoring itself, the same BM25F
+    is computed with the counts search already holds (cwa/retrieve/bm25.py).
     """
     sql = queries("search")
     newest, span = 0, 0  # a selective expression: every id at once
     if expected > SLICE_MATCHES:
         newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
         span = max(1, int(newest * POSTINGS_BUDGET / expected))
+    statement, ranking = sql["lexical_top"], {"ranking": RANKING}
+    known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
+    if bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected):
+        df, _ = frequencies(ctx, list(phrases))
+        bm25.register(ctx.conn)
+        statement, ranking = sql["lexical_top_known_idf"], {"hits": orjson.dumps([df[p] for p in phrases]).decode()}
 
     def rank(k: int) -> tuple[dict[int, float], bool]:
         nonlocal span
         while True:
             low = max(0, newest - span)
-            top = ctx.conn.execute(
-                sql["lexical_top"], {"match": match, "ranking": RANKING, "k": k, "low": low}
-            ).fetchall()
+            top = ctx.conn.execute(statement, {"match": match, **ranking, "k": k, "low": low}).fetchall()
             if len(top) >= k or low == 0:
                 return {window: -raw for window, raw in top}, len(top) < k
             span *= SLICE_GROWTH
