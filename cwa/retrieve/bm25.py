@@ -2,13 +2,14 @@
 
 FTS5's `bm25()` counts every phrase's windows itself, by reading the phrase's whole posting
 list once per statement, before it scores a single row. On a large archive that read, not the
-scoring, is most of a query made only of common terms: two terms in most of a million windows
-cost about 25 ms to count even when only the newest 5,000 matching windows are scored.
-`cwa_bm25` is the same formula (k1 1.2, b 0.75, the column weights of cwa/index/lexical.py,
-IDF floored at 1e-6, row length over the index's average) fed the counts search already holds
-(`frequencies`, cached per process for common terms), scoring each matched row in Python,
-about three times what FTS5's own scoring costs a row. `cheaper` says when that trade wins.
-"""
+scoring, is most of a query made only of common terms: with two terms each in two thirds of a
+million windows, ranking the newest 5,000 ids takes 78 ms where fetching them takes 9
+(eval/perf/idf_scan.py). `cwa_bm25` is the same formula (k1 1.2, b 0.75, the column weights of
+cwa/index/lexical.py, IDF floored at 1e-6, row length over the index's average) fed the counts
+search already holds (`frequencies`), scoring each matched row in Python at two to three times
+FTS5's cost a row; `cheaper` says when that trade wins. Given exact counts it returns bm25()'s
+float; a common term's count may be up to a tenth stale (cwa/retrieve/context.py), and its
+IDF with it."""
 
 from __future__ import annotations
 
@@ -22,14 +23,15 @@ from cwa.index.lexical import COLUMNS, WEIGHTS
 
 FUNCTION = "cwa_bm25"
 K1, B = 1.2, 0.75
-_COLUMN_WEIGHTS = tuple(WEIGHTS[c] for c in COLUMNS)
-# Microseconds, measured on the 100,000-window coding archive of `cwa eval perf` (2-core machine,
-# eval/perf/lexical_profile.py): FTS5 counting one posting, FTS5 scoring one matched row, and
-# this function scoring one matched row, plus its cost per phrase.
-COUNT_POSTING_US = 0.06
-FTS5_ROW_US = 1.1
-PYTHON_ROW_US = 1.8
-PYTHON_PHRASE_US = 0.7
+TITLE, USER, ASSISTANT, BODY, CONTEXT = (WEIGHTS[c] for c in COLUMNS)
+# Microseconds, measured on the 100,000-window coding archive of `cwa eval perf --keep` (2-core
+# machine) by `python eval/perf/lexical_profile.py ARCHIVE --calibrate`: FTS5 counting one
+# posting and scoring one matched row, and this function scoring one matched row, plus its cost
+# per phrase.
+COUNT_POSTING_US = 0.05
+FTS5_ROW_US = 1.3
+PYTHON_ROW_US = 1.6
+PYTHON_PHRASE_US = 0.6
 
 _REGISTERED: WeakSet[apsw.Connection] = WeakSet()
 
@@ -67,12 +69,14 @@ def _score(api: apsw.FTS5ExtensionApi, hits: str) -> float:
     idf, average = found
     norm = K1 * (1.0 - B + B * api.column_size(-1) / average)
     score = 0.0
+    locations = api.phrase_locations
     for phrase, weight in enumerate(idf):
-        frequency = 0.0
-        # Added instance by instance, in FTS5's order, so the sum is bm25()'s to the last bit.
-        for column, offsets in enumerate(api.phrase_locations(phrase)):
-            for _ in offsets:
-                frequency += _COLUMN_WEIGHTS[column]
+        title, user, assistant, body, context = locations(phrase)
+        # FTS5 adds a column's weight once per instance, column by column. The first four weights
+        # are exact in binary, so their products are those sums; context's is added as FTS5 does.
+        frequency = TITLE * len(title) + USER * len(user) + ASSISTANT * len(assistant) + BODY * len(body)
+        for _ in context:
+            frequency += CONTEXT
         if frequency:
             score += weight * ((frequency * (K1 + 1.0)) / (frequency + norm))
     return -score

@@ -1,12 +1,14 @@
 """Where lexical search's time goes on an existing archive, query by query.
 
     python eval/perf/lexical_profile.py ARCHIVE [--project P] [--queries 100] [--json]
+    python eval/perf/lexical_profile.py ARCHIVE --calibrate
 
 Runs `cwa eval perf`'s lexical queries (eval/perf/scale.py, the same seed) as `search` with
 `semanticPolicy: never` on ARCHIVE (e.g. one kept by `cwa eval perf --keep`), with its FTS5
 ranking statements timed, and reports the latency percentiles (whole search, its FTS5 ranking
 statements, the rest), then for the slowest tenth of the queries each ranking statement: its
-match expression, expected matches, rows and milliseconds.
+match expression, expected matches, rows and milliseconds. With --calibrate, it measures the
+constants of the rule that picks between FTS5's bm25() and cwa_bm25 (cwa/retrieve/bm25.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import cwa.retrieve.search as search_module
 from cwa.api import Archive
+from cwa.retrieve import bm25
+from cwa.store.sqlfiles import queries
 from cwa_eval.perf.bench import latency
 from cwa_eval.perf.scale import PROJECTS, lexical_queries
 
@@ -78,13 +82,84 @@ def profile(db: Path, project: str, count: int) -> dict:
     }
 
 
+def calibrate(db: Path) -> dict:
+    """The constants of cwa/retrieve/bm25.py's cost rule, measured on this archive: the AND of its
+    two and of its four commonest terms, ranked by bm25() and by cwa_bm25 over every window and
+    over the newest tenth (best of three). Two ranges of one expression give FTS5's cost a row
+    and, from the rest, a posting; the two expressions give cwa_bm25's cost a row and a phrase."""
+    import statistics
+
+    sql = queries("search")
+    with Archive.open(db) as archive:
+        conn = archive.conn
+        bm25.register(conn)
+        common = [
+            t
+            for (t,) in conn.execute("SELECT term FROM window_vocab WHERE term GLOB '[a-z]*' ORDER BY doc DESC LIMIT 4")
+        ]
+        newest = conn.execute(sql["newest_window"]).fetchone()[0]
+
+        def best(statement: str, params: dict) -> float:
+            timings = []
+            for _ in range(3):
+                started = time.perf_counter()
+                conn.execute(statement, params).fetchall()
+                timings.append((time.perf_counter() - started) * 1e6)
+            return min(timings)
+
+        runs = []
+        for terms in (common[:2], common):
+            match = " AND ".join(f'"{t}"' for t in terms)
+            hits = [conn.execute(sql["term_frequency"], (t,)).fetchone()[0] for t in terms]
+            for low in (0, newest - newest // 10):
+                rows = conn.execute(
+                    "SELECT count(*) FROM window_fts WHERE window_fts MATCH ? AND rowid > ?", (match, low)
+                ).fetchone()[0]
+                shared = {"match": match, "k": 40, "low": low}
+                runs.append(
+                    {
+                        "match": match,
+                        "postings": sum(hits),
+                        "phrases": len(terms),
+                        "rows": rows,
+                        "fts5Us": best(sql["lexical_top"], {**shared, "ranking": search_module.RANKING}),
+                        "knownUs": best(sql["lexical_top_known_idf"], {**shared, "hits": orjson.dumps(hits).decode()}),
+                    }
+                )
+    fts5_row = statistics.mean((a["fts5Us"] - b["fts5Us"]) / (a["rows"] - b["rows"]) for a, b in (runs[0:2], runs[2:4]))
+    posting = statistics.mean((r["fts5Us"] - fts5_row * r["rows"]) / r["postings"] for r in runs)
+    per_row = {
+        r["phrases"]: r["knownUs"] / r["rows"]
+        for r in runs
+        if r["rows"] == max(x["rows"] for x in runs if x["phrases"] == r["phrases"])
+    }
+    phrase = (per_row[len(common)] - per_row[2]) / (len(common) - 2)
+    return {
+        "runs": runs,
+        "COUNT_POSTING_US": round(posting, 3),
+        "FTS5_ROW_US": round(fts5_row, 2),
+        "PYTHON_ROW_US": round(per_row[2] - 2 * phrase, 2),
+        "PYTHON_PHRASE_US": round(phrase, 2),
+        "inUse": {
+            name: getattr(bm25, name)
+            for name in ("COUNT_POSTING_US", "FTS5_ROW_US", "PYTHON_ROW_US", "PYTHON_PHRASE_US")
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("archive", type=Path)
     parser.add_argument("--project", default=PROJECTS["coding"])
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument(
+        "--calibrate", action="store_true", help="measure cwa/retrieve/bm25.py's cost constants instead"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.calibrate:
+        print(orjson.dumps(calibrate(args.archive), option=orjson.OPT_INDENT_2).decode())
+        return
     report = profile(args.archive, args.project, args.queries)
     if args.json:
         print(orjson.dumps(report).decode())
