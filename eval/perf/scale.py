@@ -262,8 +262,10 @@ def exact_queries(corpus: str, count: int, seed: int = 3) -> list[str]:
     ]
 
 
-def operations(db: Path, corpus: str, count: int) -> tuple[dict, int]:
-    """Client-side latency of each operation through one `cwa serve`, and its peak RSS."""
+def operations(db: Path, corpus: str, count: int, sessions: str = "perf") -> tuple[dict, int]:
+    """Client-side latency of each operation through one `cwa serve`, and its peak RSS. Preflight
+    freezes each decision per session and message, so a second run on the same archive names its
+    sessions apart (`sessions`) to decide afresh."""
     project = PROJECTS[corpus]
     server = Serve(db)
     timings: dict[str, list[float]] = {name: [] for name in OPERATIONS}
@@ -271,11 +273,14 @@ def operations(db: Path, corpus: str, count: int) -> tuple[dict, int]:
         search = {"project": project, "limit": 10, "leaseSeconds": 0}
         # Warm-up, untimed: the embedding model and the ranker load on first use.
         server.call("search", {**search, "query": "warm up", "semanticPolicy": "always"})
-        server.call("preflight", {"project": project, "sessionId": "perf-warm", "messageKey": "m", "text": "warm up?"})
+        server.call(
+            "preflight", {"project": project, "sessionId": f"{sessions}-warm", "messageKey": "m", "text": "warm up?"}
+        )
         for number, text in enumerate(preflight_messages(count)):
             timings["preflight"].append(
                 server.call(
-                    "preflight", {"project": project, "sessionId": f"perf-{number}", "messageKey": "m", "text": text}
+                    "preflight",
+                    {"project": project, "sessionId": f"{sessions}-{number}", "messageKey": "m", "text": text},
                 )[0]
             )
         for query in exact_queries(corpus, count):
