@@ -23,17 +23,16 @@ ORDER BY m.ordinal DESC LIMIT 1;
 
 -- name: insert_anchor_texts
 -- A document's anchor texts the dictionary lacks (:anchors is a JSON array of
--- [text, folded or null, type, start_byte, end_byte, occurrences]).
+-- [text, folded or null, type bits, start_byte, end_byte, occurrences], one per text).
 INSERT INTO anchor_texts (text, folded)
 SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) WHERE true
 ON CONFLICT (text) DO NOTHING;
 
 -- name: insert_anchors
-INSERT INTO anchors (text_id, document_row, type_id, start_byte, end_byte, occurrences)
-SELECT t.id, :row, k.id, j.value ->> 3, j.value ->> 4, j.value ->> 5
+INSERT INTO anchors (text_id, document_row, types, start_byte, end_byte, occurrences)
+SELECT t.id, :row, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
 FROM json_each(:anchors) AS j
-JOIN anchor_texts AS t ON t.text = j.value ->> 0
-JOIN anchor_types AS k ON k.name = j.value ->> 2;
+JOIN anchor_texts AS t ON t.text = j.value ->> 0;
 
 -- name: insert_cue
 INSERT INTO message_cues (document_row, ordinal, cue, score) VALUES (?, ?, ?, ?);

@@ -18,7 +18,7 @@ from conftest import REPO, hermetic_env, run_cwa
 from cwa import contract
 from cwa.api import Archive
 from cwa.config import load_settings
-from cwa.index.exact import SPECIFICITY, ExactHandler
+from cwa.index.exact import SPECIFICITY, TYPE_IDS, ExactHandler
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
@@ -33,7 +33,14 @@ from cwa.store.retention import plan_of
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import convert, convert_batch, quantized
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
-from cwa_eval.perf.upgrade import DIGEST_COLUMNS, PerRowAnchors, hex_digests, named_outcomes, stored_source_keys
+from cwa_eval.perf.upgrade import (
+    DIGEST_COLUMNS,
+    PerRowAnchors,
+    TypedAnchorRows,
+    hex_digests,
+    named_outcomes,
+    stored_source_keys,
+)
 
 NOW = "2026-11-30T12:00:00.000Z"
 PROJECT = "/work/upgraded"
@@ -45,6 +52,12 @@ PACKED_BITS_SINCE = 19  # window_vector_blocks; before, sign bits were only read
 BINARY_DIGESTS_SINCE = 20  # digests as 32 bytes; before, 64 hex characters
 OUTCOME_CODES_SINCE = 22  # index outcomes name handler and outcome by id; before, by name
 SOURCE_KEYS_FROM_MESSAGES_SINCE = 23  # before, documents also stored their first and last source keys
+MERGED_ANCHOR_TYPES_SINCE = 24  # one anchor row per (text, document); before, one per type too
+# An anchor row with each of its types' names (since 0024 the types are bits of one row).
+ANCHORS_BY_TYPE = (
+    "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences "
+    "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id JOIN anchor_types AS k ON a.types & (1 << k.id)"
+)
 
 
 def as_hex(column: str) -> str:
@@ -91,7 +104,8 @@ class RowBitsSemanticHandler(SemanticQueueHandler):
 # (excluded) the schema whose handler replaced it.
 HANDLERS_BY_SCHEMA = (
     (2, ANCHOR_DICTIONARY_SINCE, PerRowAnchors),
-    (ANCHOR_DICTIONARY_SINCE, None, ExactHandler),
+    (ANCHOR_DICTIONARY_SINCE, MERGED_ANCHOR_TYPES_SINCE, TypedAnchorRows),
+    (MERGED_ANCHOR_TYPES_SINCE, None, ExactHandler),
     (2, None, LexicalHandler),
     (2, None, StructuralHandler),
     (4, VECTOR_BITS_SINCE, QueueOnlySemanticHandler),
@@ -247,7 +261,14 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
     archive_at(path, version)
     before = snapshot(path)
     old = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    keys = old.execute("SELECT document_id, version, first_source_key, last_source_key FROM documents").fetchall()
+    if version < SOURCE_KEYS_FROM_MESSAGES_SINCE:
+        keys = old.execute("SELECT document_id, version, first_source_key, last_source_key FROM documents").fetchall()
+    else:  # read from its messages, as get does
+        keys = old.execute(
+            "SELECT d.document_id, d.version, f.message_key, la.message_key FROM documents AS d "
+            "JOIN messages AS f ON f.document_row = d.id AND f.ordinal = 0 "
+            "JOIN messages AS la ON la.document_row = d.id AND la.ordinal = d.source_key_count - 1 ORDER BY d.id"
+        ).fetchall()
     old.close()
 
     with Archive.open(path, clock=lambda: NOW) as archive:
@@ -409,6 +430,16 @@ def test_vectors_leave_vec0_whole_and_each_project_gets_the_sign_bits_of_its_con
         assert found["semantic"]["used"] is True and any("semantic" in r["modes"] for r in found["results"])
 
 
+def _most_specific_first(rows: list[tuple]) -> dict[tuple, tuple]:
+    """(document, text) → the (type, range, occurrences) of its most specific type's row."""
+    first: dict[tuple, tuple] = {}
+    for row, kind, text, _, start, end, occurrences in rows:
+        held = first.get((row, text))
+        if held is None or TYPE_IDS[kind] < TYPE_IDS[held[0]]:
+            first[(row, text)] = (kind, start, end, occurrences)
+    return first
+
+
 def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
     path = tmp_path / "old.db"
     archive_at(path, ANCHOR_DICTIONARY_SINCE - 1)
@@ -420,19 +451,77 @@ def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
     assert len({text for _, _, text, *_ in before}) < len(before)  # some text is in two documents
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
-        after = sorted(
-            conn.execute(
-                "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences "
-                "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id JOIN anchor_types AS k ON k.id = a.type_id"
+        after = sorted(conn.execute(ANCHORS_BY_TYPE))
+        # every (document, type, text) is kept; the range is the most specific type's (0024)
+        assert [r[:4] for r in after] == [r[:4] for r in before]
+        assert {
+            (r, t): tuple(rest)
+            for r, t, *rest in conn.execute(
+                "SELECT a.document_row, t.text, a.start_byte, a.end_byte, a.occurrences "
+                "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id"
             )
-        )
-        assert after == before
+        } == {key: value[1:] for key, value in _most_specific_first(before).items()}
         # the types' names and specificities are the ones the extractor scores with
         assert {n: sp for n, sp in conn.execute("SELECT name, specificity FROM anchor_types")} == SPECIFICITY
         texts = conn.execute("SELECT count(*), count(DISTINCT text) FROM anchor_texts").fetchone()
         assert texts == (len({text for _, _, text, *_ in before}),) * 2
         # case-folded lookup still goes through the folded form
         found = archive.search({"project": PROJECT, "query": "e_upload_stall", "semanticPolicy": "never"})["results"]
+        assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
+
+
+def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, MERGED_ANCHOR_TYPES_SINCE - 1)
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = ON")
+    # A text found as a symbol first (twice in all) and quoted (more specific) only later: the
+    # merged row keeps the quoted occurrence's range and count.
+    quoted = {
+        "project": PROJECT,
+        "sessionId": "types",
+        "createdAt": "2026-10-20T09:05:00Z",
+        "kind": "turn",
+        "messages": [{"key": "q1", "role": "user", "text": 'see retry_policy first, then "retry_policy" again'}],
+    }
+    handlers = (TypedAnchorRows(), LexicalHandler(), StructuralHandler())
+    admit(conn, contract.validate(contract.ADMIT, quoted), handlers=handlers, now="2026-10-21T10:00:00.000Z")
+    before = sorted(
+        conn.execute(
+            "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences FROM anchors AS a "
+            "JOIN anchor_texts AS t ON t.id = a.text_id JOIN anchor_types AS k ON k.id = a.type_id"
+        )
+    )
+    conn.close()
+    merged = _most_specific_first(before)
+    assert len(merged) < len(before)  # some text was found as two types in one document
+    spans = {(k, start, n) for _, k, t, _, start, _, n in before if t == "retry_policy"}
+    assert {k for k, _, _ in spans} == {"symbol", "quoted"} and len({(s, n) for _, s, n in spans}) == 2
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert sorted(r[:4] for r in conn.execute(ANCHORS_BY_TYPE)) == [r[:4] for r in before]
+        rows = conn.execute(
+            "SELECT a.document_row, t.text, a.start_byte, a.end_byte, a.occurrences "
+            "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id"
+        ).fetchall()
+        assert len(rows) == len(merged) and {(r, t): tuple(rest) for r, t, *rest in rows} == {
+            key: value[1:] for key, value in merged.items()
+        }
+        # a new document's rows are written as the migration merged the old ones (same text, so
+        # the same types, texts and counts; its byte ranges are its own)
+        first = snapshot(path)["documents"][0][0]
+        old_row = find_document(conn, first, 1)["row"]
+        request = {**sample_requests(MERGED_ANCHOR_TYPES_SINCE)[0], "sessionId": "after-upgrade"}
+        new_row = find_document(conn, archive.admit(request)["documentId"], 1)["row"]
+
+        def held(row: int) -> list[tuple]:
+            return sorted(
+                (k, t, f, n)
+                for _, k, t, f, _, _, n in conn.execute(ANCHORS_BY_TYPE + " WHERE a.document_row = ?", (row,))
+            )
+
+        assert held(new_row) == held(old_row) and held(old_row)
+        found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "semanticPolicy": "never"})["results"]
         assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
 
 

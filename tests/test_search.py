@@ -563,3 +563,23 @@ def test_the_known_count_path_finds_what_fts5_s_own_ranking_finds(tmp_path, monk
                 for q in queries
             ]
         assert all(answers[False]) and answers[True] == answers[False]
+
+
+def test_a_text_found_as_two_types_is_one_anchor_row_at_its_most_specific_occurrence(tmp_path):
+    # `retry_policy` is a symbol twice, and quoted (more specific) only the second time: one row,
+    # both types' bits, the quoted occurrence's range and count; exact search finds it either way.
+    from cwa.index.exact import TYPE_IDS
+
+    with Archive.open(tmp_path / "a.db") as archive:
+        admitted = archive.admit(doc("s1", ("user", 'see retry_policy first, then "retry_policy" again')))
+        rows = archive.conn.execute(
+            "SELECT a.types, a.start_byte, a.end_byte, a.occurrences FROM anchors AS a "
+            "JOIN anchor_texts AS t ON t.id = a.text_id WHERE t.text = 'retry_policy'"
+        ).fetchall()
+        assert len(rows) == 1
+        types, start, end, occurrences = rows[0]
+        assert types == (1 << TYPE_IDS["quoted"]) | (1 << TYPE_IDS["symbol"]) and occurrences == 1
+        text = archive.get({"documentId": admitted["documentId"]})["text"].encode()
+        assert text[start:end] == b"retry_policy" and text[start - 1 : start] == b'"'
+        found = archive.search({"project": P, "query": "retry_policy", "semanticPolicy": "never"})["results"]
+        assert found[0]["documentId"] == admitted["documentId"] and found[0]["matchType"].startswith("exact")

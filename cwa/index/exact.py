@@ -12,8 +12,9 @@ Types and their specificity (how strongly one exact hit identifies a source):
                   issue ids (#123), UUIDs
 
 Anchors are found in message text (never in the serialized headers). Each distinct text is stored
-once, case-sensitive and NFKC-case-folded, in the `anchor_texts` dictionary; a document's anchor
-names it by id, with its type and the byte range of its first occurrence. Under the
+once, case-sensitive and NFKC-case-folded, in the `anchor_texts` dictionary; a document holds a
+text once, by id, with the bits of every type it was found as and the byte range of its first
+occurrence as the most specific of them. Under the
 per-document budget of MAX_ANCHORS_PER_DOCUMENT distinct anchors, higher specificity wins and
 the outcome is `partial`.
 """
@@ -42,6 +43,10 @@ SPECIFICITY = {
     "symbol": 0.75,
     "value": 0.60,
 }
+
+# The ids of `anchor_types` (migration 0017): SPECIFICITY's order, most specific first. A
+# document's anchor row holds bit 1 << id for each type its text was found as (migration 0024).
+TYPE_IDS = {name: number for number, name in enumerate(SPECIFICITY, start=1)}
 
 _EXTENSIONS = (
     r"py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|rst|txt|toml|yaml|yml|ini|cfg|conf|rs|go|c|h|"
@@ -216,6 +221,22 @@ def document_anchors(document: SerializedDocument) -> tuple[list[tuple[Anchor, i
     return list(merged.values()), len(anchors) > len(kept)
 
 
+def anchor_rows(anchors: list[tuple[Anchor, int]]) -> list[list]:
+    """A document's anchors as its rows: one per text, `[text, folded or None, type bits, start,
+    end, occurrences]`, the range and count those of its most specific type."""
+    rows: dict[str, list] = {}
+    for anchor, count in anchors:
+        bit = 1 << TYPE_IDS[anchor.type]
+        row = rows.get(anchor.text)
+        if row is None:
+            rows[anchor.text] = [anchor.text, _folded_or_none(anchor.text), bit, anchor.start, anchor.end, count]
+            continue
+        if bit < row[2] & -row[2]:  # more specific than every type seen so far
+            row[3:] = [anchor.start, anchor.end, count]
+        row[2] |= bit
+    return list(rows.values())
+
+
 class ExactHandler:
     name = "exact"
 
@@ -227,9 +248,7 @@ class ExactHandler:
         anchors, cut = prepared if prepared is not None else document_anchors(target.document)
         if anchors:
             sql = queries("index")
-            rows = orjson.dumps(
-                [[a.text, _folded_or_none(a.text), a.type, a.start, a.end, n] for a, n in anchors]
-            ).decode()
+            rows = orjson.dumps(anchor_rows(anchors)).decode()
             conn.execute(sql["insert_anchor_texts"], {"anchors": rows})
             conn.execute(sql["insert_anchors"], {"anchors": rows, "row": target.document_row})
         if cut:

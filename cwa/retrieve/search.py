@@ -358,11 +358,9 @@ class AnchorHit(NamedTuple):
     """A document holding a query anchor (a row of `exact_anchor_hits`, or a verified phrase)."""
 
     document_row: int
-    type: str
     text: str
     start: int
     end: int
-    occurrences: int
 
 
 def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candidate]:
@@ -443,7 +441,7 @@ def _phrase_hits(ctx: Context, phrase: str) -> tuple[list[AnchorHit], bool]:
             if _position_visible(ctx, row, begin):
                 continue
             stop = min(end, begin + len(phrase.encode("utf-8")))
-            hits.append(AnchorHit(row, "quoted", phrase, begin, stop, 1))
+            hits.append(AnchorHit(row, phrase, begin, stop))
         if hits:
             return hits, folded
     return [], False

@@ -5,12 +5,14 @@
 Builds an archive at `--schema` (16 to the latest but one; migrations applied up to it, synthetic
 coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
 anchor with its text, before 20 every digest as 64 hex characters, before 22 every index outcome
-with its handler's name, before 23 every document row with its first and last source keys), then times `open_connection`
-on it, which applies the later migrations in the opening process: 0017 moves every anchor text
-into the `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing;
-0019 adds the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages`
-with one index of its keys; 0022 rewrites the index outcomes with handler and outcome ids; 0023
-drops the documents' first and last source key columns.
+with its handler's name, before 23 every document row with its first and last source keys,
+before 24 an anchor row per type of each text), then times `open_connection` on it, which
+applies the later migrations in the opening process: 0017 moves every anchor text into the
+`anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
+the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
+index of its keys; 0022 rewrites the index outcomes with handler and outcome ids; 0023 drops the
+documents' first and last source key columns; 0024 merges each text's anchor rows of a document
+into one.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from cwa.store.sqlfiles import queries
 from cwa_eval.perf.scale import CORPORA, PROJECTS
 
 ROW_ANCHORS_UNTIL = 17  # schemas before it: each anchor row held its own text
+TYPED_ANCHORS_UNTIL = 24  # schemas before it: an anchor row per (type, text) of a document
 HEX_DIGESTS_UNTIL = 20  # schemas before it: digests as 64 hex characters
 NAMED_OUTCOMES_UNTIL = 22  # schemas before it: index outcomes spelled out handler and outcome
 STORED_SOURCE_KEYS_UNTIL = 23  # schemas before it: documents stored their first and last source keys
@@ -70,6 +73,27 @@ class PerRowAnchors:
                 + (a.start, a.end, n)
                 for a, n in anchors
             ],
+        )
+        return HandlerResult("complete")
+
+
+class TypedAnchorRows:
+    """The exact handler of schemas 17-23: a row per (type, text) of a document, its text by id
+    into `anchor_texts` and its type by id into `anchor_types` (tests/test_migrations.py builds
+    old archives with it too)."""
+
+    name = "exact"
+
+    def index(self, conn: apsw.Connection, target) -> HandlerResult:
+        anchors, _ = document_anchors(target.document)
+        rows = [(a.text, a.folded if a.folded != a.text else None, a.type, a.start, a.end, n) for a, n in anchors]
+        conn.executemany(
+            "INSERT INTO anchor_texts (text, folded) VALUES (?, ?) ON CONFLICT (text) DO NOTHING", [r[:2] for r in rows]
+        )
+        conn.executemany(
+            "INSERT INTO anchors (text_id, document_row, type_id, start_byte, end_byte, occurrences) "
+            "SELECT t.id, ?, k.id, ?, ?, ? FROM anchor_texts AS t, anchor_types AS k WHERE t.text = ? AND k.name = ?",
+            [(target.document_row, start, end, n, text, kind) for text, _, kind, start, end, n in rows],
         )
         return HandlerResult("complete")
 
@@ -128,7 +152,13 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
 
     conn.load_extension(sqlite_vec.loadable_path())
     migrations.apply_pending(conn, str(path), target=schema)
-    exact = PerRowAnchors() if schema < ROW_ANCHORS_UNTIL else ExactHandler()
+    exact = (
+        PerRowAnchors()
+        if schema < ROW_ANCHORS_UNTIL
+        else TypedAnchorRows()
+        if schema < TYPED_ANCHORS_UNTIL
+        else ExactHandler()
+    )
     handlers = (exact, LexicalHandler(), StructuralHandler())
     source = itertools.islice(CORPORA["coding"](10**9, project=PROJECTS["coding"]), documents)
     with contextlib.ExitStack() as stack:
