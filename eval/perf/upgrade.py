@@ -187,11 +187,13 @@ def run(documents: int, schema: int) -> dict:
         conn = open_connection(path)
         seconds = time.perf_counter() - started
         texts = conn.execute("SELECT count(*) FROM anchor_texts").fetchone()[0]
+        anchors_after = conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
         version = migrations.user_version(conn)
         conn.close()
     return {
         "documents": documents,
         "anchors": anchors,
+        "anchorsAfter": anchors_after,
         "anchorTexts": texts,
         "schemaFrom": schema,
         "schemaTo": version,
@@ -213,8 +215,8 @@ def main() -> None:
         return
     print(
         f"{found['documents']:,} coding documents, {found['anchors']:,} anchor rows ({found['anchorTexts']:,} "
-        f"distinct texts): schema {found['schemaFrom']} -> {found['schemaTo']} at the first open in "
-        f"{found['openSeconds']} s"
+        f"distinct texts; {found['anchorsAfter']:,} rows after): schema {found['schemaFrom']} -> "
+        f"{found['schemaTo']} at the first open in {found['openSeconds']} s"
     )
 
 
