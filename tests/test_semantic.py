@@ -672,3 +672,54 @@ def test_serve_s_embedding_worker_packs_on_its_first_step_and_then_only_after_em
     assert worker.pack_due is True
     worker.step(archive.conn)
     assert calls == [1]
+
+
+def test_a_search_that_always_embeds_does_it_on_the_worker_with_the_same_results(tmp_path, monkeypatch):
+    # semanticPolicy `always`: the query's embedding and first shortlist come from the worker
+    # thread (its own read-only connection) while lexical search runs; the results are those
+    # computed in turn, and a worker that fails leaves them as they are.
+    import threading
+
+    from cwa.retrieve import search as searching
+    from cwa.retrieve import semantic
+    from cwa.store import vector_blocks
+
+    subjects = ["the upload service", "the billing job", "our login page", "the search index", "the mobile app"]
+    events = ["crashed on start", "ran out of memory", "timed out", "returned stale data", "lost a config file"]
+    texts = [f"{s} {e} {c}." for s in subjects for e in events for c in ("after the deploy", "under heavy load")]
+    questions = ["the app fell over when memory ran short", "a deploy broke the login", "stale results from search"]
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        for number, text in enumerate(texts):
+            opened.admit(_turn(PROJECT, f"s{number}", text))
+        opened.call("index-embed", {})
+        monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 16)
+        assert vector_blocks.pack(opened.conn) == 48  # three blocks: the shortlist reads blocks
+
+        readers: list[str] = []
+        original = vector_blocks.shortlist
+
+        def recorded(*args):
+            readers.append(threading.current_thread().name)
+            return original(*args)
+
+        monkeypatch.setattr(vector_blocks, "shortlist", recorded)
+
+        def answers() -> list[list[tuple]]:
+            found = [search(opened, q, semanticPolicy="always")["results"] for q in questions]
+            return [[(r["documentId"], r["score"], r["modes"]) for r in results] for results in found]
+
+        ahead = answers()
+        assert all(ahead) and all(any("semantic" in modes for _, _, modes in r) for r in ahead)
+        assert readers and all(name.startswith("cwa-semantic") for name in readers)
+        readers.clear()
+        monkeypatch.setattr(searching, "_embeddings_ahead", lambda *_: None)
+        assert answers() == ahead
+        assert readers and not any(name.startswith("cwa-semantic") for name in readers)
+        monkeypatch.undo()
+        monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 16)
+
+        def failing(*_):
+            raise RuntimeError("the worker could not read the archive")
+
+        monkeypatch.setattr(semantic, "_embed_and_shortlist", failing)
+        assert answers() == ahead
