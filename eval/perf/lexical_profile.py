@@ -1,13 +1,14 @@
 """Where lexical search's time goes on an existing archive, query by query.
 
-    python eval/perf/lexical_profile.py ARCHIVE [--project P] [--queries 100] [--json]
+    python eval/perf/lexical_profile.py ARCHIVE [--project P] [--queries 100] [--fts5-only] [--json]
     python eval/perf/lexical_profile.py ARCHIVE --calibrate
 
 Runs `cwa eval perf`'s lexical queries (eval/perf/scale.py, the same seed) as `search` with
 `semanticPolicy: never` on ARCHIVE (e.g. one kept by `cwa eval perf --keep`), with its FTS5
 ranking statements timed, and reports the latency percentiles (whole search, its FTS5 ranking
 statements, the rest), then for the slowest tenth of the queries each ranking statement: its
-match expression, expected matches, rows and milliseconds. With --calibrate, it measures the
+match expression, expected matches, rows and milliseconds. --fts5-only ranks every expression
+with FTS5's bm25(), as search did before cwa_bm25: the baseline. With --calibrate, it measures the
 constants of the rule that picks between FTS5's bm25() and cwa_bm25 (cwa/retrieve/bm25.py).
 """
 
@@ -24,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import cwa.retrieve.search as search_module
 from cwa.api import Archive
-from cwa.retrieve import bm25
 from cwa.store.sqlfiles import queries
 from cwa_eval.perf.bench import latency
 from cwa_eval.perf.scale import PROJECTS, lexical_queries
@@ -57,9 +57,13 @@ def timed_rankings(calls: list[dict]) -> None:
     search_module._bm25f = bm25f
 
 
-def profile(db: Path, project: str, count: int) -> dict:
+def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict:
     calls: list[dict] = []
     timed_rankings(calls)
+    if fts5_only:  # FTS5's bm25() for every expression, as before cwa_bm25 (the baseline)
+        from cwa.retrieve import bm25
+
+        bm25.cheaper = lambda *_: False
     found = []
     with Archive.open(db) as archive:
         archive.call("search", {"project": project, "query": "warm up", "semanticPolicy": "never", "leaseSeconds": 0})
@@ -88,6 +92,8 @@ def calibrate(db: Path) -> dict:
     over the newest tenth (best of three). Two ranges of one expression give FTS5's cost a row
     and, from the rest, a posting; the two expressions give cwa_bm25's cost a row and a phrase."""
     import statistics
+
+    from cwa.retrieve import bm25  # here: a tree from before it is profiled too
 
     sql = queries("search")
     with Archive.open(db) as archive:
@@ -155,12 +161,13 @@ def main() -> None:
     parser.add_argument(
         "--calibrate", action="store_true", help="measure cwa/retrieve/bm25.py's cost constants instead"
     )
+    parser.add_argument("--fts5-only", action="store_true", help="rank every expression with FTS5's bm25()")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.calibrate:
         print(orjson.dumps(calibrate(args.archive), option=orjson.OPT_INDENT_2).decode())
         return
-    report = profile(args.archive, args.project, args.queries)
+    report = profile(args.archive, args.project, args.queries, args.fts5_only)
     if args.json:
         print(orjson.dumps(report).decode())
         return
