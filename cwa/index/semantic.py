@@ -11,7 +11,7 @@ fingerprint differs, the old vectors are dropped and every window is queued agai
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import orjson
@@ -134,43 +134,20 @@ def store_vector(conn: apsw.Connection, content_hash: bytes, vector: np.ndarray,
 OVERSAMPLE = 16
 
 
-class Shortlist(NamedTuple):
-    """A project's packed sign bits nearest a query's (`shortlist`): the `size` nearest ids, or
-    None when the project has no block."""
-
-    size: int
-    ids: list[int] | None
-
-
-def shortlist(
-    conn: apsw.Connection, project_row: int | None, vector: np.ndarray, k: int, oversample: int = OVERSAMPLE
-) -> Shortlist:
-    """The packed contents nearest `vector` that `nearest_contents` rescores for a batch of `k`."""
-    size = oversample * k
-    return Shortlist(size, vector_blocks.shortlist(conn, project_row, vector.astype("<f4").tobytes(), size))
-
-
 def nearest_contents(
-    conn: apsw.Connection,
-    project_row: int | None,
-    vector: np.ndarray,
-    k: int,
-    oversample: int = OVERSAMPLE,
-    shortlisted: Shortlist | None = None,
+    conn: apsw.Connection, project_row: int | None, vector: np.ndarray, k: int, oversample: int = OVERSAMPLE
 ) -> list[tuple[int, float]]:
     """The `k` embedded contents of a project (of every project when None) nearest `vector`:
-    (window_embeddings id, cosine distance), nearest first (sql/semantic.sql `nearest`).
-    `shortlisted`: its `shortlist`, when read already (used when of the size this `k` needs)."""
+    (window_embeddings id, cosine distance), nearest first (sql/semantic.sql `nearest`)."""
     sql = queries("semantic")
-    if shortlisted is None or shortlisted.size != oversample * k:
-        shortlisted = shortlist(conn, project_row, vector, k, oversample)
     params = {
         "vector": vector.astype("<f4").tobytes(),
         "quantized": quantized(vector),
         "k": k,
-        "shortlist": shortlisted.size,
-        "ids": None if shortlisted.ids is None else orjson.dumps(shortlisted.ids).decode(),
+        "shortlist": oversample * k,
     }
+    packed = vector_blocks.shortlist(conn, project_row, params["vector"], params["shortlist"])
+    params["ids"] = None if packed is None else orjson.dumps(packed).decode()
     if project_row is None:
         return list(conn.execute(sql["nearest_everywhere"], params))
     return list(conn.execute(sql["nearest"], {**params, "project": project_row}))

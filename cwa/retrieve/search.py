@@ -37,7 +37,7 @@ from cwa.retrieve.intent import time_direction
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
-from cwa.retrieve.semantic import Ahead, query_vector, semantic_candidates
+from cwa.retrieve.semantic import query_vector, semantic_candidates
 from cwa.retrieve.summary import document_summary
 from cwa.retrieve.windows import (
     Ranking,
@@ -157,9 +157,8 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             stages = Stages(found)
             resolution = {"relation": relation, "status": status}
         elif request.get("ranker", settings["ranker"]) == "learned":
-            ahead = _embeddings_ahead(ctx, request, settings, query, max(limit, RANKER_POOL))
             anchors, qterms, stages = find_candidates(ctx, query, limit, pool=max(limit, RANKER_POOL))
-            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit, ahead)
+            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit)
             reranked = _rerank(settings, request.get("rerank", True), query, stages)
         else:
             anchors, qterms, stages = find_candidates(ctx, query, limit)
@@ -201,13 +200,12 @@ def _learned_tier(
     qterms: list[str],
     stages: Stages,
     limit: int,
-    ahead: Ahead | None = None,
 ) -> tuple[dict[str, Any] | None, ranker.Pool | None]:
     """The ranked tier ordered by the learned ranker, with the semantic report: the embeddings
     are asked as the semantic policy says (`auto`: on weak evidence)."""
     exact, lexical = stages.exact, stages.ranked
     report, semantic, vector = _ask_embeddings(
-        ctx, request, settings, query, qterms, stages, limit, max(limit, RANKER_POOL), ahead
+        ctx, request, settings, query, qterms, stages, limit, max(limit, RANKER_POOL)
     )
     if not lexical and not semantic:
         return report, None
@@ -325,20 +323,6 @@ RESCUE_SCORE = 0.55  # below this top lexical score (or coverage 0.5), `auto` as
 RESCUE_COVERAGE = 0.5
 
 
-def _semantic_policy(request: dict[str, Any], settings: Settings) -> str:
-    return request.get("semanticPolicy", "auto") if settings["semanticRetrieval"] else "never"
-
-
-def _embeddings_ahead(
-    ctx: Context, request: dict[str, Any], settings: Settings, query: str | None, size: int
-) -> Ahead | None:
-    """The query's embedding and first shortlist started on the worker thread, when the policy
-    asks for them whatever the words find (`always`)."""
-    if not query or _semantic_policy(request, settings) != "always":
-        return None
-    return Ahead(ctx.conn.filename, ctx.scope.project_row, query, size)
-
-
 def _ask_embeddings(
     ctx: Context,
     request: dict[str, Any],
@@ -348,26 +332,23 @@ def _ask_embeddings(
     stages: Stages,
     limit: int,
     size: int,
-    ahead: Ahead | None = None,
 ) -> Embeddings:
     """The semantic report, and `size` semantic candidates with the query's embedding when the
     policy asks for them (`auto`: only when no exact anchor matched and the lexical evidence is
-    weak) and the exact tier leaves room; the report is None when the policy is `never`. `ahead`:
-    the embedding and shortlist the worker thread computed meanwhile, used when it succeeded."""
-    policy = _semantic_policy(request, settings)
+    weak) and the exact tier leaves room; the report is None when the policy is `never`."""
+    policy = request.get("semanticPolicy", "auto") if settings["semanticRetrieval"] else "never"
     if policy == "never":
         return Embeddings(None)
     report: dict[str, Any] = {"policy": policy, "used": False, "pendingWindows": None}
     if not (policy == "always" or stages.weak()) or len(stages.exact) >= limit:
         return Embeddings(report)
     report["pendingWindows"] = pending(ctx.conn)  # counted only when the embeddings are asked
-    found = ahead.result() if ahead is not None else None
-    vector, shortlisted = found if found is not None else (query_vector(ctx, query), None)
+    vector = query_vector(ctx, query)
     if vector is None:
         report["unavailable"] = True
         return Embeddings(report)
     report["used"] = True
-    return Embeddings(report, semantic_candidates(ctx, vector, qterms, size, stages.taken(), shortlisted), vector)
+    return Embeddings(report, semantic_candidates(ctx, vector, qterms, size, stages.taken()), vector)
 
 
 # --- exact -------------------------------------------------------------------------------------
