@@ -213,6 +213,11 @@ UPDATE documents SET metadata = NULL WHERE id = ?;
 -- name: done_purge
 DELETE FROM purge_queue WHERE document_row = ?;
 
+-- name: forget_term_counts
+-- After a purge: the kept counts of common terms go too (counted again on demand), so no term a
+-- purged document held outlives it there.
+DELETE FROM term_counts;
+
 -- name: subtract_windows
 UPDATE index_stats SET value = max(0, value - ?) WHERE name = 'windows';
 

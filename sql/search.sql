@@ -85,6 +85,13 @@ SELECT value FROM index_stats WHERE name = 'windows';
 -- name: term_frequency
 SELECT doc FROM window_vocab WHERE term = ?;
 
+-- name: kept_term_count
+-- A common term's window count as last counted (migration 0025), and the window count then.
+SELECT windows, counted_at_windows FROM term_counts WHERE term = ?;
+
+-- name: keep_term_count
+INSERT OR REPLACE INTO term_counts (term, windows, counted_at_windows) VALUES (?, ?, ?);
+
 -- name: document_summary
 SELECT d.id, d.document_id, d.version, d.kind, d.created_at, d.state, d.project_id, d.index_generation,
        p.identity, s.session_key, d.session_id, lower(hex(d.text_digest)), d.byte_length

@@ -583,3 +583,42 @@ def test_a_text_found_as_two_types_is_one_anchor_row_at_its_most_specific_occurr
         assert text[start:end] == b"retry_policy" and text[start - 1 : start] == b'"'
         found = archive.search({"project": P, "query": "retry_policy", "semanticPolicy": "never"})["results"]
         assert found[0]["documentId"] == admitted["documentId"] and found[0]["matchType"].startswith("exact")
+
+
+def test_a_common_term_s_count_is_kept_in_the_archive_for_the_next_process_until_a_purge(tmp_path, monkeypatch):
+    # A new process reads a common term's count from `term_counts` instead of its posting list;
+    # a read-only connection counts without keeping; any purge empties the table.
+    from cwa.retrieve import context
+    from cwa.store.connection import open_read_only
+
+    monkeypatch.setattr(context, "COMMON_TERM_WINDOWS", 5)
+    monkeypatch.setattr(context, "_COMMON", {})
+    path = tmp_path / "one.db"
+    with Archive.open(path) as archive:
+        for n in range(30):
+            archive.admit(doc(f"s{n}", ("user", f"alpha note {n}")))
+        windows = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+
+        def counts(conn) -> dict[str, int]:
+            ctx = context.Context(conn, None, None, frozenset(), "", set())
+            return context.frequencies(ctx, ["alpha", "note", "once"])[0]
+
+        assert counts(archive.conn) == {"alpha": windows, "note": windows, "once": 0}
+        kept = "SELECT term, windows, counted_at_windows FROM term_counts ORDER BY term"
+        assert archive.conn.execute(kept).fetchall() == [("alpha", windows, windows), ("note", windows, windows)]
+        # the next process: nothing in memory, the kept count is read (a planted one, to tell)
+        context._COMMON.clear()
+        archive.conn.execute("UPDATE term_counts SET windows = 7 WHERE term = 'alpha'")
+        assert counts(archive.conn)["alpha"] == 7
+        context._COMMON.clear()
+        archive.conn.execute("DELETE FROM term_counts WHERE term = 'note'")
+        reader = open_read_only(path)
+        try:  # a read-only connection counts 'note' and cannot keep it: no error, nothing kept
+            assert counts(reader) == {"alpha": 7, "note": windows, "once": 0}
+        finally:
+            reader.close()
+        assert [t for t, _, _ in archive.conn.execute(kept)] == ["alpha"]
+        asked = archive.call("redact", {"project": P, "sessionId": "s3"})
+        archive.call("redact", {"project": P, "sessionId": "s3", "confirm": asked["confirm"]})
+        archive.call("maintain", {})
+        assert archive.conn.execute(kept).fetchall() == []

@@ -9,6 +9,7 @@ import apsw
 import orjson
 
 from cwa.retrieve.scope import Scope
+from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait
 from cwa.store.sessions import lineage_of_key
 from cwa.store.sqlfiles import queries
 
@@ -42,8 +43,9 @@ def make_context(conn: apsw.Connection, scope: Scope, visible: list[str], now: s
 
 # fts5vocab counts a term's windows by reading its whole posting list: for a term in most windows
 # of a million-window archive that costs 10-20 ms, more than the rest of a search. A common term's
-# count moves slowly, so a process reuses it until the archive's window count has moved by more
-# than COMMON_TERM_DRIFT; rarer terms are counted afresh (cheap, and exact where IDF matters).
+# count moves slowly, so it is reused until the archive's window count has moved by more than
+# COMMON_TERM_DRIFT: kept per process, and in the archive (`term_counts`, migration 0025) for the
+# next process; rarer terms are counted afresh (cheap, and exact where IDF matters).
 COMMON_TERM_WINDOWS = 5_000
 COMMON_TERM_DRIFT = 0.1
 _COMMON: dict[tuple[str, str], tuple[int, int]] = {}  # (archive file, term) → (windows holding it, windows then)
@@ -59,9 +61,10 @@ def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
         if word in ctx.frequencies:
             continue
         key = (ctx.conn.filename, word)
-        known = _COMMON.get(key)
+        known = _COMMON.get(key) or ctx.conn.execute(sql["kept_term_count"], (word,)).fetchone()
         if known is not None and abs(ctx.windows - known[1]) <= COMMON_TERM_DRIFT * known[1]:
             ctx.frequencies[word] = known[0]
+            _COMMON[key] = tuple(known)
             continue
         row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()  # fts5vocab does not push IN down
         ctx.frequencies[word] = row[0] if row else 0
@@ -69,4 +72,15 @@ def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
             if len(_COMMON) >= COMMON_TERM_CACHE:
                 _COMMON.clear()
             _COMMON[key] = (ctx.frequencies[word], ctx.windows)
+            _keep(ctx.conn, word, ctx.frequencies[word], ctx.windows)
     return {w: ctx.frequencies[w] for w in words}, ctx.windows
+
+
+def _keep(conn: apsw.Connection, word: str, windows: int, total: int) -> None:
+    """Write a common term's count for later processes; a read never waits for it (a writer
+    holding the lock, a read-only file or a full disk: the next count tries again)."""
+    try:
+        with brief_wait(conn, 0):
+            conn.execute(queries("search")["keep_term_count"], (word, windows, total))
+    except BOOKKEEPING_SKIPPED:
+        pass

@@ -39,6 +39,8 @@ def purge(conn: apsw.Connection, limit: int, handlers: Sequence[IndexHandler] = 
         if reason == "redacted":
             conn.execute(sql["forget_metadata"], (row,))
         conn.execute(sql["done_purge"], (row,))
+    if queued:
+        conn.execute(sql["forget_term_counts"])
     if handlers and successors:
         _reindex(conn, handlers, now, sorted(successors))
     return len(queued)
