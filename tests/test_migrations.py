@@ -623,3 +623,25 @@ def test_sign_bits_from_before_blocks_are_packed_by_maintain_and_found_the_same(
         after = archive.search(question)
         assert [r["documentId"] for r in after["results"]] == [r["documentId"] for r in before["results"]]
         assert archive.call("maintain", {})["vectorsPacked"] == 0
+
+
+def test_a_long_migration_reports_which_one_runs_and_for_how_long(tmp_path, monkeypatch):
+    # After PROGRESS_AFTER seconds (0 here) a running migration is reported, naming its schema;
+    # the archive is upgraded as without a listener.
+    monkeypatch.setattr(migrations, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(migrations, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(migrations, "PROGRESS_STEPS", 100)
+    path = tmp_path / "old.db"
+    archive_at(path, MERGED_ANCHOR_TYPES_SINCE - 1)
+    conn = apsw.Connection(str(path))
+    heard: list[str] = []
+    try:
+        assert migrations.apply_pending(conn, str(path), progress=heard.append) == list(
+            range(MERGED_ANCHOR_TYPES_SINCE, LATEST + 1)
+        )
+        assert migrations.user_version(conn) == LATEST
+        assert conn.execute("SELECT count(*) FROM anchors").fetchone()[0] > 0
+    finally:
+        conn.close()
+    assert heard and f"to schema {MERGED_ANCHOR_TYPES_SINCE} (anchor types merged)" in heard[0]
+    assert all("if stopped, the next open starts it again" in line for line in heard)

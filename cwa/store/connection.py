@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -174,9 +175,17 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
         conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
         conn.execute("PRAGMA foreign_keys = ON")
         _load_sqlite_vec(conn)
-        migrations.apply_pending(conn, str(path))
+        migrations.apply_pending(conn, str(path), progress=_to_terminal())
         _ensure_views(conn)
     return conn
+
+
+def _to_terminal() -> Callable[[str], None] | None:
+    """Where a long upgrade reports: stderr when it is a terminal (a hook's or serve's stderr is
+    read by programs, which get no such lines)."""
+    if not sys.stderr.isatty():
+        return None
+    return lambda line: print(f"cwa: {line}", file=sys.stderr, flush=True)
 
 
 def _connect(path: Path, flags: int, create: bool) -> apsw.Connection:
