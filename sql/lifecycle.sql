@@ -214,8 +214,8 @@ UPDATE documents SET metadata = NULL WHERE id = ?;
 DELETE FROM purge_queue WHERE document_row = ?;
 
 -- name: forget_term_counts
--- After a purge: the kept counts of common terms go too (counted again on demand), so no term a
--- purged document held outlives it there.
+-- After a purge, so no term a purged document held outlives it there, and after an index
+-- rebuild: the kept counts of common terms go (counted again on demand).
 DELETE FROM term_counts;
 
 -- name: subtract_windows

@@ -618,6 +618,11 @@ def test_a_common_term_s_count_is_kept_in_the_archive_for_the_next_process_until
         finally:
             reader.close()
         assert [t for t, _, _ in archive.conn.execute(kept)] == ["alpha"]
+        archive.call("index-rebuild", {})  # a rebuild forgets them too (a tokenizer may have changed)
+        assert archive.conn.execute(kept).fetchall() == []
+        context._COMMON.clear()
+        counts(archive.conn)  # counted and kept again
+        assert [t for t, _, _ in archive.conn.execute(kept)] == ["alpha", "note"]
         asked = archive.call("redact", {"project": P, "sessionId": "s3"})
         archive.call("redact", {"project": P, "sessionId": "s3", "confirm": asked["confirm"]})
         archive.call("maintain", {})

@@ -64,16 +64,20 @@ def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
         known = _COMMON.get(key) or ctx.conn.execute(sql["kept_term_count"], (word,)).fetchone()
         if known is not None and abs(ctx.windows - known[1]) <= COMMON_TERM_DRIFT * known[1]:
             ctx.frequencies[word] = known[0]
-            _COMMON[key] = tuple(known)
+            _remember(key, (known[0], known[1]))
             continue
         row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()  # fts5vocab does not push IN down
         ctx.frequencies[word] = row[0] if row else 0
         if ctx.frequencies[word] > COMMON_TERM_WINDOWS:
-            if len(_COMMON) >= COMMON_TERM_CACHE:
-                _COMMON.clear()
-            _COMMON[key] = (ctx.frequencies[word], ctx.windows)
+            _remember(key, (ctx.frequencies[word], ctx.windows))
             _keep(ctx.conn, word, ctx.frequencies[word], ctx.windows)
     return {w: ctx.frequencies[w] for w in words}, ctx.windows
+
+
+def _remember(key: tuple[str, str], count: tuple[int, int]) -> None:
+    if key not in _COMMON and len(_COMMON) >= COMMON_TERM_CACHE:
+        _COMMON.clear()
+    _COMMON[key] = count
 
 
 def _keep(conn: apsw.Connection, word: str, windows: int, total: int) -> None:
