@@ -85,12 +85,16 @@ SELECT value FROM index_stats WHERE name = 'windows';
 -- name: term_frequency
 SELECT doc FROM window_vocab WHERE term = ?;
 
--- name: kept_term_count
--- A common term's window count as last counted (migration 0025), and the window count then.
-SELECT windows, counted_at_windows FROM term_counts WHERE term = ?;
+-- name: kept_term_counts
+-- Common terms' window counts as last counted (migration 0025), and the window count then, for
+-- the terms of :terms (a JSON array) that have one.
+SELECT t.term, t.windows, t.counted_at_windows
+FROM json_each(?) AS j JOIN term_counts AS t ON t.term = j.value;
 
--- name: keep_term_count
-INSERT OR REPLACE INTO term_counts (term, windows, counted_at_windows) VALUES (?, ?, ?);
+-- name: keep_term_counts
+-- :counts is a JSON array of [term, windows, window count then].
+INSERT OR REPLACE INTO term_counts (term, windows, counted_at_windows)
+SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?);
 
 -- name: document_summary
 SELECT d.id, d.document_id, d.version, d.kind, d.created_at, d.state, d.project_id, d.index_generation,

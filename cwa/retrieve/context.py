@@ -57,20 +57,27 @@ def frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
     sql = queries("search")
     if ctx.windows is None:
         ctx.windows = ctx.conn.execute(sql["window_count"]).fetchone()[0]
-    for word in words:
-        if word in ctx.frequencies:
-            continue
+    wanted = [w for w in dict.fromkeys(words) if w not in ctx.frequencies]
+    unknown = [w for w in wanted if (ctx.conn.filename, w) not in _COMMON]
+    kept = {}
+    if unknown:  # one read of the archive's kept counts for every term this process lacks
+        found = ctx.conn.execute(sql["kept_term_counts"], (orjson.dumps(unknown).decode(),))
+        kept = {term: (windows, then) for term, windows, then in found}
+    counted = []
+    for word in wanted:
         key = (ctx.conn.filename, word)
-        known = _COMMON.get(key) or ctx.conn.execute(sql["kept_term_count"], (word,)).fetchone()
+        known = _COMMON.get(key) or kept.get(word)
         if known is not None and abs(ctx.windows - known[1]) <= COMMON_TERM_DRIFT * known[1]:
             ctx.frequencies[word] = known[0]
-            _remember(key, (known[0], known[1]))
+            _remember(key, known)
             continue
         row = ctx.conn.execute(sql["term_frequency"], (word,)).fetchone()  # fts5vocab does not push IN down
         ctx.frequencies[word] = row[0] if row else 0
         if ctx.frequencies[word] > COMMON_TERM_WINDOWS:
             _remember(key, (ctx.frequencies[word], ctx.windows))
-            _keep(ctx.conn, word, ctx.frequencies[word], ctx.windows)
+            counted.append((word, ctx.frequencies[word], ctx.windows))
+    if counted:
+        _keep(ctx.conn, counted)
     return {w: ctx.frequencies[w] for w in words}, ctx.windows
 
 
@@ -80,11 +87,11 @@ def _remember(key: tuple[str, str], count: tuple[int, int]) -> None:
     _COMMON[key] = count
 
 
-def _keep(conn: apsw.Connection, word: str, windows: int, total: int) -> None:
-    """Write a common term's count for later processes; a read never waits for it (a writer
-    holding the lock, a read-only file or a full disk: the next count tries again)."""
+def _keep(conn: apsw.Connection, counted: list[tuple[str, int, int]]) -> None:
+    """Write common terms' counts for later processes, in one statement; a read never waits for
+    it (a writer holding the lock, a read-only file or a full disk: the next count tries again)."""
     try:
         with brief_wait(conn, 0):
-            conn.execute(queries("search")["keep_term_count"], (word, windows, total))
+            conn.execute(queries("search")["keep_term_counts"], (orjson.dumps(counted).decode(),))
     except BOOKKEEPING_SKIPPED:
         pass
