@@ -111,12 +111,13 @@ def _reporting(
         yield
         return
     started = time.monotonic()
-    next_report = [started + PROGRESS_AFTER]
+    due = started + PROGRESS_AFTER
 
     def tick() -> bool:
+        nonlocal due
         now = time.monotonic()
-        if now >= next_report[0]:
-            next_report[0] = now + PROGRESS_EVERY
+        if now >= due:
+            due = now + PROGRESS_EVERY
             progress(
                 f"upgrading {where} to schema {migration.number} ({migration.name.replace('_', ' ')}): "
                 f"{now - started:.0f} s so far; if stopped, the next open starts it again"
