@@ -7,9 +7,11 @@ Runs `cwa eval perf`'s lexical queries (eval/perf/scale.py, the same seed) as `s
 `semanticPolicy: never` on ARCHIVE (e.g. one kept by `cwa eval perf --keep`), with its FTS5
 ranking statements timed, and reports the latency percentiles (whole search, its FTS5 ranking
 statements, the rest), then for the slowest tenth of the queries each ranking statement: its
-match expression, expected matches, rows and milliseconds. --fts5-only ranks every expression
-with FTS5's bm25(), as search did before cwa_bm25: the baseline. With --calibrate, it measures the
-constants of the rule that picks between FTS5's bm25() and cwa_bm25 (cwa/retrieve/bm25.py).
+match expression, expected and actual matches, rows, milliseconds, and the milliseconds FTS5
+takes to walk its posting lists without ranking (a count of every window it matches).
+--fts5-only ranks every expression with FTS5's bm25(), as search did before cwa_bm25: the
+baseline. With --calibrate, it measures the constants of the rule that picks between FTS5's
+bm25() and cwa_bm25 (cwa/retrieve/bm25.py).
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ def timed_rankings(calls: list[dict]) -> None:
     search_module._bm25f = bm25f
 
 
+# Every window an expression matches, counted without ranking: FTS5's walk of its posting lists.
+WALK = "SELECT count(*) FROM window_fts WHERE window_fts MATCH ?"
+
+
 def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict:
     calls: list[dict] = []
     timed_rankings(calls)
@@ -77,7 +83,11 @@ def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict
             elapsed = (time.perf_counter() - started) * 1000
             ranking = round(sum(c["ms"] for c in calls), 2)
             found.append({"query": query, "ms": round(elapsed, 2), "rankingMs": ranking, "rankings": list(calls)})
-    slowest = sorted(found, key=lambda f: -f["ms"])[: max(1, count // 10)]
+        slowest = sorted(found, key=lambda f: -f["ms"])[: max(1, count // 10)]
+        for ranking in (r for f in slowest for r in f["rankings"]):  # FTS5 walking the lists alone
+            started = time.perf_counter()
+            matches = archive.conn.execute(WALK, (ranking["match"],)).fetchone()[0]
+            ranking.update(matches=matches, walkMs=round((time.perf_counter() - started) * 1000, 2))
     return {
         "latency": latency([f["ms"] for f in found]),
         "rankingLatency": latency([f["rankingMs"] for f in found]),
@@ -176,7 +186,10 @@ def main() -> None:
     for f in report["slowest"]:
         print(f"{f['ms']:8.1f} ms (FTS5 ranking {f['rankingMs']} ms)  {f['query']!r}")
         for c in f["rankings"]:
-            print(f"    {c['ms']:7.1f} ms  {c['rows']:>4}/{c['k']} rows  expected {c['expected']:>8}  {c['match']}")
+            print(
+                f"    {c['ms']:7.1f} ms  {c['rows']:>4}/{c['k']} rows  expected {c['expected']:>8}  "
+                f"matches {c['matches']:>8} (walked in {c['walkMs']} ms)  {c['match']}"
+            )
 
 
 if __name__ == "__main__":

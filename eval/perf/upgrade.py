@@ -1,6 +1,7 @@
 """How long the first open after an upgrade takes: an archive of an earlier schema opened by this cwa.
 
     python eval/perf/upgrade.py [--documents 10000] [--schema 16] [--json]
+    python eval/perf/upgrade.py --archive ARCHIVE [--json]
 
 Builds an archive at `--schema` (16 to the latest but one; migrations applied up to it, synthetic
 coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
@@ -12,7 +13,8 @@ applies the later migrations in the opening process: 0017 moves every anchor tex
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
 index of its keys; 0022 rewrites the index outcomes with handler and outcome ids; 0023 drops the
 documents' first and last source key columns; 0024 merges each text's anchor rows of a document
-into one.
+into one; 0025 adds the kept term counts. With --archive, it times the first open of an existing
+archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place.
 """
 
 from __future__ import annotations
@@ -183,40 +185,51 @@ def run(documents: int, schema: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "old.db"
         anchors = old_archive(path, documents, schema)
-        started = time.perf_counter()
-        conn = open_connection(path)
-        seconds = time.perf_counter() - started
-        texts = conn.execute("SELECT count(*) FROM anchor_texts").fetchone()[0]
-        anchors_after = conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
-        version = migrations.user_version(conn)
-        conn.close()
-    return {
-        "documents": documents,
-        "anchors": anchors,
-        "anchorsAfter": anchors_after,
-        "anchorTexts": texts,
+        return {"documents": documents, "anchors": anchors, **first_open(path)}
+
+
+def first_open(path: Path) -> dict:
+    """Time `open_connection` on `path`, which applies its pending migrations in place."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    schema = migrations.user_version(conn)
+    conn.close()
+    started = time.perf_counter()
+    conn = open_connection(path)
+    seconds = time.perf_counter() - started
+    found = {
+        "anchorsAfter": conn.execute("SELECT count(*) FROM anchors").fetchone()[0],
+        "anchorTexts": conn.execute("SELECT count(*) FROM anchor_texts").fetchone()[0],
         "schemaFrom": schema,
-        "schemaTo": version,
+        "schemaTo": migrations.user_version(conn),
         "openSeconds": round(seconds, 2),
     }
+    conn.close()
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=10_000)
     parser.add_argument("--schema", type=int, default=16, help="the schema the archive is built at (16 or later)")
+    parser.add_argument(
+        "--archive", type=Path, help="time the first open of this existing archive instead (upgraded in place)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if not 16 <= args.schema < migrations.latest_version():
+    if args.archive is None and not 16 <= args.schema < migrations.latest_version():
         parser.error(f"--schema must be 16 to {migrations.latest_version() - 1}")
-    found = run(args.documents, args.schema)
+    found = first_open(args.archive) if args.archive else run(args.documents, args.schema)
     if args.json:
         print(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
         return
+    built = (
+        f"{found['documents']:,} coding documents, {found['anchors']:,} anchor rows; "
+        if "documents" in found
+        else f"{args.archive}: "
+    )
     print(
-        f"{found['documents']:,} coding documents, {found['anchors']:,} anchor rows ({found['anchorTexts']:,} "
-        f"distinct texts; {found['anchorsAfter']:,} rows after): schema {found['schemaFrom']} -> "
-        f"{found['schemaTo']} at the first open in {found['openSeconds']} s"
+        f"{built}{found['anchorsAfter']:,} anchor rows after ({found['anchorTexts']:,} distinct texts): "
+        f"schema {found['schemaFrom']} -> {found['schemaTo']} at the first open in {found['openSeconds']} s"
     )
 
 
