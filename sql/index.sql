@@ -40,6 +40,20 @@ INSERT INTO message_cues (document_row, ordinal, cue, score) VALUES (?, ?, ?, ?)
 -- name: add_windows
 UPDATE index_stats SET value = value + ? WHERE name = 'windows';
 
+-- name: extend_project_span
+-- A document's new windows (ids :low to :high) widen its project's window range (migration 0026).
+INSERT INTO project_window_spans (project_row, low, high)
+SELECT project_id, :low, :high FROM documents WHERE id = :row
+ON CONFLICT (project_row) DO UPDATE SET low = min(low, excluded.low), high = max(high, excluded.high);
+
+-- name: recompute_project_spans
+-- After a rebuild: every project's range exactly as its windows now lie.
+DELETE FROM project_window_spans;
+INSERT INTO project_window_spans (project_row, low, high)
+SELECT d.project_id, min(w.id), max(w.id)
+FROM windows AS w JOIN documents AS d ON d.id = w.document_row
+GROUP BY d.project_id;
+
 -- name: all_documents
 -- The documents that get derived rows: live or superseded, a checkpoint part only with its root
 -- (an orphan stays without them).

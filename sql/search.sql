@@ -28,9 +28,10 @@ LIMIT 1000;
 
 -- name: lexical_top
 -- Phase 1: the best windows by BM25F (most negative first), straight from FTS5, among those with
--- an id above :low (0: all; FTS5 seeks to it in each posting list).
+-- an id above :low and at most :high (FTS5 seeks to :low in each posting list and stops after
+-- :high: the scope's window range, or a newest slice of it).
 SELECT rowid, rank FROM window_fts
-WHERE window_fts MATCH :match AND rank MATCH :ranking AND rowid > :low
+WHERE window_fts MATCH :match AND rank MATCH :ranking AND rowid > :low AND rowid <= :high
 ORDER BY rank
 LIMIT :k;
 
@@ -38,12 +39,16 @@ LIMIT :k;
 -- lexical_top with each phrase's window count given (:hits, a JSON array in phrase order):
 -- cwa_bm25 (cwa/retrieve/bm25.py) is bm25() without reading the phrases' posting lists to count.
 SELECT rowid, cwa_bm25(window_fts, :hits) AS score FROM window_fts
-WHERE window_fts MATCH :match AND rowid > :low
+WHERE window_fts MATCH :match AND rowid > :low AND rowid <= :high
 ORDER BY score
 LIMIT :k;
 
 -- name: newest_window
 SELECT coalesce(max(id), 0) FROM windows;
+
+-- name: project_window_span
+-- The ids a project's windows lie between (migration 0026); no row: it has none.
+SELECT low, high FROM project_window_spans WHERE project_row = ?;
 
 -- name: admissible_windows
 -- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible

@@ -37,6 +37,7 @@ from cwa_eval.perf.upgrade import (
     DIGEST_COLUMNS,
     PerRowAnchors,
     TypedAnchorRows,
+    UnspannedLexicalHandler,
     hex_digests,
     named_outcomes,
     stored_source_keys,
@@ -53,6 +54,13 @@ BINARY_DIGESTS_SINCE = 20  # digests as 32 bytes; before, 64 hex characters
 OUTCOME_CODES_SINCE = 22  # index outcomes name handler and outcome by id; before, by name
 SOURCE_KEYS_FROM_MESSAGES_SINCE = 23  # before, documents also stored their first and last source keys
 MERGED_ANCHOR_TYPES_SINCE = 24  # one anchor row per (text, document); before, one per type too
+PROJECT_SPANS_SINCE = 26  # project_window_spans; before, no project's window range was kept
+# Each project's window range as kept (0026), and as its windows lie.
+SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
+TRUE_SPANS = (
+    "SELECT d.project_id, min(w.id), max(w.id) FROM windows AS w JOIN documents AS d ON d.id = w.document_row "
+    "GROUP BY d.project_id ORDER BY d.project_id"
+)
 # An anchor row with each of its types' names (since 0024 the types are bits of one row).
 ANCHORS_BY_TYPE = (
     "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences "
@@ -106,7 +114,8 @@ HANDLERS_BY_SCHEMA = (
     (2, ANCHOR_DICTIONARY_SINCE, PerRowAnchors),
     (ANCHOR_DICTIONARY_SINCE, MERGED_ANCHOR_TYPES_SINCE, TypedAnchorRows),
     (MERGED_ANCHOR_TYPES_SINCE, None, ExactHandler),
-    (2, None, LexicalHandler),
+    (2, PROJECT_SPANS_SINCE, UnspannedLexicalHandler),
+    (PROJECT_SPANS_SINCE, None, LexicalHandler),
     (2, None, StructuralHandler),
     (4, VECTOR_BITS_SINCE, QueueOnlySemanticHandler),
     (VECTOR_BITS_SINCE, INT8_VECTORS_SINCE, Float32SemanticHandler),
@@ -296,6 +305,8 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
             "(SELECT 1 FROM windows AS w WHERE w.document_row = d.id)"
         ).fetchone()[0]
         assert unindexed == 0
+        # Each project's window range (0026), from the windows the archive held; search is bounded by it.
+        assert conn.execute(SPANS).fetchall() == conn.execute(TRUE_SPANS).fetchall() != []
         found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "limit": 5})["results"]
         assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
         keyword = archive.search({"project": PROJECT, "query": "multipart stream", "semanticPolicy": "never"})
@@ -338,6 +349,7 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         again = archive.admit(sample_requests(version)[0])
         assert again["created"] is False and again["documentId"] == before["documents"][0][0]
         assert archive.admit({**sample_requests(version)[0], "sessionId": "new-session"})["created"] is True
+        assert conn.execute(SPANS).fetchall() == conn.execute(TRUE_SPANS).fetchall()  # widened by the new windows
 
 
 def test_the_epoch_log_starts_with_each_sessions_current_epoch(tmp_path):
@@ -484,7 +496,7 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
         "kind": "turn",
         "messages": [{"key": "q1", "role": "user", "text": 'see retry_policy first, then "retry_policy" again'}],
     }
-    handlers = (TypedAnchorRows(), LexicalHandler(), StructuralHandler())
+    handlers = (TypedAnchorRows(), UnspannedLexicalHandler(), StructuralHandler())
     admit(conn, contract.validate(contract.ADMIT, quoted), handlers=handlers, now="2026-10-21T10:00:00.000Z")
     before = sorted(
         conn.execute(

@@ -454,8 +454,9 @@ def test_a_common_term_s_count_is_reused_until_the_archive_grows_by_a_tenth(tmp_
 
 
 def test_an_unselective_query_is_scored_over_the_newest_windows_first_and_grows_to_fill_its_page(tmp_path, monkeypatch):
-    # Every window holds both words: FTS5 would score them all. The newest id range expected to
-    # hold POSTINGS_BUDGET matches is scored first, and grows while the scope finds too few.
+    # Every window holds both words: FTS5 would score them all. The newest id range of the
+    # project's windows expected to hold POSTINGS_BUDGET matches is scored first, and grows while
+    # the scope finds too few.
     from cwa.retrieve import search as searching
 
     monkeypatch.setattr(searching, "POSTINGS_BUDGET", 200)
@@ -463,19 +464,19 @@ def test_an_unselective_query_is_scored_over_the_newest_windows_first_and_grows_
     with Archive.open(tmp_path / "a.db") as archive:
         rows = []
         for n in range(400):
-            # The oldest half matches best (both words twice, nothing else); the twenty newest are
-            # another project's.
+            # The oldest half matches best (both words twice, nothing else); the twenty oldest and
+            # three among the newest are another project's: the project's range is ids 21-400.
             text = "common word common word" if n < 200 else f"common word in a longer note, number {n}"
             request = doc(f"s{n}", ("user", text), at=f"2026-11-{1 + n // 60:02d}T10:{n % 60:02d}:00Z")
-            request["project"] = P if n < 380 else "/work/other"
+            request["project"] = "/work/other" if n < 20 or n in (249, 299, 349) else P
             rows.append(archive.admit(request)["documentId"])
         search = {"query": "common word", "limit": 3, "leaseSeconds": 0, "semanticPolicy": "never"}
         found = archive.search({**search, "project": P})["results"]
-        assert len(found) == 3 and {r["documentId"] for r in found} <= set(rows[200:380])  # the newest 200 ids
+        assert len(found) == 3 and {r["documentId"] for r in found} <= set(rows[200:])  # the newest 200 ids
         # Wanting more than the newest slice holds grows it to the older, better matches.
         monkeypatch.setattr(searching, "LEXICAL_POOL", 400)
         many = archive.search({**search, "project": P, "limit": 50})["results"]
-        assert len(many) == 50 and {r["documentId"] for r in many} & set(rows[:200])
+        assert len(many) == 50 and {r["documentId"] for r in many} & set(rows[20:200])
 
 
 def _varied_archive(archive: Archive, documents: int = 240) -> None:
@@ -522,15 +523,16 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
         ]
         compared = 0
         for phrases, match in expressions:
-            for low in (0, 150):
-                fts5 = conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": 25, "low": low})
+            for low, high in ((0, 1 << 62), (150, 1 << 62), (40, 200)):  # all, a newest slice, a project's range
+                bounds = {"low": low, "high": high}
+                fts5 = conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": 25, **bounds})
                 known = conn.execute(
                     sql["lexical_top_known_idf"],
                     {
                         "match": match,
                         "hits": orjson.dumps([windows_holding(p) for p in phrases]).decode(),
                         "k": 25,
-                        "low": low,
+                        **bounds,
                     },
                 )
                 expected, found = fts5.fetchall(), known.fetchall()
@@ -627,3 +629,41 @@ def test_a_common_term_s_count_is_kept_in_the_archive_for_the_next_process_until
         archive.call("redact", {"project": P, "sessionId": "s3", "confirm": asked["confirm"]})
         archive.call("maintain", {})
         assert archive.conn.execute(kept).fetchall() == []
+
+
+SPANS = "SELECT p.identity, s.low, s.high FROM project_window_spans AS s JOIN projects AS p ON p.id = s.project_row"
+TRUE_SPANS = (
+    "SELECT p.identity, min(w.id), max(w.id) FROM windows AS w JOIN documents AS d ON d.id = w.document_row "
+    "JOIN projects AS p ON p.id = d.project_id GROUP BY p.identity"
+)
+
+
+def test_a_project_s_search_is_bounded_to_its_window_range_which_holds_every_window_it_has(tmp_path):
+    # Each project's window id range is kept as its windows are indexed, interleaved or not, and
+    # recomputed by a rebuild; FTS5 scores only the ids within it, so a window outside would be lost.
+    other = "/work/other"
+    with Archive.open(tmp_path / "a.db") as archive:
+        for n in range(12):
+            request = doc(f"s{n}", ("user", f"alpha note {n}"))
+            request["project"] = P if n < 4 or n == 11 else other
+            archive.admit(request)
+        late = doc("s12", ("user", "alpha zebra in the project's newest note"))
+        late_id = archive.admit(late)["documentId"]
+        spans = lambda: sorted(archive.conn.execute(SPANS).fetchall())  # noqa: E731
+        assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall()) and len(spans()) == 2
+
+        def found(query: str, project: str = P) -> list[str]:
+            request = {"project": project, "query": query, "limit": 20, "leaseSeconds": 0, "semanticPolicy": "never"}
+            return [r["documentId"] for r in archive.search(request)["results"]]
+
+        assert found("zebra") == [late_id]
+        assert len(found("alpha")) == 6 and len(found("alpha", other)) == 7
+        # The range is what bounds the search: narrowed below the newest window, that window is lost.
+        archive.conn.execute(
+            "UPDATE project_window_spans SET high = high - 1 WHERE high = (SELECT max(id) FROM windows)"
+        )
+        assert found("zebra") == [] and len(found("alpha")) == 5
+        # A rebuild gives every window a new id: the ranges are recomputed, not widened.
+        archive.call("index-rebuild", {})
+        assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall())
+        assert found("zebra") == [late_id] and len(found("alpha")) == 6

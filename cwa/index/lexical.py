@@ -202,6 +202,7 @@ class LexicalHandler:
         data = target.document.text
         if windows and not windows[0].columns["context"]:
             windows[0].columns["context"] = previous_context(conn, target.kind, target.document_row, self.closing)
+        first = None
         for ordinal, window in enumerate(windows):
             conn.execute(
                 sql["insert_window"],
@@ -216,13 +217,19 @@ class LexicalHandler:
                     blake3.blake3(data[window.start : window.end]).digest(),
                 ),
             )
-            conn.execute(
-                sql["insert_window_fts"],
-                (conn.last_insert_rowid(), *(" ".join(window.columns[c]) for c in COLUMNS)),
-            )
+            last = conn.last_insert_rowid()
+            first = last if first is None else first
+            conn.execute(sql["insert_window_fts"], (last, *(" ".join(window.columns[c]) for c in COLUMNS)))
         conn.execute(sql["add_windows"], (len(windows),))  # rolled back with the savepoint if skipped
+        if first is not None:
+            self.widen_span(conn, target.document_row, first, last)
         if closing is not None and target.kind in CONTEXT_KINDS and target.document.messages:
             self.closing.put(target, closing)
         if cut:
             return HandlerResult("partial", f"term budget of {MAX_TERMS_PER_DOCUMENT} reached")
         return HandlerResult("complete")
+
+    def widen_span(self, conn: apsw.Connection, document_row: int, first: int, last: int) -> None:
+        """Widen the document's project's window range to its new windows' ids: search bounds a
+        project's FTS5 work by that range (search.window_span), so no window may lie outside it."""
+        conn.execute(queries("index")["extend_project_span"], {"row": document_row, "low": first, "high": last})

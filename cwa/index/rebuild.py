@@ -79,6 +79,7 @@ def rebuild_indexes(
     with write_transaction(conn):
         conn.execute(sql["drop_stray_fts_rows"])
         conn.execute(sql["recount_windows"])
+        conn.execute(sql["recompute_project_spans"])  # the old ids' ranges go
         conn.execute(queries("lifecycle")["forget_term_counts"])  # a new tokenizer may count otherwise
         conn.execute(admission["finish_generation"], (now, generation))
     return {"generation": generation, "documents": len(documents), "outcomes": outcomes}

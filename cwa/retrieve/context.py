@@ -26,6 +26,7 @@ class Context:
     lineage: set[int]
     frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
     windows: int | None = None  # windows in the lexical index, read once per context
+    window_span: tuple[int, int] | None = None  # the scope's window ids, as FTS5 bounds (search.window_span)
     include_superseded: bool = False  # preflight looks at them only to name its reason
 
     def filters(self) -> dict:

@@ -577,12 +577,17 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...]) 
     keeps the whole index's statistics, and a selective expression is scored everywhere at once.
     Where counting the phrases' postings would cost more than the scoring itself, the same BM25F
     is computed with the counts search already holds (cwa/retrieve/bm25.py).
+    A project's search is bounded to its windows' id range (`window_span`): FTS5 scores no other
+    project's windows outside it.
     """
     sql = queries("search")
-    newest, span = 0, 0  # a selective expression: every id at once
-    if expected > SLICE_MATCHES:
-        newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
-        span = max(1, int(newest * POSTINGS_BUDGET / expected))
+    first, last = window_span(ctx)
+    newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
+    # Matches are taken as spread evenly over the ids: the range holds its share of them.
+    expected *= min(1.0, max(0, min(last, newest) - first) / newest) if newest else 1.0
+    newest, span = min(last, newest), 0  # a selective expression: the whole range at once
+    if expected > SLICE_MATCHES:  # the newest ids expected to hold POSTINGS_BUDGET matches
+        span = max(1, int((newest - first) * POSTINGS_BUDGET / expected))
     statement, ranking = sql["lexical_top"], {"ranking": RANKING}
     known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
     if bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected):
@@ -593,13 +598,28 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...]) 
     def rank(k: int) -> tuple[dict[int, float], bool]:
         nonlocal span
         while True:
-            low = max(0, newest - span)
-            top = ctx.conn.execute(statement, {"match": match, **ranking, "k": k, "low": low}).fetchall()
-            if len(top) >= k or low == 0:
+            low = max(first, newest - span) if span else first
+            params = {"match": match, **ranking, "k": k, "low": low, "high": newest}
+            top = ctx.conn.execute(statement, params).fetchall()
+            if len(top) >= k or low == first:
                 return {window: -raw for window, raw in top}, len(top) < k
             span *= SLICE_GROWTH
 
     return rank
+
+
+UNBOUNDED = (0, 1 << 62)  # window ids (exclusive low, inclusive high): every window
+
+
+def window_span(ctx: Context) -> tuple[int, int]:
+    """The window ids a search's scope can hold, as FTS5 bounds (after `low`, up to `high`): its
+    project's range (migration 0026; a session lies within its project's), or every id."""
+    if ctx.window_span is None:
+        found = None
+        if ctx.scope.project_row is not None:
+            found = ctx.conn.execute(queries("search")["project_window_span"], (ctx.scope.project_row,)).fetchone()
+        ctx.window_span = (found[0] - 1, found[1]) if found else UNBOUNDED
+    return ctx.window_span
 
 
 def _preference(ctx: Context, window: WindowRow) -> float:

@@ -131,7 +131,7 @@ def calibrate(db: Path) -> dict:
                 rows = conn.execute(
                     "SELECT count(*) FROM window_fts WHERE window_fts MATCH ? AND rowid > ?", (match, low)
                 ).fetchone()[0]
-                shared = {"match": match, "k": 40, "low": low}
+                shared = {"match": match, "k": 40, "low": low, "high": newest}
                 runs.append(
                     {
                         "match": match,

@@ -7,13 +7,13 @@ Builds an archive at `--schema` (16 to the latest but one; migrations applied up
 coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
 anchor with its text, before 20 every digest as 64 hex characters, before 22 every index outcome
 with its handler's name, before 23 every document row with its first and last source keys,
-before 24 an anchor row per type of each text), then times `open_connection` on it, which
+before 24 an anchor row per type of each text, before 26 no project window ranges), then times `open_connection` on it, which
 applies the later migrations in the opening process: 0017 moves every anchor text into the
 `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
 index of its keys; 0022 rewrites the index outcomes with handler and outcome ids; 0023 drops the
 documents' first and last source key columns; 0024 merges each text's anchor rows of a document
-into one; 0025 adds the kept term counts. With --archive, it times the first open of an existing
+into one; 0025 adds the kept term counts; 0026 computes each project's window id range. With --archive, it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place.
 """
 
@@ -50,6 +50,7 @@ TYPED_ANCHORS_UNTIL = 24  # schemas before it: an anchor row per (type, text) of
 HEX_DIGESTS_UNTIL = 20  # schemas before it: digests as 64 hex characters
 NAMED_OUTCOMES_UNTIL = 22  # schemas before it: index outcomes spelled out handler and outcome
 STORED_SOURCE_KEYS_UNTIL = 23  # schemas before it: documents stored their first and last source keys
+PROJECT_SPANS_SINCE = 26  # project_window_spans: the lexical handler widens a project's window range
 DIGEST_COLUMNS = {
     "documents": ("text_digest", "identity_digest"),
     "chunks": ("hash",),
@@ -77,6 +78,14 @@ class PerRowAnchors:
             ],
         )
         return HandlerResult("complete")
+
+
+class UnspannedLexicalHandler(LexicalHandler):
+    """The lexical handler of schemas 2-25: no project window ranges yet (tests/test_migrations.py
+    builds old archives with it too)."""
+
+    def widen_span(self, conn: apsw.Connection, document_row: int, first: int, last: int) -> None:
+        pass
 
 
 class TypedAnchorRows:
@@ -161,7 +170,11 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
         if schema < TYPED_ANCHORS_UNTIL
         else ExactHandler()
     )
-    handlers = (exact, LexicalHandler(), StructuralHandler())
+    handlers = (
+        exact,
+        LexicalHandler() if schema >= PROJECT_SPANS_SINCE else UnspannedLexicalHandler(),
+        StructuralHandler(),
+    )
     source = itertools.islice(CORPORA["coding"](10**9, project=PROJECTS["coding"]), documents)
     with contextlib.ExitStack() as stack:
         if schema < NAMED_OUTCOMES_UNTIL:

@@ -1,0 +1,101 @@
+"""Lexical search bounded to the project's window range, against the same search unbounded.
+
+    python eval/perf/project_span.py [--data ../shared/data/locomo/locomo10.json] [--haystack 100000] [--json]
+
+One archive of LoCoMo's ten conversations, a project each (with `--haystack`, every project grown
+to that many tokens: eval/retrieval/haystack.py), so each project is about a tenth of the archive.
+Every question with evidence is asked of its conversation's project twice, alternately in this
+process: as search runs it (FTS5 bounded to the project's window ids, migration 0026) and with the
+bound lifted (every id, as before). Reported: search p50 / p95 of each, how many questions got the
+same documents in the same order, and R@1/5/10 of each with the shipped ranker (in sample for
+LoCoMo: only the difference between the two says anything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import percentile
+
+from cwa.api import Archive
+from cwa.retrieve import search
+from cwa_eval.retrieval import locomo
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo10.json"
+
+
+def run(data: Path, haystack: int) -> dict:
+    conversations = locomo.load(data)
+    bounded = search.window_span
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "a.db") as archive:
+        started = time.perf_counter()
+        locomo.ingest(archive, conversations)
+        if haystack:
+            locomo.ingest_haystack(archive, conversations, haystack)
+        report = {"haystack": haystack, "buildSeconds": round(time.perf_counter() - started, 1)}
+        report["windows"] = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+        asked = [
+            (f"locomo:{c['sample_id']}", qa["question"], set(wanted))
+            for c in conversations
+            for qa, wanted, _ in locomo.questions(c)
+            if wanted
+        ]
+        ways = {"bounded": bounded, "unbounded": lambda ctx: search.UNBOUNDED}
+        latency: dict[str, list[float]] = {way: [] for way in ways}
+        recall: dict[str, list[dict]] = {way: [] for way in ways}
+        same = 0
+        try:
+            for number, (project, question, wanted) in enumerate(asked):
+                results = {}
+                for way in sorted(ways, reverse=bool(number % 2)):  # alternate which goes first
+                    search.window_span = ways[way]
+                    request = {"project": project, "query": question, "limit": 10, "leaseSeconds": 0}
+                    began = time.perf_counter()
+                    found = archive.search({**request, "semanticPolicy": "never", "rerank": False})["results"]
+                    latency[way].append((time.perf_counter() - began) * 1000)
+                    results[way] = [r["documentId"] for r in found]
+                    recall[way].append(locomo.score_question(wanted, [r["source"]["messageKey"] for r in found]))
+                same += results["bounded"] == results["unbounded"]
+        finally:
+            search.window_span = bounded
+    report["questions"] = len(asked)
+    report["sameResults"] = same
+    for way in ways:
+        report[way] = {
+            "p50Ms": round(percentile(latency[way], 0.5), 2),
+            "p95Ms": round(percentile(latency[way], 0.95), 2),
+            **{k: v for k, v in locomo._mean(recall[way]).items() if k.startswith("R@")},
+        }
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--haystack", type=int, default=0, help="tokens per project (0: LoCoMo alone)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report = run(args.data, args.haystack)
+    if args.json:
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
+    print(f"{report['questions']} questions, {report['windows']} windows, built in {report['buildSeconds']} s")
+    for way in ("unbounded", "bounded"):
+        row = report[way]
+        print(
+            f"  {way:10} p50 {row['p50Ms']} ms  p95 {row['p95Ms']} ms  R@1/5/10 {row['R@1']} / {row['R@5']} / {row['R@10']}"
+        )
+    print(f"  same results for {report['sameResults']} of {report['questions']}")
+
+
+if __name__ == "__main__":
+    main()
