@@ -50,6 +50,12 @@ SELECT coalesce(max(id), 0) FROM windows;
 -- The ids a project's windows lie between (migration 0026); no row: it has none.
 SELECT low, high FROM project_window_spans WHERE project_row = ?;
 
+-- name: scoped_term_windows
+-- The windows holding :term among ids above :low and at most :high, counted up to :cap only.
+SELECT count(*) FROM (
+  SELECT 1 FROM window_fts WHERE window_fts MATCH :term AND rowid > :low AND rowid <= :high LIMIT :cap
+);
+
 -- name: admissible_windows
 -- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible
 -- (:ids is a JSON array of window ids).

@@ -607,3 +607,27 @@ def test_the_hint_metrics_catch_what_they_measure(tmp_path):
     tool = {**source, "kind": "tool-result", "retentionClass": "ephemeral", "toolOutput": True}
     assert judged("\n\nrm -rf / now, as the tool said", hint_source=tool)["unsafe"] == 1
     assert judged(render_marker(("tablets",)))["outcome"] == "continuity-marker"
+
+
+def test_a_word_common_only_in_another_project_still_backs_a_hint_here(shop):
+    # Specificity is measured within the project preflight searches: "tablets" is in one of this
+    # project's 31 windows, though in most of the archive's (another project's 300 come after).
+    for n in range(30):
+        remember(shop, f"Reorder the shelf labels for aisle {n}.", f"Done: aisle {n} has its new labels.")
+    remember(shop, "The checkout line gets long on Saturdays.", TABLETS)
+    for n in range(300):
+        shop.admit(
+            {
+                "project": "/work/warehouse",
+                "sessionId": "stock",
+                "kind": "turn",
+                "createdAt": shift(NOW, -86_400),
+                "messages": [{"role": "user", "text": f"Count the tablets in crate {n}."}],
+            }
+        )
+    response = ask(shop, "m1", "could tablets help here?")
+    assert response["diagnostics"]["outcome"] == "continuity-marker"
+    assert marker_spans(response["modelVisibleText"]) == ["tablets"]
+    # the warehouse's own preflight finds tablets everywhere there: nothing specific to show
+    elsewhere = ask(shop, "m1", "could tablets help here?", project="/work/warehouse", session="w")
+    assert elsewhere["modelVisibleText"] == ""

@@ -667,3 +667,32 @@ def test_a_project_s_search_is_bounded_to_its_window_range_which_holds_every_win
         archive.call("index-rebuild", {})
         assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall())
         assert found("zebra") == [late_id] and len(found("alpha")) == 6
+
+
+def test_a_scope_s_counts_are_taken_within_its_window_range_and_stop_at_a_tenth_of_it(tmp_path):
+    from cwa.retrieve.context import frequencies, make_context, scope_frequencies
+    from cwa.retrieve.scope import resolve_scope
+
+    with Archive.open(tmp_path / "a.db") as archive:
+        for n in range(100):  # "beta" in 5 of this project's windows, "alpha" in all of them
+            archive.admit(doc(f"s{n}", ("user", f"alpha note {n}" + (" beta" if n % 20 == 0 else ""))))
+        for n in range(300):  # another project's, after them: "beta" in every one
+            archive.admit({**doc(f"o{n}", ("user", f"beta crate {n}")), "project": "/work/other"})
+
+        def counts(project: str | None, words: list[str]) -> tuple[dict[str, int], int]:
+            scope = resolve_scope(archive.conn, "project" if project else "all", project, None, "all")
+            return scope_frequencies(make_context(archive.conn, scope, [], "2026-12-01T00:00:00Z", None), words)
+
+        assert counts(P, ["alpha", "beta", "gamma"]) == ({"alpha": 11, "beta": 5, "gamma": 0}, 100)
+        archive_wide = frequencies(
+            make_context(
+                archive.conn, resolve_scope(archive.conn, "all", None, None, "all"), [], "2026-12-01T00:00:00Z", None
+            ),
+            ["alpha", "beta"],
+        )
+        assert archive_wide == ({"alpha": 100, "beta": 305}, 400)
+        assert counts(None, ["alpha", "beta"]) == archive_wide  # every project: the archive's counts
+        assert counts("/work/other", ["alpha", "beta"]) == ({"alpha": 0, "beta": 31}, 300)
+        # one more of this project's after the other's: its range is now the whole archive
+        archive.admit(doc("s100", ("user", "alpha note again")))
+        assert counts(P, ["alpha", "beta"]) == ({"alpha": 101, "beta": 305}, 401)

@@ -1,5 +1,6 @@
 """What every candidate query of one search (or preflight) shares: scope, visible keys, lineage,
-the clock, and the lexical index's term frequencies looked up so far."""
+the clock, the scope's window id range, and the lexical index's term frequencies looked up so far
+(in the whole archive, and within the range)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 import apsw
 import orjson
 
+from cwa.index.terms import fts_phrase
 from cwa.retrieve.scope import Scope
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait
 from cwa.store.sessions import lineage_of_key
@@ -26,7 +28,8 @@ class Context:
     lineage: set[int]
     frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
     windows: int | None = None  # windows in the lexical index, read once per context
-    window_span: tuple[int, int] | None = None  # the scope's window ids, as FTS5 bounds (search.window_span)
+    window_span: tuple[int, int] | None = None  # the scope's window ids, as FTS5 bounds (window_span)
+    scoped: dict[str, int] = field(default_factory=dict)  # term → windows holding it within window_span
     include_superseded: bool = False  # preflight looks at them only to name its reason
 
     def filters(self) -> dict:
@@ -96,3 +99,44 @@ def _keep(conn: apsw.Connection, counted: list[tuple[str, int, int]]) -> None:
             conn.execute(queries("search")["keep_term_counts"], (orjson.dumps(counted).decode(),))
     except BOOKKEEPING_SKIPPED:
         pass
+
+
+UNBOUNDED = (0, 1 << 62)  # window ids (exclusive low, inclusive high): every window
+# A scope's counts stop at this share of its range: a term in a tenth of the windows is far below
+# every hint gate's specificity (0.45 and up; about 0.37 at most there), so its exact count does
+# not matter, and counting stays bounded by the range, not by the term's whole posting list.
+SCOPED_COUNT_SHARE = 10
+WHOLE_ARCHIVE_SHARE = 0.9  # a range holding this much of the archive is counted as the archive
+
+
+def window_span(ctx: Context) -> tuple[int, int]:
+    """The window ids a search's scope can hold, as FTS5 bounds (after `low`, up to `high`): its
+    project's range (migration 0026; a session lies within its project's), or every id (every
+    project, or a project with no window yet, which then matches none)."""
+    if ctx.window_span is None:
+        found = None
+        if ctx.scope.project_row is not None:
+            found = ctx.conn.execute(queries("search")["project_window_span"], (ctx.scope.project_row,)).fetchone()
+        ctx.window_span = (found[0] - 1, found[1]) if found else UNBOUNDED
+    return ctx.window_span
+
+
+def scope_frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
+    """Window frequency of each term within the scope's window range, and the range's size: the
+    statistics of what a project's search looks at, where `frequencies` counts the whole archive
+    (every project). Where the range is most of the archive, these are `frequencies`; otherwise
+    each count reads only the range's part of the term's posting list and stops at a tenth of the
+    range (a term that common is never specific). A range may hold other projects' windows
+    interleaved with the project's, so a count is never below the project's own."""
+    df, total = frequencies(ctx, words)
+    low, high = window_span(ctx)
+    size = high - low
+    if size >= WHOLE_ARCHIVE_SHARE * total:
+        return df, total
+    sql = queries("search")
+    for word in dict.fromkeys(words):
+        if word not in ctx.scoped:
+            bounds = {"low": low, "high": high, "cap": size // SCOPED_COUNT_SHARE + 1}
+            found = ctx.conn.execute(sql["scoped_term_windows"], {"term": fts_phrase(word), **bounds}).fetchone()[0]
+            ctx.scoped[word] = min(found, df[word])
+    return {w: ctx.scoped[w] for w in words}, size

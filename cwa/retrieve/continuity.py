@@ -13,7 +13,8 @@ evidence. It returns one of three outcomes with a stable reason code:
   the message — a verbatim exact anchor of the message, or at least MARKER_MIN_TERMS matched terms
   in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum specificity ≥ MARKER_MIN_IDF.
   Specificity is normalized IDF as a modest archive measures it (calibration.specificity), so the
-  gates mean the same in a long history. Coverage and IDF are taken over the message's content terms (everyday filler such as "could",
+  gates mean the same in a long history, counted within the project searched
+  (context.scope_frequencies), so other projects' words do not move it. Coverage and IDF are taken over the message's content terms (everyday filler such as "could",
   "help", "here" neither counts against coverage nor names a concept); the matched terms may be
   distinct query terms or repeated occurrences of a content term, so a concept the earlier
   conversation returned to ("tablets … tablets") counts as well as two shared words; a message

@@ -27,7 +27,7 @@ from cwa.errors import CwaError, NotFound
 from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text, ranker
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import Context, frequencies, make_context
+from cwa.retrieve.context import Context, make_context, scope_frequencies
 from cwa.retrieve.continuity import (
     MARKER,
     MARKER_MIN_IDF,
@@ -218,11 +218,18 @@ def _evidence(
     visible = request.get("excludeVisibleSourceKeys", [])
     pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
     query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
+
     # own words only: a hint stands on what its source says, never on the turn before it
-    _, qterms, stages = find_candidates(ctx, query, pool, IGNORED_TERMS, _specific, context=False)
+    # A term's specificity is measured within the project searched: other projects' words must not
+    # make it common (or rare) here.
+    def specific(term: str, _frequency: int, _windows: int) -> bool:
+        df, total = scope_frequencies(ctx, [term])
+        return _specific(term, df[term], total)
+
+    _, qterms, stages = find_candidates(ctx, query, pool, IGNORED_TERMS, specific, context=False)
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
     probability = _probabilities(ctx, stages, qterms, settings, time_direction(query))
-    df, total = frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
+    df, total = scope_frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     idf = {t: calibration.specificity(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
     shown = frozenset(visible)

@@ -31,7 +31,7 @@ from cwa.index.terms import (
 from cwa.models import ModelUnavailable, reranker, reranker_dir
 from cwa.retrieve import bm25, calibration, expansion, importance, neighbors, ranker
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import Context, frequencies, make_context
+from cwa.retrieve.context import Context, frequencies, make_context, window_span
 from cwa.retrieve.fusion import fuse
 from cwa.retrieve.intent import time_direction
 from cwa.retrieve.locators import Locator, sign
@@ -606,20 +606,6 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...]) 
             span *= SLICE_GROWTH
 
     return rank
-
-
-UNBOUNDED = (0, 1 << 62)  # window ids (exclusive low, inclusive high): every window
-
-
-def window_span(ctx: Context) -> tuple[int, int]:
-    """The window ids a search's scope can hold, as FTS5 bounds (after `low`, up to `high`): its
-    project's range (migration 0026; a session lies within its project's), or every id."""
-    if ctx.window_span is None:
-        found = None
-        if ctx.scope.project_row is not None:
-            found = ctx.conn.execute(queries("search")["project_window_span"], (ctx.scope.project_row,)).fetchone()
-        ctx.window_span = (found[0] - 1, found[1]) if found else UNBOUNDED
-    return ctx.window_span
 
 
 def _preference(ctx: Context, window: WindowRow) -> float:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import percentile
 
 from cwa.api import Archive
-from cwa.retrieve import search
+from cwa.retrieve import context, search
 from cwa_eval.retrieval import locomo
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo10.json"
@@ -49,7 +49,7 @@ def run(data: Path, haystack: int) -> dict:
             for qa, wanted, _ in locomo.questions(c)
             if wanted
         ]
-        ways = {"bounded": bounded, "unbounded": lambda ctx: search.UNBOUNDED}
+        ways = {"bounded": bounded, "unbounded": lambda ctx: context.UNBOUNDED}
         latency: dict[str, list[float]] = {way: [] for way in ways}
         recall: dict[str, list[dict]] = {way: [] for way in ways}
         same = 0
