@@ -121,6 +121,14 @@ def window_span(ctx: Context) -> tuple[int, int]:
     return ctx.window_span
 
 
+def scope_windows(ctx: Context) -> int:
+    """The number of windows `scope_frequencies` counts within: the scope's range, or the whole
+    archive's count where the range is most of it."""
+    _, total = frequencies(ctx, [])
+    low, high = window_span(ctx)
+    return total if high - low >= WHOLE_ARCHIVE_SHARE * total else high - low
+
+
 def scope_frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
     """Window frequency of each term within the scope's window range, and the range's size: the
     statistics of what a project's search looks at, where `frequencies` counts the whole archive
@@ -129,10 +137,10 @@ def scope_frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], i
     range (a term that common is never specific). A range may hold other projects' windows
     interleaved with the project's, so a count is never below the project's own."""
     df, total = frequencies(ctx, words)
-    low, high = window_span(ctx)
-    size = high - low
-    if size >= WHOLE_ARCHIVE_SHARE * total:
+    size = scope_windows(ctx)
+    if size == total:
         return df, total
+    low, high = window_span(ctx)
     sql = queries("search")
     for word in dict.fromkeys(words):
         if word not in ctx.scoped:

@@ -27,7 +27,7 @@ from cwa.errors import CwaError, NotFound
 from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text, ranker
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import Context, make_context, scope_frequencies
+from cwa.retrieve.context import Context, make_context, scope_frequencies, scope_windows
 from cwa.retrieve.continuity import (
     MARKER,
     MARKER_MIN_IDF,
@@ -221,10 +221,15 @@ def _evidence(
 
     # own words only: a hint stands on what its source says, never on the turn before it
     # A term's specificity is measured within the project searched: other projects' words must not
-    # make it common (or rare) here.
-    def specific(term: str, _frequency: int, _windows: int) -> bool:
-        df, total = scope_frequencies(ctx, [term])
-        return _specific(term, df[term], total)
+    # make it common (or rare) here. The project holds at most the archive's count of it, so a term
+    # specific at that count is specific here without counting.
+    windows = scope_windows(ctx)
+
+    def specific(term: str, frequency: int, _windows: int) -> bool:
+        if _specific(term, frequency, windows):
+            return True
+        df, _ = scope_frequencies(ctx, [term])
+        return _specific(term, df[term], windows)
 
     _, qterms, stages = find_candidates(ctx, query, pool, IGNORED_TERMS, specific, context=False)
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
