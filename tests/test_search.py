@@ -696,3 +696,26 @@ def test_a_scope_s_counts_are_taken_within_its_window_range_and_stop_at_a_tenth_
         # one more of this project's after the other's: its range is now the whole archive
         archive.admit(doc("s100", ("user", "alpha note again")))
         assert counts(P, ["alpha", "beta"]) == ({"alpha": 101, "beta": 305}, 401)
+
+
+def test_the_postings_budget_counts_what_fts5_walks_within_the_project_s_range(tmp_path, monkeypatch):
+    # "mango" is in a third of the archive but in one window of this project: within the project's
+    # range it fits the budget beside "kiwi", so it counts in BM25 and its window ranks first.
+    from cwa.retrieve import search as searching
+
+    monkeypatch.setattr(searching, "POSTINGS_BUDGET", 60)
+    with Archive.open(tmp_path / "a.db") as archive:
+        for n in range(15):
+            archive.admit(doc(f"s{n}", ("user", f"kiwi note {n}")))
+        both = archive.admit(doc("s15", ("user", "kiwi mango basket")))  # as long, and newer
+        for n in range(250):
+            text = f"mango crate {n}" if n % 5 < 2 else f"plain crate {n}"
+            archive.admit({**doc(f"o{n}", ("user", text)), "project": "/work/other"})
+        request = {"project": P, "query": "kiwi mango", "limit": 5, "leaseSeconds": 0, "semanticPolicy": "never"}
+        found = archive.search({**request, "ranker": "fused"})["results"]
+        assert found[0]["documentId"] == both["documentId"]
+        # Counted across the archive (every project's mango), mango is left out of the MATCH: the
+        # window ties with the kiwi notes and the oldest comes first.
+        monkeypatch.setattr(searching, "_postings", lambda ctx, wanted, df, total: (df, total))
+        found = archive.search({**request, "ranker": "fused"})["results"]
+        assert found[0]["documentId"] != both["documentId"]

@@ -29,7 +29,7 @@ class Context:
     frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
     windows: int | None = None  # windows in the lexical index, read once per context
     window_span: tuple[int, int] | None = None  # the scope's window ids, as FTS5 bounds (window_span)
-    scoped: dict[str, int] = field(default_factory=dict)  # term → windows holding it within window_span
+    scoped: dict[str, tuple[int, int]] = field(default_factory=dict)  # term → (windows within window_span, count cap)
     include_superseded: bool = False  # preflight looks at them only to name its reason
 
     def filters(self) -> dict:
@@ -129,22 +129,24 @@ def scope_windows(ctx: Context) -> int:
     return total if high - low >= WHOLE_ARCHIVE_SHARE * total else high - low
 
 
-def scope_frequencies(ctx: Context, words: list[str]) -> tuple[dict[str, int], int]:
+def scope_frequencies(ctx: Context, words: list[str], cap: int | None = None) -> tuple[dict[str, int], int]:
     """Window frequency of each term within the scope's window range, and the range's size: the
     statistics of what a project's search looks at, where `frequencies` counts the whole archive
     (every project). Where the range is most of the archive, these are `frequencies`; otherwise
-    each count reads only the range's part of the term's posting list and stops at a tenth of the
-    range (a term that common is never specific). A range may hold other projects' windows
-    interleaved with the project's, so a count is never below the project's own."""
+    each count reads only the range's part of the term's posting list and stops at `cap` (default
+    a tenth of the range: a term that common is never specific). A range may hold other projects'
+    windows interleaved with the project's, so a count is never below the project's own."""
     df, total = frequencies(ctx, words)
     size = scope_windows(ctx)
     if size == total:
         return df, total
     low, high = window_span(ctx)
+    cap = cap or size // SCOPED_COUNT_SHARE + 1
     sql = queries("search")
     for word in dict.fromkeys(words):
-        if word not in ctx.scoped:
-            bounds = {"low": low, "high": high, "cap": size // SCOPED_COUNT_SHARE + 1}
+        known = ctx.scoped.get(word)
+        if known is None or known[0] >= known[1] < cap:  # not counted, or stopped short of this cap
+            bounds = {"low": low, "high": high, "cap": cap}
             found = ctx.conn.execute(sql["scoped_term_windows"], {"term": fts_phrase(word), **bounds}).fetchone()[0]
-            ctx.scoped[word] = min(found, df[word])
-    return {w: ctx.scoped[w] for w in words}, size
+            ctx.scoped[word] = (min(found, df[word]), cap)
+    return {w: min(ctx.scoped[w][0], cap) for w in words}, size

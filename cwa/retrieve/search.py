@@ -31,7 +31,7 @@ from cwa.index.terms import (
 from cwa.models import ModelUnavailable, reranker, reranker_dir
 from cwa.retrieve import bm25, calibration, expansion, importance, neighbors, ranker
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import Context, frequencies, make_context, window_span
+from cwa.retrieve.context import Context, frequencies, make_context, scope_frequencies, scope_windows, window_span
 from cwa.retrieve.fusion import fuse
 from cwa.retrieve.intent import time_direction
 from cwa.retrieve.locators import Locator, sign
@@ -537,10 +537,10 @@ def _lexical_search(
         wanted = [t for t in qterms if matchable(t, df[t], total)]
     rows: list[WindowRow] = []
     seen_windows: set[int] = set()
-    for match, expected, phrases in match_expressions(wanted, df, total, context):
-        for found in best_admissible(
-            ctx, _bm25f(ctx, match, expected, phrases), max(LEXICAL_POOL, WINDOWS_PER_RESULT * limit), limit, taken
-        ):
+    postings, windows = _postings(ctx, wanted, df, total)
+    for match, expected, phrases in match_expressions(wanted, postings, windows, context):
+        ranking = _bm25f(ctx, match, expected, phrases, in_range=windows != total)
+        for found in best_admissible(ctx, ranking, max(LEXICAL_POOL, WINDOWS_PER_RESULT * limit), limit, taken):
             if found.window_id not in seen_windows:
                 seen_windows.add(found.window_id)
                 rows.append(found)
@@ -567,7 +567,17 @@ def _lexical_search(
     return distinct_candidates(rows, taken, limit, candidate)
 
 
-def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...]) -> Ranking:
+def _postings(ctx: Context, wanted: list[str], df: dict[str, int], total: int) -> tuple[dict[str, int], int]:
+    """The postings each term costs FTS5, which only walks the scope's window range, and the
+    windows they are counted among: the archive's counts while they fit the budget anyway (the
+    range holds no more of any term), else the range's own (up to the budget: a term over it is
+    over it)."""
+    if sum(df[t] for t in wanted) <= POSTINGS_BUDGET or scope_windows(ctx) == total:
+        return df, total
+    return scope_frequencies(ctx, wanted, POSTINGS_BUDGET + 1)
+
+
+def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], in_range: bool = False) -> Ranking:
     """FTS5's own top k for an expression (its fastest path), as relevance: -bm25(), higher better.
 
     FTS5 scores every window an expression matches before it sorts, so an unselective one (only
@@ -578,13 +588,14 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...]) 
     Where counting the phrases' postings would cost more than the scoring itself, the same BM25F
     is computed with the counts search already holds (cwa/retrieve/bm25.py).
     A project's search is bounded to its windows' id range (`window_span`): FTS5 scores no other
-    project's windows outside it.
+    project's windows outside it. `expected` counts the matches in that range when `in_range`,
+    else in the whole archive.
     """
     sql = queries("search")
     first, last = window_span(ctx)
     newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
-    # Matches are taken as spread evenly over the ids: the range holds its share of them.
-    expected *= min(1.0, max(0, min(last, newest) - first) / newest) if newest else 1.0
+    if not in_range:  # matches taken as spread evenly over the ids: the range holds its share
+        expected *= min(1.0, max(0, min(last, newest) - first) / newest) if newest else 1.0
     newest, span = min(last, newest), 0  # a selective expression: the whole range at once
     if expected > SLICE_MATCHES:  # the newest ids expected to hold POSTINGS_BUDGET matches
         span = max(1, int((newest - first) * POSTINGS_BUDGET / expected))
