@@ -231,5 +231,5 @@ class LexicalHandler:
 
     def widen_span(self, conn: apsw.Connection, document_row: int, first: int, last: int) -> None:
         """Widen the document's project's window range to its new windows' ids: search bounds a
-        project's FTS5 work by that range (search.window_span), so no window may lie outside it."""
+        project's FTS5 work by that range (context.window_span), so no window may lie outside it."""
         conn.execute(queries("index")["extend_project_span"], {"row": document_row, "low": first, "high": last})

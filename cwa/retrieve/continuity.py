@@ -14,8 +14,9 @@ evidence. It returns one of three outcomes with a stable reason code:
   in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum specificity ≥ MARKER_MIN_IDF.
   Specificity is normalized IDF as a modest archive measures it (calibration.specificity), so the
   gates mean the same in a long history, counted within the project searched
-  (context.scope_frequencies), so other projects' words do not move it. Coverage and IDF are taken over the message's content terms (everyday filler such as "could",
-  "help", "here" neither counts against coverage nor names a concept); the matched terms may be
+  (context.scope_frequencies), so other projects' words do not move it. Coverage and IDF are
+  taken over the message's content terms (everyday filler such as "could", "help", "here"
+  neither counts against coverage nor names a concept); the matched terms may be
   distinct query terms or repeated occurrences of a content term, so a concept the earlier
   conversation returned to ("tablets … tablets") counts as well as two shared words; a message
   whose only content word is rare in the archive (specificity ≥ SOLE_TERM_MIN_IDF) needs it

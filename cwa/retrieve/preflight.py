@@ -218,8 +218,6 @@ def _evidence(
     visible = request.get("excludeVisibleSourceKeys", [])
     pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
     query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
-
-    # own words only: a hint stands on what its source says, never on the turn before it
     # A term's specificity is measured within the project searched: other projects' words must not
     # make it common (or rare) here. The project holds at most the archive's count of it, so a term
     # specific at that count is specific here without counting.
@@ -231,6 +229,7 @@ def _evidence(
         df, _ = scope_frequencies(ctx, [term])
         return _specific(term, df[term], windows)
 
+    # own words only: a hint stands on what its source says, never on the turn before it
     _, qterms, stages = find_candidates(ctx, query, pool, IGNORED_TERMS, specific, context=False)
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
     probability = _probabilities(ctx, stages, qterms, settings, time_direction(query))
