@@ -51,17 +51,18 @@ def main() -> None:
             ingest_haystack(archive, conversations, args.haystack)
         windows = archive.conn.execute(queries("search")["window_count"]).fetchone()[0]
         report["windows"] = windows
-        scoped = preflight.scope_frequencies
-        variants = (  # tag, reference size, counts
-            ("normalizedIdf", windows + 1, context.frequencies),
-            ("archiveCounts", shipped, context.frequencies),
+        scoped = (preflight.scope_frequencies, preflight.scope_windows)
+        archive_wide = (context.frequencies, lambda ctx: context.frequencies(ctx, [])[1])
+        variants = (  # tag, reference size, (counts, the windows they are counted among)
+            ("normalizedIdf", windows + 1, archive_wide),
+            ("archiveCounts", shipped, archive_wide),
             ("specificity", shipped, scoped),
         )
         try:
             for round_ in range(args.rounds):
                 for tag, reference, counts in variants:
                     calibration.SPECIFICITY_REFERENCE_WINDOWS = reference
-                    preflight.scope_frequencies = counts
+                    preflight.scope_frequencies, preflight.scope_windows = counts
                     found = preflight_figures(archive, conversations, [ranker, ranker], f"{tag}-{round_}")
                     report["runs"][tag] = {
                         "referenceWindows": reference,
@@ -73,7 +74,7 @@ def main() -> None:
                     }
         finally:
             calibration.SPECIFICITY_REFERENCE_WINDOWS = shipped
-            preflight.scope_frequencies = scoped
+            preflight.scope_frequencies, preflight.scope_windows = scoped
     if args.json:
         print(json.dumps(report, indent=2))
         return
