@@ -17,7 +17,6 @@ runtime graph.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,8 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cwa_eval.perf.scale import tree_environment
 
 CHILD = """
 import sys, time
@@ -59,7 +60,7 @@ def texts(count: int) -> list[str]:
 
 
 def measure(tree: Path, source: Path, out: Path, graph: str, fresh_cache: bool) -> dict:
-    env = dict(os.environ)
+    env = tree_environment(tree)
     if fresh_cache:
         env["XDG_CACHE_HOME"] = str(out.with_suffix(".cache"))
     done = subprocess.run(

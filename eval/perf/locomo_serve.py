@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa_eval.perf.scale import Serve
+from cwa_eval.perf.scale import Serve, tree_environment
 from cwa_eval.retrieval.locomo import turn_text
 
 BUILD = """
@@ -63,6 +63,7 @@ def build(tree: Path, archive: Path, data: Path) -> tuple[float, int, int]:
         check=True,
         capture_output=True,
         cwd=archive.parent,
+        env=tree_environment(tree),
     )
     rate, before, after = out.stdout.decode().split()[-3:]
     return float(rate), int(before), int(after)

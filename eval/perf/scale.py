@@ -213,6 +213,16 @@ SERVE_FROM_TREE = (
 )
 
 
+def tree_environment(tree: Path | None, **extra: str) -> dict[str, str]:
+    """The environment of a child running `tree`'s code: the tree first on PYTHONPATH too, so the
+    processes that child starts (`cwa serve`'s index worker, `python -m cwa.…`) run the same tree,
+    not the installed cwa (which may upgrade the archive to a schema the tree cannot open)."""
+    env = {**os.environ, **extra}
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 class Serve:
     """One `cwa serve` child answering JSON lines (from `tree`'s code when given, in a neutral
     working directory; its embedding worker off unless `background`); every request timed at the
@@ -224,7 +234,7 @@ class Serve:
             [*start, "serve", "--background" if background else "--no-background", "--maintenance-interval", "0"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env={**os.environ, "CWA_DB": str(db)},
+            env=tree_environment(tree, CWA_DB=str(db)),
             cwd=db.parent,
         )
         self.number = 0

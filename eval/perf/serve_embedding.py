@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import latency
 
-from cwa_eval.perf.scale import Serve
+from cwa_eval.perf.scale import Serve, tree_environment
 
 BUILD = """
 import sys
@@ -50,6 +50,7 @@ def measure(tree: Path, archive: Path, data: Path, conversations: int, questions
         check=True,
         capture_output=True,
         cwd=archive.parent,
+        env=tree_environment(tree),
     )
     server = Serve(archive, tree, background=True)
     hybrid: list[float] = []
