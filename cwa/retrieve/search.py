@@ -31,7 +31,15 @@ from cwa.index.terms import (
 from cwa.models import ModelUnavailable, reranker, reranker_dir
 from cwa.retrieve import bm25, calibration, expansion, importance, neighbors, ranker
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import Context, frequencies, make_context, scope_frequencies, scope_windows, window_span
+from cwa.retrieve.context import (
+    UNBOUNDED,
+    Context,
+    frequencies,
+    make_context,
+    scope_frequencies,
+    scope_windows,
+    window_span,
+)
 from cwa.retrieve.fusion import fuse
 from cwa.retrieve.intent import time_direction
 from cwa.retrieve.locators import Locator, sign
@@ -593,8 +601,11 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     """
     sql = queries("search")
     first, last = window_span(ctx)
-    newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
-    if not in_range:  # matches taken as spread evenly over the ids: the range holds its share
+    bounded = (first, last) != UNBOUNDED
+    newest = last  # the newest id is read only where a range's share or a slice needs it
+    if bounded or expected > SLICE_MATCHES:
+        newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
+    if bounded and not in_range:  # matches taken as spread evenly over the ids: the range holds its share
         expected *= min(1.0, max(0, min(last, newest) - first) / newest) if newest else 1.0
     newest, span = min(last, newest), 0  # a selective expression: the whole range at once
     if expected > SLICE_MATCHES:  # the newest ids expected to hold POSTINGS_BUDGET matches
