@@ -67,17 +67,18 @@ UPDATE documents SET state = 'superseded', state_changed_at = ? WHERE id = ? AND
 -- Each handler that records an outcome has an id (:outcomes as in record_outcomes).
 INSERT OR IGNORE INTO index_handlers (name) SELECT value ->> 0 FROM json_each(:outcomes);
 
+-- name: mark_generation_handlers
+-- The handlers a generation ran, as bits (:outcomes as in record_outcomes).
+UPDATE index_generations
+SET handlers = handlers | (SELECT sum(DISTINCT 1 << h.id) FROM json_each(:outcomes) AS j
+                           JOIN index_handlers AS h ON h.name = j.value ->> 0)
+WHERE id = :generation;
+
 -- name: record_outcomes
--- One document's outcomes in one generation (:outcomes is a JSON array of [handler, outcome,
--- detail]).
+-- One document's exceptional outcomes in one generation (:outcomes is a JSON array of [handler,
+-- outcome, detail]); a plain `complete` is not a row (migration 0027).
 INSERT INTO index_outcomes (document_row, generation_id, handler_id, outcome, detail)
 SELECT :row, :generation, h.id, k.code, j.value ->> 2
 FROM json_each(:outcomes) AS j
 JOIN index_handlers AS h ON h.name = j.value ->> 0
 JOIN index_outcome_kinds AS k ON k.name = j.value ->> 1;
-
--- name: outcomes_for
-SELECT h.name, k.name FROM index_outcomes AS o
-JOIN index_handlers AS h ON h.id = o.handler_id
-JOIN index_outcome_kinds AS k ON k.code = o.outcome
-WHERE o.generation_id = ? AND o.document_row = ? ORDER BY h.name;

@@ -47,10 +47,13 @@ ORDER BY ordinal
 LIMIT ?;
 
 -- name: outcomes
-SELECT h.name, k.name, o.detail FROM index_outcomes AS o
-JOIN index_handlers AS h ON h.id = o.handler_id
-JOIN index_outcome_kinds AS k ON k.code = o.outcome
-WHERE o.generation_id = ? AND o.document_row = ?
+-- Each handler of the generation; one without a row completed (migration 0027).
+SELECT h.name, coalesce(k.name, 'complete'), o.detail
+FROM index_generations AS g
+JOIN index_handlers AS h ON g.handlers & (1 << h.id) != 0
+LEFT JOIN index_outcomes AS o ON o.document_row = ?2 AND o.generation_id = g.id AND o.handler_id = h.id
+LEFT JOIN index_outcome_kinds AS k ON k.code = o.outcome
+WHERE g.id = ?1
 ORDER BY h.name;
 
 -- name: part_text_range

@@ -81,18 +81,20 @@ JOIN projects AS p ON p.id = s.project_id
 LEFT JOIN sessions AS parent ON parent.id = s.parent_id;
 
 DROP VIEW IF EXISTS index_status;
+-- Each handler of the document's generation; one without an outcome row completed (migration 0027).
 CREATE VIEW index_status AS
 SELECT
   d.document_id,
   d.version,
-  o.generation_id,
+  g.id AS generation_id,
   h.name AS handler,
-  k.name AS outcome,
+  coalesce(k.name, 'complete') AS outcome,
   o.detail
-FROM index_outcomes AS o
-JOIN documents AS d ON d.id = o.document_row AND o.generation_id = d.index_generation
-JOIN index_handlers AS h ON h.id = o.handler_id
-JOIN index_outcome_kinds AS k ON k.code = o.outcome;
+FROM documents AS d
+JOIN index_generations AS g ON g.id = d.index_generation
+JOIN index_handlers AS h ON g.handlers & (1 << h.id) != 0
+LEFT JOIN index_outcomes AS o ON o.document_row = d.id AND o.generation_id = g.id AND o.handler_id = h.id
+LEFT JOIN index_outcome_kinds AS k ON k.code = o.outcome;
 
 -- Every message of every session in the order it was written (document creation time, document
 -- row, message ordinal): the records gather and traverse return (cwa/retrieve/chronology.py).

@@ -60,9 +60,16 @@ def test_outcomes_are_recorded_and_the_document_commits_in_every_case(db_path):
         assert count("budgeted") == 2  # a partial handler keeps what it wrote
         assert count("broken") == 0  # a failing handler's rows are rolled back
         assert count("quitter") == 0  # a skipped handler publishes nothing
-        details = dict(conn.execute("SELECT handler, detail FROM index_status").fetchall())
+        status = conn.execute("SELECT handler, outcome, detail FROM index_status").fetchall()
+        assert {h: o for h, o, _ in status} == result["indexOutcomes"]  # every handler, the clean one too
+        details = {h: d for h, _, d in status}
         assert "RuntimeError" in details["broken"]
         assert details["budgeted"] == "budget of 2 words reached"
+        # only what did not simply complete is a row (migration 0027); the generation names all four
+        stored = conn.execute(
+            "SELECT h.name FROM index_outcomes AS o JOIN index_handlers AS h ON h.id = o.handler_id ORDER BY 1"
+        ).fetchall()
+        assert stored == [("broken",), ("budgeted",), ("quitter",)]
         doc = archive.get({"documentId": result["documentId"]})
         assert doc["indexOutcomes"] == result["indexOutcomes"]
         assert doc["generation"] == result["generation"]
@@ -75,12 +82,12 @@ def test_each_admission_gets_its_own_generation(archive):
     first = archive.admit(turn("a"))
     second = archive.admit(turn("b"))
     assert second["generation"] > first["generation"]
-    assert first["indexOutcomes"] == {
-        "exact": "complete",
-        "lexical": "complete",
-        "structural": "complete",
-        "semantic": "complete",
-    }
+    every = {"exact": "complete", "lexical": "complete", "structural": "complete", "semantic": "complete"}
+    assert first["indexOutcomes"] == every
+    # a clean document writes no outcome row; its generation's handlers say what ran
+    assert archive.conn.execute("SELECT count(*) FROM index_outcomes").fetchone()[0] == 0
+    assert archive.get({"documentId": first["documentId"]})["indexOutcomes"] == every
+    assert archive.admit(turn("a"))["indexOutcomes"] == every  # the existing document's answer too
 
 
 def test_prepare_runs_before_the_write_lock_is_taken(db_path):

@@ -29,7 +29,7 @@ def _derived(archive: Archive, document_id: str) -> tuple[int, int, int]:
     """(windows, index outcomes, index queue rows) of a document's first version."""
     return archive.conn.execute(
         "SELECT (SELECT count(*) FROM windows WHERE document_row = d.id),"
-        " (SELECT count(*) FROM index_outcomes WHERE document_row = d.id),"
+        " (SELECT count(*) FROM index_status AS s WHERE s.document_id = d.document_id AND s.version = 1),"
         " (SELECT count(*) FROM index_queue WHERE document_row = d.id)"
         " FROM documents AS d WHERE d.document_id = ? AND d.version = 1",
         (document_id,),
@@ -139,8 +139,7 @@ def test_serve_externalizes_without_indexing_then_its_worker_indexes_and_search_
         windows, outcomes, queued = _derived(archive, document)
         assert windows > 0 and outcomes == len(archive.handlers) and queued == 0
         generations = archive.conn.execute(
-            "SELECT count(DISTINCT generation_id) FROM index_outcomes AS o JOIN documents AS d"
-            " ON d.id = o.document_row WHERE d.document_id = ?",
+            "SELECT count(DISTINCT generation_id) FROM index_status WHERE document_id = ?",
             (document,),
         ).fetchone()[0]
         assert generations == 1  # indexed once

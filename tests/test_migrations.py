@@ -38,6 +38,7 @@ from cwa_eval.perf.upgrade import (
     PerRowAnchors,
     TypedAnchorRows,
     UnspannedLexicalHandler,
+    coded_outcomes,
     hex_digests,
     named_outcomes,
     stored_source_keys,
@@ -55,6 +56,7 @@ OUTCOME_CODES_SINCE = 22  # index outcomes name handler and outcome by id; befor
 SOURCE_KEYS_FROM_MESSAGES_SINCE = 23  # before, documents also stored their first and last source keys
 MERGED_ANCHOR_TYPES_SINCE = 24  # one anchor row per (text, document); before, one per type too
 PROJECT_SPANS_SINCE = 26  # project_window_spans; before, no project's window range was kept
+OUTCOME_EXCEPTIONS_SINCE = 27  # only outcomes other than a plain `complete` are rows; before, every one
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -212,6 +214,8 @@ def archive_at(path: Path, version: int) -> None:
         decision = None
         if version < OUTCOME_CODES_SINCE:  # outcomes as that schema recorded them
             stack.enter_context(mock.patch.object(derived, "record_outcomes", named_outcomes))
+        elif version < OUTCOME_EXCEPTIONS_SINCE:
+            stack.enter_context(mock.patch.object(derived, "record_outcomes", coded_outcomes))
         if version < SOURCE_KEYS_FROM_MESSAGES_SINCE:  # the row's first and last source keys
             stack.enter_context(stored_source_keys(conn))
         for request in sample_requests(version):
@@ -497,7 +501,8 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
         "messages": [{"key": "q1", "role": "user", "text": 'see retry_policy first, then "retry_policy" again'}],
     }
     handlers = (TypedAnchorRows(), UnspannedLexicalHandler(), StructuralHandler())
-    admit(conn, contract.validate(contract.ADMIT, quoted), handlers=handlers, now="2026-10-21T10:00:00.000Z")
+    with mock.patch.object(derived, "record_outcomes", coded_outcomes):  # as schema 23 recorded them
+        admit(conn, contract.validate(contract.ADMIT, quoted), handlers=handlers, now="2026-10-21T10:00:00.000Z")
     before = sorted(
         conn.execute(
             "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences FROM anchors AS a "
@@ -535,6 +540,47 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
         assert held(new_row) == held(old_row) and held(old_row)
         found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "semanticPolicy": "never"})["results"]
         assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
+
+
+class GivingUp:
+    """A handler that records an outcome other than `complete`, with its detail."""
+
+    name = "giving-up"
+
+    def index(self, conn, target):
+        return HandlerResult("skipped", "nothing here for this handler")
+
+
+CODED_OUTCOMES = (
+    "SELECT d.document_id, d.version, o.generation_id, h.name, k.name, o.detail FROM index_outcomes AS o "
+    "JOIN documents AS d ON d.id = o.document_row JOIN index_handlers AS h ON h.id = o.handler_id "
+    "JOIN index_outcome_kinds AS k ON k.code = o.outcome"
+)
+
+
+def test_plain_complete_outcomes_stop_being_rows_and_every_handler_still_shows(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, OUTCOME_EXCEPTIONS_SINCE - 1)
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = ON")
+    handlers = (ExactHandler(), LexicalHandler(), StructuralHandler(), GivingUp())
+    request = {"project": PROJECT, "sessionId": "outcomes", "createdAt": "2026-10-20T09:05:00Z", "kind": "turn"}
+    request["messages"] = [{"key": "o1", "role": "user", "text": "a document one handler gives up on"}]
+    with mock.patch.object(derived, "record_outcomes", coded_outcomes):  # as schema 26 recorded them
+        admit(conn, contract.validate(contract.ADMIT, request), handlers=handlers, now="2026-10-21T10:00:00.000Z")
+    before = sorted(conn.execute(CODED_OUTCOMES))
+    conn.close()
+    assert {r[4] for r in before} == {"complete", "skipped"} and len(before) > 8  # a row per handler of each
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        # what each document's generation ran, and how, reads the same through the view
+        assert sorted(conn.execute("SELECT * FROM index_status")) == before
+        assert conn.execute(CODED_OUTCOMES).fetchall() == [
+            (*r[:5], "nothing here for this handler") for r in before if r[4] == "skipped"
+        ]
+        for document_id, version in {r[:2] for r in before}:
+            expected = {h: o for d, v, _, h, o, _ in before if (d, v) == (document_id, version)}
+            assert archive.get({"documentId": document_id, "version": version})["indexOutcomes"] == expected
 
 
 def float32_vector_archive(path: Path) -> dict:

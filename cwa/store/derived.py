@@ -105,12 +105,17 @@ def run_handlers(
 def record_outcomes(
     conn: apsw.Connection, generation_id: int, document_row: int, recorded: list[tuple[str, str, str | None]]
 ) -> None:
-    """One document's (handler, outcome, detail) in one generation: two statements for all of
-    them, handlers and outcomes stored as small ids (migration 0022)."""
+    """One document's (handler, outcome, detail) in one generation. The generation keeps which
+    handlers ran (bits); only an outcome other than a plain `complete` is a row (migration 0027),
+    so a document indexed cleanly writes none. Handlers and outcomes are small ids (0022)."""
     sql = queries("admission")
     names = {"outcomes": orjson.dumps(recorded).decode()}
     conn.execute(sql["name_handlers"], names)
-    conn.execute(sql["record_outcomes"], {**names, "row": document_row, "generation": generation_id})
+    conn.execute(sql["mark_generation_handlers"], {**names, "generation": generation_id})
+    exceptions = [r for r in recorded if r[1] != "complete" or r[2] is not None]
+    if exceptions:
+        rows = {"outcomes": orjson.dumps(exceptions).decode(), "row": document_row, "generation": generation_id}
+        conn.execute(sql["record_outcomes"], rows)
 
 
 def load_target(conn: apsw.Connection, document_row: int, kind: str, byte_length: int) -> IndexTarget:

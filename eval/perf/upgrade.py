@@ -7,13 +7,16 @@ Builds an archive at `--schema` (16 to the latest but one; migrations applied up
 coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
 anchor with its text, before 20 every digest as 64 hex characters, before 22 every index outcome
 with its handler's name, before 23 every document row with its first and last source keys,
-before 24 an anchor row per type of each text, before 26 no project window ranges), then times `open_connection` on it, which
+before 24 an anchor row per type of each text, before 26 no project window ranges, before 27 an
+outcome row per handler of each document), then times `open_connection` on it, which
 applies the later migrations in the opening process: 0017 moves every anchor text into the
 `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
 index of its keys; 0022 rewrites the index outcomes with handler and outcome ids; 0023 drops the
 documents' first and last source key columns; 0024 merges each text's anchor rows of a document
-into one; 0025 adds the kept term counts; 0026 computes each project's window id range. With --archive, it times the first open of an existing
+into one; 0025 adds the kept term counts; 0026 computes each project's window id range; 0027
+keeps each generation's handlers and drops the plain `complete` outcome rows. With --archive,
+it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place.
 """
 
@@ -51,6 +54,7 @@ HEX_DIGESTS_UNTIL = 20  # schemas before it: digests as 64 hex characters
 NAMED_OUTCOMES_UNTIL = 22  # schemas before it: index outcomes spelled out handler and outcome
 STORED_SOURCE_KEYS_UNTIL = 23  # schemas before it: documents stored their first and last source keys
 PROJECT_SPANS_SINCE = 26  # project_window_spans: the lexical handler widens a project's window range
+OUTCOME_EXCEPTIONS_UNTIL = 27  # schemas before it: an outcome row per handler of every document
 DIGEST_COLUMNS = {
     "documents": ("text_digest", "identity_digest"),
     "chunks": ("hash",),
@@ -119,6 +123,15 @@ def named_outcomes(conn: apsw.Connection, generation_id: int, document_row: int,
     )
 
 
+def coded_outcomes(conn: apsw.Connection, generation_id: int, document_row: int, recorded: list) -> None:
+    """Index outcomes as schemas 22-26 recorded them: a row per handler, `complete` included, by
+    ids (tests/test_migrations.py builds old archives with it too)."""
+    sql = queries("admission")
+    rows = {"outcomes": orjson.dumps(recorded).decode(), "row": document_row, "generation": generation_id}
+    conn.execute(sql["name_handlers"], rows)
+    conn.execute(sql["record_outcomes"], rows)
+
+
 @contextlib.contextmanager
 def stored_source_keys(conn: apsw.Connection) -> Iterator[None]:
     """Admission as schemas 1-22 stored a document: its first and last source keys in its row
@@ -179,6 +192,8 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
     with contextlib.ExitStack() as stack:
         if schema < NAMED_OUTCOMES_UNTIL:
             stack.enter_context(mock.patch.object(derived, "record_outcomes", named_outcomes))
+        elif schema < OUTCOME_EXCEPTIONS_UNTIL:
+            stack.enter_context(mock.patch.object(derived, "record_outcomes", coded_outcomes))
         if schema < STORED_SOURCE_KEYS_UNTIL:
             stack.enter_context(stored_source_keys(conn))
         batch = stack.enter_context(BulkWrites(conn, 0.5))
