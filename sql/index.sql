@@ -1,9 +1,18 @@
 -- Named queries used by the index handlers and rebuild (cwa/index/).
 
 -- name: insert_window
-INSERT INTO windows (document_row, ordinal, start_byte, end_byte, first_message, last_message,
+-- The id is the handler's (its project's block, cwa/index/lexical.py), or NULL: the next rowid.
+INSERT INTO windows (id, document_row, ordinal, start_byte, end_byte, first_message, last_message,
                      term_count, content_hash)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: next_window_id
+-- The id after the largest in the block of the document's project (:bits, cwa/index/lexical.py):
+-- one seek in the windows' rowid tree; the block's first id when it holds none yet.
+WITH block AS (SELECT project_id << :bits AS base FROM documents WHERE id = :row)
+SELECT coalesce((SELECT max(w.id) FROM windows AS w
+                 WHERE w.id > block.base AND w.id < block.base + (1 << :bits)), block.base) + 1
+FROM block;
 
 -- name: insert_window_fts
 INSERT INTO window_fts (rowid, title, user, assistant, body, context) VALUES (?, ?, ?, ?, ?, ?);

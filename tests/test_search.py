@@ -465,18 +465,51 @@ def test_an_unselective_query_is_scored_over_the_newest_windows_first_and_grows_
         rows = []
         for n in range(400):
             # The oldest half matches best (both words twice, nothing else); the twenty oldest and
-            # three among the newest are another project's: the project's range is ids 21-400.
+            # three among the newest are another project's, whose windows take ids of its own block.
             text = "common word common word" if n < 200 else f"common word in a longer note, number {n}"
             request = doc(f"s{n}", ("user", text), at=f"2026-11-{1 + n // 60:02d}T10:{n % 60:02d}:00Z")
             request["project"] = "/work/other" if n < 20 or n in (249, 299, 349) else P
             rows.append(archive.admit(request)["documentId"])
+        own = [row for n, row in enumerate(rows) if not (n < 20 or n in (249, 299, 349))]
         search = {"query": "common word", "limit": 3, "leaseSeconds": 0, "semanticPolicy": "never"}
         found = archive.search({**search, "project": P})["results"]
-        assert len(found) == 3 and {r["documentId"] for r in found} <= set(rows[200:])  # the newest 200 ids
+        assert len(found) == 3 and {r["documentId"] for r in found} <= set(own[-200:])  # its newest 200 windows
         # Wanting more than the newest slice holds grows it to the older, better matches.
         monkeypatch.setattr(searching, "LEXICAL_POOL", 400)
         many = archive.search({**search, "project": P, "limit": 50})["results"]
         assert len(many) == 50 and {r["documentId"] for r in many} & set(rows[20:200])
+
+
+def test_an_unselective_query_of_every_project_slices_the_newest_block_then_takes_every_window(tmp_path, monkeypatch):
+    # Window ids are dense only within a project's block: a search of every project slices the
+    # newest block's windows, newest first, and past that block scores every window at once.
+    from cwa.retrieve import search as searching
+
+    monkeypatch.setattr(searching, "POSTINGS_BUDGET", 200)
+    monkeypatch.setattr(searching, "SLICE_MATCHES", 300)
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF}
+    (tmp_path / "cfg" / "cwa").mkdir(parents=True)
+    (tmp_path / "cfg" / "cwa" / "config.json").write_text('{"maxReadScope": "all"}')
+    with Archive.open(tmp_path / "a.db", settings=load_settings(None, env=env)) as archive:
+        rows = {"/work/first": [], "/work/second": []}
+        for n in range(400):  # the sessions alternate; the first project's block is the older one
+            project = "/work/first" if n % 2 == 0 else "/work/second"
+            text = f"common word common word {n}" if project == "/work/first" else f"common word in a note, number {n}"
+            request = {**doc(f"s{n % 2}", ("user", text)), "project": project}
+            rows[project].append(archive.admit(request)["documentId"])
+        newest_block = (
+            "SELECT p.identity FROM windows AS w JOIN documents AS d ON d.id = w.document_row "
+            "JOIN projects AS p ON p.id = d.project_id ORDER BY w.id DESC LIMIT 1"
+        )
+        latest = archive.conn.execute(newest_block).fetchone()[0]
+        assert latest == "/work/second"  # its windows match worse than the older block's
+        search = {"project": P, "query": "common word", "leaseSeconds": 0, "semanticPolicy": "never", "scope": "all"}
+        found = archive.search({**search, "limit": 3})
+        assert found["scope"] == "all" and len(found["results"]) == 3
+        assert {r["documentId"] for r in found["results"]} <= set(rows[latest])  # its 200: the budget
+        monkeypatch.setattr(searching, "LEXICAL_POOL", 400)
+        many = {r["documentId"] for r in archive.search({**search, "limit": 100})["results"]}
+        assert len(many) == 100 and many <= set(rows["/work/first"])  # every window scored: the better ones
 
 
 def _varied_archive(archive: Archive, documents: int = 240) -> None:
@@ -522,8 +555,10 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
             ),
         ]
         compared = 0
+        base = conn.execute("SELECT min(id) - 1 FROM windows").fetchone()[0]  # the project's block
         for phrases, match in expressions:
-            for low, high in ((0, 1 << 62), (150, 1 << 62), (40, 200)):  # all, a newest slice, a project's range
+            # all, a newest slice, a part of a project's range
+            for low, high in ((0, 1 << 62), (base + 150, 1 << 62), (base + 40, base + 200)):
                 bounds = {"low": low, "high": high}
                 fts5 = conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": 25, **bounds})
                 known = conn.execute(
@@ -641,6 +676,8 @@ TRUE_SPANS = (
 def test_a_project_s_search_is_bounded_to_its_window_range_which_holds_every_window_it_has(tmp_path):
     # Each project's window id range is kept as its windows are indexed, interleaved or not, and
     # recomputed by a rebuild; FTS5 scores only the ids within it, so a window outside would be lost.
+    # Each project's windows take ids from a block of its own, so interleaved sessions still leave
+    # a project's range holding none of another's windows.
     other = "/work/other"
     with Archive.open(tmp_path / "a.db") as archive:
         for n in range(12):
@@ -651,6 +688,11 @@ def test_a_project_s_search_is_bounded_to_its_window_range_which_holds_every_win
         late_id = archive.admit(late)["documentId"]
         spans = lambda: sorted(archive.conn.execute(SPANS).fetchall())  # noqa: E731
         assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall()) and len(spans()) == 2
+        (_, low_a, high_a), (_, low_b, high_b) = spans()
+        assert high_a < low_b or high_b < low_a  # disjoint, though the sessions alternated
+        holds = {P: 6, other: 7}  # each range holds just its project's windows, one id each
+        assert {project: high - low + 1 for project, low, high in spans()} == holds
+        assert max(high_a, high_b) < 2**53  # exact as a JSON number anywhere
 
         def found(query: str, project: str = P) -> list[str]:
             request = {"project": project, "query": query, "limit": 20, "leaseSeconds": 0, "semanticPolicy": "never"}
@@ -660,16 +702,20 @@ def test_a_project_s_search_is_bounded_to_its_window_range_which_holds_every_win
         assert len(found("alpha")) == 6 and len(found("alpha", other)) == 7
         # The range is what bounds the search: narrowed below the newest window, that window is lost.
         archive.conn.execute(
-            "UPDATE project_window_spans SET high = high - 1 WHERE high = (SELECT max(id) FROM windows)"
+            "UPDATE project_window_spans SET high = high - 1 WHERE project_row = "
+            "(SELECT project_id FROM documents WHERE document_id = ?)",
+            (late_id,),
         )
         assert found("zebra") == [] and len(found("alpha")) == 5
         # A rebuild gives every window a new id: the ranges are recomputed, not widened.
         archive.call("index-rebuild", {})
         assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall())
+        assert {project: high - low + 1 for project, low, high in spans()} == holds  # still in blocks
         assert found("zebra") == [late_id] and len(found("alpha")) == 6
 
 
-def test_a_scope_s_counts_are_taken_within_its_window_range_and_stop_at_a_tenth_of_it(tmp_path):
+def test_a_scope_s_counts_are_taken_within_its_window_range_and_stop_at_a_tenth_of_it(tmp_path, monkeypatch):
+    from cwa.retrieve import context
     from cwa.retrieve.context import frequencies, make_context, scope_frequencies
     from cwa.retrieve.scope import resolve_scope
 
@@ -693,9 +739,12 @@ def test_a_scope_s_counts_are_taken_within_its_window_range_and_stop_at_a_tenth_
         assert archive_wide == ({"alpha": 100, "beta": 305}, 400)
         assert counts(None, ["alpha", "beta"]) == archive_wide  # every project: the archive's counts
         assert counts("/work/other", ["alpha", "beta"]) == ({"alpha": 0, "beta": 31}, 300)
-        # one more of this project's after the other's: its range is now the whole archive
+        # one more of this project's after the other's: its range is still its own windows (its block)
         archive.admit(doc("s100", ("user", "alpha note again")))
-        assert counts(P, ["alpha", "beta"]) == ({"alpha": 101, "beta": 305}, 401)
+        assert counts(P, ["alpha", "beta"]) == ({"alpha": 11, "beta": 5}, 101)
+        # a range holding most of the archive (here: three quarters) is counted as the archive
+        monkeypatch.setattr(context, "WHOLE_ARCHIVE_SHARE", 0.7)
+        assert counts("/work/other", ["alpha", "beta"]) == ({"alpha": 101, "beta": 305}, 401)
 
 
 def test_the_postings_budget_counts_what_fts5_walks_within_the_project_s_range(tmp_path, monkeypatch):

@@ -48,6 +48,12 @@ WEIGHTS = {"title": 3.0, "user": 2.0, "assistant": 1.5, "body": 1.0, "context": 
 CONTEXT_TERMS = 32
 CONTEXT_TAIL_BYTES = 4096  # what is first read of the previous message for its last terms
 CONTEXT_KINDS = ("turn", "tool-result", "preamble")  # conversational documents chain their context
+# Each project's windows take ids from its own block (project row << PROJECT_BLOCK_BITS, then up),
+# so a project's id range never holds another project's windows, however their sessions
+# interleave in time: FTS5 bounded to the range (cwa/retrieve/context.window_span) walks only the
+# project's postings. 2**32 windows a project; ids stay below 2**53 (exact in JSON and JavaScript)
+# for the first 2**21 projects.
+PROJECT_BLOCK_BITS = 32
 
 
 @dataclass
@@ -203,10 +209,12 @@ class LexicalHandler:
         if windows and not windows[0].columns["context"]:
             windows[0].columns["context"] = previous_context(conn, target.kind, target.document_row, self.closing)
         first = None
+        next_id = self.first_window_id(conn, target.document_row) if windows else None
         for ordinal, window in enumerate(windows):
             conn.execute(
                 sql["insert_window"],
                 (
+                    None if next_id is None else next_id + ordinal,
                     target.document_row,
                     ordinal,
                     window.start,
@@ -228,6 +236,12 @@ class LexicalHandler:
         if cut:
             return HandlerResult("partial", f"term budget of {MAX_TERMS_PER_DOCUMENT} reached")
         return HandlerResult("complete")
+
+    def first_window_id(self, conn: apsw.Connection, document_row: int) -> int | None:
+        """The id of the document's first new window: the next in its project's block (windows
+        indexed before blocks keep their ids below every block)."""
+        params = {"row": document_row, "bits": PROJECT_BLOCK_BITS}
+        return conn.execute(queries("index")["next_window_id"], params).fetchone()[0]
 
     def widen_span(self, conn: apsw.Connection, document_row: int, first: int, last: int) -> None:
         """Widen the document's project's window range to its new windows' ids: search bounds a

@@ -16,7 +16,7 @@ import orjson
 
 from cwa.config import Settings
 from cwa.index.exact import Anchor, fold, query_anchors
-from cwa.index.lexical import COLUMNS, WEIGHTS
+from cwa.index.lexical import COLUMNS, PROJECT_BLOCK_BITS, WEIGHTS
 from cwa.index.semantic import pending
 from cwa.index.structure import CUE_THRESHOLD
 from cwa.index.terms import (
@@ -597,19 +597,26 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     is computed with the counts search already holds (cwa/retrieve/bm25.py).
     A project's search is bounded to its windows' id range (`window_span`): FTS5 scores no other
     project's windows outside it. `expected` counts the matches in that range when `in_range`,
-    else in the whole archive.
+    else in the whole archive. Each project's windows take ids from a block of its own, so a
+    search of every project slices the newest block only (the latest project's windows, newest
+    first), then scores every window at once.
     """
     sql = queries("search")
     first, last = window_span(ctx)
     bounded = (first, last) != UNBOUNDED
-    newest = last  # the newest id is read only where a range's share or a slice needs it
-    if bounded or expected > SLICE_MATCHES:
+    newest, floor = last, first  # a project's newest window is its range's top, its ids dense
+    if not bounded and expected > SLICE_MATCHES:
+        # Every project's: ids are dense only within a project's block (cwa/index/lexical.py), so
+        # slices stay within the newest block, then take every window at once.
         newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
-    if bounded and not in_range:  # matches taken as spread evenly over the ids: the range holds its share
-        expected *= min(1.0, max(0, min(last, newest) - first) / newest) if newest else 1.0
-    newest, span = min(last, newest), 0  # a selective expression: the whole range at once
-    if expected > SLICE_MATCHES:  # the newest ids expected to hold POSTINGS_BUDGET matches
-        span = max(1, int((newest - first) * POSTINGS_BUDGET / expected))
+        floor = max(first, newest >> PROJECT_BLOCK_BITS << PROJECT_BLOCK_BITS)
+    if bounded and not in_range:  # matches taken as spread evenly over the windows: the range holds its share
+        _, total = frequencies(ctx, [])
+        expected *= min(1.0, (last - first) / total) if total else 1.0
+    span = 0  # a selective expression: the whole range at once
+    if expected > SLICE_MATCHES:  # the newest windows expected to hold POSTINGS_BUDGET matches
+        windows = last - first if bounded else frequencies(ctx, [])[1]
+        span = max(1, int(windows * POSTINGS_BUDGET / expected))
     statement, ranking = sql["lexical_top"], {"ranking": RANKING}
     known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
     if bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected):
@@ -620,7 +627,8 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     def rank(k: int) -> tuple[dict[int, float], bool]:
         nonlocal span
         while True:
-            low = max(first, newest - span) if span else first
+            low = newest - span if span else first
+            low = low if low >= floor else first  # past the newest block: the whole range
             params = {"match": match, **ranking, "k": k, "low": low, "high": newest}
             top = ctx.conn.execute(statement, params).fetchall()
             if len(top) >= k or low == first:
