@@ -8,8 +8,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: next_window_id
 -- The id after the largest in the block of the document's project (:bits, cwa/index/lexical.py):
--- one seek in the windows' rowid tree; the block's first id when it holds none yet.
-WITH block AS (SELECT project_id << :bits AS base FROM documents WHERE id = :row)
+-- one seek in the windows' rowid tree; the block's first id when it holds none yet. A project
+-- whose range starts below its block (windows indexed before blocks) keeps taking ids from the
+-- shared block 0, where they were, unless a rebuild (:fresh) is moving its windows.
+WITH project AS (
+  SELECT d.project_id << :bits AS base, s.low
+  FROM documents AS d LEFT JOIN project_window_spans AS s ON s.project_row = d.project_id
+  WHERE d.id = :row
+), block AS (
+  SELECT CASE WHEN NOT :fresh AND low < base THEN 0 ELSE base END AS base FROM project
+)
 SELECT coalesce((SELECT max(w.id) FROM windows AS w
                  WHERE w.id > block.base AND w.id < block.base + (1 << :bits)), block.base) + 1
 FROM block;

@@ -714,6 +714,56 @@ def test_a_project_s_search_is_bounded_to_its_window_range_which_holds_every_win
         assert found("zebra") == [late_id] and len(found("alpha")) == 6
 
 
+def test_projects_indexed_before_blocks_keep_their_ids_until_a_rebuild_moves_them_into_blocks(tmp_path):
+    # An archive whose windows were indexed before blocks holds every project's windows one after
+    # another (block 0). Its projects keep adding there, so their ranges stay as they were; a new
+    # project gets its own block; `cwa index rebuild` moves every project into its block.
+    from cwa.index.exact import ExactHandler
+    from cwa.index.lexical import PROJECT_BLOCK_BITS, LexicalHandler
+    from cwa.index.semantic import SemanticQueueHandler
+    from cwa.index.structure import StructuralHandler
+
+    class BeforeBlocks(LexicalHandler):
+        def first_window_id(self, conn, document_row, rebuild=False):
+            return None  # the next rowid, whatever the project
+
+    block = 1 << PROJECT_BLOCK_BITS
+    others = (ExactHandler(), StructuralHandler(), SemanticQueueHandler())
+    path, old, new = tmp_path / "a.db", "/work/old-a", "/work/old-b"
+    with Archive.open(path, handlers=(others[0], BeforeBlocks(), *others[1:])) as archive:
+        for n in range(8):  # the two projects' sessions alternate
+            archive.admit({**doc(f"s{n}", ("user", f"alpha note {n}")), "project": old if n % 2 else new})
+        assert archive.conn.execute("SELECT max(id) FROM windows").fetchone()[0] == 8
+    with Archive.open(path) as archive:
+        for n in range(8, 12):
+            archive.admit({**doc(f"s{n}", ("user", f"alpha note {n}")), "project": old if n % 2 else new})
+        fresh = archive.admit({**doc("f", ("user", "alpha in a project begun after blocks")), "project": "/work/fresh"})
+        ids = dict(
+            archive.conn.execute(
+                "SELECT p.identity, max(w.id) FROM windows AS w JOIN documents AS d ON d.id = w.document_row JOIN projects AS p ON p.id = d.project_id GROUP BY p.identity"
+            )
+        )
+        assert ids[old] < block and ids[new] < block  # still one after another, in block 0
+        assert ids["/work/fresh"] >= 3 * block  # its own block (project row 3)
+        spans = lambda: sorted(archive.conn.execute(SPANS).fetchall())  # noqa: E731
+        assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall())
+
+        def found(project: str) -> int:
+            request = {"project": project, "query": "alpha", "limit": 20, "leaseSeconds": 0, "semanticPolicy": "never"}
+            return len(archive.search(request)["results"])
+
+        assert (found(old), found(new), found("/work/fresh")) == (6, 6, 1)
+        archive.call("index-rebuild", {})
+        assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall())
+        assert {p: (low >= block, high - low + 1) for p, low, high in spans()} == {
+            old: (True, 6),
+            new: (True, 6),
+            "/work/fresh": (True, 1),
+        }
+        assert (found(old), found(new), found("/work/fresh")) == (6, 6, 1)
+        assert archive.get({"documentId": fresh["documentId"], "project": "/work/fresh"})["text"]
+
+
 def test_a_scope_s_counts_are_taken_within_its_window_range_and_stop_at_a_tenth_of_it(tmp_path, monkeypatch):
     from cwa.retrieve import context
     from cwa.retrieve.context import frequencies, make_context, scope_frequencies

@@ -209,7 +209,7 @@ class LexicalHandler:
         if windows and not windows[0].columns["context"]:
             windows[0].columns["context"] = previous_context(conn, target.kind, target.document_row, self.closing)
         first = None
-        next_id = self.first_window_id(conn, target.document_row) if windows else None
+        next_id = self.first_window_id(conn, target.document_row, target.rebuild) if windows else None
         for ordinal, window in enumerate(windows):
             conn.execute(
                 sql["insert_window"],
@@ -237,10 +237,11 @@ class LexicalHandler:
             return HandlerResult("partial", f"term budget of {MAX_TERMS_PER_DOCUMENT} reached")
         return HandlerResult("complete")
 
-    def first_window_id(self, conn: apsw.Connection, document_row: int) -> int | None:
-        """The id of the document's first new window: the next in its project's block (windows
-        indexed before blocks keep their ids below every block)."""
-        params = {"row": document_row, "bits": PROJECT_BLOCK_BITS}
+    def first_window_id(self, conn: apsw.Connection, document_row: int, rebuild: bool = False) -> int | None:
+        """The id of the document's first new window: the next in its project's block. A project
+        with windows indexed before blocks (ids one after another, every project's in block 0)
+        keeps adding there, so its range stays as narrow as it was, until a rebuild moves it."""
+        params = {"row": document_row, "bits": PROJECT_BLOCK_BITS, "fresh": rebuild}
         return conn.execute(queries("index")["next_window_id"], params).fetchone()[0]
 
     def widen_span(self, conn: apsw.Connection, document_row: int, first: int, last: int) -> None:

@@ -11,6 +11,7 @@ the end, in batches too.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
@@ -65,7 +66,7 @@ def rebuild_indexes(
         found = conn.execute(sql["indexable_document"], (row,)).fetchone()
         if found is None:  # it left every mode (or lost its root) since the list was read
             return
-        target = load_target(conn, row, found[0], found[1])
+        target = dataclasses.replace(load_target(conn, row, found[0], found[1]), rebuild=True)
         for handler, outcome in run_handlers(conn, handlers, generation, target).items():
             counts = outcomes.setdefault(handler, {})
             counts[outcome] = counts.get(outcome, 0) + 1

@@ -35,6 +35,7 @@ class IndexTarget:
     document: SerializedDocument
     prepared: dict[str, Any] = field(default_factory=dict)  # handler name → its prepare() result
     text_digest: bytes | None = None  # documents.text_digest (32 bytes), when the caller has it already
+    rebuild: bool = False  # `cwa index rebuild` replaces every document's rows (new ids may move)
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ class UnspannedLexicalHandler(LexicalHandler):
     """The lexical handler of schemas 2-25: no project window ranges yet (tests/test_migrations.py
     builds old archives with it too): window ids one after another, whatever their project."""
 
-    def first_window_id(self, conn: apsw.Connection, document_row: int) -> int | None:
+    def first_window_id(self, conn: apsw.Connection, document_row: int, rebuild: bool = False) -> int | None:
         return None
 
     def widen_span(self, conn: apsw.Connection, document_row: int, first: int, last: int) -> None:
