@@ -1,6 +1,7 @@
 """Lexical search bounded to the project's window range, against the same search unbounded.
 
-    python eval/perf/project_span.py [--data ../shared/data/locomo/locomo10.json] [--haystack 100000] [--json]
+    python eval/perf/project_span.py [--data ../shared/data/locomo/locomo10.json] [--haystack 100000]
+        [--interleave] [--json]
 
 One archive of LoCoMo's ten conversations, a project each (with `--haystack`, every project grown
 to that many tokens: eval/retrieval/haystack.py), so each project is about a tenth of the archive.
@@ -11,11 +12,14 @@ budget counted over the whole archive (`archiveBudget`, the rule before the budg
 bound); and with the bound lifted too (`unbounded`: every id, as before both). Reported: search
 p50 / p95 of each, how many questions got the same documents in the same order as `bounded`, and
 R@1/5/10 of each with the shipped ranker (in sample for LoCoMo: only the differences say anything).
+`--interleave` admits the projects' documents in turn, one of each project after another (a user
+whose sessions alternate between projects), instead of one project after another.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import tempfile
 import time
@@ -35,15 +39,37 @@ from cwa_eval.retrieval import locomo
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo10.json"
 
 
-def run(data: Path, haystack: int) -> dict:
+def build(archive: Archive, conversations: list[dict], haystack: int, interleave: bool) -> None:
+    """Every project's documents, one project after another or (`interleave`) in turn."""
+    if not interleave:
+        locomo.ingest(archive, conversations)
+        if haystack:
+            locomo.ingest_haystack(archive, conversations, haystack)
+        return
+    admit, queued = archive.admit, {}
+    archive.admit = lambda request: queued.setdefault(request["project"], []).append(request)
+    try:
+        locomo.ingest(archive, conversations)
+        if haystack:
+            locomo.ingest_haystack(archive, conversations, haystack)
+    finally:
+        archive.admit = admit
+    for request in itertools.chain.from_iterable(itertools.zip_longest(*queued.values())):
+        if request is not None:
+            admit(request)
+
+
+def run(data: Path, haystack: int, interleave: bool = False) -> dict:
     conversations = locomo.load(data)
     bounded, postings = search.window_span, search._postings
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "a.db") as archive:
         started = time.perf_counter()
-        locomo.ingest(archive, conversations)
-        if haystack:
-            locomo.ingest_haystack(archive, conversations, haystack)
-        report = {"haystack": haystack, "buildSeconds": round(time.perf_counter() - started, 1)}
+        build(archive, conversations, haystack, interleave)
+        report = {
+            "haystack": haystack,
+            "interleave": interleave,
+            "buildSeconds": round(time.perf_counter() - started, 1),
+        }
         report["windows"] = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
         asked = [
             (f"locomo:{c['sample_id']}", qa["question"], set(wanted))
@@ -91,9 +117,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--haystack", type=int, default=0, help="tokens per project (0: LoCoMo alone)")
+    parser.add_argument("--interleave", action="store_true", help="admit the projects' documents in turn")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    report = run(args.data, args.haystack)
+    report = run(args.data, args.haystack, args.interleave)
     if args.json:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
