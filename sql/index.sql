@@ -7,12 +7,13 @@ INSERT INTO windows (id, document_row, ordinal, start_byte, end_byte, first_mess
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: next_window_id
--- The id after the largest in the block of the document's project (:bits, cwa/index/lexical.py):
+-- The id after the largest in the block of the document's project ((row - 1) << :bits, so the
+-- first project's block is block 0; cwa/index/lexical.py):
 -- one seek in the windows' rowid tree; the block's first id when it holds none yet. A project
 -- whose range starts below its block (windows indexed before blocks) keeps taking ids from the
 -- shared block 0, where they were, unless a rebuild (:fresh) is moving its windows.
 WITH project AS (
-  SELECT d.project_id << :bits AS base, s.low
+  SELECT (d.project_id - 1) << :bits AS base, s.low
   FROM documents AS d LEFT JOIN project_window_spans AS s ON s.project_row = d.project_id
   WHERE d.id = :row
 ), block AS (

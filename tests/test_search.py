@@ -716,8 +716,9 @@ def test_a_project_s_search_is_bounded_to_its_window_range_which_holds_every_win
 
 def test_projects_indexed_before_blocks_keep_their_ids_until_a_rebuild_moves_them_into_blocks(tmp_path):
     # An archive whose windows were indexed before blocks holds every project's windows one after
-    # another (block 0). Its projects keep adding there, so their ranges stay as they were; a new
-    # project gets its own block; `cwa index rebuild` moves every project into its block.
+    # another (block 0, which is also the first project's block). Its projects keep adding there,
+    # so their ranges stay as they were; a new project gets its own block; `cwa index rebuild`
+    # moves every project into its block.
     from cwa.index.exact import ExactHandler
     from cwa.index.lexical import PROJECT_BLOCK_BITS, LexicalHandler
     from cwa.index.semantic import SemanticQueueHandler
@@ -744,7 +745,7 @@ def test_projects_indexed_before_blocks_keep_their_ids_until_a_rebuild_moves_the
             )
         )
         assert ids[old] < block and ids[new] < block  # still one after another, in block 0
-        assert ids["/work/fresh"] >= 3 * block  # its own block (project row 3)
+        assert ids["/work/fresh"] > 2 * block  # its own block (project row 3: block 2)
         spans = lambda: sorted(archive.conn.execute(SPANS).fetchall())  # noqa: E731
         assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall())
 
@@ -755,10 +756,10 @@ def test_projects_indexed_before_blocks_keep_their_ids_until_a_rebuild_moves_the
         assert (found(old), found(new), found("/work/fresh")) == (6, 6, 1)
         archive.call("index-rebuild", {})
         assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall())
-        assert {p: (low >= block, high - low + 1) for p, low, high in spans()} == {
-            old: (True, 6),
-            new: (True, 6),
-            "/work/fresh": (True, 1),
+        assert {p: (low >> PROJECT_BLOCK_BITS, high - low + 1) for p, low, high in spans()} == {
+            new: (0, 6),  # project row 1: block 0, now its windows alone
+            old: (1, 6),
+            "/work/fresh": (2, 1),
         }
         assert (found(old), found(new), found("/work/fresh")) == (6, 6, 1)
         assert archive.get({"documentId": fresh["documentId"], "project": "/work/fresh"})["text"]

@@ -48,11 +48,12 @@ WEIGHTS = {"title": 3.0, "user": 2.0, "assistant": 1.5, "body": 1.0, "context": 
 CONTEXT_TERMS = 32
 CONTEXT_TAIL_BYTES = 4096  # what is first read of the previous message for its last terms
 CONTEXT_KINDS = ("turn", "tool-result", "preamble")  # conversational documents chain their context
-# Each project's windows take ids from its own block (project row << PROJECT_BLOCK_BITS, then up),
-# so a project's id range never holds another project's windows, however their sessions
+# Each project's windows take ids from its own block ((project row - 1) << PROJECT_BLOCK_BITS, then
+# up), so a project's id range never holds another project's windows, however their sessions
 # interleave in time: FTS5 bounded to the range (cwa/retrieve/context.window_span) walks only the
-# project's postings. 2**32 windows a project; ids stay below 2**53 (exact in JSON and JavaScript)
-# for the first 2**21 projects.
+# project's postings. The first project's block is block 0, so an archive of one project keeps
+# small ids (they cost bytes in every index that holds them). 2**32 windows a project; ids stay
+# below 2**53 (exact in JSON and JavaScript) for the first 2**21 projects.
 PROJECT_BLOCK_BITS = 32
 
 
