@@ -407,7 +407,7 @@ def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
         return doctor.damaged_file(archive.path, archive.settings["diskCriticalMebibytes"], exc)
     failing = {c["name"] for c in checks if c["repairable"]}
     if doctor.canonical_damage(checks):  # rebuilt from damaged bytes, derived rows would hide the damage
-        failing -= {"derived-index", "window-counts", "checkpoint-parts"}
+        failing -= {"derived-index", "window-counts", "window-ranges", "checkpoint-parts"}
     if request.get("repair") and failing:
         if "permissions" in failing:
             doctor.fix_permissions(archive.path)
@@ -423,7 +423,7 @@ def _doctor(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
             repaired.append(
                 f"checkpoint-parts: {expired} orphan(s) past the grace period expired, {indexed} part(s) indexed"
             )
-        if failing & {"derived-index", "window-counts"}:
+        if failing & {"derived-index", "window-counts", "window-ranges"}:
             result = _index_rebuild(archive, {})
             repaired.append(f"derived-index: rebuilt {result['documents']} document(s) in batches")
         if "hooks" in failing:

@@ -26,6 +26,18 @@ SELECT count(*) FROM documents AS d WHERE state IN ('live', 'superseded') AND by
 SELECT (SELECT count(*) FROM windows), (SELECT value FROM index_stats WHERE name = 'windows'),
        (SELECT count(*) FROM window_fts_docsize);
 
+-- name: window_ranges
+-- Each project's windows (smallest and largest id, count) against its kept range (NULL: none),
+-- and the windows of other projects inside that range (indexed before window id blocks).
+SELECT p.identity, w.low, w.high, s.low, s.high,
+       (SELECT count(*) FROM windows AS x WHERE x.id BETWEEN coalesce(s.low, w.low) AND coalesce(s.high, w.high))
+         - w.windows
+FROM (SELECT d.project_id, min(w.id) AS low, max(w.id) AS high, count(*) AS windows
+      FROM windows AS w JOIN documents AS d ON d.id = w.document_row GROUP BY d.project_id) AS w
+JOIN projects AS p ON p.id = w.project_id
+LEFT JOIN project_window_spans AS s ON s.project_row = w.project_id
+ORDER BY p.identity;
+
 -- name: sample_documents
 SELECT id, document_id, version, byte_length, text_digest FROM documents
 WHERE state IN ('live', 'superseded') ORDER BY random() LIMIT :limit;

@@ -33,11 +33,30 @@ def test_a_healthy_archive_passes_every_check(archive, tmp_path):
         "canonical-digests",
         "derived-index",
         "window-counts",
+        "window-ranges",
         "checkpoint-parts",
         "permissions",
         "disk",
         "hooks",
     ]
+
+
+def test_a_range_that_would_hide_windows_from_search_is_found_and_repaired(archive, tmp_path):
+    # Search scores only the ids within a project's kept range: a range narrower than the
+    # project's windows loses the ones outside it, which doctor names and a rebuild recomputes.
+    for n in range(3):
+        archive.admit(turn(f"gateway note {n}", session=f"s{n}"))
+    archive.admit(turn("gateway elsewhere", project="/work/q"))
+    assert len(archive.search({"project": "/work/p", "query": "gateway", "semanticPolicy": "never"})["results"]) == 3
+    archive.conn.execute("UPDATE project_window_spans SET high = high - 1 WHERE project_row = 1")
+    assert len(archive.search({"project": "/work/p", "query": "gateway", "semanticPolicy": "never"})["results"]) == 2
+    code, report = _doctor(tmp_path)
+    ranges = next(c for c in report["checks"] if c["name"] == "window-ranges")
+    assert code == 1 and not ranges["ok"] and ranges["repairable"] and ranges["narrow"] == ["/work/p"]
+    assert ranges["shared"] == 0  # each project's windows in a block of its own
+    code, report = _doctor(tmp_path, "--repair")
+    assert code == 0 and report["healthy"] and any("derived-index" in r for r in report["repaired"])
+    assert len(archive.search({"project": "/work/p", "query": "gateway", "semanticPolicy": "never"})["results"]) == 3
 
 
 def test_lost_derived_rows_are_found_and_repaired_in_batches(archive, tmp_path):

@@ -754,7 +754,10 @@ def test_projects_indexed_before_blocks_keep_their_ids_until_a_rebuild_moves_the
             return len(archive.search(request)["results"])
 
         assert (found(old), found(new), found("/work/fresh")) == (6, 6, 1)
+        ranges = lambda: next(c for c in archive.call("doctor", {})["checks"] if c["name"] == "window-ranges")  # noqa: E731
+        assert ranges()["ok"] and ranges()["shared"] == 2  # searched right, but over each other's windows
         archive.call("index-rebuild", {})
+        assert ranges()["ok"] and ranges()["shared"] == 0
         assert spans() == sorted(archive.conn.execute(TRUE_SPANS).fetchall())
         assert {p: (low >> PROJECT_BLOCK_BITS, high - low + 1) for p, low, high in spans()} == {
             new: (0, 6),  # project row 1: block 0, now its windows alone

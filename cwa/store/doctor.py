@@ -139,7 +139,27 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
             counted=counted,
             ftsRows=fts,
         ),
+        window_ranges(conn),
     ]
+
+
+def window_ranges(conn: apsw.Connection) -> dict[str, Any]:
+    """Each project's kept window id range holds every window it has (search scores only those
+    ids: a window outside would be lost to it); and how many ranges also hold other projects'
+    windows (ids given before project blocks: searched correctly, more slowly)."""
+    ranges = conn.execute(queries("doctor")["window_ranges"]).fetchall()
+    narrow = [
+        p
+        for p, low, high, kept_low, kept_high, _ in ranges
+        if kept_low is None or not kept_low <= low <= high <= kept_high
+    ]
+    shared = [project for project, *_, others in ranges if others > 0]
+    detail = f"{len(ranges) - len(narrow)} of {len(ranges)} project(s) have every window within their range"
+    if narrow:
+        detail += f"; outside it (lost to search): {', '.join(narrow[:SHOWN])}"
+    if shared:
+        detail += f"; {len(shared)} range(s) also hold other projects' windows (`cwa index rebuild` separates them)"
+    return _check("window-ranges", not narrow, detail, repairable=True, narrow=narrow[:SHOWN], shared=len(shared))
 
 
 def checkpoints(conn: apsw.Connection) -> dict[str, Any]:
