@@ -47,14 +47,9 @@ ORDER BY ordinal
 LIMIT ?;
 
 -- name: outcomes
--- Each handler of the generation; one without a row completed (migration 0027).
-SELECT h.name, coalesce(k.name, 'complete'), o.detail
-FROM index_generations AS g
-JOIN index_handlers AS h ON g.handlers & (1 << h.id) != 0
-LEFT JOIN index_outcomes AS o ON o.document_row = ?2 AND o.generation_id = g.id AND o.handler_id = h.id
-LEFT JOIN index_outcome_kinds AS k ON k.code = o.outcome
-WHERE g.id = ?1
-ORDER BY h.name;
+-- Each handler of the document's generation and how it ended (sql/views.sql: one without an
+-- outcome row completed, migration 0027).
+SELECT handler, outcome, detail FROM index_status WHERE document_id = ? AND version = ? ORDER BY handler;
 
 -- name: part_text_range
 -- Where a checkpoint part's text lies in its document (its one message), for reassembly.

@@ -604,6 +604,7 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     sql = queries("search")
     first, last = window_span(ctx)
     bounded = (first, last) != UNBOUNDED
+    _, total = frequencies(ctx, [])  # the archive's windows
     newest, floor = last, first  # a project's newest window is its range's top, its ids dense
     if not bounded and expected > SLICE_MATCHES:
         # Every project's: ids are dense only within a project's block (cwa/index/lexical.py), so
@@ -611,12 +612,10 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
         newest = ctx.conn.execute(sql["newest_window"]).fetchone()[0]
         floor = max(first, newest >> PROJECT_BLOCK_BITS << PROJECT_BLOCK_BITS)
     if bounded and not in_range:  # matches taken as spread evenly over the windows: the range holds its share
-        _, total = frequencies(ctx, [])
         expected *= min(1.0, (last - first) / total) if total else 1.0
     span = 0  # a selective expression: the whole range at once
     if expected > SLICE_MATCHES:  # the newest windows expected to hold POSTINGS_BUDGET matches
-        windows = last - first if bounded else frequencies(ctx, [])[1]
-        span = max(1, int(windows * POSTINGS_BUDGET / expected))
+        span = max(1, int((last - first if bounded else total) * POSTINGS_BUDGET / expected))
     statement, ranking = sql["lexical_top"], {"ranking": RANKING}
     known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
     if bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected):
