@@ -71,6 +71,8 @@ def run(data: Path, haystack: int, interleave: bool = False) -> dict:
             "buildSeconds": round(time.perf_counter() - started, 1),
         }
         report["windows"] = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+        spans = [high - low + 1 for low, high in archive.conn.execute("SELECT low, high FROM project_window_spans")]
+        report["rangeIds"] = {"min": min(spans), "max": max(spans)}  # ids a project's search walks
         asked = [
             (f"locomo:{c['sample_id']}", qa["question"], set(wanted))
             for c in conversations
@@ -125,6 +127,7 @@ def main() -> None:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
     print(f"{report['questions']} questions, {report['windows']} windows, built in {report['buildSeconds']} s")
+    print(f"  a project's range spans {report['rangeIds']['min']} to {report['rangeIds']['max']} ids")
     for way in ("unbounded", "archiveBudget", "bounded"):
         row = report[way]
         print(
