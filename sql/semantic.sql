@@ -188,6 +188,10 @@ ORDER BY embedding_id LIMIT :block;
 INSERT INTO window_vector_blocks (project_id, ids, bits) VALUES (:project, :ids, :bits);
 
 -- name: mark_packed
--- Their bits are in the block now: the row keeps which project holds which vector.
-UPDATE window_vector_bits SET packed = 1, bits = x''
+-- Their bits are in the block now: the row keeps which project holds which vector. Deleted and
+-- written again rather than updated: shrunk in place, 64-byte rows leave their pages three
+-- quarters empty (migration 0028).
+DELETE FROM window_vector_bits
 WHERE project_id = :project AND embedding_id IN (SELECT value FROM json_each(:ids));
+INSERT INTO window_vector_bits (project_id, embedding_id, bits, packed)
+SELECT :project, value, x'', 1 FROM json_each(:ids);

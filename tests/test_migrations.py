@@ -57,6 +57,7 @@ SOURCE_KEYS_FROM_MESSAGES_SINCE = 23  # before, documents also stored their firs
 MERGED_ANCHOR_TYPES_SINCE = 24  # one anchor row per (text, document); before, one per type too
 PROJECT_SPANS_SINCE = 26  # project_window_spans; before, no project's window range was kept
 OUTCOME_EXCEPTIONS_SINCE = 27  # only outcomes other than a plain `complete` are rows; before, every one
+COMPACT_VECTOR_BITS_SINCE = 28  # packed sign-bit rows rewritten; before, shrunk in place
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -681,6 +682,36 @@ def test_sign_bits_from_before_blocks_are_packed_by_maintain_and_found_the_same(
         after = archive.search(question)
         assert [r["documentId"] for r in after["results"]] == [r["documentId"] for r in before["results"]]
         assert archive.call("maintain", {})["vectorsPacked"] == 0
+
+
+def _pages(conn, name: str) -> int:
+    return conn.execute("SELECT sum(pgsize) FROM dbstat WHERE name = ?", (name,)).fetchone()[0]
+
+
+def test_packed_sign_bits_shrunk_in_place_are_rewritten_into_full_pages(tmp_path):
+    # Schemas 19-27 packed a block by updating its rows to an empty `bits`, which left their pages
+    # mostly empty; 0028 copies the table: the same rows, keys and indexes, in a third of the pages.
+    path = tmp_path / "old.db"
+    archive_at(path, COMPACT_VECTOR_BITS_SINCE - 1)
+    conn = apsw.Connection(str(path))
+    rows = [(1 + n % 2, n, bytes([n % 251]) * 48) for n in range(1, 6001)]
+    with conn:  # sign bits of two projects, then most of them packed as 0019 did
+        conn.execute("INSERT OR IGNORE INTO projects (id, identity, created_at) VALUES (2, '/work/second', ?)", (NOW,))
+        embedded = [(n, n.to_bytes(32, "big"), NOW) for _, n, _ in rows]
+        conn.executemany("INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, ?)", embedded)
+        conn.executemany("INSERT INTO window_vector_bits (project_id, embedding_id, bits) VALUES (?, ?, ?)", rows)
+        conn.execute("UPDATE window_vector_bits SET packed = 1, bits = x'' WHERE embedding_id <= 5000")
+    stored = "SELECT project_id, embedding_id, bits, packed FROM window_vector_bits ORDER BY 1, 2"
+    before, pages_before = conn.execute(stored).fetchall(), _pages(conn, "window_vector_bits")
+    conn.close()
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert conn.execute(stored).fetchall() == before
+        assert _pages(conn, "window_vector_bits") * 3 <= pages_before  # 32 pages, 96 before
+        unpacked = "SELECT count(*) FROM window_vector_bits INDEXED BY window_vector_bits_unpacked WHERE packed = 0"
+        assert conn.execute(unpacked).fetchone()[0] == 1000
+        by_embedding = "SELECT project_id FROM window_vector_bits INDEXED BY window_vector_bits_by_embedding WHERE embedding_id = ?"
+        assert conn.execute(by_embedding, (4001,)).fetchall() == [(2,)]
 
 
 def test_a_long_migration_reports_which_one_runs_and_for_how_long(tmp_path, monkeypatch):

@@ -653,6 +653,31 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
         )
 
 
+def test_packing_leaves_the_sign_bit_rows_in_full_pages(tmp_path, monkeypatch):
+    # A packed row keeps only which project holds which vector; written again rather than shrunk
+    # in place, its pages stay full (shrunk in place, 64-byte rows left them three quarters empty).
+    from cwa.store import vector_blocks
+
+    monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 1000)
+    monkeypatch.setattr(vector_blocks, "YIELD_SECONDS", 0.0)
+    pages = "SELECT sum(pgsize) FROM dbstat WHERE name = 'window_vector_bits'"
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        opened.admit(_turn(PROJECT, "s", "the upload service crashed on start."))
+        conn = opened.conn
+        project = conn.execute("SELECT id FROM projects WHERE identity = ?", (PROJECT,)).fetchone()[0]
+        ids = range(1000, 7500)
+        with conn:
+            embedded = [(n, n.to_bytes(32, "big"), "2026-12-01T00:00:00.000Z") for n in ids]
+            conn.executemany("INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, ?)", embedded)
+            bits = [(project, n, bytes([n % 251]) * vector_blocks.BITS_WIDTH) for n in ids]
+            conn.executemany("INSERT INTO window_vector_bits (project_id, embedding_id, bits) VALUES (?, ?, ?)", bits)
+        unpacked = conn.execute(pages).fetchone()[0]
+        assert vector_blocks.pack(conn) == 6000
+        rows = "SELECT packed, count(*), sum(length(bits)) FROM window_vector_bits WHERE project_id = ? GROUP BY 1"
+        assert conn.execute(rows, (project,)).fetchall() == [(0, 500, 500 * vector_blocks.BITS_WIDTH), (1, 6000, 0)]
+        assert conn.execute(pages).fetchone()[0] * 3 <= unpacked
+
+
 def test_serve_s_embedding_worker_packs_on_its_first_step_and_then_only_after_embedding(archive, monkeypatch):
     from cwa.index.semantic import BackgroundEmbedder
     from cwa.store import vector_blocks

@@ -4,7 +4,8 @@ A search's shortlist is the project's vectors nearest the query by the Hamming d
 sign bits (cwa/index/semantic.py). Read row by row from `window_vector_bits`, a million vectors
 cost one B-tree row and two SQL function calls each. Once a project holds BLOCK_VECTORS sign bits
 not packed yet, `pack` copies them, in id order, into one `window_vector_blocks` row (their ids,
-then their bits) and marks them packed, their bits moved out of the row (kept once);
+then their bits) and marks them packed, their bits moved out of the row (kept once; the row
+written again, not shrunk in place, so its pages stay full);
 `shortlist` scores a whole block at once with numpy and the unpacked rest in SQL, for one project
 or (`scope: all`) every one.
 
@@ -57,9 +58,8 @@ def pack(conn: apsw.Connection, budget: int = PACK_PER_STEP, stopped: Callable[[
                     sql["insert_block"],
                     {"project": project, "ids": ids.tobytes(), "bits": b"".join(row[1] for row in rows)},
                 )
-                conn.execute(
-                    sql["mark_packed"], {"project": project, "ids": orjson.dumps([r[0] for r in rows]).decode()}
-                )
+                packed = {"project": project, "ids": orjson.dumps([r[0] for r in rows]).decode()}
+                conn.execute(sql["mark_packed"], packed).fetchall()  # two statements: run both
             done += len(rows)
             time.sleep(YIELD_SECONDS)  # a gap for other writers polling SQLite's lock
     return done

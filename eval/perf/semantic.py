@@ -69,17 +69,20 @@ def fill_synthetic(archive) -> int:
     from cwa.index.semantic import store_vector
     from cwa.store.connection import write_transaction
     from cwa.store.sqlfiles import queries as sql_files
-    from cwa.store.vector_blocks import pack
+    from cwa.store.vector_blocks import BLOCK_VECTORS, pack
 
     sql = sql_files("semantic")
     hashes = [r[0] for r in archive.conn.execute("SELECT content_hash FROM embedding_queue")]
     vectors = numpy.random.default_rng(7).standard_normal((len(hashes), 384)).astype(numpy.float32)
     vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
-    with write_transaction(archive.conn):
-        for content_hash, vector in zip(hashes, vectors):
-            store_vector(archive.conn, content_hash, vector, "synthetic")
-            archive.conn.execute(sql["dequeue"], (content_hash,))
-    pack(archive.conn, budget=len(hashes))  # as `cwa serve`'s embedding worker packs what it embedded
+    for at in range(0, len(hashes), BLOCK_VECTORS):
+        with write_transaction(archive.conn):
+            for content_hash, vector in zip(hashes[at : at + BLOCK_VECTORS], vectors[at : at + BLOCK_VECTORS]):
+                store_vector(archive.conn, content_hash, vector, "synthetic")
+                archive.conn.execute(sql["dequeue"], (content_hash,))
+        # as `cwa serve`'s embedding worker packs each whole block once it is embedded, so the
+        # pages packing frees take the next vectors' rows
+        pack(archive.conn, budget=len(hashes))
     return len(hashes)
 
 
