@@ -74,6 +74,10 @@ SET handlers = handlers | (SELECT sum(DISTINCT 1 << h.id) FROM json_each(:outcom
                            JOIN index_handlers AS h ON h.name = j.value ->> 0)
 WHERE id = :generation;
 
+-- name: add_generation_handlers
+-- The same, given the bits (handlers whose ids the schema fixed, cwa/store/derived.py).
+UPDATE index_generations SET handlers = handlers | ? WHERE id = ?;
+
 -- name: record_outcomes
 -- One document's exceptional outcomes in one generation (:outcomes is a JSON array of [handler,
 -- outcome, detail]); a plain `complete` is not a row (migration 0027).

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from conftest import turn
 
 from cwa.api import Archive
-from cwa.store.derived import HandlerResult, IndexTarget
+from cwa.store.derived import SEEDED_HANDLER_IDS, HandlerResult, IndexTarget
 
 
 @dataclass
@@ -88,6 +88,8 @@ def test_each_admission_gets_its_own_generation(archive):
     assert archive.conn.execute("SELECT count(*) FROM index_outcomes").fetchone()[0] == 0
     assert archive.get({"documentId": first["documentId"]})["indexOutcomes"] == every
     assert archive.admit(turn("a"))["indexOutcomes"] == every  # the existing document's answer too
+    # admission names these handlers' bits without reading `index_handlers`: the ids must be its own
+    assert dict(archive.conn.execute("SELECT name, id FROM index_handlers")) == SEEDED_HANDLER_IDS
 
 
 def test_prepare_runs_before_the_write_lock_is_taken(db_path):

@@ -25,6 +25,9 @@ from cwa.store.serialization import SerializedDocument, SerializedMessage
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import INDEX_OUTCOMES
 
+# The handlers migration 0022 gave ids (`index_handlers`); any other name gets one on first use.
+SEEDED_HANDLER_IDS = {"exact": 1, "lexical": 2, "semantic": 3, "structural": 4}
+
 
 @dataclass(frozen=True)
 class IndexTarget:
@@ -110,9 +113,13 @@ def record_outcomes(
     handlers ran (bits); only an outcome other than a plain `complete` is a row (migration 0027),
     so a document indexed cleanly writes none. Handlers and outcomes are small ids (0022)."""
     sql = queries("admission")
-    names = {"outcomes": orjson.dumps(recorded).decode()}
-    conn.execute(sql["name_handlers"], names)
-    conn.execute(sql["mark_generation_handlers"], {**names, "generation": generation_id})
+    bits = [1 << SEEDED_HANDLER_IDS[name] for name, _, _ in recorded if name in SEEDED_HANDLER_IDS]
+    if len(bits) == len(recorded):  # the usual handlers: their ids are the schema's, no lookup
+        conn.execute(sql["add_generation_handlers"], (sum(set(bits)), generation_id))
+    else:
+        names = {"outcomes": orjson.dumps(recorded).decode()}
+        conn.execute(sql["name_handlers"], names)
+        conn.execute(sql["mark_generation_handlers"], {**names, "generation": generation_id})
     exceptions = [r for r in recorded if r[1] != "complete" or r[2] is not None]
     if exceptions:
         rows = {"outcomes": orjson.dumps(exceptions).decode(), "row": document_row, "generation": generation_id}
