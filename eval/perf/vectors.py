@@ -22,8 +22,8 @@ results stay the same) and times the three again (and the memory the every-proje
 at its peak: `everywherePeakBytes`, tracemalloc); then the vec0 exhaustive k-nearest; 20 queries
 each, k = 40
 (the search's first batch); and the bytes a vector takes in each table (SQLite's dbstat: whole
-pages, so a page's unused space counts), then again after a VACUUM (packing empties the rows'
-bits, but their half-empty pages are given back only by a full VACUUM).
+pages, so a page's unused space counts), then again after a VACUUM (before migration 0028,
+packing emptied the rows' bits in place and only a VACUUM gave their pages back).
 """
 
 from __future__ import annotations
