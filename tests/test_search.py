@@ -328,6 +328,18 @@ def test_a_path_is_found_by_its_trailing_segments(db_path):
         assert search(archive, "other/lru.py")[0]["matchType"] == "bm25"
 
 
+def test_long_runs_of_one_character_between_anchors_are_indexed_and_the_anchors_found(db_path):
+    # Base64 blobs, padding and progress bars put runs of hundreds of kilobytes without a space into
+    # tool output. Each anchor pattern must scan them in linear time (a lookahead before its word
+    # boundary rescanned the rest of the word from each character: a quadratic hang).
+    blob = " ".join(("x" * 200_000, "src/cache/lru.py", "A" * 100_000, "7" * 100_000, "aB" * 50_000, "a." * 50_000))
+    with Archive.open(db_path) as archive:
+        target = archive.admit(doc("s", ("toolResult", blob + " ERR_LOCK_TIMEOUT"), kind="tool-result"))
+        for query, kind in (("src/cache/lru.py", "exact-path"), ("ERR_LOCK_TIMEOUT", "exact-error")):
+            top = search(archive, query)[0]
+            assert (top["matchType"], top["documentId"]) == (kind, target["documentId"]), query
+
+
 def test_a_dotted_name_is_found_by_its_last_parts(db_path):
     with Archive.open(db_path) as archive:
         target = archive.admit(
