@@ -4,10 +4,11 @@
 
 The patterns of cwa/index/exact.py that start with a lookahead (`(?=…)`, after a word boundary
 or not) of what every one of their forms needs anyway, `symbol` and `value`, are run with and
-without it over the same texts: the message texts of `--docs` synthetic coding documents, this repository's own source and documentation, long runs of
-one character or pair (what base64 blobs and progress bars put in tool output: a lookahead that
-scans must run at word starts only, or these take quadratic time), and, with `--data`, LoCoMo's
-turns (read in place). Reports each pattern's milliseconds both ways, its matches, and whether
+without it over the same texts: the message texts of `--docs` synthetic coding documents, this
+repository's own source and documentation, 40,000-character runs of regex_scan.py's characters
+and pairs (what base64 blobs and progress bars put in tool output: a lookahead that scans must
+run at word starts only, or these take quadratic time), and, with `--data`, LoCoMo's turns (read
+in place). Reports each pattern's milliseconds both ways, its matches, and whether
 they are identical (exit 1 if not).
 """
 
@@ -22,6 +23,9 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from regex_scan import UNITS
 
 from cwa.index.exact import _PATTERNS
 from cwa.store.serialization import serialize_messages
@@ -64,7 +68,7 @@ def corpora(docs: int, data: Path | None) -> dict[str, list[bytes]]:
         for path in sorted((ROOT / folder).rglob("*"))
         if path.suffix in {".py", ".md", ".sql", ".ts", ".json"} and path.is_file()
     ]
-    found["long runs"] = [unit * (40_000 // len(unit)) for unit in (b"x", b"A", b"7", b"ab12", b"aB", b"a.", b"a_")]
+    found["long runs"] = [(unit * (40_000 // len(unit))).encode() for unit in UNITS]  # regex_scan.py's
     if data:
         found["LoCoMo turns"] = [
             turn["text"].encode()

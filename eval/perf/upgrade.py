@@ -1,7 +1,7 @@
 """How long the first open after an upgrade takes: an archive of an earlier schema opened by this cwa.
 
     python eval/perf/upgrade.py [--documents 10000] [--schema 16] [--json]
-    python eval/perf/upgrade.py --archive ARCHIVE [--json]
+    python eval/perf/upgrade.py --archive ARCHIVE [--pages TABLE ...] [--json]
 
 Builds an archive at `--schema` (16 to the latest but one; migrations applied up to it, synthetic
 coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
@@ -15,9 +15,12 @@ the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messa
 index of its keys; 0022 rewrites the index outcomes with handler and outcome ids; 0023 drops the
 documents' first and last source key columns; 0024 merges each text's anchor rows of a document
 into one; 0025 adds the kept term counts; 0026 computes each project's window id range; 0027
-keeps each generation's handlers and drops the plain `complete` outcome rows. With --archive,
+keeps each generation's handlers and drops the plain `complete` outcome rows; 0028 copies the
+sign-bit rows into full pages. With --archive,
 it times the first open of an existing
-archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place.
+archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place. `--pages
+NAME` (a table or index, repeatable) also reports its pages in bytes (SQLite's dbstat) and its
+rows, before and after.
 """
 
 from __future__ import annotations
@@ -219,10 +222,12 @@ def run(documents: int, schema: int) -> dict:
         return {"documents": documents, "anchors": anchors, **first_open(path)}
 
 
-def first_open(path: Path) -> dict:
-    """Time `open_connection` on `path`, which applies its pending migrations in place."""
+def first_open(path: Path, pages: tuple[str, ...] = ()) -> dict:
+    """Time `open_connection` on `path`, which applies its pending migrations in place; the
+    `pages` tables and indexes measured before and after."""
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     schema = migrations.user_version(conn)
+    before = {name: _measured(conn, name) for name in pages}
     conn.close()
     started = time.perf_counter()
     conn = open_connection(path)
@@ -234,8 +239,18 @@ def first_open(path: Path) -> dict:
         "schemaTo": migrations.user_version(conn),
         "openSeconds": round(seconds, 2),
     }
+    if pages:
+        found["pages"] = {name: {"before": before[name], "after": _measured(conn, name)} for name in pages}
     conn.close()
     return found
+
+
+def _measured(conn: apsw.Connection, name: str) -> dict:
+    """A table's or index's bytes of pages and its rows (an index counts its table's)."""
+    size = conn.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?", (name,)).fetchone()[0]
+    table = conn.execute("SELECT tbl_name FROM sqlite_schema WHERE name = ?", (name,)).fetchone()
+    rows = conn.execute(f'SELECT count(*) FROM "{table[0]}"').fetchone()[0] if table else None
+    return {"bytes": size, "rows": rows}
 
 
 def main() -> None:
@@ -245,11 +260,14 @@ def main() -> None:
     parser.add_argument(
         "--archive", type=Path, help="time the first open of this existing archive instead (upgraded in place)"
     )
+    parser.add_argument(
+        "--pages", action="append", default=[], metavar="NAME", help="with --archive: a table's or index's pages"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.archive is None and not 16 <= args.schema < migrations.latest_version():
         parser.error(f"--schema must be 16 to {migrations.latest_version() - 1}")
-    found = first_open(args.archive) if args.archive else run(args.documents, args.schema)
+    found = first_open(args.archive, tuple(args.pages)) if args.archive else run(args.documents, args.schema)
     if args.json:
         print(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
         return
@@ -262,6 +280,11 @@ def main() -> None:
         f"{built}{found['anchorsAfter']:,} anchor rows after ({found['anchorTexts']:,} distinct texts): "
         f"schema {found['schemaFrom']} -> {found['schemaTo']} at the first open in {found['openSeconds']} s"
     )
+    for name, measured in found.get("pages", {}).items():
+        before, after = measured["before"], measured["after"]
+        print(
+            f"  {name}: {before['bytes']:,} -> {after['bytes']:,} bytes of pages, {before['rows']:,} -> {after['rows']:,} rows"
+        )
 
 
 if __name__ == "__main__":
