@@ -139,9 +139,16 @@ def eval_coding(documents, facts, seed, as_json) -> None:
     help="Comma-separated: fts5 (the floor) and search modes of `cwa eval locomo` (hybrid embeds every window first).",
 )
 @click.option("--seed", type=int, default=41, show_default=True, help="Generator seed (history i uses seed + i).")
+@click.option(
+    "--inside/--alone",
+    default=False,
+    show_default=True,
+    help="Plant each fact inside a long message of its role (an answer of several paragraphs, a "
+    "request with detail, a tool's output among others) rather than as a message of its own.",
+)
 @json_option
 @handles_errors
-def eval_long(sizes, histories, facts_per_kind, modes, seed, as_json) -> None:
+def eval_long(sizes, histories, facts_per_kind, modes, seed, inside, as_json) -> None:
     """Recall on long synthetic coding histories with planted facts asked in other words (a
     choice later reversed, an error and its fix, a preference, a setting, an instruction): R@1/5/10
     by kind against the bare FTS5 floor in the same run, and preflight's hints and silences."""
@@ -159,7 +166,7 @@ def eval_long(sizes, histories, facts_per_kind, modes, seed, as_json) -> None:
             reason="bad-size",
         )
     with progress_bar("embedding") as progress:
-        report = run(tokens, histories, facts_per_kind, chosen, seed, None if as_json else progress)
+        report = run(tokens, histories, facts_per_kind, chosen, seed, None if as_json else progress, inside)
     print_answer(report, as_json, print_report)
 
 

@@ -419,6 +419,20 @@ def test_long_history_plants_each_fact_once_and_asks_it_in_other_words(tmp_path)
     assert bad.returncode == 2 and b"--tokens" in bad.stderr and b"Traceback" not in bad.stderr
 
 
+def test_long_history_inside_plants_each_fact_within_a_long_message_of_its_role():
+    from cwa_eval.retrieval.long_history import history
+
+    alone, inside = history(41, 20_000, 2), history(41, 20_000, 2, inside=True)
+    assert [f.question for f in inside.facts] == [f.question for f in alone.facts]  # the same facts, asked alike
+    texts = [{m["key"]: (m["role"], m["text"]) for d in h.documents for m in d["messages"]} for h in (alone, inside)]
+    for fact, planted in zip(alone.facts, inside.facts):
+        role, stated = texts[0][next(iter(fact.evidence))]
+        inside_role, holder = texts[1][next(iter(planted.evidence))]
+        assert inside_role == role
+        assert stated in holder and len(holder) >= 2 * len(stated)  # one part of a much longer message
+        assert not holder.startswith(stated) and not holder.endswith(stated)  # text before and after it
+
+
 def _turn(project: str, session: str, text: str) -> dict:
     return {"project": project, "sessionId": session, "kind": "turn", "messages": [{"role": "user", "text": text}]}
 

@@ -20,6 +20,10 @@ lures are real. Every message is a document of its own, keyed `s<session>:<n>`; 
 SQLite FTS5, as `cwa eval locomo` measures it) indexes the same messages in the same run. The same
 seed always gives the same histories. The learned ranker trains on histories of other seeds
 (`training_examples`), never on the evaluation's.
+
+With `inside` (`cwa eval long --inside`) each fact is one sentence of a long message of its role
+(an answer of several paragraphs, a request with detail, a tool's output among other runs), as
+real long conversations hold them; the evidence is that whole message.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ START_MS = 1_767_600_000_000  # 2026-01-05
 TRAINING_SEED = 9001
 TRAINING_SIZES = (60_000, 120_000)  # tokens, alternating over the histories
 TRAINING_HISTORIES = 8
+TRAINING_INSIDE = (2, 3, 6, 7)  # these histories plant their facts inside long messages, so the trees
+# see evidence at every message length (a feature of length alone would learn the generator's shapes)
 TRAINING_PER_KIND = 5
 KINDS = ("update", "fix", "temporal", "preference", "value", "instruction")
 
@@ -410,8 +416,10 @@ class _Writer:
         )
 
 
-def history(seed: int, budget: int, per_kind: int) -> History:
-    """One history of about `budget` tokens with `per_kind` facts of each kind."""
+def history(seed: int, budget: int, per_kind: int, inside: bool = False) -> History:
+    """One history of about `budget` tokens with `per_kind` facts of each kind. `inside`: each
+    planted fact is one sentence (or line) of a long message of its role, not a message of its
+    own (see `_surround`); the evidence is that message."""
     rng = random.Random(seed)
     writer = _Writer(rng)
     components = list(COMPONENTS)
@@ -500,6 +508,8 @@ def history(seed: int, budget: int, per_kind: int) -> History:
             # tool says, a reply after what the user says
             if role != "user":
                 emit("user", rng.choice(LEADS[role]).format(c=subject))
+            if inside:
+                text = _surround(writer, role, text, subject)
             evidence_parts.setdefault(fact, []).append((role, emit(role, text)))
             if role != "assistant":
                 emit("assistant", rng.choice(REPLIES[role]).format(c=subject) + " " + writer.paragraph(subject))
@@ -525,6 +535,23 @@ def history(seed: int, budget: int, per_kind: int) -> History:
     return History(documents, facts, spent)
 
 
+def _surround(writer: _Writer, role: str, text: str, subject: str) -> str:
+    """A planted fact inside a long message of its role, as long conversations hold them: an
+    assistant's answer of several paragraphs with the fact opening one in the middle, a user's
+    request with a paragraph of detail around the fact, a tool's output with other runs' output
+    before and after it."""
+    rng = writer.rng
+    if role == "assistant":
+        before = [writer.paragraph(subject) for _ in range(rng.randint(1, 3))]
+        after = [writer.paragraph(subject) for _ in range(rng.randint(1, 3))]
+        return "\n\n".join([*before, text + " " + writer.paragraph(subject), *after])
+    if role == "toolResult":
+        before = [_tool_output(rng) for _ in range(rng.randint(1, 2))]
+        after = [_tool_output(rng) for _ in range(rng.randint(1, 2))]
+        return "\n".join([*before, text, *after])
+    return " ".join([writer.request(subject), writer.paragraph(subject), text, writer.paragraph(subject)])
+
+
 def project(index: int) -> str:
     return f"/long/history-{index}"
 
@@ -533,7 +560,7 @@ def training_examples(folder: Path, pools: dict[str, dict[str, Any]]) -> dict[st
     """Ranker examples from histories made with TRAINING_SEED: per pool, (features, labels) of
     each question's pool, labelled by its evidence messages (eval/retrieval/ranker_training.py)."""
     made = [
-        history(TRAINING_SEED + i, TRAINING_SIZES[i % len(TRAINING_SIZES)], TRAINING_PER_KIND)
+        history(TRAINING_SEED + i, TRAINING_SIZES[i % len(TRAINING_SIZES)], TRAINING_PER_KIND, i in TRAINING_INSIDE)
         for i in range(TRAINING_HISTORIES)
     ]
     found: dict[str, tuple[list, list]] = {name: ([], []) for name in pools}

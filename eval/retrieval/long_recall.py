@@ -37,15 +37,25 @@ from cwa_eval.retrieval.locomo import (
 from cwa_eval.retrieval.long_history import KINDS, history, project
 
 
-def run(sizes: list[int], histories: int, per_kind: int, modes: list[str], seed: int, progress=None) -> dict[str, Any]:
-    report: dict[str, Any] = {"histories": histories, "factsPerKind": per_kind, "seed": seed, "sizes": {}}
+def run(
+    sizes: list[int], histories: int, per_kind: int, modes: list[str], seed: int, progress=None, inside: bool = False
+) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "histories": histories,
+        "factsPerKind": per_kind,
+        "seed": seed,
+        "inside": inside,
+        "sizes": {},
+    }
     for tokens in sizes:
-        report["sizes"][str(tokens)] = _run_size(tokens, histories, per_kind, modes, seed, progress)
+        report["sizes"][str(tokens)] = _run_size(tokens, histories, per_kind, modes, seed, progress, inside)
     return report
 
 
-def _run_size(tokens: int, histories: int, per_kind: int, modes: list[str], seed: int, progress) -> dict[str, Any]:
-    made = [history(seed + i, tokens, per_kind) for i in range(histories)]
+def _run_size(
+    tokens: int, histories: int, per_kind: int, modes: list[str], seed: int, progress, inside: bool
+) -> dict[str, Any]:
+    made = [history(seed + i, tokens, per_kind, inside) for i in range(histories)]
     found: dict[str, Any] = {
         "tokens": tokens,
         "documents": sum(len(h.documents) for h in made),
