@@ -264,22 +264,13 @@ def test_a_group_of_examples_counts_as_much_as_its_weight():
     assert agreement({"real": 0.1}) < 0.05  # and the other way round
 
 
-def test_facts_inside_long_messages_are_found_by_the_learned_ranker_at_least_as_often_as_by_bm25f(db_path):
+def test_facts_inside_long_messages_are_found_by_the_learned_ranker_at_least_as_often_as_by_bm25f():
     # Long conversations state a fact inside a long answer or request. A ranker whose training
     # held only short evidence learned that evidence is short and ranked such messages below
     # BM25F's own order (its top 10 held 23 of these 36 evidence messages, BM25F's 25).
-    from cwa_eval.retrieval.long_history import history, project
+    from cwa_eval.retrieval.long_recall import run
 
-    made = [history(41 + i, 30_000, 2, inside=True) for i in range(3)]
-    found = {"learned": 0, "fused": 0}
-    with Archive.open(db_path) as archive:
-        for index, made_history in enumerate(made):
-            for document in made_history.documents:
-                archive.admit({"project": project(index), **document})
-        for name in found:
-            for index, made_history in enumerate(made):
-                for fact in made_history.facts:
-                    request = {"project": project(index), "query": fact.question, "limit": 10, "leaseSeconds": 0}
-                    results = archive.search({**request, "semanticPolicy": "never", "ranker": name})["results"]
-                    found[name] += len(fact.evidence & {r["source"]["messageKey"] for r in results})
-    assert found["learned"] >= found["fused"] > 0
+    found = run([30_000], 3, 2, ["fused-lexical", "lexical"], 41, inside=True)["sizes"]["30000"]
+    assert found["questions"] == 36  # one evidence message each: R@10 x 36 counts them
+    recall = {mode: figures["overall"]["R@10"] for mode, figures in found["modes"].items()}
+    assert recall["lexical"] >= recall["fused-lexical"] > 0

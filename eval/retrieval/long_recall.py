@@ -159,6 +159,7 @@ def print_report(report: dict[str, Any]) -> None:
     print(
         f"{report['histories']} histories per size, {report['factsPerKind']} facts of each kind "
         f"({', '.join(KINDS)}), seed {report['seed']}"
+        + (", each inside a long message (--inside)" if report["inside"] else "")
     )
     for size, found in report["sizes"].items():
         print(
