@@ -91,10 +91,9 @@ def shortlist(conn: apsw.Connection, project_row: int | None, vector_bytes: byte
         distances.append(distance)
         held += len(distance)
         if held > 4 * size:  # keep what can still be among the nearest: memory stays a few blocks'
-            every_id, every_distance = np.concatenate(ids), np.concatenate(distances)
-            kept = _nearest(every_distance, size)
-            ids, distances = [every_id[kept]], [every_distance[kept]]
-            held, bound = len(ids[0]), int(distances[0].max())
+            every_id, every_distance = _nearest_distinct(np.concatenate(ids), np.concatenate(distances), size)
+            ids, distances = [every_id], [every_distance]
+            held, bound = len(every_id), int(every_distance.max())
     if not ids:
         return None
     unpacked = sql["every_unpacked_distance" if everywhere else "unpacked_distances"]
@@ -102,13 +101,29 @@ def shortlist(conn: apsw.Connection, project_row: int | None, vector_bytes: byte
     if rest:
         ids.append(np.array([row[0] for row in rest], dtype=np.int64))
         distances.append(np.array([row[1] for row in rest], dtype=np.int32))
-    every_id, every_distance = np.concatenate(ids), np.concatenate(distances)
-    if len(every_id) > size:
-        kept = _nearest(every_distance, size)
-        every_id, every_distance = every_id[kept], every_distance[kept]
+    every_id, every_distance = _nearest_distinct(np.concatenate(ids), np.concatenate(distances), size)
     order = np.lexsort((every_id, every_distance))
-    # a content several projects hold, or one removed then scoped again, is counted once
-    return list(dict.fromkeys(every_id[order].tolist()))[:size]
+    return every_id[order].tolist()[:size]
+
+
+def _nearest_distinct(ids, distance, size: int):
+    """The `size` nearest ids, each once, with every one tied at the largest of their distances.
+    A content several projects hold, or one removed then scoped again, has one id in several
+    places (always at the same distance): it counts once, so it never takes a place another
+    content needs."""
+    import numpy as np
+
+    if len(ids) > size:
+        kept = _nearest(distance, size)
+        near = ids[kept]
+        if len(np.unique(near)) == len(near):
+            return near, distance[kept]
+    _, first = np.unique(ids, return_index=True)  # some id repeats among the nearest: drop its copies
+    ids, distance = ids[first], distance[first]
+    if len(ids) > size:
+        kept = _nearest(distance, size)
+        ids, distance = ids[kept], distance[kept]
+    return ids, distance
 
 
 def _nearest(distance, size: int):
