@@ -251,3 +251,14 @@ def test_hint_specificity_keeps_the_same_share_of_windows_as_the_archive_grows()
         assert specificity(1, total) == 1.0
     assert normalized_idf(4_000, 1_000_000) < MARKER_MIN_IDF
     assert not _specific("could", 1, 1_000_000)  # filler never backs a hint
+
+
+def test_the_most_windows_a_term_may_be_in_is_where_its_specificity_crosses_the_threshold():
+    from cwa.retrieve.calibration import most_specific_windows, specificity
+
+    for total in [*range(1, 3_000, 7), 8_192, 20_000, 500_000, 1_000_000, 2**31]:
+        for threshold in (0.45, 0.6):
+            most = most_specific_windows(total, threshold)
+            assert most == 0 or specificity(most, total) >= threshold
+            assert specificity(most + 1, total) < threshold
+    assert most_specific_windows(0, 0.6) == 0

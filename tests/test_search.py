@@ -833,3 +833,29 @@ def test_the_postings_budget_counts_what_fts5_walks_within_the_project_s_range(t
         monkeypatch.setattr(searching, "_postings", lambda ctx, wanted, df, total: (df, total))
         found = archive.search({**request, "ranker": "fused"})["results"]
         assert found[0]["documentId"] != both["documentId"]
+
+
+def test_common_everyday_words_fetch_no_window_while_the_query_has_a_content_word(db_path):
+    """A question's phrasing ("how many", "try again") is no reason to fetch a window: in a long
+    history such words are in thousands, and their postings filled the pool with windows that share
+    nothing else with it. They still count in each candidate's matched terms; one that is rare in
+    the scope ("May" among a few dates) still fetches, and a query of everyday words alone is
+    searched by them."""
+    with Archive.open(db_path) as archive:
+        backup = archive.admit(doc("s", ("assistant", "The backup job retries five times, then pages the on-call.")))
+        phrasing = {
+            archive.admit(doc("t", ("user", f"How many tabs should I keep open? Try again later, round {n}.")))[
+                "documentId"
+            ]
+            for n in range(12)
+        }
+        beta = archive.admit(doc("u", ("user", "The beta goes out in May.")))["documentId"]
+        question = "How many times will the backup job try again?"
+        for ranker in ("learned", "fused"):
+            asked = {"ranker": ranker, "semanticPolicy": "never", "expansion": False}
+            found = search(archive, question, **asked)
+            assert [r["documentId"] for r in found] == [backup["documentId"]]
+            assert found[0]["matchedTerms"] == ["time", "backup", "job"]
+            assert beta in {r["documentId"] for r in search(archive, "Which release ships in May?", **asked)}
+        alone = search(archive, "how many again", ranker="fused", expansion=False, semanticPolicy="never")
+        assert alone and {r["documentId"] for r in alone} <= phrasing

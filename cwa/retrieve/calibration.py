@@ -97,3 +97,17 @@ def specificity(document_frequency: int, total: int) -> float:
         return 0.0
     reference = min(max(total, 1), SPECIFICITY_REFERENCE_WINDOWS)
     return round(min(1.0, idf(document_frequency, total) / idf(1, reference)), 4)
+
+
+def most_specific_windows(total: int, threshold: float) -> int:
+    """The most windows a term can be in and still be `threshold` specific among `total` (the
+    inverse of `specificity`): a count may stop there."""
+    if total <= 0:
+        return 0
+    odds = math.exp(threshold * idf(1, min(total, SPECIFICITY_REFERENCE_WINDOWS))) - 1
+    most = max(0, math.floor((total + 0.5 - 0.5 * odds) / (1 + odds)))
+    while specificity(most + 1, total) >= threshold:  # `specificity` rounds: agree with it exactly
+        most += 1
+    while most and specificity(most, total) < threshold:
+        most -= 1
+    return most

@@ -40,6 +40,7 @@ from cwa.retrieve.context import (
     scope_windows,
     window_span,
 )
+from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.fusion import fuse
 from cwa.retrieve.intent import time_direction
 from cwa.retrieve.locators import Locator, sign
@@ -68,6 +69,10 @@ LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least
 WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
+# An everyday word (FILLER_TERMS) fetches windows only where it is at least this specific (preflight's
+# marker gate): "how", "many", "again" are in thousands of a long history's windows, and their
+# postings filled the pool with windows sharing only a question's phrasing.
+FILLER_FETCH_SPECIFICITY = 0.6
 # An expression expected to match more windows than this is scored newest windows first (_bm25f).
 SLICE_MATCHES = 2 * POSTINGS_BUDGET
 SLICE_GROWTH = 4
@@ -128,7 +133,9 @@ def find_candidates(
     while the exact tier has room; `pool` lexical candidates, default `limit`). `ignored_terms`
     never count as lexical query terms; `matchable(term, window frequency, windows)`, when given, picks the
     terms a window must hold one of to be fetched at all (the others still count in each window's
-    matched terms and coverage); without `context`, a window is fetched only for its own terms."""
+    matched terms and coverage; without it, every term but everyday words, FILLER_TERMS, common in
+    the scope, unless the query has no other); without `context`, a window is fetched only for its
+    own terms."""
     anchors = query_anchors(query)
     stages = Stages(_exact_search(ctx, anchors, limit))
     qterms = [t for t in _select_terms(ctx, query) if t not in ignored_terms]
@@ -540,8 +547,9 @@ def _lexical_search(
     if not qterms:
         return []
     df, total = frequencies(ctx, qterms)
-    wanted = qterms
-    if matchable is not None:
+    if matchable is None:  # an everyday word that is common here fetches only for a query of nothing else
+        wanted = [t for t in qterms if t not in FILLER_TERMS or _rare_here(ctx, t, df[t])] or qterms
+    else:
         wanted = [t for t in qterms if matchable(t, df[t], total)]
     rows: list[WindowRow] = []
     seen_windows: set[int] = set()
@@ -573,6 +581,17 @@ def _lexical_search(
         )
 
     return distinct_candidates(rows, taken, limit, candidate)
+
+
+def _rare_here(ctx: Context, term: str, frequency: int) -> bool:
+    """Whether an everyday word is specific in the scope searched (as preflight measures it), so
+    that it still fetches windows: "May" among dates, "kind" in a history that seldom says it.
+    The scope holds at most the archive's count of it: specific at that count, it is specific here."""
+    most = calibration.most_specific_windows(scope_windows(ctx), FILLER_FETCH_SPECIFICITY)
+    if frequency <= most:
+        return True
+    df, _ = scope_frequencies(ctx, [term], cap=most + 1)  # counted no further than that
+    return df[term] <= most
 
 
 def _postings(ctx: Context, wanted: list[str], df: dict[str, int], total: int) -> tuple[dict[str, int], int]:
