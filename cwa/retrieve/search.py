@@ -70,7 +70,7 @@ WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch thi
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 # An everyday word (FILLER_TERMS) fetches windows only where it is at least this specific (preflight's
-# marker gate): "how", "many", "again" are in thousands of a long history's windows, and their
+# marker gate): "how", "many", "again" recur in window after window of a long history, and their
 # postings filled the pool with windows sharing only a question's phrasing.
 FILLER_FETCH_SPECIFICITY = 0.6
 # An expression expected to match more windows than this is scored newest windows first (_bm25f).
