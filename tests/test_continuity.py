@@ -233,9 +233,13 @@ def test_snippet_rendering_is_bounded_and_json_quoted():
 
 
 def test_hint_specificity_keeps_the_same_share_of_windows_as_the_archive_grows():
-    from cwa.retrieve.calibration import SPECIFICITY_REFERENCE_WINDOWS, normalized_idf, specificity
+    from cwa.retrieve.calibration import (
+        SPECIFICITY_REFERENCE_WINDOWS,
+        most_specific_windows,
+        normalized_idf,
+        specificity,
+    )
     from cwa.retrieve.continuity import MARKER_MIN_IDF
-    from cwa.retrieve.preflight import _specific
 
     # Up to the size the gates were set on, nothing changes.
     for total in (10, 600, 5_882, SPECIFICITY_REFERENCE_WINDOWS):
@@ -246,11 +250,9 @@ def test_hint_specificity_keeps_the_same_share_of_windows_as_the_archive_grows()
     # calls it common once the archive is large; a term in 5% never does.
     for total in (10_000, 100_000, 1_000_000):
         assert specificity(total * 4 // 1000, total) >= MARKER_MIN_IDF
-        assert _specific("tenant", total * 4 // 1000, total)
-        assert not _specific("tenant", total // 20, total)
+        assert total // 20 > most_specific_windows(total, MARKER_MIN_IDF) >= total * 4 // 1000
         assert specificity(1, total) == 1.0
     assert normalized_idf(4_000, 1_000_000) < MARKER_MIN_IDF
-    assert not _specific("could", 1, 1_000_000)  # filler never backs a hint
 
 
 def test_the_most_windows_a_term_may_be_in_is_where_its_specificity_crosses_the_threshold():

@@ -711,3 +711,18 @@ def test_serve_s_embedding_worker_packs_on_its_first_step_and_then_only_after_em
     assert worker.pack_due is True
     worker.step(archive.conn)
     assert calls == [1]
+
+
+def test_the_packed_shortlist_counts_a_content_held_twice_once_before_cutting_the_nearest():
+    # A content two projects hold has one id in two places, always at one distance: it must not
+    # take the place of the next nearest (an every-project shortlist of 31 once held 30 ids).
+    import numpy as np
+
+    from cwa.store.vector_blocks import _nearest_distinct
+
+    ids = np.array([7, 3, 7, 5, 9, 4], dtype=np.int64)
+    distance = np.array([1, 2, 1, 3, 9, 4], dtype=np.int32)
+    kept, at = _nearest_distinct(ids, distance, 3)
+    assert sorted(kept.tolist()) == [3, 5, 7] and sorted(at.tolist()) == [1, 2, 3]
+    kept, _ = _nearest_distinct(np.array([2, 1], dtype=np.int64), np.array([5, 6], dtype=np.int32), 3)
+    assert sorted(kept.tolist()) == [1, 2]  # fewer than asked: all of them

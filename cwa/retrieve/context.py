@@ -10,6 +10,7 @@ import apsw
 import orjson
 
 from cwa.index.terms import fts_phrase
+from cwa.retrieve import calibration
 from cwa.retrieve.scope import Scope
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait
 from cwa.store.sessions import lineage_of_key
@@ -150,3 +151,15 @@ def scope_frequencies(ctx: Context, words: list[str], cap: int | None = None) ->
             found = ctx.conn.execute(sql["scoped_term_windows"], {"term": fts_phrase(word), **bounds}).fetchone()[0]
             ctx.scoped[word] = (min(found, df[word]), cap)
     return {w: min(ctx.scoped[w][0], cap) for w in words}, size
+
+
+def specific_in_scope(ctx: Context, term: str, frequency: int, threshold: float) -> bool:
+    """Whether a term is at least `threshold` specific (`calibration.specificity`) among the
+    scope's windows. The scope holds at most the archive's count of it (`frequency`): specific at
+    that count, it is specific here without counting; else it is counted within the scope, no
+    further than the most windows it could be in and still be that specific."""
+    most = calibration.most_specific_windows(scope_windows(ctx), threshold)
+    if frequency <= most:
+        return True
+    df, _ = scope_frequencies(ctx, [term], cap=most + 1)
+    return df[term] <= most

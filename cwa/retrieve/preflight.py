@@ -27,7 +27,7 @@ from cwa.errors import CwaError, NotFound
 from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text, ranker
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import Context, make_context, scope_frequencies, scope_windows
+from cwa.retrieve.context import Context, make_context, scope_frequencies, specific_in_scope
 from cwa.retrieve.continuity import (
     MARKER,
     MARKER_MIN_IDF,
@@ -218,16 +218,13 @@ def _evidence(
     visible = request.get("excludeVisibleSourceKeys", [])
     pool = CANDIDATE_POOL + (VISIBLE_EXTRA if visible else 0)
     query = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
-    # A term's specificity is measured within the project searched: other projects' words must not
-    # make it common (or rare) here. The project holds at most the archive's count of it, so a term
-    # specific at that count is specific here without counting.
-    windows = scope_windows(ctx)
+    # Lexical evidence can only back a hint through a content term at least this specific, so
+    # windows holding none of them are never fetched: preflight stays cheap on common words. A
+    # term's specificity is measured within the project searched: other projects' words must not
+    # make it common (or rare) here.
 
     def specific(term: str, frequency: int, _windows: int) -> bool:
-        if _specific(term, frequency, windows):
-            return True
-        df, _ = scope_frequencies(ctx, [term])
-        return _specific(term, df[term], windows)
+        return term not in FILLER_TERMS and specific_in_scope(ctx, term, frequency, MARKER_MIN_IDF)
 
     # own words only: a hint stands on what its source says, never on the turn before it
     _, qterms, stages = find_candidates(ctx, query, pool, IGNORED_TERMS, specific, context=False)
@@ -290,12 +287,6 @@ def _probabilities(
         ctx, stages.ranked, None, None, qterms, stages.taken(), weights, neighbors=False, direction=direction
     )
     return {c.document_row: c.order for c in pool.candidates}
-
-
-def _specific(term: str, frequency: int, windows: int) -> bool:
-    """Lexical evidence can only back a hint through a content term at least this specific, so
-    windows holding none of them are never fetched: preflight stays cheap on common words."""
-    return term not in FILLER_TERMS and calibration.specificity(frequency, windows) >= MARKER_MIN_IDF
 
 
 def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, float]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from cwa.retrieve.context import (
     make_context,
     scope_frequencies,
     scope_windows,
+    specific_in_scope,
     window_span,
 )
 from cwa.retrieve.filler import FILLER_TERMS
@@ -548,7 +549,9 @@ def _lexical_search(
         return []
     df, total = frequencies(ctx, qterms)
     if matchable is None:  # an everyday word that is common here fetches only for a query of nothing else
-        wanted = [t for t in qterms if t not in FILLER_TERMS or _rare_here(ctx, t, df[t])] or qterms
+        wanted = [
+            t for t in qterms if t not in FILLER_TERMS or specific_in_scope(ctx, t, df[t], FILLER_FETCH_SPECIFICITY)
+        ] or qterms
     else:
         wanted = [t for t in qterms if matchable(t, df[t], total)]
     rows: list[WindowRow] = []
@@ -581,17 +584,6 @@ def _lexical_search(
         )
 
     return distinct_candidates(rows, taken, limit, candidate)
-
-
-def _rare_here(ctx: Context, term: str, frequency: int) -> bool:
-    """Whether an everyday word is specific in the scope searched (as preflight measures it), so
-    that it still fetches windows: "May" among dates, "kind" in a history that seldom says it.
-    The scope holds at most the archive's count of it: specific at that count, it is specific here."""
-    most = calibration.most_specific_windows(scope_windows(ctx), FILLER_FETCH_SPECIFICITY)
-    if frequency <= most:
-        return True
-    df, _ = scope_frequencies(ctx, [term], cap=most + 1)  # counted no further than that
-    return df[term] <= most
 
 
 def _postings(ctx: Context, wanted: list[str], df: dict[str, int], total: int) -> tuple[dict[str, int], int]:
