@@ -634,6 +634,37 @@ def test_a_text_found_as_two_types_is_one_anchor_row_at_its_most_specific_occurr
         assert found[0]["documentId"] == admitted["documentId"] and found[0]["matchType"].startswith("exact")
 
 
+def test_a_line_number_after_a_file_name_is_not_a_value_anchor_but_a_port_is(tmp_path):
+    # Tool output names `file.py:42` on every line; the `:42` (and a column after it) is where in
+    # the file, not a port, so it gets no anchor row. `host:8080` still does, and a query naming
+    # `file.py:42` still finds the output by its path.
+    lint = "\n".join(f"src/pkg_{n}/retry.py:{n + 10}:{n + 3}: E501 line too long" for n in range(40))
+    with Archive.open(tmp_path / "a.db") as archive:
+        output = archive.admit(doc("s1", ("toolResult", lint), kind="tool-result"))
+        archive.admit(doc("s1", ("user", "the admin api listens on localhost:8080 now")))
+        texts = {
+            text
+            for (text,) in archive.conn.execute(
+                "SELECT t.text FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id"
+            )
+        }
+        assert not any(t.startswith(":") and t != ":8080" for t in texts)
+        assert {":8080", "src/pkg_7/retry.py", "retry.py", "E501"} <= texts
+        found = archive.search({"project": P, "query": "src/pkg_7/retry.py:17", "semanticPolicy": "never"})
+        assert found["results"][0]["documentId"] == output["documentId"]
+        assert found["results"][0]["matchType"].startswith("exact")
+
+
+def test_folding_ascii_takes_a_shortcut_to_the_same_text():
+    import unicodedata
+
+    from cwa.index.exact import fold
+
+    ascii_text = "".join(map(chr, range(128))) + "Retry_Policy SRC/Retry.PY ÄÖ"[:20]
+    for text in (ascii_text, "ÄÖ ﬁle ＡＢＣ", "Straße"):
+        assert fold(text) == unicodedata.normalize("NFKC", text).casefold()
+
+
 def test_a_common_term_s_count_is_kept_in_the_archive_for_the_next_process_until_a_purge(tmp_path, monkeypatch):
     # A new process reads a common term's count from `term_counts` instead of its posting list;
     # a read-only connection counts without keeping; any purge empties the table.

@@ -107,6 +107,22 @@ _PATTERNS: list[tuple[str, re.Pattern[bytes]]] = [
 ]
 
 
+# A `:NN` right after a file name (`retry.py:42`, `retry.py:42:7`) is a line or column number, not
+# a port: tool output (compilers, linters, test runners, grep -n) holds one per line, and as
+# value anchors they were a quarter of such a document's rows while naming nothing by themselves.
+_FILE_POSITION = re.compile(rb"\.(?:" + _EXTENSIONS.encode() + rb")(?::\d+)?\Z", re.I)
+_FILE_POSITION_REACH = 24  # bytes looked at before the colon: the longest extension and a line number
+
+
+def _line_number(data: bytes, anchor_type: str, start: int) -> bool:
+    """Whether a `value` match at `start` is a file's line or column number (see above)."""
+    return (
+        anchor_type == "value"
+        and data[start : start + 1] == b":"
+        and _FILE_POSITION.search(data, max(0, start - _FILE_POSITION_REACH), start) is not None
+    )
+
+
 @dataclass(frozen=True)
 class Anchor:
     type: str
@@ -124,6 +140,8 @@ class Anchor:
 
 
 def fold(text: str) -> str:
+    if text.isascii():  # NFKC leaves ASCII as it is, and casefold lowers it: the same, faster
+        return text.lower()
     return unicodedata.normalize("NFKC", text).casefold()
 
 
@@ -139,6 +157,8 @@ def find_anchors(data: bytes, offset: int = 0) -> list[Anchor]:
     for anchor_type, pattern in _PATTERNS:
         for match in pattern.finditer(data):
             group = match.lastindex or 0
+            if _line_number(data, anchor_type, match.start(group)):
+                continue
             text = match.group(group).decode("utf-8", errors="replace").strip()
             if text:
                 found.append(Anchor(anchor_type, text, offset + match.start(group), offset + match.end(group)))
@@ -205,6 +225,8 @@ def document_anchors(document: SerializedDocument) -> tuple[list[tuple[Anchor, i
                 key = (anchor_type, match.group(group))
                 if key in counts:
                     counts[key] += 1
+                    continue
+                if _line_number(region, anchor_type, match.start(group)):
                     continue
                 counts[key] = 1
                 first[key] = (message.text_start + match.start(group), message.text_start + match.end(group))
