@@ -641,7 +641,7 @@ def test_a_line_number_after_a_file_name_is_not_a_value_anchor_but_a_port_is(tmp
     lint = "\n".join(f"src/pkg_{n}/retry.py:{n + 10}:{n + 3}: E501 line too long" for n in range(40))
     with Archive.open(tmp_path / "a.db") as archive:
         output = archive.admit(doc("s1", ("toolResult", lint), kind="tool-result"))
-        archive.admit(doc("s1", ("user", "the admin api listens on localhost:8080 now")))
+        archive.admit(doc("s1", ("user", "the admin api listens on localhost:8080 now, see config.py:8080")))
         texts = {
             text
             for (text,) in archive.conn.execute(
@@ -650,6 +650,10 @@ def test_a_line_number_after_a_file_name_is_not_a_value_anchor_but_a_port_is(tmp
         }
         assert not any(t.startswith(":") and t != ":8080" for t in texts)
         assert {":8080", "src/pkg_7/retry.py", "retry.py", "E501"} <= texts
+        port = (
+            "SELECT a.occurrences FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id WHERE t.text = ':8080'"
+        )
+        assert archive.conn.execute(port).fetchall() == [(1,)]  # the line 8080 of config.py is not the port
         found = archive.search({"project": P, "query": "src/pkg_7/retry.py:17", "semanticPolicy": "never"})
         assert found["results"][0]["documentId"] == output["documentId"]
         assert found["results"][0]["matchType"].startswith("exact")

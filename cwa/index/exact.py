@@ -222,11 +222,11 @@ def document_anchors(document: SerializedDocument) -> tuple[list[tuple[Anchor, i
         for anchor_type, pattern in _PATTERNS:
             for match in pattern.finditer(region):
                 group = match.lastindex or 0
+                if _line_number(region, anchor_type, match.start(group)):
+                    continue  # every time: the same `:17` may also be a port elsewhere, counted alone
                 key = (anchor_type, match.group(group))
                 if key in counts:
                     counts[key] += 1
-                    continue
-                if _line_number(region, anchor_type, match.start(group)):
                     continue
                 counts[key] = 1
                 first[key] = (message.text_start + match.start(group), message.text_start + match.end(group))

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import tempfile
