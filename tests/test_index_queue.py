@@ -77,6 +77,45 @@ def test_a_deferred_document_is_exact_at_once_and_indexed_once_by_the_first_to_g
         assert again["created"] is False and _derived(archive, document) == (*expected[:2], 0)
 
 
+def test_small_queued_documents_share_a_transaction_and_a_large_one_goes_alone(tmp_path):
+    # Ten turns and then a 30 KB log, queued. `limit` counts documents: three turns, one commit.
+    # Then the seven other turns share a commit and the log, which would take their batch past
+    # BATCH_BYTES, has one of its own. Each is indexed as if alone.
+    texts = [f"turn {n} about the {MARKER} rotor" for n in range(10)]
+    with Archive.open(tmp_path / "archive.db") as archive:
+        ids = [
+            admit(
+                archive.conn, turn(t, project=PROJECT), handlers=archive.handlers, now=archive.clock(), deferred=True
+            )["documentId"]
+            for t in texts
+        ]
+        log = admit(
+            archive.conn,
+            turn(_log(600), project=PROJECT),
+            handlers=archive.handlers,
+            now=archive.clock(),
+            deferred=True,
+        )
+        assert len(_log(600)) > index_queue.BATCH_BYTES
+        commits = []
+
+        def committed() -> bool:
+            commits.append(1)
+            return False  # let it commit
+
+        archive.conn.set_commit_hook(committed)
+        assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock(), limit=3) == 3
+        assert len(commits) == 1
+        assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 8
+        assert len(commits) == 3  # the seven other turns, then the log alone
+        archive.conn.set_commit_hook(None)
+        for document in [*ids, log["documentId"]]:
+            windows, outcomes, queued = _derived(archive, document)
+            assert windows >= 1 and outcomes >= 1 and queued == 0
+        rows = "SELECT count(*) FROM window_fts WHERE window_fts MATCH 'rotor'"
+        assert archive.conn.execute(rows).fetchone()[0] == len(texts)  # each turn's window, once
+
+
 def test_a_search_indexes_its_own_project_first_within_its_bound(tmp_path, monkeypatch):
     from cwa import limits
 

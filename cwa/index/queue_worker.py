@@ -8,7 +8,7 @@ each deferred admission, looks every POLL_SECONDS for what another process queue
 closes (serve ends) indexes what is left for up to SHUTDOWN_SECONDS before it exits.
 
 Serve also writes a byte (ANSWERED) after every request it answers. Before taking the write lock for a
-document, the worker waits until serve has been quiet for QUIET_SECONDS (at most
+document (or a batch of small ones: cwa/store/index_queue.py), the worker waits until serve has been quiet for QUIET_SECONDS (at most
 QUIET_WAIT_SECONDS): a host sends its next request after a model call or a user's message, so
 the worker's transaction lands in that pause instead of in front of the request. In the same
 pauses it copies the WAL into the archive file (a passive checkpoint, which never blocks a
@@ -28,7 +28,7 @@ import apsw
 
 from cwa.index.handlers import default_handlers
 from cwa.store.connection import open_connection
-from cwa.store.index_queue import index_queued
+from cwa.store.index_queue import BATCH_DOCUMENTS, index_queued
 from cwa.timestamps import utc_now
 
 POLL_SECONDS = 1.0  # how often the worker looks for what another process queued
@@ -153,7 +153,7 @@ def _drain(conn: apsw.Connection, handlers: tuple, before_lock=None, seconds: fl
     deadline = None if seconds is None else time.monotonic() + seconds
     while deadline is None or time.monotonic() < deadline:
         try:
-            if not index_queued(conn, handlers, utc_now(), limit=1, before_lock=before_lock):
+            if not index_queued(conn, handlers, utc_now(), limit=BATCH_DOCUMENTS, before_lock=before_lock):
                 return
         except (apsw.BusyError, apsw.FullError, apsw.IOError):
             return  # the documents stay queued: the next wake-up or poll tries again

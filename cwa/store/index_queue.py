@@ -4,8 +4,8 @@ In `cwa serve`, a document the session engine archives (a tool output externaliz
 settled, a checkpoint) commits its exact bytes, coordinates and this queue's row in one
 transaction and the request returns: `get` and `recall` read it at once. Its derived rows
 (windows, BM25F rows, anchors, cues, the embedding queue) are made later by `index_queued`, in a
-transaction of its own per document that also deletes the queue row, so a document is indexed
-once, whoever gets there first:
+transaction (a few small documents to one) that also deletes their queue rows, so a document is
+indexed once, whoever gets there first:
 
 - the index worker process of `cwa serve` (cwa/index/queue_worker.py), woken by each deferred
   admission;
@@ -37,6 +37,10 @@ def enqueue(conn: apsw.Connection, document_row: int, project_id: int, now: str)
     conn.execute(queries("index_queue")["enqueue"], (document_row, project_id, now))
 
 
+BATCH_DOCUMENTS = 8  # documents indexed in one write transaction, when that many wait
+BATCH_BYTES = 16 * 1024  # while their texts add up to no more than this (a larger document goes alone)
+
+
 def index_queued(
     conn: apsw.Connection,
     handlers: Sequence[IndexHandler],
@@ -47,48 +51,78 @@ def index_queued(
     seconds: float | None = None,
     before_lock: Callable[[], None] | None = None,
 ) -> int:
-    """Index queued documents, oldest first (of one project, or any), one transaction each,
-    until the queue is empty, `limit` documents are done or `seconds` have passed; how many.
-    `before_lock` runs between a document's pure work and its write transaction (the worker
-    waits there for serve to go quiet)."""
-    sql, admission = queries("index_queue"), queries("admission")
+    """Index queued documents, oldest first (of one project, or any), until the queue is empty,
+    `limit` documents are done or `seconds` have passed; how many. Small documents go up to
+    BATCH_DOCUMENTS to a transaction (one commit for the lot: a commit writes a page of each of
+    the thirty-odd trees a document touches, a quarter of a small document's cost), a larger one
+    alone, so a batch holds the write lock about as long as one document of BATCH_BYTES.
+    `before_lock` runs between a batch's pure work and its write transaction (the worker waits
+    there for serve to go quiet)."""
+    sql = queries("index_queue")
     deadline = None if seconds is None else time.monotonic() + seconds
     done = 0
     while limit is None or done < limit:
         if deadline is not None and time.monotonic() >= deadline:
             break
-        row = conn.execute(sql["next_queued"], {"project": project, "limit": 1}).fetchone()
-        if row is None:
+        wanted = BATCH_DOCUMENTS if limit is None else min(BATCH_DOCUMENTS, limit - done)
+        queued = conn.execute(sql["next_queued"], {"project": project, "limit": wanted}).fetchall()
+        if not queued:
             break
-        document_row, kind, byte_length, indexable = row
-        target = None
-        if indexable:  # the pure work first, outside the write lock
-            try:
-                loaded = load_target(conn, document_row, kind, byte_length)
-            except (apsw.BusyError, apsw.FullError, apsw.IOError):
-                raise
-            except Exception:  # unreadable bytes: it leaves the queue unindexed, and doctor says so
-                loaded = None
-            if loaded is not None:
-                target = IndexTarget(
-                    document_row, kind, loaded.document, prepare_handlers(handlers, kind, loaded.document)
-                )
+        batch, size = [], 0
+        for document_row, kind, byte_length, indexable in queued:
+            if batch and size + byte_length > BATCH_BYTES:
+                break
+            batch.append((document_row, kind, _prepared(conn, handlers, document_row, kind, byte_length, indexable)))
+            size += byte_length
         if before_lock is not None:
             before_lock()
         with write_transaction(conn):
-            if conn.execute(sql["still_queued"], (document_row,)).fetchone() is None:
-                continue  # another connection indexed it meanwhile
-            if target is not None:
-                conn.execute(admission["insert_generation"], ("admit", now))  # the deferred part of its admission
-                generation = conn.last_insert_rowid()
-                run_handlers(conn, handlers, generation, target)
-                conn.execute(queries("index")["set_generation"], (generation, document_row))
-                conn.execute(admission["finish_generation"], (now, generation))
-            conn.execute(sql["dequeue"], (document_row,))
-        if kind == "checkpoint-root" and target is not None:  # its parts are findable with it
-            checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=limits.UNBOUNDED)
-        done += 1
+            indexed = [row for row, _, target in batch if _index_one(conn, handlers, now, row, target)]
+        for document_row, kind, target in batch:
+            if kind == "checkpoint-root" and target is not None:  # its parts are findable with it
+                checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=limits.UNBOUNDED)
+        done += len(indexed)
     return done
+
+
+def _prepared(
+    conn: apsw.Connection,
+    handlers: Sequence[IndexHandler],
+    document_row: int,
+    kind: str,
+    byte_length: int,
+    indexable: bool,
+) -> IndexTarget | None:
+    """A queued document's pure work, outside the write lock; None when it gets no rows."""
+    if not indexable:
+        return None
+    try:
+        loaded = load_target(conn, document_row, kind, byte_length)
+    except (apsw.BusyError, apsw.FullError, apsw.IOError):
+        raise
+    except Exception:  # unreadable bytes: it leaves the queue unindexed, and doctor says so
+        return None
+    if loaded is None:
+        return None
+    return IndexTarget(document_row, kind, loaded.document, prepare_handlers(handlers, kind, loaded.document))
+
+
+def _index_one(
+    conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, document_row: int, target: IndexTarget | None
+) -> bool:
+    """Inside the batch's transaction: the document's derived rows, and it leaves the queue;
+    False when another connection indexed it meanwhile."""
+    if conn.execute(queries("index_queue")["still_queued"], (document_row,)).fetchone() is None:
+        return False
+    if target is not None:
+        admission = queries("admission")
+        conn.execute(admission["insert_generation"], ("admit", now))  # the deferred part of its admission
+        generation = conn.last_insert_rowid()
+        run_handlers(conn, handlers, generation, target)
+        conn.execute(queries("index")["set_generation"], (generation, document_row))
+        conn.execute(admission["finish_generation"], (now, generation))
+    conn.execute(queries("index_queue")["dequeue"], (document_row,))
+    return True
 
 
 def lag(conn: apsw.Connection, now: str, project: str | None = None) -> dict[str, Any]:

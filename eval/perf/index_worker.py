@@ -1,16 +1,20 @@
 """What the index worker does per document, and how long it holds the write lock.
 
-    python eval/perf/index_worker.py [--logs 12] [--json]
+    python eval/perf/index_worker.py [--logs 12] [--drain 0] [--json]
 
 Admits the `logs` scenario's build logs (eval/perf/session.py: 50–225 KB each) deferred, as
 `cwa serve` does, then indexes each from the queue (cwa/store/index_queue.py) and reports per
 document its size, the whole time, and the time inside the write transaction (the handlers'
-inserts): the wait a request that writes meanwhile may meet.
+inserts): the wait a request that writes meanwhile may meet. With `--drain N`, also N synthetic
+coding turn documents (eval/retrieval/sessions.py) admitted deferred, then the whole queue indexed
+at once, as a search or the worker finds it after a burst: documents a second, and the longest
+write transaction (a batch of small documents shares one, cwa/store/index_queue.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 import tempfile
@@ -72,18 +76,59 @@ def run(count: int) -> dict:
     }
 
 
+def drain(count: int) -> dict:
+    from cwa_eval.retrieval.sessions import synthetic_sessions
+
+    source = synthetic_sessions(10**9, project="/bench/drain")
+    documents = [next(source) for _ in range(count)]
+    held: list[float] = []
+    transaction = index_queue.write_transaction
+
+    @contextlib.contextmanager
+    def timed(conn):
+        started = time.perf_counter()
+        with transaction(conn):
+            yield
+        held.append((time.perf_counter() - started) * 1000)
+
+    with tempfile.TemporaryDirectory() as folder:
+        settings = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})
+        with Archive.open(Path(folder) / "archive.db", settings=settings) as archive:
+            for document in documents:
+                admit(archive.conn, document, handlers=archive.handlers, now=archive.clock(), deferred=True)
+            index_queue.write_transaction = timed
+            try:
+                started = time.perf_counter()
+                done = index_queue.index_queued(archive.conn, archive.handlers, archive.clock())
+                seconds = time.perf_counter() - started
+            finally:
+                index_queue.write_transaction = transaction
+    return {
+        "documents": done,
+        "documentsPerSecond": round(done / seconds, 1),
+        "transactions": len(held),
+        "longestTransactionMs": round(max(held), 1),
+        "transactionP50Ms": percentile(held, 0.5),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--logs", type=int, default=12)
+    parser.add_argument("--drain", type=int, default=0, help="also drain a queue of this many turn documents")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args.logs)
+    if args.drain:
+        result["drain"] = drain(args.drain)
     if args.json:
         print(orjson.dumps(result).decode())
         return
     for row in result["documents"]:
         print(f"{row['bytes']:>8,} bytes: {row['wholeMs']:7.1f} ms, of which {row['lockedMs']:5.1f} ms under the lock")
     print(f"under the lock: {result['locked']}; whole: {result['whole']}")
+    if args.drain:
+        print(f"drain: {result['drain']}")
 
 
 if __name__ == "__main__":
