@@ -36,6 +36,11 @@ def _derived(archive: Archive, document_id: str) -> tuple[int, int, int]:
     ).fetchone()
 
 
+def _queued(archive: Archive, request: dict) -> dict:
+    """Admit a request as `cwa serve` does: its bytes now, its derived rows through the queue."""
+    return admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(), deferred=True)
+
+
 def _wait_for_queue(serve: Serve, seconds: float = 30.0) -> dict:
     """`status` until the index queue is empty (the worker's bound on a quiet machine is well
     under a second per document; this allows for a loaded CI machine)."""
@@ -83,19 +88,8 @@ def test_small_queued_documents_share_a_transaction_and_a_large_one_goes_alone(t
     # BATCH_BYTES, has one of its own. Each is indexed as if alone.
     texts = [f"turn {n} about the {MARKER} rotor" for n in range(10)]
     with Archive.open(tmp_path / "archive.db") as archive:
-        ids = [
-            admit(
-                archive.conn, turn(t, project=PROJECT), handlers=archive.handlers, now=archive.clock(), deferred=True
-            )["documentId"]
-            for t in texts
-        ]
-        log = admit(
-            archive.conn,
-            turn(_log(600), project=PROJECT),
-            handlers=archive.handlers,
-            now=archive.clock(),
-            deferred=True,
-        )
+        ids = [_queued(archive, turn(t, project=PROJECT))["documentId"] for t in texts]
+        log = _queued(archive, turn(_log(600), project=PROJECT))
         assert len(_log(600)) > index_queue.BATCH_BYTES
         commits = []
 
@@ -141,13 +135,7 @@ def test_a_search_indexes_its_own_project_first_within_its_bound(tmp_path, monke
 
 def test_a_document_that_leaves_every_mode_before_its_turn_leaves_the_queue_without_rows(tmp_path):
     with Archive.open(tmp_path / "archive.db") as archive:
-        admitted = admit(
-            archive.conn,
-            turn(_log(200), project=PROJECT),
-            handlers=archive.handlers,
-            now=archive.clock(),
-            deferred=True,
-        )
+        admitted = _queued(archive, turn(_log(200), project=PROJECT))
         asked = archive.call("redact", {"project": PROJECT, "sessionId": "s1"})
         archive.call("redact", {"project": PROJECT, "sessionId": "s1", "confirm": asked["confirm"]})
         assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 1
