@@ -7,12 +7,13 @@ runs at a lower priority on its own connection, is woken by a byte on its stdin 
 each deferred admission, looks every POLL_SECONDS for what another process queued, and when its stdin
 closes (serve ends) indexes what is left for up to SHUTDOWN_SECONDS before it exits.
 
-Serve also writes a byte (ANSWERED) after every request it answers. Before taking the write lock for a
-document (or a batch of small ones: cwa/store/index_queue.py), the worker waits until serve has been quiet for QUIET_SECONDS (at most
-QUIET_WAIT_SECONDS): a host sends its next request after a model call or a user's message, so
-the worker's transaction lands in that pause instead of in front of the request. In the same
-pauses it copies the WAL into the archive file (a passive checkpoint, which never blocks a
-writer), so that the commit of a request seldom finds the WAL full and pays for that copy itself.
+Serve also writes a byte (ANSWERED) after every request it answers. Before taking the write lock
+for a document (or a batch of small ones: cwa/store/index_queue.py), the worker waits until serve
+has been quiet for QUIET_SECONDS (at most QUIET_WAIT_SECONDS): a host sends its next request
+after a model call or a user's message, so the worker's transaction lands in that pause instead
+of in front of the request. In the same pauses it copies the WAL into the archive file (a passive
+checkpoint, which never blocks a writer), so that the commit of a request seldom finds the WAL
+full and pays for that copy itself.
 """
 
 from __future__ import annotations

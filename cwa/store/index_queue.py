@@ -53,9 +53,9 @@ def index_queued(
 ) -> int:
     """Index queued documents, oldest first (of one project, or any), until the queue is empty,
     `limit` documents are done or `seconds` have passed; how many. Small documents go up to
-    BATCH_DOCUMENTS to a transaction (one commit for the lot: a commit writes a page of each of
-    the thirty-odd trees a document touches, a quarter of a small document's cost), a larger one
-    alone, so a batch holds the write lock about as long as one document of BATCH_BYTES.
+    BATCH_DOCUMENTS to a transaction (one commit for the lot: a commit writes a page of every
+    tree a document touches, however small the document), a larger one alone, so a batch holds
+    the write lock about as long as one document of BATCH_BYTES.
     `before_lock` runs between a batch's pure work and its write transaction (the worker waits
     there for serve to go quiet)."""
     sql = queries("index_queue")
@@ -77,9 +77,9 @@ def index_queued(
         if before_lock is not None:
             before_lock()
         with write_transaction(conn):
-            indexed = [row for row, _, target in batch if _index_one(conn, handlers, now, row, target)]
+            indexed = {row for row, _, target in batch if _index_one(conn, handlers, now, row, target)}
         for document_row, kind, target in batch:
-            if kind == "checkpoint-root" and target is not None:  # its parts are findable with it
+            if kind == "checkpoint-root" and target is not None and document_row in indexed:  # parts findable with it
                 checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=limits.UNBOUNDED)
         done += len(indexed)
     return done
