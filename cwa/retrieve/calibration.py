@@ -15,6 +15,7 @@ candidate's score is the same whatever else is found.
 
 from __future__ import annotations
 
+import functools
 import math
 
 FOLDED_FACTOR = 0.9
@@ -99,9 +100,11 @@ def specificity(document_frequency: int, total: int) -> float:
     return round(min(1.0, idf(document_frequency, total) / idf(1, reference)), 4)
 
 
+@functools.lru_cache(maxsize=256)
 def most_specific_windows(total: int, threshold: float) -> int:
     """The most windows a term can be in and still be `threshold` specific among `total` (the
-    inverse of `specificity`): a count may stop there."""
+    inverse of `specificity`): a count may stop there. Kept per (total, threshold): every term of
+    a query asks it of the same scope."""
     if total <= 0:
         return 0
     odds = math.exp(threshold * idf(1, min(total, SPECIFICITY_REFERENCE_WINDOWS))) - 1

@@ -108,7 +108,7 @@ def drain(count: int) -> dict:
         "documentsPerSecond": round(done / seconds, 1),
         "transactions": len(held),
         "longestTransactionMs": round(max(held), 1),
-        "transactionP50Ms": percentile(held, 0.5),
+        "transactionP50Ms": round(percentile(held, 0.5), 2),
     }
 
 
