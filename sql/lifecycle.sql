@@ -184,13 +184,17 @@ DELETE FROM window_vectors_float32 WHERE id = ?;
 -- name: delete_vector_bits
 DELETE FROM window_vector_bits WHERE embedding_id = ?;
 
+-- name: unrefresh_content_if_unreferenced
+DELETE FROM embedding_refresh
+WHERE content_hash = ? AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = ?);
+
 -- name: unscope_content
 -- The purged document's project holds no other window with this content: its searches stop
 -- scanning the content's sign bits (other projects keep theirs, and the vector stays).
 WITH purged (project_id) AS (SELECT project_id FROM documents WHERE id = :row)
 DELETE FROM window_vector_bits
 WHERE project_id = (SELECT project_id FROM purged)
-  AND embedding_id = (SELECT id FROM window_embeddings WHERE content_hash = :hash)
+  AND embedding_id IN (SELECT id FROM window_embeddings WHERE content_hash = :hash)
   AND NOT EXISTS (
     SELECT 1 FROM windows AS w JOIN documents AS d ON d.id = w.document_row
     WHERE w.content_hash = :hash AND d.project_id = (SELECT project_id FROM purged)

@@ -37,8 +37,9 @@ SELECT found, before_row,
 FROM near;
 
 -- name: window_vectors
--- The stored embeddings of the given windows (:ids is a JSON array of window ids); a window whose
--- content is not embedded yet has no row. int8, or float32 until converted (cwa/store/vector_format.py).
+-- The stored embeddings of the given windows (:ids is a JSON array of window ids), one a piece
+-- of a long window; a window whose content is not embedded yet has no row. int8, or float32
+-- until converted (cwa/store/vector_format.py).
 SELECT w.id, coalesce(v.embedding, f.embedding)
 FROM windows AS w
 JOIN window_embeddings AS e ON e.content_hash = w.content_hash

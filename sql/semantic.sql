@@ -41,7 +41,7 @@ SELECT document_row, start_byte, end_byte, first_message, last_message FROM wind
 WHERE content_hash = ? LIMIT 1;
 
 -- name: insert_embedding
-INSERT OR IGNORE INTO window_embeddings (content_hash, embedded_at) VALUES (?, ?);
+INSERT OR IGNORE INTO window_embeddings (content_hash, piece, embedded_at) VALUES (?, ?, ?);
 
 -- name: insert_vector
 INSERT INTO window_vectors (id, embedding) VALUES (:id, :quantized);
@@ -125,7 +125,8 @@ SELECT id, distance FROM (
 ORDER BY distance, id LIMIT :k;
 
 -- name: windows_of_contents
--- The windows holding the nearest contents (:ids is a JSON array of window_embeddings ids); the
+-- The windows holding the nearest contents (:ids is a JSON array of window_embeddings ids, one
+-- a piece: a window holding several is as near as its nearest, cwa/retrieve/semantic.py); the
 -- scope, state and visibility filter is search.sql's `admissible_windows`, shared with BM25F.
 SELECT e.id, w.id FROM window_embeddings AS e
 JOIN windows AS w ON w.content_hash = e.content_hash
@@ -195,3 +196,25 @@ DELETE FROM window_vector_bits
 WHERE project_id = :project AND embedding_id IN (SELECT value FROM json_each(:ids));
 INSERT INTO window_vector_bits (project_id, embedding_id, bits, packed)
 SELECT :project, value, x'', 1 FROM json_each(:ids);
+
+-- name: refresh_long
+-- An archive embedded when each text was cut at its first 256 tokens: the contents whose windows
+-- may hold more, for their other pieces (cwa/index/semantic.py `adopt`). A text of at most :bytes
+-- bytes has at most as many tokens besides [CLS] and [SEP]: one piece, which it has.
+INSERT OR IGNORE INTO embedding_refresh (content_hash)
+SELECT DISTINCT w.content_hash FROM windows AS w
+WHERE w.end_byte - w.start_byte > :bytes
+  AND EXISTS (SELECT 1 FROM window_embeddings AS e WHERE e.content_hash = w.content_hash);
+
+-- name: refresh_count
+SELECT count(*) FROM embedding_refresh;
+
+-- name: refresh_batch
+SELECT content_hash FROM embedding_refresh LIMIT ?;
+
+-- name: refresh_due
+-- Still waiting for its other pieces (another process may have embedded them first).
+SELECT 1 FROM embedding_refresh WHERE content_hash = ?;
+
+-- name: refreshed
+DELETE FROM embedding_refresh WHERE content_hash = ?;

@@ -58,6 +58,7 @@ MERGED_ANCHOR_TYPES_SINCE = 24  # one anchor row per (text, document); before, o
 PROJECT_SPANS_SINCE = 26  # project_window_spans; before, no project's window range was kept
 OUTCOME_EXCEPTIONS_SINCE = 27  # only outcomes other than a plain `complete` are rows; before, every one
 COMPACT_VECTOR_BITS_SINCE = 28  # packed sign-bit rows rewritten; before, shrunk in place
+EMBEDDING_PIECES_SINCE = 29  # a vector per piece of 256 tokens; before, one per content (its first 256)
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -410,7 +411,8 @@ def embedded_as_of(path: Path, version: int, store) -> dict:
             vector = model.embed(
                 [window_text(conn, *conn.execute(sql["window_for_content"], (content_hash,)).fetchone())]
             )[0]
-            conn.execute(sql["insert_embedding"], (content_hash, NOW))
+            # as schemas before 0029 keyed a vector: by content alone
+            conn.execute("INSERT INTO window_embeddings (content_hash, embedded_at) VALUES (?, ?)", (content_hash, NOW))
             store(conn, conn.last_insert_rowid(), content_hash, vector)
             conn.execute(sql["dequeue"], (content_hash,))
             stored[content_hash] = vector
@@ -712,6 +714,45 @@ def test_packed_sign_bits_shrunk_in_place_are_rewritten_into_full_pages(tmp_path
         assert conn.execute(unpacked).fetchone()[0] == 1000
         by_embedding = "SELECT project_id FROM window_vector_bits INDEXED BY window_vector_bits_by_embedding WHERE embedding_id = ?"
         assert conn.execute(by_embedding, (4001,)).fetchall() == [(2,)]
+
+
+def test_vectors_keyed_by_content_become_first_pieces_and_the_archive_keeps_them(tmp_path):
+    path = tmp_path / "old.db"
+
+    def as_int8(conn, row, content_hash, vector):  # as schemas 18-28 stored a vector
+        conn.execute("INSERT INTO window_vectors (id, embedding) VALUES (?, ?)", (row, quantized(vector)))
+        conn.execute(queries("semantic")["scope_vector"], {"id": row, "vector": vector.tobytes(), "hash": content_hash})
+
+    stored = embedded_as_of(path, EMBEDDING_PIECES_SINCE - 1, as_int8)
+    files = active(None)
+    conn = apsw.Connection(str(path))
+    with conn:  # what that cwa recorded: each text cut at its first 256 tokens
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_fingerprint'", (files.earlier_fingerprint,))
+    bits = "SELECT project_id, embedding_id, bits, packed FROM window_vector_bits ORDER BY 1, 2"
+    embeddings = "SELECT id, content_hash, embedded_at FROM window_embeddings ORDER BY id"
+    bits_before, embeddings_before = conn.execute(bits).fetchall(), conn.execute(embeddings).fetchall()
+    conn.close()
+    question = {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert conn.execute(bits).fetchall() == bits_before
+        assert (
+            conn.execute(
+                "SELECT id, content_hash, embedded_at FROM window_embeddings WHERE piece = 0 ORDER BY id"
+            ).fetchall()
+            == embeddings_before
+        )
+        assert conn.execute("SELECT count(*) FROM window_embeddings").fetchone()[0] == len(stored)
+        before = archive.search(question)
+        assert before["semantic"]["used"] is True  # the earlier recipe's vectors answer before it adopts this one
+        done = archive.call("index-embed", {})
+        assert done["modelChanged"] is False and done["embedded"] == done["refreshing"] == 0
+        assert conn.execute(embeddings).fetchall() == embeddings_before  # short texts: nothing to add
+        assert [r["documentId"] for r in archive.search(question)["results"]] == [
+            r["documentId"] for r in before["results"]
+        ]
+        foreign_keys = conn.execute("PRAGMA foreign_key_check").fetchall()
+        assert foreign_keys == []
 
 
 def test_a_long_migration_reports_which_one_runs_and_for_how_long(tmp_path, monkeypatch):

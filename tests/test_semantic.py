@@ -12,7 +12,18 @@ from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 from cwa.api import Archive
 from cwa.config import load_settings, user_config_path
 from cwa.errors import EXIT_CODES, InvalidRequest
-from cwa.models import BATCH, BATCH_TOKENS, embedder, length_batches, locate, runtime_graph, status
+from cwa.models import (
+    BATCH,
+    BATCH_TOKENS,
+    MAX_PIECES,
+    MAX_TOKENS,
+    embedder,
+    length_batches,
+    locate,
+    runtime_graph,
+    status,
+    text_pieces,
+)
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.fusion import fuse
 
@@ -75,6 +86,42 @@ def test_texts_of_any_length_embed_alike_alone_or_in_a_batch(graph):
     for vector, single in zip(together, alone):
         assert float(vector @ single) > 0.9999
     assert model.embed([]).shape == (0, 384)
+
+
+# A text past 256 tokens (about 300 about a garden) with its point in a paragraph at the end.
+GARDEN = " ".join(f"The garden path near house {n} is lined with tulips and roses." for n in range(20))
+BACKUP = (
+    "The nightly database backup failed because the disk was full. The backup job could not write its "
+    "archive to the volume. We freed space on the disk and the backup ran again."
+)
+BACKUP_QUERY = "why did the backup job fail? no space left on the volume"
+
+
+def test_a_long_text_is_embedded_a_piece_at_a_time_not_cut_at_its_first_256_tokens():
+    model = embedder(runtime_graph(locate()))
+    told = GARDEN + " " + BACKUP
+    assert model.fits([BACKUP, GARDEN, told]) == [True, False, False]
+    vectors, owners, numbers = model.embed_pieces([BACKUP_QUERY, GARDEN, told])
+    assert numbers == [0, 0, 1, 0, 1]
+    later, _, later_numbers = model.embed_pieces([BACKUP_QUERY, GARDEN, told], start=1)
+    assert later_numbers == [1, 1] and np.allclose(later, vectors[[2, 4]], atol=1e-6)
+    owners = np.asarray(owners)
+    query, garden, pieces = vectors[0], vectors[owners == 1], vectors[owners == 2]
+    assert len(garden) == len(pieces) == 2
+    # the first pieces are the same 256 tokens: all a cut at 256 tokens kept of either text
+    assert float(pieces[0] @ garden[0]) > 0.9999
+    # the piece that tells why the backup failed is near the question; no piece of the garden is
+    assert float((pieces @ query).max()) > float((garden @ query).max()) + 0.2
+    # a text's one vector (a query's) is its pieces' mean weighted by their tokens, normalized
+    whole = model.embed([told])[0]
+    assert abs(float(np.linalg.norm(whole)) - 1.0) < 1e-5
+    assert float(whole @ pieces[0]) > float(whole @ pieces[1]) > 0.3  # the first piece has more tokens
+    # pieces keep [CLS] and [SEP] around at most MAX_TOKENS, and at most MAX_PIECES of them
+    ids = [101, *range(1000, 3000), 102]
+    cut = text_pieces(ids)
+    assert len(cut) == MAX_PIECES and all(len(p) <= MAX_TOKENS and p[0] == 101 and p[-1] == 102 for p in cut)
+    assert [t for p in cut for t in p[1:-1]] == ids[1 : 1 + MAX_PIECES * (MAX_TOKENS - 2)]
+    assert text_pieces(ids[:MAX_TOKENS]) == [ids[:MAX_TOKENS]]
 
 
 def test_one_model_serves_concurrent_calls():
@@ -726,3 +773,67 @@ def test_the_packed_shortlist_counts_a_content_held_twice_once_before_cutting_th
     assert sorted(kept.tolist()) == [3, 5, 7] and sorted(at.tolist()) == [1, 2, 3]
     kept, _ = _nearest_distinct(np.array([2, 1], dtype=np.int64), np.array([5, 6], dtype=np.int32), 3)
     assert sorted(kept.tolist()) == [1, 2]  # fewer than asked: all of them
+
+
+def test_a_long_window_is_as_near_a_query_as_its_nearest_piece(archive):
+    # the backup's failure opens the text: its first piece is near the question, its second (all
+    # garden) is not, and the window must count as the first, wherever its rows come in the scan
+    archive.admit(_turn(PROJECT, "long", BACKUP + " " + GARDEN))
+    archive.call("index-embed", {})
+    no_shared_word = "why didn't the copy finish? storage had no room left"
+    fused = search(archive, no_shared_word, semanticPolicy="always", ranker="fused")["results"][0]
+    assert fused["modes"] == ["semantic"] and BACKUP[:40] in fused["snippet"] and fused["rawScore"] > 0.15
+    learned = search(archive, BACKUP_QUERY, semanticPolicy="always", explain=True)
+    features = learned["ranking"]["features"]
+    held = next(c for c in learned["ranking"]["pool"] if c["documentId"] == learned["results"][0]["documentId"])
+    assert BACKUP[:40] in learned["results"][0]["snippet"] and held["features"][features.index("cosine")] > 0.15
+
+
+def test_vectors_cut_at_256_tokens_are_kept_and_long_windows_get_their_other_pieces(archive):
+    from cwa.index import semantic
+    from cwa.model_variants import active
+
+    archive.admit(_turn(PROJECT, "long", GARDEN + " " + BACKUP))
+    archive.call("index-embed", {})
+    conn = archive.conn
+    files = active(archive.path)
+    pieces = "SELECT content_hash, piece, id FROM window_embeddings ORDER BY content_hash, piece"
+    texts = {
+        h: semantic.window_text(conn, *row)
+        for h, *row in conn.execute(
+            "SELECT content_hash, document_row, start_byte, end_byte, first_message, last_message FROM windows"
+        )
+    }
+    fits = dict(zip(texts, embedder(files).fits(list(texts.values()))))
+    longer = {h for h, fit in fits.items() if not fit}
+    assert len(fits) - len(longer) == len(CORPUS) and longer  # the long turn's windows are longer than a piece
+    full = conn.execute(pieces).fetchall()
+    assert {h for h, piece, _ in full if piece} == longer
+    # an archive embedded when each text was cut at its first 256 tokens: its first pieces only
+    for _, piece, embedding_id in full:
+        if piece:
+            conn.execute("DELETE FROM window_vector_bits WHERE embedding_id = ?", (embedding_id,))
+            conn.execute("DELETE FROM window_vectors WHERE id = ?", (embedding_id,))
+            conn.execute("DELETE FROM window_embeddings WHERE id = ?", (embedding_id,))
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_fingerprint'", (files.earlier_fingerprint,))
+    first = conn.execute(pieces).fetchall()
+    assert search(archive, BACKUP_QUERY, semanticPolicy="always")["semantic"]["used"] is True  # until it adopts
+    result = archive.call("index-embed", {})
+    assert result["modelChanged"] is False and result["embedded"] == 0
+    assert result["refreshed"] == len(longer) and result["refreshing"] == 0
+    assert archive.call("models-status", {})["archive"]["fingerprint"] == files.fingerprint
+    after = conn.execute(pieces).fetchall()
+    assert [row for row in after if row[1] == 0] == first  # every first piece kept, ids and all
+    assert [(h, piece) for h, piece, _ in after] == [(h, piece) for h, piece, _ in full]
+    assert archive.call("index-embed", {})["refreshed"] == 0
+    found = search(archive, BACKUP_QUERY, semanticPolicy="always")
+    assert found["semantic"]["used"] is True and "backup failed" in found["results"][0]["snippet"]
+    # a content forgotten while it waits leaves nothing waiting
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_fingerprint'", (files.earlier_fingerprint,))
+    semantic.adopt(conn, files.fingerprint, "2026-12-04T00:00:00.000Z", files.earlier_fingerprint)
+    assert archive.call("models-status", {})["archive"]["refreshWindows"] == len(longer)
+    asked = archive.call("redact", {"project": PROJECT, "sessionId": "long"})
+    archive.call("redact", {"project": PROJECT, "sessionId": "long", "confirm": asked["confirm"]})
+    archive.call("maintain", {})
+    assert archive.call("models-status", {})["archive"]["refreshWindows"] == 0
+    assert conn.execute("SELECT count(*) FROM window_embeddings").fetchone()[0] == len(CORPUS)

@@ -176,6 +176,11 @@ def print_models(result: dict[str, Any]) -> None:
     click.echo(
         f"archive    vectors from {archive_part['fingerprint'] or 'no model yet'}; "
         f"{archive_part['pendingWindows']} window content(s) queued"
+        + (
+            f", {archive_part['refreshWindows']} long one(s) waiting for their other pieces"
+            if archive_part["refreshWindows"]
+            else ""
+        )
     )
     if archive_part["model"]:
         used = archive_part["model"]

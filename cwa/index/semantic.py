@@ -6,6 +6,11 @@ embeds a bounded batch at a time (`cwa index embed`, and `cwa serve` in the back
 are keyed by window content hash, so identical windows share one and a rebuild re-embeds nothing.
 The archive records the model fingerprint its vectors came from; when the installed model's
 fingerprint differs, the old vectors are dropped and every window is queued again, never mixed.
+A content longer than the model's 256 tokens has a vector for each piece of 256 (cwa/models.py),
+and a window is as near a query as its nearest piece. Vectors of the same graph from before
+(each text cut at its first 256 tokens, which is exactly its first piece) are kept when the
+archive adopts this fingerprint, and the contents that may hold more wait in `embedding_refresh`
+for their other pieces, embedded once the queue is empty.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import apsw
 import orjson
 
 from cwa.model_variants import active
-from cwa.models import Embedder, ModelUnavailable, embedder
+from cwa.models import MAX_TOKENS, Embedder, ModelUnavailable, embedder
 from cwa.store import vector_blocks
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult, IndexTarget
@@ -66,15 +71,26 @@ def stored_fingerprint(conn: apsw.Connection) -> str | None:
     return row[0] if row else None
 
 
-def adopt(conn: apsw.Connection, fingerprint: str, now: str) -> bool:
+def refreshing(conn: apsw.Connection) -> int:
+    """Contents embedded from their first 256 tokens only that wait for their other pieces."""
+    return conn.execute(queries("semantic")["refresh_count"]).fetchone()[0]
+
+
+def adopt(conn: apsw.Connection, fingerprint: str, now: str, earlier: str | None = None) -> bool:
     """Make `fingerprint` the archive's: vectors of another model are dropped and every window
-    queued again. Returns True when vectors of another model were dropped."""
+    queued again; vectors of `earlier` (the same graph, each text cut at its first piece) are kept
+    and the contents that may be longer queued for their other pieces. Returns True when vectors
+    of another model were dropped."""
     sql = queries("semantic")
     if stored_fingerprint(conn) == fingerprint:
         return False
     with write_transaction(conn):
         previous = stored_fingerprint(conn)
         if previous == fingerprint:  # another process adopted it first
+            return False
+        if previous is not None and previous == earlier:
+            conn.execute(sql["refresh_long"], {"bytes": MAX_TOKENS - 2})
+            conn.execute(sql["set_fingerprint"], (fingerprint,))
             return False
         conn.execute(sql["clear_vector_bits"])
         conn.execute(sql["clear_vectors"])
@@ -91,36 +107,84 @@ def drain(
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Embed queued window contents, DRAIN_BATCH per transaction, at most `limit` in all."""
+    """Embed queued window contents, DRAIN_BATCH per transaction, at most `limit` in all; then,
+    within the same `limit`, the other pieces of those waiting in `embedding_refresh`."""
     sql = queries("semantic")
-    adopted = adopt(conn, model.fingerprint, now)
-    total = pending(conn) if limit is None else min(limit, pending(conn))
-    done = 0
+    adopted = adopt(conn, model.fingerprint, now, model.files.earlier_fingerprint)
+    waiting = pending(conn) + refreshing(conn)
+    total = waiting if limit is None else min(limit, waiting)
+    done = embedded = refreshed = 0
     while done < total:
-        batch = [r[0] for r in conn.execute(sql["next_batch"], (min(DRAIN_BATCH, total - done),))]
-        if not batch:
-            break
-        texts: dict[str, str | None] = {}
-        for content_hash in batch:
-            window = conn.execute(sql["window_for_content"], (content_hash,)).fetchone()
-            texts[content_hash] = window_text(conn, *window) if window else None  # gone: just dequeue
-        present = [h for h, t in texts.items() if t is not None]
-        vectors = model.embed([texts[h] for h in present])  # outside the write lock
-        with write_transaction(conn):
-            for content_hash, vector in zip(present, vectors):
-                store_vector(conn, content_hash, vector, now)
-            conn.executemany(sql["dequeue"], [(h,) for h in batch])
+        size = min(DRAIN_BATCH, total - done)
+        batch = [r[0] for r in conn.execute(sql["next_batch"], (size,))]
+        if batch:
+            embedded += _embed_batch(conn, model, batch, now)
+        else:
+            batch = [r[0] for r in conn.execute(sql["refresh_batch"], (size,))]
+            if not batch:
+                break
+            refreshed += _refresh_batch(conn, model, batch, now)
         done += len(batch)
         if progress:
             progress(done, total)
-    return {"embedded": done, "pending": pending(conn), "fingerprint": model.fingerprint, "modelChanged": adopted}
+    return {
+        "embedded": embedded,
+        "pending": pending(conn),
+        "refreshed": refreshed,
+        "refreshing": refreshing(conn),
+        "fingerprint": model.fingerprint,
+        "modelChanged": adopted,
+    }
 
 
-def store_vector(conn: apsw.Connection, content_hash: bytes, vector: np.ndarray, now: str) -> None:
-    """Record `vector` as the embedding of a window content (unless another process did first),
-    with its sign bits in every project holding the content; inside the caller's transaction."""
+def _texts(conn: apsw.Connection, batch: list[bytes]) -> dict[bytes, str]:
+    """The text of each content some window still holds (a gone one is left out)."""
     sql = queries("semantic")
-    conn.execute(sql["insert_embedding"], (content_hash, now))
+    texts = {}
+    for content_hash in batch:
+        window = conn.execute(sql["window_for_content"], (content_hash,)).fetchone()
+        if window:
+            texts[content_hash] = window_text(conn, *window)
+    return texts
+
+
+def _embed_batch(conn: apsw.Connection, model: Embedder, batch: list[bytes], now: str) -> int:
+    """Embed queued contents, a vector a piece, and dequeue them (a gone one just dequeued); how
+    many were queued."""
+    texts = _texts(conn, batch)
+    contents = list(texts)
+    vectors, owners, pieces = model.embed_pieces(list(texts.values()))  # outside the write lock
+    with write_transaction(conn):
+        for vector, owner, piece in zip(vectors, owners, pieces):
+            store_vector(conn, contents[owner], vector, now, piece)
+        conn.executemany(queries("semantic")["dequeue"], [(h,) for h in batch])
+    return len(batch)
+
+
+def _refresh_batch(conn: apsw.Connection, model: Embedder, batch: list[bytes], now: str) -> int:
+    """Embed the pieces after the first (the vector they have) of the contents of `batch` longer
+    than one piece; how many contents got them."""
+    sql = queries("semantic")
+    texts = _texts(conn, batch)
+    longer = [h for h, fits in zip(texts, model.fits(list(texts.values()))) if not fits]
+    vectors, owners, pieces = model.embed_pieces([texts[h] for h in longer], start=1)  # outside the write lock
+    done: set[bytes] = set()
+    with write_transaction(conn):
+        due = {h for h in longer if conn.execute(sql["refresh_due"], (h,)).fetchone()}  # else done elsewhere
+        for vector, owner, piece in zip(vectors, owners, pieces):
+            if longer[owner] in due:
+                store_vector(conn, longer[owner], vector, now, piece)
+                done.add(longer[owner])
+        conn.executemany(sql["refreshed"], [(h,) for h in batch])
+    return len(done)
+
+
+def store_vector(conn: apsw.Connection, content_hash: bytes, vector: np.ndarray, now: str, piece: int = 0) -> None:
+    """Record `vector` as the embedding of a window content's `piece` (unless another process did
+    first), with its sign bits in every project holding the content; inside the caller's
+    transaction."""
+    sql = queries("semantic")
+    conn.execute(sql["insert_embedding"], (content_hash, piece, now))
     if conn.changes():
         stored = {"id": conn.last_insert_rowid(), "quantized": quantized(vector)}
         conn.execute(sql["insert_vector"], stored)
@@ -185,17 +249,18 @@ class BackgroundEmbedder(DaemonWorker):
         # The archive adopts the model before its queue is read, as `drain` does: an archive with
         # no vectors yet (one from before the semantic index) or with another model's queues every
         # window — without loading the model when nothing is waiting.
-        adopt(conn, files.fingerprint, self.clock())
-        if not pending(conn):
+        adopt(conn, files.fingerprint, self.clock(), files.earlier_fingerprint)
+        if not pending(conn) and not refreshing(conn):
             return True
         if self.model is None or self.model.fingerprint != files.fingerprint:  # first, or a new variant
             try:
                 self.model = embedder(files)  # the one requests use too (`cwa serve` runs it single-threaded)
             except Exception:  # a broken model: nothing to do, ever
                 return False
-        while not self.stop.is_set() and pending(conn):
+        while not self.stop.is_set() and (pending(conn) or refreshing(conn)):
             try:
-                embedded = drain(conn, self.model, self.clock(), BACKGROUND_BATCH)["embedded"]
+                drained = drain(conn, self.model, self.clock(), BACKGROUND_BATCH)
+                embedded = drained["embedded"] + drained["refreshed"]
                 self.embedded += embedded
                 self.pack_due = self.pack_due or embedded > 0
             except apsw.BusyError:

@@ -302,8 +302,8 @@ def _neighbors(ctx: Context, sources: list[int], around: dict, held: set[int], q
 
 
 def _cosines(ctx: Context, vector: np.ndarray, windows: set[int]) -> dict[int, float]:
-    """Cosine similarity of each window's stored embedding to the query's (windows not embedded
-    are absent)."""
+    """Cosine similarity of each window's stored embedding to the query's, its nearest piece's
+    for a long window (windows not embedded are absent)."""
     if not windows:
         return {}
     import numpy as np  # a semantic step: the embeddings are loaded already
@@ -314,7 +314,8 @@ def _cosines(ctx: Context, vector: np.ndarray, windows: set[int]) -> dict[int, f
     for window, blob in found:
         # int8 (scaled: the norm divides it out), or float32 stored before migration 0018
         stored = np.frombuffer(blob, dtype=np.int8 if len(blob) == INT8_BYTES else np.float32).astype(np.float32)
-        cosine[window] = float(stored @ query / (np.linalg.norm(stored) or 1.0))
+        similarity = float(stored @ query / (np.linalg.norm(stored) or 1.0))
+        cosine[window] = max(cosine.get(window, -1.0), similarity)
     return cosine
 
 

@@ -35,7 +35,8 @@ def query_vector(ctx: Context, query: str) -> np.ndarray | None:
     stored = semantic_index.stored_fingerprint(ctx.conn)
     try:
         files = active(ctx.conn.filename)
-        if stored is None or files.fingerprint != stored:
+        # the earlier recipe's vectors answer a query as well until the archive adopts this one
+        if stored is None or stored not in (files.fingerprint, files.earlier_fingerprint):
             return None
         model = embedder(files)
     except ModelUnavailable:
@@ -61,7 +62,10 @@ def semantic_candidates(
         holders = conn.execute(
             queries("semantic")["windows_of_contents"], {"ids": orjson.dumps(list(similarity)).decode()}
         )
-        return {window: similarity[content] for content, window in holders}, len(similarity) < k or k >= MAX_K
+        nearest_piece: dict[int, float] = {}  # a window is as near as its nearest piece
+        for content, window in holders:
+            nearest_piece[window] = max(nearest_piece.get(window, -1.0), similarity[content])
+        return nearest_piece, len(similarity) < k or k >= MAX_K
 
     rows = best_admissible(ctx, nearest, max(SEMANTIC_POOL, 8 * limit), limit, taken)
     return distinct_candidates(

@@ -67,12 +67,12 @@ def _forget_embedding(conn: apsw.Connection, content_hash: str, row: int) -> Non
     sql = queries("lifecycle")
     conn.execute(sql["dequeue_content_if_unreferenced"], (content_hash, content_hash))
     conn.execute(sql["unscope_content"], {"row": row, "hash": content_hash})
-    found = conn.execute(sql["embedding_if_unreferenced"], (content_hash,)).fetchone()
-    if found:
-        conn.execute(sql["delete_vector_bits"], (found[0],))
-        conn.execute(sql["delete_vector"], (found[0],))
-        conn.execute(sql["delete_float32_vector"], (found[0],))  # one not converted to int8 yet
-        conn.execute(sql["delete_embedding"], (found[0],))
+    for (embedding_id,) in conn.execute(sql["embedding_if_unreferenced"], (content_hash,)).fetchall():  # a piece each
+        conn.execute(sql["delete_vector_bits"], (embedding_id,))
+        conn.execute(sql["delete_vector"], (embedding_id,))
+        conn.execute(sql["delete_float32_vector"], (embedding_id,))  # one not converted to int8 yet
+        conn.execute(sql["delete_embedding"], (embedding_id,))
+    conn.execute(sql["unrefresh_content_if_unreferenced"], (content_hash, content_hash))
 
 
 def pending(conn: apsw.Connection) -> int:
