@@ -809,13 +809,7 @@ def test_vectors_cut_at_256_tokens_are_kept_and_long_windows_get_their_other_pie
     assert len(fits) - len(longer) == len(CORPUS) and longer  # the long turn's windows are longer than a piece
     full = conn.execute(pieces).fetchall()
     assert {h for h, piece, _ in full if piece} == longer
-    # an archive embedded when each text was cut at its first 256 tokens: its first pieces only
-    for _, piece, embedding_id in full:
-        if piece:
-            conn.execute("DELETE FROM window_vector_bits WHERE embedding_id = ?", (embedding_id,))
-            conn.execute("DELETE FROM window_vectors WHERE id = ?", (embedding_id,))
-            conn.execute("DELETE FROM window_embeddings WHERE id = ?", (embedding_id,))
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_fingerprint'", (files.earlier_fingerprint,))
+    _as_if_cut_at_the_first_piece(conn, files)
     first = conn.execute(pieces).fetchall()
     assert search(archive, BACKUP_QUERY, semanticPolicy="always")["semantic"]["used"] is True  # until it adopts
     result = archive.call("index-embed", {})
@@ -828,6 +822,11 @@ def test_vectors_cut_at_256_tokens_are_kept_and_long_windows_get_their_other_pie
     assert archive.call("index-embed", {})["refreshed"] == 0
     found = search(archive, BACKUP_QUERY, semanticPolicy="always")
     assert found["semantic"]["used"] is True and "backup failed" in found["results"][0]["snippet"]
+    # `cwa serve`'s embedder does the same after its queue
+    _as_if_cut_at_the_first_piece(conn, files)
+    assert semantic.BackgroundEmbedder(str(archive.path), lambda: "2026-12-04T00:00:00.000Z").step(conn) is True
+    assert [(h, piece) for h, piece, _ in conn.execute(pieces)] == [(h, piece) for h, piece, _ in full]
+    assert semantic.refreshing(conn) == 0
     # a content forgotten while it waits leaves nothing waiting
     conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_fingerprint'", (files.earlier_fingerprint,))
     semantic.adopt(conn, files.fingerprint, "2026-12-04T00:00:00.000Z", files.earlier_fingerprint)
@@ -837,3 +836,14 @@ def test_vectors_cut_at_256_tokens_are_kept_and_long_windows_get_their_other_pie
     archive.call("maintain", {})
     assert archive.call("models-status", {})["archive"]["refreshWindows"] == 0
     assert conn.execute("SELECT count(*) FROM window_embeddings").fetchone()[0] == len(CORPUS)
+
+
+def _as_if_cut_at_the_first_piece(conn, files) -> None:
+    """The archive as a cwa that embedded each text's first 256 tokens left it: first pieces only,
+    under that recipe's fingerprint."""
+    later = conn.execute("SELECT id FROM window_embeddings WHERE piece > 0").fetchall()
+    for (embedding_id,) in later:
+        conn.execute("DELETE FROM window_vector_bits WHERE embedding_id = ?", (embedding_id,))
+        conn.execute("DELETE FROM window_vectors WHERE id = ?", (embedding_id,))
+        conn.execute("DELETE FROM window_embeddings WHERE id = ?", (embedding_id,))
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_fingerprint'", (files.earlier_fingerprint,))
