@@ -55,7 +55,7 @@ def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> di
 # Where each table's pages count in `cwa status --archive`: canonical text, derived indexes,
 # vectors. Everything else (ledgers, schedule, small tables) is "other".
 _CHUNK_TABLES = ("chunks", "document_chunks", "sqlite_autoindex_chunks_1", "document_chunks_chunk")
-_VECTOR_PREFIXES = ("window_vector", "window_embeddings", "embedding_queue")
+_VECTOR_PREFIXES = ("window_vector", "window_embeddings", "embedding_queue", "embedding_refresh")
 _INDEX_PREFIXES = (
     "window_fts",
     "windows",

@@ -46,7 +46,7 @@ OPERATIONS = ("preflight", "exact", "lexical", "hybrid", "recall3", "gather")
 # chunks is the canonical store (documents, their messages and content-addressed text).
 KINDS = (
     ("fts", ("window_fts",)),
-    ("vectors", ("window_vector", "window_embeddings", "embedding_queue")),
+    ("vectors", ("window_vector", "window_embeddings", "embedding_queue", "embedding_refresh")),
     ("exact postings", ("anchor",)),
     ("structure", ("windows", "message_cues", "session_", "supersessions", "index_stats", "checkpoint_parts")),
     ("chunks", ("chunks", "document_chunks", "documents", "messages", "sessions", "projects")),
