@@ -18,7 +18,7 @@ import apsw
 
 from cwa import limits
 from cwa.store.connection import write_transaction
-from cwa.store.derived import IndexHandler, load_target, run_handlers
+from cwa.store.derived import IndexHandler, index_deferred, load_target
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import shift
 
@@ -50,7 +50,7 @@ def index_linked(
     """Index linked parts that have no derived rows yet (of one root, or any), each in its own
     transaction; how many. Also what recovers a root whose process died before its parts were
     indexed (maintenance runs it)."""
-    sql, admission = queries("checkpoints"), queries("admission")
+    sql = queries("checkpoints")
     done = 0
     while done < limit:
         rows = conn.execute(sql["unindexed_parts"], {"root": root_row, "limit": 1}).fetchall()
@@ -58,11 +58,7 @@ def index_linked(
             break
         row, byte_length = rows[0]
         with write_transaction(conn):
-            conn.execute(admission["insert_generation"], ("admit", now))  # the deferred part of its admission
-            generation = conn.last_insert_rowid()
-            run_handlers(conn, handlers, generation, load_target(conn, row, "checkpoint-part", byte_length))
-            conn.execute(queries("index")["set_generation"], (generation, row))
-            conn.execute(admission["finish_generation"], (now, generation))
+            index_deferred(conn, handlers, now, load_target(conn, row, "checkpoint-part", byte_length))
         done += 1
     return done
 

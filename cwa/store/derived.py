@@ -72,6 +72,17 @@ def prepare_handlers(handlers: Sequence[IndexHandler], kind: str, document: Seri
     return prepared
 
 
+def index_deferred(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, target: IndexTarget) -> None:
+    """The deferred part of a document's admission (a queued document, a checkpoint's part), inside
+    the caller's transaction: a generation of its own, the handlers' rows, the document marked."""
+    admission = queries("admission")
+    conn.execute(admission["insert_generation"], ("admit", now))
+    generation = conn.last_insert_rowid()
+    run_handlers(conn, handlers, generation, target)
+    conn.execute(queries("index")["set_generation"], (generation, target.document_row))
+    conn.execute(admission["finish_generation"], (now, generation))
+
+
 def run_handlers(
     conn: apsw.Connection,
     handlers: Sequence[IndexHandler],

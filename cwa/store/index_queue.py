@@ -27,7 +27,7 @@ import apsw
 from cwa import limits
 from cwa.store import checkpoint_parts
 from cwa.store.connection import write_transaction
-from cwa.store.derived import IndexHandler, IndexTarget, load_target, prepare_handlers, run_handlers
+from cwa.store.derived import IndexHandler, IndexTarget, index_deferred, load_target, prepare_handlers
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import to_datetime
 
@@ -115,12 +115,7 @@ def _index_one(
     if conn.execute(queries("index_queue")["still_queued"], (document_row,)).fetchone() is None:
         return False
     if target is not None:
-        admission = queries("admission")
-        conn.execute(admission["insert_generation"], ("admit", now))  # the deferred part of its admission
-        generation = conn.last_insert_rowid()
-        run_handlers(conn, handlers, generation, target)
-        conn.execute(queries("index")["set_generation"], (generation, document_row))
-        conn.execute(admission["finish_generation"], (now, generation))
+        index_deferred(conn, handlers, now, target)
     conn.execute(queries("index_queue")["dequeue"], (document_row,))
     return True
 
