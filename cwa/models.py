@@ -278,10 +278,6 @@ class Embedder:
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
 
-    def fits(self, texts: list[str]) -> list[bool]:
-        """Whether each text is one piece (all EARLIER_RECIPE embedded of it)."""
-        return [count == 1 for count in self.piece_counts(texts)]
-
     def piece_counts(self, texts: list[str]) -> list[int]:
         """How many pieces (vectors in the semantic index) each text takes."""
         return [len(text_pieces(e.ids)) for e in self._tokenizer.encode_batch(texts)]

@@ -184,10 +184,6 @@ DELETE FROM window_vectors_float32 WHERE id = ?;
 -- name: delete_vector_bits
 DELETE FROM window_vector_bits WHERE embedding_id = ?;
 
--- name: unrefresh_content_if_unreferenced
-DELETE FROM embedding_refresh
-WHERE content_hash = ? AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = ?);
-
 -- name: unscope_content
 -- The purged document's project holds no other window with this content: its searches stop
 -- scanning the content's sign bits (other projects keep theirs, and the vector stays).
@@ -201,8 +197,11 @@ WHERE project_id = (SELECT project_id FROM purged)
   );
 
 -- name: dequeue_content_if_unreferenced
+-- A content no window holds any more waits neither to be embedded nor for its other pieces.
 DELETE FROM embedding_queue
-WHERE content_hash = ? AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = ?);
+WHERE content_hash = :hash AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = :hash);
+DELETE FROM embedding_refresh
+WHERE content_hash = :hash AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = :hash);
 
 -- name: delete_feedback_of
 DELETE FROM recall_feedback WHERE document_row = ?;

@@ -26,6 +26,8 @@ from cwa.models import (
 )
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.fusion import fuse
+from cwa_eval.perf.pieces import BACKUP, GARDEN
+from cwa_eval.perf.pieces import QUESTION as BACKUP_QUERY
 
 PROJECT = "/work/sem"
 CORPUS = [
@@ -88,19 +90,10 @@ def test_texts_of_any_length_embed_alike_alone_or_in_a_batch(graph):
     assert model.embed([]).shape == (0, 384)
 
 
-# A text past 256 tokens (about 300 about a garden) with its point in a paragraph at the end.
-GARDEN = " ".join(f"The garden path near house {n} is lined with tulips and roses." for n in range(20))
-BACKUP = (
-    "The nightly database backup failed because the disk was full. The backup job could not write its "
-    "archive to the volume. We freed space on the disk and the backup ran again."
-)
-BACKUP_QUERY = "why did the backup job fail? no space left on the volume"
-
-
 def test_a_long_text_is_embedded_a_piece_at_a_time_not_cut_at_its_first_256_tokens():
     model = embedder(runtime_graph(locate()))
     told = GARDEN + " " + BACKUP
-    assert model.fits([BACKUP, GARDEN, told]) == [True, False, False]
+    assert model.piece_counts([BACKUP, GARDEN, told]) == [1, 2, 2]
     vectors, owners, numbers = model.embed_pieces([BACKUP_QUERY, GARDEN, told])
     assert numbers == [0, 0, 1, 0, 1]
     later, _, later_numbers = model.embed_pieces([BACKUP_QUERY, GARDEN, told], start=1)
@@ -804,7 +797,7 @@ def test_vectors_cut_at_256_tokens_are_kept_and_long_windows_get_their_other_pie
             "SELECT content_hash, document_row, start_byte, end_byte, first_message, last_message FROM windows"
         )
     }
-    fits = dict(zip(texts, embedder(files).fits(list(texts.values()))))
+    fits = {h: count == 1 for h, count in zip(texts, embedder(files).piece_counts(list(texts.values())))}
     longer = {h for h, fit in fits.items() if not fit}
     assert len(fits) - len(longer) == len(CORPUS) and longer  # the long turn's windows are longer than a piece
     full = conn.execute(pieces).fetchall()

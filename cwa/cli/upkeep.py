@@ -86,7 +86,7 @@ def index_embed(ctx, limit, as_json) -> None:
             f"embedded {result['embedded']} window(s); {result['pending']} pending; model {result['fingerprint']}"
             + (" (new model: every window was queued again)" if result["modelChanged"] else "")
             + (
-                f"; {result['refreshed']} long window(s) embedded again whole, {result['refreshing']} to go"
+                f"; {result['refreshed']} long window(s) given their other pieces, {result['refreshing']} to go"
                 if result["refreshed"] or result["refreshing"]
                 else ""
             )

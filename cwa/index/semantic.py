@@ -123,7 +123,7 @@ def drain(
             batch = [r[0] for r in conn.execute(sql["refresh_batch"], (size,))]
             if not batch:
                 break
-            refreshed += _refresh_batch(conn, model, batch, now)
+            refreshed += _embed_batch(conn, model, batch, now, refresh=True)
         done += len(batch)
         if progress:
             progress(done, total)
@@ -148,35 +148,23 @@ def _texts(conn: apsw.Connection, batch: list[bytes]) -> dict[bytes, str]:
     return texts
 
 
-def _embed_batch(conn: apsw.Connection, model: Embedder, batch: list[bytes], now: str) -> int:
-    """Embed queued contents, a vector a piece, and dequeue them (a gone one just dequeued); how
-    many were queued."""
-    texts = _texts(conn, batch)
-    contents = list(texts)
-    vectors, owners, pieces = model.embed_pieces(list(texts.values()))  # outside the write lock
-    with write_transaction(conn):
-        for vector, owner, piece in zip(vectors, owners, pieces):
-            store_vector(conn, contents[owner], vector, now, piece)
-        conn.executemany(queries("semantic")["dequeue"], [(h,) for h in batch])
-    return len(batch)
-
-
-def _refresh_batch(conn: apsw.Connection, model: Embedder, batch: list[bytes], now: str) -> int:
-    """Embed the pieces after the first (the vector they have) of the contents of `batch` longer
-    than one piece; how many contents got them."""
+def _embed_batch(conn: apsw.Connection, model: Embedder, batch: list[bytes], now: str, refresh: bool = False) -> int:
+    """Embed the contents of `batch`, a vector a piece, and let them leave the queue; with
+    `refresh`, only the pieces after the first (the vector they have) of those still waiting in
+    `embedding_refresh` (a content of one piece has none). How many contents got vectors."""
     sql = queries("semantic")
     texts = _texts(conn, batch)
-    longer = [h for h, fits in zip(texts, model.fits(list(texts.values()))) if not fits]
-    vectors, owners, pieces = model.embed_pieces([texts[h] for h in longer], start=1)  # outside the write lock
-    done: set[bytes] = set()
+    contents = list(texts)
+    vectors, owners, pieces = model.embed_pieces(list(texts.values()), start=1 if refresh else 0)  # outside the lock
     with write_transaction(conn):
-        due = {h for h in longer if conn.execute(sql["refresh_due"], (h,)).fetchone()}  # else done elsewhere
+        wanted = {contents[owner] for owner in owners}
+        if refresh:  # another process may have embedded them (or a purge forgotten them) meanwhile
+            wanted = {h for h in wanted if conn.execute(sql["refresh_due"], (h,)).fetchone()}
         for vector, owner, piece in zip(vectors, owners, pieces):
-            if longer[owner] in due:
-                store_vector(conn, longer[owner], vector, now, piece)
-                done.add(longer[owner])
-        conn.executemany(sql["refreshed"], [(h,) for h in batch])
-    return len(done)
+            if contents[owner] in wanted:
+                store_vector(conn, contents[owner], vector, now, piece)
+        conn.executemany(sql["refreshed" if refresh else "dequeue"], [(h,) for h in batch])
+    return len(wanted)
 
 
 def store_vector(conn: apsw.Connection, content_hash: bytes, vector: np.ndarray, now: str, piece: int = 0) -> None:

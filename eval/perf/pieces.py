@@ -53,6 +53,8 @@ def counted(admit) -> dict:
     }
 
 
+# The probe: about 300 tokens on a garden, then the paragraph that answers QUESTION (the tests of
+# tests/test_semantic.py embed it too).
 GARDEN = " ".join(f"The garden path near house {n} is lined with tulips and roses." for n in range(20))
 BACKUP = (
     "The nightly database backup failed because the disk was full. The backup job could not write its "
