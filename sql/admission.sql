@@ -32,10 +32,14 @@ INSERT INTO chunks (hash, byte_length, data) VALUES (?, ?, ?) ON CONFLICT (hash)
 SELECT id FROM chunks WHERE hash = ?;
 
 -- name: insert_generation
-INSERT INTO index_generations (reason, started_at) VALUES (?, ?);
+-- A document's times, its generation's and its expiry are epoch milliseconds (migration 0030):
+-- a statement given a canonical ISO-8601 time converts it with round(unixepoch(t, 'subsec') * 1000),
+-- and one returning a time to Python renders it with strftime('%Y-%m-%dT%H:%M:%fZ', ms / 1000.0,
+-- 'unixepoch'), so Python sees the canonical form only (cwa/timestamps.py).
+INSERT INTO index_generations (reason, started_at) VALUES (?, round(unixepoch(?, 'subsec') * 1000));
 
 -- name: finish_generation
-UPDATE index_generations SET finished_at = ? WHERE id = ?;
+UPDATE index_generations SET finished_at = round(unixepoch(?, 'subsec') * 1000) WHERE id = ?;
 
 -- name: insert_document
 INSERT INTO documents (
@@ -43,8 +47,9 @@ INSERT INTO documents (
   byte_length, text_digest, identity_digest, source_key_count, subject_key, supersedes_row, metadata,
   index_generation
 ) VALUES (
-  :document_id, :version, :project_id, :session_id, :kind, :retention_class, :created_at,
-  :admitted_at, :byte_length, :text_digest, :identity_digest, :source_key_count, :subject_key,
+  :document_id, :version, :project_id, :session_id, :kind, :retention_class,
+  round(unixepoch(:created_at, 'subsec') * 1000), round(unixepoch(:admitted_at, 'subsec') * 1000),
+  :byte_length, :text_digest, :identity_digest, :source_key_count, :subject_key,
   :supersedes_row, :metadata, :index_generation
 );
 
@@ -61,7 +66,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 SELECT message_key FROM messages WHERE document_row = ? ORDER BY ordinal;
 
 -- name: mark_superseded
-UPDATE documents SET state = 'superseded', state_changed_at = ? WHERE id = ? AND state = 'live';
+UPDATE documents SET state = 'superseded', state_changed_at = round(unixepoch(?, 'subsec') * 1000)
+WHERE id = ? AND state = 'live';
 
 -- name: name_handlers
 -- Each handler that records an outcome has an id (:outcomes as in record_outcomes).

@@ -4,7 +4,8 @@
 -- name: sessions_by_date
 -- Sessions, newest first: project, parent, documents, archived bytes and their token estimate.
 SELECT s.session_key AS session, p.identity AS project, parent.session_key AS parent_session,
-       min(d.created_at) AS first_document, max(d.created_at) AS last_document,
+       strftime('%Y-%m-%dT%H:%M:%fZ', min(d.created_at) / 1000.0, 'unixepoch') AS first_document,
+       strftime('%Y-%m-%dT%H:%M:%fZ', max(d.created_at) / 1000.0, 'unixepoch') AS last_document,
        count(d.id) AS documents, sum(d.byte_length) AS bytes, sum(d.byte_length) / 4 AS tokens_estimate
 FROM sessions AS s
 JOIN projects AS p ON p.id = s.project_id
@@ -22,7 +23,7 @@ SELECT r.created_at, r.document_id, r.version, r.kind, r.role, r.ordinal, r.stat
        'cwa get ' || r.document_id || ' --version ' || r.version || ' --text' AS exact_text_command
 FROM session_records AS r
 WHERE r.session_id = :session
-ORDER BY r.created_at, r.document_row, r.ordinal;
+ORDER BY r.created_ms, r.document_row, r.ordinal;
 
 -- name: hints_shown
 -- What preflight decided for each user message (what `cwa why` says): outcome, reason, the exact
@@ -45,7 +46,7 @@ ORDER BY r.decided_at;
 
 -- name: documents_due_to_expire
 -- Storage retention: the documents that expire next (pinned ones have no entry).
-SELECT e.due_at, d.document_id, d.version, d.kind, d.retention_class, d.byte_length, p.identity AS project,
+SELECT strftime('%Y-%m-%dT%H:%M:%fZ', e.due_at / 1000.0, 'unixepoch') AS due_at, d.document_id, d.version, d.kind, d.retention_class, d.byte_length, p.identity AS project,
        s.session_key AS session
 FROM expiry_schedule AS e
 JOIN documents AS d ON d.id = e.document_row
@@ -64,7 +65,8 @@ FROM documents GROUP BY kind, state ORDER BY bytes DESC;
 -- Sessions of a project (empty: every project), newest first: parent, span, documents, bytes,
 -- the epoch reached (rotations + 1), what the engine took out of view, hints shown.
 SELECT s.session_key AS session, p.identity AS project, parent.session_key AS parent_session,
-       min(d.created_at) AS first_at, max(d.created_at) AS last_at, count(d.id) AS documents,
+       strftime('%Y-%m-%dT%H:%M:%fZ', min(d.created_at) / 1000.0, 'unixepoch') AS first_at, strftime('%Y-%m-%dT%H:%M:%fZ', max(d.created_at) / 1000.0, 'unixepoch') AS last_at,
+       count(d.id) AS documents,
        coalesce(sum(d.byte_length), 0) AS bytes,
        (SELECT e.epoch FROM session_epochs AS e WHERE e.session_id = s.id) AS epoch,
        (SELECT count(*) FROM session_replacements AS r WHERE r.session_id = s.id AND r.action != 'inline')
@@ -91,7 +93,7 @@ JOIN documents AS d ON d.id = r.document_row
 LEFT JOIN session_replacements AS x ON x.session_id = r.session_row AND x.message_key = r.message_key
 LEFT JOIN documents AS a ON a.id = x.document_row
 WHERE r.project = :project AND r.session_id = :session
-ORDER BY r.created_at, r.document_row, r.ordinal
+ORDER BY r.created_ms, r.document_row, r.ordinal
 LIMIT 2000;
 
 -- name: page_hints
@@ -113,7 +115,7 @@ LIMIT 500;
 
 -- name: page_growth
 -- Documents and bytes archived per day (admission time), the last :days days.
-SELECT substr(admitted_at, 1, 10) AS day, count(*) AS documents, sum(byte_length) AS bytes
+SELECT strftime('%Y-%m-%d', admitted_at / 1000, 'unixepoch') AS day, count(*) AS documents, sum(byte_length) AS bytes
 FROM documents
 GROUP BY day
 ORDER BY day DESC
@@ -121,7 +123,8 @@ LIMIT :days;
 
 -- name: page_due
 -- Retention: documents due to expire within :seconds of now, and the next due time.
-SELECT count(*) FILTER (WHERE due_at <= :soon), min(due_at) FROM expiry_schedule;
+SELECT count(*) FILTER (WHERE due_at <= round(unixepoch(:soon, 'subsec') * 1000)), strftime('%Y-%m-%dT%H:%M:%fZ', min(due_at) / 1000.0, 'unixepoch')
+FROM expiry_schedule;
 
 -- name: page_session_epoch
 -- Where a session's current provider copy starts (NULL: its first message) and its epoch.

@@ -21,7 +21,7 @@ WHERE c.root_row = :root AND d.index_generation IS NULL AND d.state = 'live';
 -- name: orphan_parts
 -- Live parts no root names, admitted before :before: what a killed or failed checkpoint left.
 SELECT d.id FROM documents AS d
-WHERE d.kind = 'checkpoint-part' AND d.state = 'live' AND d.admitted_at < :before
+WHERE d.kind = 'checkpoint-part' AND d.state = 'live' AND d.admitted_at < round(unixepoch(:before, 'subsec') * 1000)
   AND NOT EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id)
 ORDER BY d.id LIMIT :limit;
 

@@ -2,18 +2,24 @@
 -- (sql/views.sql): a session's messages in the order they were written.
 
 -- name: record_at
-SELECT * FROM session_records WHERE document_row = :row AND ordinal = :ordinal;
+SELECT document_row, document_id, version, kind, created_at, state, session_row, session_id, project,
+       subject_key, ordinal, message_key, role, timestamp, text_start, end_byte FROM session_records
+WHERE document_row = :row AND ordinal = :ordinal;
 
 -- name: records_after
-SELECT * FROM session_records
-WHERE session_row = :session AND (created_at, document_row, ordinal) > (:created, :row, :ordinal)
-ORDER BY created_at, document_row, ordinal
+SELECT document_row, document_id, version, kind, created_at, state, session_row, session_id, project,
+       subject_key, ordinal, message_key, role, timestamp, text_start, end_byte FROM session_records
+WHERE session_row = :session
+  AND (created_ms, document_row, ordinal) > (round(unixepoch(:created, 'subsec') * 1000), :row, :ordinal)
+ORDER BY created_ms, document_row, ordinal
 LIMIT :limit;
 
 -- name: records_before
-SELECT * FROM session_records
-WHERE session_row = :session AND (created_at, document_row, ordinal) < (:created, :row, :ordinal)
-ORDER BY created_at DESC, document_row DESC, ordinal DESC
+SELECT document_row, document_id, version, kind, created_at, state, session_row, session_id, project,
+       subject_key, ordinal, message_key, role, timestamp, text_start, end_byte FROM session_records
+WHERE session_row = :session
+  AND (created_ms, document_row, ordinal) < (round(unixepoch(:created, 'subsec') * 1000), :row, :ordinal)
+ORDER BY created_ms DESC, document_row DESC, ordinal DESC
 LIMIT :limit;
 
 -- name: same_subject

@@ -82,7 +82,7 @@ DELETE FROM hint_exposures WHERE id = ?;
 -- What the continuity policy needs to know about a candidate source: whether the evidence range
 -- [:start, :end) overlaps tool output, and the keys of the messages it overlaps (the caller checks
 -- them against the keys still visible to the model).
-SELECT d.kind, d.retention_class, d.created_at, d.state,
+SELECT d.kind, d.retention_class, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), d.state,
        d.kind = 'tool-result' OR EXISTS (
          SELECT 1 FROM messages AS m
          WHERE m.document_row = d.id AND m.role IN ('toolResult', 'bashExecution')

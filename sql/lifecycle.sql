@@ -3,12 +3,11 @@
 
 -- name: schedule_document
 -- One document's expiry, :days (> 0) after its `retention_start` (a generated column: the latest
--- of its creation, its admission and the end of the last context protection that covered it). A
--- due date past what SQLite's date arithmetic reaches (a creation time admitted before such times
--- were refused) saturates at the last representable instant instead of stopping the schedule.
+-- of its creation, its admission and the end of the last context protection that covered it).
+-- Times are epoch milliseconds (migration 0030); a due date saturates at 9999-12-31T23:59:59.999Z
+-- (253402300799999), the last instant the views can show.
 INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
-SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', d.retention_start, '+' || :days || ' days'),
-                      '9999-12-31T23:59:59.999Z'), :days
+SELECT d.id, min(d.retention_start + :days * 86400000, 253402300799999), :days
 FROM documents AS d
 WHERE d.id = :row AND d.pinned = 0 AND d.state IN ('live', 'superseded');
 
@@ -24,23 +23,22 @@ WHERE document_row IN (SELECT id FROM documents WHERE retention_class = :class);
 -- Schedule every live or superseded, unpinned document of one class (from its retention start;
 -- due dates saturate as above).
 INSERT OR REPLACE INTO expiry_schedule (document_row, due_at, retention_days)
-SELECT d.id, coalesce(strftime('%Y-%m-%dT%H:%M:%fZ', d.retention_start, '+' || :days || ' days'),
-                      '9999-12-31T23:59:59.999Z'), :days
+SELECT d.id, min(d.retention_start + :days * 86400000, 253402300799999), :days
 FROM documents AS d
 WHERE d.retention_class = :class AND d.pinned = 0 AND d.state IN ('live', 'superseded');
 
 -- name: due_entries
-SELECT s.document_row, s.due_at, s.retention_days, d.retention_class, d.state, d.pinned
+SELECT s.document_row, strftime('%Y-%m-%dT%H:%M:%fZ', s.due_at / 1000.0, 'unixepoch'), s.retention_days, d.retention_class, d.state, d.pinned
 FROM expiry_schedule AS s JOIN documents AS d ON d.id = s.document_row
-WHERE s.due_at <= :now
+WHERE s.due_at <= round(unixepoch(:now, 'subsec') * 1000)
 ORDER BY s.due_at, s.document_row
 LIMIT :limit;
 
 -- name: due_at
-SELECT due_at FROM expiry_schedule WHERE document_row = :row;
+SELECT strftime('%Y-%m-%dT%H:%M:%fZ', due_at / 1000.0, 'unixepoch') FROM expiry_schedule WHERE document_row = :row;
 
 -- name: due_count
-SELECT count(*) FROM expiry_schedule WHERE due_at <= :now;
+SELECT count(*) FROM expiry_schedule WHERE due_at <= round(unixepoch(:now, 'subsec') * 1000);
 
 -- name: protected_until
 -- The latest expiry among the active leases and context protections of one document (NULL: none),
@@ -53,10 +51,10 @@ SELECT (SELECT max(until) FROM (
        (SELECT max(expires_at) FROM context_protections WHERE document_row = :row AND expires_at <= :now);
 
 -- name: postpone
-UPDATE expiry_schedule SET due_at = :until WHERE document_row = :row;
+UPDATE expiry_schedule SET due_at = round(unixepoch(:until, 'subsec') * 1000) WHERE document_row = :row;
 
 -- name: set_state
-UPDATE documents SET state = :state, state_changed_at = :now WHERE id = :row;
+UPDATE documents SET state = :state, state_changed_at = round(unixepoch(:now, 'subsec') * 1000) WHERE id = :row;
 
 -- name: queue_purge
 -- A redaction outranks an expiry already queued (it also forgets the metadata).
@@ -82,15 +80,15 @@ ORDER BY expires_at LIMIT :limit;
 
 -- name: mark_shown_until
 -- A context protection of the document ended at :until: its retention counts from then on.
-UPDATE documents SET shown_until = :until
-WHERE id = :row AND (shown_until IS NULL OR shown_until < :until);
+UPDATE documents SET shown_until = round(unixepoch(:until, 'subsec') * 1000)
+WHERE id = :row AND (shown_until IS NULL OR shown_until < round(unixepoch(:until, 'subsec') * 1000));
 
 -- name: reschedule_document
 -- The document's current entry again from its retention start (same days; none: nothing to do).
 UPDATE expiry_schedule SET due_at = coalesce(
-  (SELECT strftime('%Y-%m-%dT%H:%M:%fZ', d.retention_start, '+' || expiry_schedule.retention_days || ' days')
+  (SELECT min(d.retention_start + expiry_schedule.retention_days * 86400000, 253402300799999)
    FROM documents AS d WHERE d.id = expiry_schedule.document_row),
-  '9999-12-31T23:59:59.999Z')
+  253402300799999)
 WHERE document_row = :row;
 
 -- name: named_documents

@@ -4,7 +4,8 @@
 -- One version of a document (the latest when ?2 is NULL), within project ?3 when it is not NULL:
 -- to a caller bound to a project, another project's document does not exist.
 SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session_key, d.kind,
-       d.retention_class, d.created_at, d.admitted_at, d.byte_length, lower(hex(d.text_digest)),
+       d.retention_class, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'),
+       strftime('%Y-%m-%dT%H:%M:%fZ', d.admitted_at / 1000.0, 'unixepoch'), d.byte_length, lower(hex(d.text_digest)),
        lower(hex(d.identity_digest)), d.source_key_count,
        (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = 0),
        (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = d.source_key_count - 1),

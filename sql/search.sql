@@ -60,7 +60,8 @@ SELECT count(*) FROM (
 -- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible
 -- (:ids is a JSON array of window ids).
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
-       w.last_message, lower(hex(w.content_hash)), d.created_at, d.session_id, lower(hex(d.text_digest)), d.kind
+       w.last_message, lower(hex(w.content_hash)),
+       strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), d.session_id, lower(hex(d.text_digest)), d.kind
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
 WHERE w.id IN (SELECT value FROM json_each(:ids))
@@ -108,7 +109,7 @@ INSERT OR REPLACE INTO term_counts (term, windows, counted_at_windows)
 SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?);
 
 -- name: document_summary
-SELECT d.id, d.document_id, d.version, d.kind, d.created_at, d.state, d.project_id, d.index_generation,
+SELECT d.id, d.document_id, d.version, d.kind, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), d.state, d.project_id, d.index_generation,
        p.identity, s.session_key, d.session_id, lower(hex(d.text_digest)), d.byte_length
 FROM documents AS d
 JOIN projects AS p ON p.id = d.project_id
@@ -118,7 +119,7 @@ WHERE d.id = ?;
 -- name: relation_candidates
 -- Messages carrying a structural cue, newest first, in one project (and, with :sessions, one
 -- lineage). Driven by documents_project_created so LIMIT stops the scan early.
-SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
+SELECT c.document_row, c.ordinal, c.score, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), m.message_key, m.role,
        m.start_byte, m.text_start, m.end_byte
 FROM documents AS d
 CROSS JOIN message_cues AS c ON c.document_row = d.id
@@ -132,7 +133,7 @@ LIMIT :pool;
 
 -- name: relation_candidates_all
 -- The same across every project, driven by documents_created.
-SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
+SELECT c.document_row, c.ordinal, c.score, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), m.message_key, m.role,
        m.start_byte, m.text_start, m.end_byte
 FROM documents AS d
 CROSS JOIN message_cues AS c ON c.document_row = d.id

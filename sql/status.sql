@@ -51,8 +51,8 @@ SELECT
   (SELECT count(DISTINCT document_row) FROM lease_documents AS ld JOIN leases AS l ON l.id = ld.lease_id
      WHERE l.expires_at > :now),
   (SELECT count(*) FROM context_protections WHERE expires_at > :now),
-  (SELECT count(*) FROM expiry_schedule WHERE due_at <= :now),
-  (SELECT min(due_at) FROM expiry_schedule WHERE due_at > :now),
+  (SELECT count(*) FROM expiry_schedule WHERE due_at <= round(unixepoch(:now, 'subsec') * 1000)),
+  (SELECT strftime('%Y-%m-%dT%H:%M:%fZ', min(due_at) / 1000.0, 'unixepoch') FROM expiry_schedule WHERE due_at > round(unixepoch(:now, 'subsec') * 1000)),
   (SELECT count(*) FROM purge_queue);
 
 -- name: live_logical_bytes

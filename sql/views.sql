@@ -1,6 +1,8 @@
 -- Views for direct inspection, e.g.
 --   sqlite3 archive.db "select * from live_documents order by created_at desc limit 5"
 -- Recreated when this file changes (cwa compares its digest at open).
+-- Tables keep a document's times as epoch milliseconds (migration 0030); the views show them as
+-- UTC ISO-8601 with milliseconds (2026-11-29T23:10:00.000Z), which sorts as text.
 
 DROP VIEW IF EXISTS live_documents;
 DROP VIEW IF EXISTS document_overview;
@@ -12,7 +14,7 @@ SELECT
   s.session_key         AS session_id,
   d.kind,
   d.retention_class,
-  d.created_at,
+  strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch') AS created_at,
   d.byte_length,
   d.state,
   d.pinned,
@@ -27,7 +29,7 @@ SELECT
                         AS last_source_key,
   lower(hex(d.text_digest)) AS text_digest,
   d.index_generation,
-  d.admitted_at,
+  strftime('%Y-%m-%dT%H:%M:%fZ', d.admitted_at / 1000.0, 'unixepoch') AS admitted_at,
   d.id                  AS document_row
 FROM documents AS d
 JOIN projects AS p ON p.id = d.project_id
@@ -98,12 +100,14 @@ LEFT JOIN index_outcome_kinds AS k ON k.code = o.outcome;
 
 -- Every message of every session in the order it was written (document creation time, document
 -- row, message ordinal): the records gather and traverse return (cwa/retrieve/chronology.py).
--- Checkpoint parts are slices of an archived input, whose root stands for it.
+-- Checkpoint parts are slices of an archived input, whose root stands for it. `created_ms` is the
+-- creation time as stored, which an ordered read of one session seeks by (an index).
 DROP VIEW IF EXISTS session_records;
 CREATE VIEW session_records AS
-SELECT d.id AS document_row, d.document_id, d.version, d.kind, d.created_at, d.state, d.session_id AS session_row,
+SELECT d.id AS document_row, d.document_id, d.version, d.kind,
+       strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch') AS created_at, d.state, d.session_id AS session_row,
        s.session_key AS session_id, p.identity AS project, d.subject_key, m.ordinal, m.message_key, m.role,
-       m.timestamp, m.text_start, m.end_byte
+       m.timestamp, m.text_start, m.end_byte, d.created_at AS created_ms
 FROM documents AS d
 JOIN messages AS m ON m.document_row = d.id
 JOIN sessions AS s ON s.id = d.session_id

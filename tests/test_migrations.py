@@ -32,6 +32,7 @@ from cwa.store.reads import find_document, window_text
 from cwa.store.retention import plan_of
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import convert, convert_batch, quantized
+from cwa.timestamps import to_datetime
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 from cwa_eval.perf.upgrade import (
     DIGEST_COLUMNS,
@@ -40,6 +41,7 @@ from cwa_eval.perf.upgrade import (
     UnspannedLexicalHandler,
     coded_outcomes,
     hex_digests,
+    iso_times,
     named_outcomes,
     stored_source_keys,
 )
@@ -59,6 +61,7 @@ PROJECT_SPANS_SINCE = 26  # project_window_spans; before, no project's window ra
 OUTCOME_EXCEPTIONS_SINCE = 27  # only outcomes other than a plain `complete` are rows; before, every one
 COMPACT_VECTOR_BITS_SINCE = 28  # packed sign-bit rows rewritten; before, shrunk in place
 EMBEDDING_PIECES_SINCE = 29  # a vector per piece of 256 tokens; before, one per content (its first 256)
+INTEGER_TIMES_SINCE = 30  # a document's, generation's and expiry's times as epoch ms; before, ISO text
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -135,7 +138,9 @@ SELECT d.id, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days
 FROM documents AS d WHERE d.id = (SELECT id FROM documents WHERE document_id = :id AND version = :version)
 """
 CANONICAL = {
-    "documents": "SELECT document_id, version, kind, retention_class, created_at, byte_length, "
+    # a creation time as ISO-8601 text whichever way the schema stored it (epoch ms since 30)
+    "documents": "SELECT document_id, version, kind, retention_class, CASE typeof(created_at) WHEN 'integer' THEN "
+    "strftime('%Y-%m-%dT%H:%M:%fZ', created_at / 1000.0, 'unixepoch') ELSE created_at END, byte_length, "
     f"{as_hex('text_digest')}, {as_hex('identity_digest')}, source_key_count, subject_key FROM documents ORDER BY id",
     "chunks": f"SELECT {as_hex('hash')}, byte_length, data FROM chunks ORDER BY id",
     "document_chunks": "SELECT * FROM document_chunks ORDER BY document_row, ordinal",
@@ -231,6 +236,8 @@ def archive_at(path: Path, version: int) -> None:
                 now="2026-10-21T10:00:00.000Z",
                 retention_plan=plan if version >= CLOCK_SINCE else None,
             )
+            if version < INTEGER_TIMES_SINCE:
+                iso_times(conn)
             days = plan.get(DEFAULT_CLASS_FOR_KIND[request["kind"]]) if plan and version < CLOCK_SINCE else None
             if days:
                 conn.execute(
@@ -345,7 +352,7 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         # archived a day after it was written: its days count from the archiving (0012; the tool
         # result's entry waits for the lease of the searches above)
         start = conn.execute(
-            "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', e.due_at, '-' || e.retention_days || ' days') "
+            "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', e.due_at / 1000.0, 'unixepoch', '-' || e.retention_days || ' days') "
             "FROM expiry_schedule AS e JOIN documents AS d ON d.id = e.document_row WHERE d.kind = 'turn'"
         ).fetchone()
         assert start == ("2026-10-21T10:00:00.000Z",)
@@ -506,6 +513,7 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
     handlers = (TypedAnchorRows(), UnspannedLexicalHandler(), StructuralHandler())
     with mock.patch.object(derived, "record_outcomes", coded_outcomes):  # as schema 23 recorded them
         admit(conn, contract.validate(contract.ADMIT, quoted), handlers=handlers, now="2026-10-21T10:00:00.000Z")
+    iso_times(conn)
     before = sorted(
         conn.execute(
             "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences FROM anchors AS a "
@@ -571,6 +579,7 @@ def test_plain_complete_outcomes_stop_being_rows_and_every_handler_still_shows(t
     request["messages"] = [{"key": "o1", "role": "user", "text": "a document one handler gives up on"}]
     with mock.patch.object(derived, "record_outcomes", coded_outcomes):  # as schema 26 recorded them
         admit(conn, contract.validate(contract.ADMIT, request), handlers=handlers, now="2026-10-21T10:00:00.000Z")
+    iso_times(conn)
     before = sorted(conn.execute(CODED_OUTCOMES))
     conn.close()
     assert {r[4] for r in before} == {"complete", "skipped"} and len(before) > 8  # a row per handler of each
@@ -753,6 +762,49 @@ def test_vectors_keyed_by_content_become_first_pieces_and_the_archive_keeps_them
         ]
         foreign_keys = conn.execute("PRAGMA foreign_key_check").fetchall()
         assert foreign_keys == []
+
+
+def test_times_become_epoch_milliseconds_and_read_the_same_everywhere(tmp_path):
+    # Migration 0030: a document's times, its generation's and its expiry's are stored as integer
+    # milliseconds; the views, get, gather and the expiry schedule show the same instants as before.
+    path = tmp_path / "old.db"
+    archive_at(path, INTEGER_TIMES_SINCE - 1)
+    conn = apsw.Connection(str(path))
+    with conn:  # milliseconds in every time, so a conversion that loses them shows
+        conn.execute("UPDATE documents SET created_at = replace(created_at, '.000Z', '.123Z')")
+        conn.execute("UPDATE documents SET admitted_at = replace(admitted_at, '.000Z', '.456Z')")
+        conn.execute("UPDATE index_generations SET started_at = replace(started_at, '.000Z', '.007Z')")
+        conn.execute("UPDATE expiry_schedule SET due_at = replace(due_at, '.000Z', '.999Z')")
+    times = "SELECT created_at, admitted_at, state_changed_at, retention_start FROM documents ORDER BY id"
+    stored = conn.execute(times).fetchall()
+    generations = conn.execute("SELECT started_at, finished_at FROM index_generations ORDER BY id").fetchall()
+    due = conn.execute("SELECT document_row, due_at FROM expiry_schedule ORDER BY document_row").fetchall()
+    names = conn.execute("SELECT document_id, version FROM documents ORDER BY id").fetchall()
+    conn.close()
+    assert all(isinstance(t, str) and "T" in t for row in stored for t in row if t is not None)
+    assert {row[0][-5:] for row in stored} == {".123Z"} and due[0][1].endswith(".999Z")
+    assert any(row[2] for row in stored) and due  # a superseded version; scheduled entries
+
+    as_ms = lambda t: None if t is None else round(to_datetime(t).timestamp() * 1000)  # noqa: E731
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert conn.execute(times).fetchall() == [tuple(as_ms(t) for t in row) for row in stored]
+        generations_now = conn.execute("SELECT started_at, finished_at FROM index_generations ORDER BY id")
+        assert generations_now.fetchall()[: len(generations)] == [tuple(map(as_ms, row)) for row in generations]
+        expiry = "SELECT document_row, due_at FROM expiry_schedule ORDER BY document_row"
+        assert conn.execute(expiry).fetchall() == [(row, as_ms(t)) for row, t in due]
+        # the views show ISO-8601 as before; session_records also the stored time it seeks by
+        shown = conn.execute("SELECT created_at, admitted_at FROM document_overview ORDER BY document_row")
+        assert shown.fetchall() == [row[:2] for row in stored]
+        records = conn.execute("SELECT document_row, created_at, created_ms FROM session_records").fetchall()
+        assert records and all((c, ms) == (stored[r - 1][0], as_ms(stored[r - 1][0])) for r, c, ms in records)
+        created = {name: row[0] for name, row in zip(names, stored, strict=True)}
+        document = archive.call("get", {"documentId": names[0][0], "version": names[0][1]})
+        assert document["createdAt"] == created[names[0]]
+        gathered = archive.call("gather", {"project": PROJECT, "query": "multipart stream"})["items"]
+        assert len(gathered) > 1
+        assert all(item["createdAt"] == created[item["documentId"], item["version"]] for item in gathered)
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
 
 
 def test_a_long_migration_reports_which_one_runs_and_for_how_long(tmp_path, monkeypatch):

@@ -108,12 +108,15 @@ def test_a_creation_time_past_the_schedule_never_stops_maintenance(tmp_path):
         archive.call("maintain", {})
         # what an archive written before creation times were bounded can hold
         archive.conn.execute(
-            "UPDATE documents SET created_at = '9999-12-31T00:00:00.000Z' WHERE document_id = ?",
+            "UPDATE documents SET created_at = round(unixepoch('9999-12-31T00:00:00.000Z', 'subsec') * 1000) "
+            "WHERE document_id = ?",
             (admitted["documentId"],),
         )
     with open_with("90") as archive:  # a new plan schedules the whole class again
         result = archive.call("maintain", {})
-        due = archive.conn.execute("SELECT due_at FROM expiry_schedule").fetchall()
+        due = archive.conn.execute(
+            "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', due_at / 1000.0, 'unixepoch') FROM expiry_schedule"
+        ).fetchall()
     assert result["expired"] == 0 and due == [("9999-12-31T23:59:59.999Z",)]
 
 

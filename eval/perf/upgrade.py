@@ -58,6 +58,7 @@ NAMED_OUTCOMES_UNTIL = 22  # schemas before it: index outcomes spelled out handl
 STORED_SOURCE_KEYS_UNTIL = 23  # schemas before it: documents stored their first and last source keys
 PROJECT_SPANS_SINCE = 26  # project_window_spans: the lexical handler widens a project's window range
 OUTCOME_EXCEPTIONS_UNTIL = 27  # schemas before it: an outcome row per handler of every document
+INTEGER_TIMES_UNTIL = 30  # schemas before it: a document's times as ISO-8601 text
 DIGEST_COLUMNS = {
     "documents": ("text_digest", "identity_digest"),
     "chunks": ("hash",),
@@ -173,6 +174,32 @@ def hex_digests(conn: apsw.Connection) -> None:
             conn.execute(f"UPDATE {table} SET " + ", ".join(f"{c} = lower(hex({c}))" for c in columns))
 
 
+# Times a statement of this cwa writes as epoch milliseconds, which a column of schemas before 30
+# (TEXT) keeps as the text of a number.
+TIME_COLUMNS = {
+    "documents": ("created_at", "admitted_at", "state_changed_at", "shown_until"),
+    "index_generations": ("started_at", "finished_at"),
+}
+
+
+def iso_times(conn: apsw.Connection) -> None:
+    """Times as schemas before 30 stored them: canonical ISO-8601 text. An expiry entry is due its
+    days after the retention start (schemas 12-29; tests/test_migrations.py builds old archives
+    with it too, and schedules schemas 6-11 by creation time after it)."""
+    columns = {name for _, name, *_ in conn.execute("SELECT * FROM pragma_table_xinfo('documents')")}
+    for table, names in TIME_COLUMNS.items():
+        for name in (n for n in names if table != "documents" or n in columns):
+            conn.execute(
+                f"UPDATE {table} SET {name} = strftime('%Y-%m-%dT%H:%M:%fZ', CAST({name} AS REAL) / 1000.0, "
+                f"'unixepoch') WHERE {name} NOT LIKE '%T%'"
+            )
+    if "retention_start" in columns:
+        conn.execute(
+            "UPDATE expiry_schedule SET due_at = (SELECT strftime('%Y-%m-%dT%H:%M:%fZ', d.retention_start, "
+            "'+' || expiry_schedule.retention_days || ' days') FROM documents AS d WHERE d.id = document_row)"
+        )
+
+
 def old_archive(path: Path, documents: int, schema: int) -> int:
     conn = apsw.Connection(str(path))
     conn.execute("PRAGMA journal_mode = WAL")
@@ -206,9 +233,11 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
         for document in source:
             admit(conn, contract.validate(contract.ADMIT, document), handlers=handlers, now="2026-12-02T00:00:00Z")
             batch.due()
-    if schema < HEX_DIGESTS_UNTIL:
-        with conn:
+    with conn:
+        if schema < HEX_DIGESTS_UNTIL:
             hex_digests(conn)
+        if schema < INTEGER_TIMES_UNTIL:
+            iso_times(conn)
     anchors = conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     conn.close()
