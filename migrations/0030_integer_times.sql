@@ -1,9 +1,9 @@
--- A document's times, its index generation's and its expiry entry's stored as integer epoch
--- milliseconds instead of 24-character ISO-8601 text. Each document carried three such times in
--- its row, three more in its time indexes (documents_project_created, documents_session_created,
--- documents_created), two in its generation and two in its expiry entry and that entry's index:
--- about 240 bytes a document, 1.1 × the text of a short chat turn. An integer of this size takes
--- 6 bytes.
+-- A document's times, its messages', its index generation's and its expiry entry's stored as
+-- integer epoch milliseconds instead of 24-character ISO-8601 text. Each document carried two or
+-- three such times in its row, three more in its time indexes (documents_project_created,
+-- documents_session_created, documents_created), two in its generation and two in its expiry entry
+-- and that entry's index, and one in each message that has a timestamp: about 240 bytes a
+-- document, 1.1 × the text of a short chat turn. An integer of this size takes 6 bytes.
 --
 -- The views (sql/views.sql) show these times as ISO-8601, as before; statements convert at the
 -- boundary (sql/admission.sql says how), so Python still sees the canonical form only. Other
@@ -66,3 +66,8 @@ ALTER TABLE documents ADD COLUMN retention_start INTEGER
 CREATE INDEX documents_project_created ON documents (project_id, created_at);
 CREATE INDEX documents_session_created ON documents (session_id, created_at);
 CREATE INDEX documents_created ON documents (created_at);
+
+ALTER TABLE messages ADD COLUMN timestamp_ms INTEGER;
+UPDATE messages SET timestamp_ms = round(unixepoch(timestamp, 'subsec') * 1000) WHERE timestamp IS NOT NULL;
+ALTER TABLE messages DROP COLUMN timestamp;
+ALTER TABLE messages RENAME COLUMN timestamp_ms TO timestamp;

@@ -32,7 +32,8 @@ INSERT INTO chunks (hash, byte_length, data) VALUES (?, ?, ?) ON CONFLICT (hash)
 SELECT id FROM chunks WHERE hash = ?;
 
 -- name: insert_generation
--- A document's times, its generation's and its expiry are epoch milliseconds (migration 0030):
+-- A document's times (its messages' too), its generation's and its expiry are epoch milliseconds
+-- (migration 0030):
 -- a statement given a canonical ISO-8601 time converts it with round(unixepoch(t, 'subsec') * 1000),
 -- and one returning a time to Python renders it with strftime('%Y-%m-%dT%H:%M:%fZ', ms / 1000.0,
 -- 'unixepoch'), so Python sees the canonical form only (cwa/timestamps.py).
@@ -60,7 +61,7 @@ VALUES (?, ?, ?, ?, ?);
 -- name: insert_message
 INSERT INTO messages (document_row, ordinal, message_key, role, tool_name, tool_call_id, timestamp,
                       start_byte, text_start, end_byte)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+VALUES (?, ?, ?, ?, ?, ?, round(unixepoch(?, 'subsec') * 1000), ?, ?, ?);
 
 -- name: message_keys
 SELECT message_key FROM messages WHERE document_row = ? ORDER BY ordinal;

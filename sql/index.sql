@@ -102,7 +102,8 @@ UPDATE index_stats SET value = (SELECT count(*) FROM windows) WHERE name = 'wind
 DELETE FROM window_fts WHERE rowid NOT IN (SELECT id FROM windows);
 
 -- name: document_messages
-SELECT message_key, role, tool_name, tool_call_id, timestamp, start_byte, text_start, end_byte
+SELECT message_key, role, tool_name, tool_call_id, strftime('%Y-%m-%dT%H:%M:%fZ', timestamp / 1000.0, 'unixepoch'), start_byte, text_start,
+       end_byte
 FROM messages WHERE document_row = ? ORDER BY ordinal;
 
 -- name: set_generation

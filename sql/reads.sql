@@ -41,7 +41,8 @@ WHERE dc.document_row = ?1 AND dc.end_byte > ?2 AND dc.start_byte < ?3
 ORDER BY dc.ordinal;
 
 -- name: messages
-SELECT message_key, role, tool_name, tool_call_id, timestamp, start_byte, text_start, end_byte
+SELECT message_key, role, tool_name, tool_call_id, strftime('%Y-%m-%dT%H:%M:%fZ', timestamp / 1000.0, 'unixepoch'), start_byte, text_start,
+       end_byte
 FROM messages
 WHERE document_row = ?
 ORDER BY ordinal

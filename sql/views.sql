@@ -51,7 +51,7 @@ SELECT
   m.role,
   m.tool_name,
   m.tool_call_id,
-  m.timestamp,
+  strftime('%Y-%m-%dT%H:%M:%fZ', m.timestamp / 1000.0, 'unixepoch') AS timestamp,
   m.start_byte,
   m.text_start,
   m.end_byte
@@ -107,7 +107,7 @@ CREATE VIEW session_records AS
 SELECT d.id AS document_row, d.document_id, d.version, d.kind,
        strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch') AS created_at, d.state, d.session_id AS session_row,
        s.session_key AS session_id, p.identity AS project, d.subject_key, m.ordinal, m.message_key, m.role,
-       m.timestamp, m.text_start, m.end_byte, d.created_at AS created_ms
+       strftime('%Y-%m-%dT%H:%M:%fZ', m.timestamp / 1000.0, 'unixepoch') AS timestamp, m.text_start, m.end_byte, d.created_at AS created_ms
 FROM documents AS d
 JOIN messages AS m ON m.document_row = d.id
 JOIN sessions AS s ON s.id = d.session_id

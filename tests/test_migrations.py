@@ -144,7 +144,9 @@ CANONICAL = {
     f"{as_hex('text_digest')}, {as_hex('identity_digest')}, source_key_count, subject_key FROM documents ORDER BY id",
     "chunks": f"SELECT {as_hex('hash')}, byte_length, data FROM chunks ORDER BY id",
     "document_chunks": "SELECT * FROM document_chunks ORDER BY document_row, ordinal",
-    "messages": "SELECT * FROM messages ORDER BY document_row, ordinal",
+    "messages": "SELECT document_row, ordinal, message_key, role, tool_name, tool_call_id, CASE typeof(timestamp) "
+    "WHEN 'integer' THEN strftime('%Y-%m-%dT%H:%M:%fZ', timestamp / 1000.0, 'unixepoch') ELSE timestamp END, "
+    "start_byte, text_start, end_byte FROM messages ORDER BY document_row, ordinal",
     "projects": "SELECT identity FROM projects ORDER BY id",
     "sessions": "SELECT project_id, session_key, parent_id FROM sessions ORDER BY id",
 }
@@ -775,11 +777,14 @@ def test_times_become_epoch_milliseconds_and_read_the_same_everywhere(tmp_path):
         conn.execute("UPDATE documents SET admitted_at = replace(admitted_at, '.000Z', '.456Z')")
         conn.execute("UPDATE index_generations SET started_at = replace(started_at, '.000Z', '.007Z')")
         conn.execute("UPDATE expiry_schedule SET due_at = replace(due_at, '.000Z', '.999Z')")
+        conn.execute("UPDATE messages SET timestamp = '2026-10-20T08:59:0' || ordinal || '.321Z' WHERE ordinal < 2")
     times = "SELECT created_at, admitted_at, state_changed_at, retention_start FROM documents ORDER BY id"
     stored = conn.execute(times).fetchall()
     generations = conn.execute("SELECT started_at, finished_at FROM index_generations ORDER BY id").fetchall()
     due = conn.execute("SELECT document_row, due_at FROM expiry_schedule ORDER BY document_row").fetchall()
     names = conn.execute("SELECT document_id, version FROM documents ORDER BY id").fetchall()
+    stamps = "SELECT document_row, ordinal, timestamp FROM messages ORDER BY document_row, ordinal"
+    stamped = conn.execute(stamps).fetchall()
     conn.close()
     assert all(isinstance(t, str) and "T" in t for row in stored for t in row if t is not None)
     assert {row[0][-5:] for row in stored} == {".123Z"} and due[0][1].endswith(".999Z")
@@ -793,6 +798,9 @@ def test_times_become_epoch_milliseconds_and_read_the_same_everywhere(tmp_path):
         assert generations_now.fetchall()[: len(generations)] == [tuple(map(as_ms, row)) for row in generations]
         expiry = "SELECT document_row, due_at FROM expiry_schedule ORDER BY document_row"
         assert conn.execute(expiry).fetchall() == [(row, as_ms(t)) for row, t in due]
+        assert conn.execute(stamps).fetchall() == [(row, n, as_ms(t)) for row, n, t in stamped]
+        view = "SELECT timestamp FROM document_messages ORDER BY document_id, version, ordinal"
+        assert sorted(conn.execute(view), key=str) == sorted(((t,) for *_, t in stamped), key=str)
         # the views show ISO-8601 as before; session_records also the stored time it seeks by
         shown = conn.execute("SELECT created_at, admitted_at FROM document_overview ORDER BY document_row")
         assert shown.fetchall() == [row[:2] for row in stored]
@@ -801,6 +809,7 @@ def test_times_become_epoch_milliseconds_and_read_the_same_everywhere(tmp_path):
         created = {name: row[0] for name, row in zip(names, stored, strict=True)}
         document = archive.call("get", {"documentId": names[0][0], "version": names[0][1]})
         assert document["createdAt"] == created[names[0]]
+        assert [m.get("timestamp") for m in document["messages"]] == [t for row, _, t in stamped if row == 1]
         gathered = archive.call("gather", {"project": PROJECT, "query": "multipart stream"})["items"]
         assert len(gathered) > 1
         assert all(item["createdAt"] == created[item["documentId"], item["version"]] for item in gathered)

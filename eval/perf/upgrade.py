@@ -179,6 +179,7 @@ def hex_digests(conn: apsw.Connection) -> None:
 TIME_COLUMNS = {
     "documents": ("created_at", "admitted_at", "state_changed_at", "shown_until"),
     "index_generations": ("started_at", "finished_at"),
+    "messages": ("timestamp",),
 }
 
 
