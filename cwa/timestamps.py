@@ -1,6 +1,8 @@
 """Timestamps in one canonical form: UTC ISO-8601 with milliseconds, e.g. 2026-11-29T23:10:00.000Z.
 
-That form sorts as text, so SQL users can `order by created_at` directly.
+That form sorts as text, so SQL users can `order by created_at` directly. The archive stores a
+document's times as integer epoch milliseconds (migration 0030); its statements convert at the
+boundary and its views show this form, so Python only ever sees it.
 Input may be an ISO-8601 string (a missing offset is read as UTC) or integer epoch milliseconds
 (Pi's message timestamps).
 """
