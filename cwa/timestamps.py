@@ -77,3 +77,17 @@ def shift(canonical: str, seconds: float) -> str:
 
 def age_days(canonical: str, now: str) -> float:
     return (to_datetime(now) - to_datetime(canonical)).total_seconds() / 86400
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_ms(canonical: str) -> int:
+    """A canonical timestamp as integer epoch milliseconds, as the archive stores a document's."""
+    return (to_datetime(canonical) - _EPOCH) // timedelta(milliseconds=1)
+
+
+def age_days_ms(created_ms: int, now_ms: int) -> float:
+    """`age_days` of two epoch-millisecond times: the same float (both are the exact quotient,
+    rounded once)."""
+    return (now_ms - created_ms) / 1000 / 86400

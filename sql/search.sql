@@ -60,8 +60,7 @@ SELECT count(*) FROM (
 -- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible
 -- (:ids is a JSON array of window ids).
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
-       w.last_message, lower(hex(w.content_hash)),
-       strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), d.session_id, lower(hex(d.text_digest)), d.kind
+       w.last_message, lower(hex(w.content_hash)), d.created_at, d.session_id, lower(hex(d.text_digest)), d.kind
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
 WHERE w.id IN (SELECT value FROM json_each(:ids))
@@ -119,7 +118,7 @@ WHERE d.id = ?;
 -- name: relation_candidates
 -- Messages carrying a structural cue, newest first, in one project (and, with :sessions, one
 -- lineage). Driven by documents_project_created so LIMIT stops the scan early.
-SELECT c.document_row, c.ordinal, c.score, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), m.message_key, m.role,
+SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
        m.start_byte, m.text_start, m.end_byte
 FROM documents AS d
 CROSS JOIN message_cues AS c ON c.document_row = d.id
@@ -133,7 +132,7 @@ LIMIT :pool;
 
 -- name: relation_candidates_all
 -- The same across every project, driven by documents_created.
-SELECT c.document_row, c.ordinal, c.score, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), m.message_key, m.role,
+SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
        m.start_byte, m.text_start, m.end_byte
 FROM documents AS d
 CROSS JOIN message_cues AS c ON c.document_row = d.id

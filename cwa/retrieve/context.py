@@ -15,6 +15,7 @@ from cwa.retrieve.scope import Scope
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait
 from cwa.store.sessions import lineage_of_key
 from cwa.store.sqlfiles import queries
+from cwa.timestamps import epoch_ms
 
 NEAR_DUPLICATE_SLACK = 3  # extra candidates read, so collapsing near copies still fills a page
 
@@ -27,6 +28,7 @@ class Context:
     visible_keys: frozenset[str]
     now: str
     lineage: set[int]
+    now_ms: int = 0  # `now` as the archive stores times (epoch milliseconds)
     frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
     windows: int | None = None  # windows in the lexical index, read once per context
     window_span: tuple[int, int] | None = None  # the scope's window ids, as FTS5 bounds (window_span)
@@ -43,7 +45,8 @@ def make_context(conn: apsw.Connection, scope: Scope, visible: list[str], now: s
     lineage: set[int] = set(orjson.loads(scope.session_rows)) if scope.session_rows else set()
     if not lineage and scope.project_row and session_id:
         lineage = set(lineage_of_key(conn, scope.project_row, session_id))
-    return Context(conn, scope, orjson.dumps(visible).decode() if visible else None, frozenset(visible), now, lineage)
+    keys = orjson.dumps(visible).decode() if visible else None
+    return Context(conn, scope, keys, frozenset(visible), now, lineage, epoch_ms(now))
 
 
 # fts5vocab counts a term's windows by reading its whole posting list: for a term in most windows

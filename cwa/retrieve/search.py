@@ -62,7 +62,7 @@ from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
 from cwa.store.reads import message_at, message_by_ordinal, read_bytes
 from cwa.store.secret import archive_secret
 from cwa.store.sqlfiles import queries
-from cwa.timestamps import age_days
+from cwa.timestamps import age_days_ms
 from cwa.tokens import estimate_tokens, fit_around
 from cwa.vocabulary import RELATIONS
 
@@ -651,7 +651,7 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
 def _preference(ctx: Context, window: WindowRow) -> float:
     """The modest lineage/recency multiplier a window's relevance gets (at most +15%)."""
     boost = 1.0 + (LINEAGE_BOOST if window.session_row in ctx.lineage else 0.0)
-    return boost + RECENCY_BOOST / (1.0 + max(0.0, age_days(window.created_at, ctx.now)) / RECENCY_DAYS)
+    return boost + RECENCY_BOOST / (1.0 + max(0.0, age_days_ms(window.created_ms, ctx.now_ms)) / RECENCY_DAYS)
 
 
 # --- structural --------------------------------------------------------------------------------
@@ -663,7 +663,7 @@ class CueRow(NamedTuple):
     document_row: int
     ordinal: int
     score: float
-    created_at: str
+    created_ms: int
     key: str
     role: str
     start: int

@@ -43,7 +43,7 @@ class WindowRow(NamedTuple):
     first_message: int
     last_message: int
     content_hash: str
-    created_at: str
+    created_ms: int  # the document's creation time as stored (epoch milliseconds)
     session_row: int
     text_digest: str
     kind: str
