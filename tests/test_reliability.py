@@ -14,17 +14,36 @@ from cwa.errors import Conflict, InvalidRequest
 from cwa.retrieve.locators import verify
 from cwa.serve import serve
 from cwa.store.secret import archive_secret
-from cwa.timestamps import parse_timestamp
+from cwa.timestamps import MAX_EPOCH_MS, age_days, age_days_ms, epoch_ms, parse_timestamp
 
 
 def test_years_before_1000_are_zero_padded_so_text_order_is_time_order():
-    from cwa.timestamps import LATEST, MAX_EPOCH_MS
+    from cwa.timestamps import LATEST
 
     assert parse_timestamp(MAX_EPOCH_MS) == LATEST  # integer milliseconds, never rounded
     assert parse_timestamp("0999-06-01T00:00:00Z") == "0999-06-01T00:00:00.000Z"
     assert parse_timestamp("0050-01-01T00:00:00Z") == "0050-01-01T00:00:00.000Z"
     moments = ["0050-01-01T00:00:00Z", "0999-06-01T00:00:00Z", "2026-11-30T00:00:00Z"]
     assert sorted(parse_timestamp(m) for m in moments) == [parse_timestamp(m) for m in moments]
+
+
+def test_epoch_milliseconds_and_iso_text_name_the_same_instants_and_ages():
+    # The archive stores a document's times as epoch ms (migration 0030): SQLite's conversion, the
+    # one in Python and the age search computes from them agree with the canonical text.
+    import random
+
+    import apsw
+
+    rng = random.Random(7)
+    conn = apsw.Connection(":memory:")
+    to_iso = "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', ? / 1000.0, 'unixepoch'), round(unixepoch(?, 'subsec') * 1000)"
+    for _ in range(2000):
+        ms = rng.randint(-62_135_596_800_000, MAX_EPOCH_MS)  # 0001-01-01 to LATEST
+        text = parse_timestamp(ms) if ms >= 0 else conn.execute(to_iso, (ms, "")).fetchone()[0]
+        shown, back = conn.execute(to_iso, (ms, text)).fetchone()
+        assert (shown, back, epoch_ms(text)) == (text, ms, ms)
+        later = ms + rng.randint(0, 10**11)
+        assert age_days_ms(ms, later) == age_days(text, conn.execute(to_iso, (later, "")).fetchone()[0])
 
 
 @pytest.mark.parametrize(
