@@ -40,6 +40,14 @@ BUSY_POLL_SECONDS = 0.005  # how often a waiting writer retries the lock
 # faster and its p95 17 ms → 3 ms (docs/performance.md). The WAL file grows to about 32 MiB. In
 # `cwa serve` the index worker checkpoints in the pauses between requests (cwa/index/queue_worker.py).
 WAL_CHECKPOINT_PAGES = 8192
+# A savepoint keeps the pages its transaction had already changed before it (its statement journal)
+# so it can roll them back; past 64 KiB SQLite spills that journal to a temporary file. Admission
+# runs each index handler in a savepoint, so a document opened such a file about every other time
+# and wrote about 20 pages to it. With temporary storage in memory the journal stays there (it
+# holds what one handler changes). A full VACUUM copies the archive into temporary storage, so
+# maintenance turns it back to files for that (cwa/store/maintenance.py). Set after the migrations,
+# whose one-off statements may build large temporary tables.
+TEMP_STORE = "MEMORY"
 ARCHIVE_FILE_MODE = 0o600
 ARCHIVE_DIR_MODE = 0o700
 
@@ -176,6 +184,7 @@ def open_connection(path: Path | str | None = None) -> apsw.Connection:
         conn.execute("PRAGMA foreign_keys = ON")
         _load_sqlite_vec(conn)
         migrations.apply_pending(conn, str(path), progress=_to_terminal())
+        conn.execute(f"PRAGMA temp_store = {TEMP_STORE}")
         _ensure_views(conn)
     return conn
 

@@ -38,7 +38,7 @@ from cwa.store import (
     vector_blocks,
     vector_format,
 )
-from cwa.store.connection import write_transaction
+from cwa.store.connection import TEMP_STORE, write_transaction
 from cwa.store.derived import IndexHandler
 from cwa.store.sqlfiles import queries
 from cwa.store.workers import DaemonWorker
@@ -122,7 +122,12 @@ def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:
         # asked for explicitly (--vacuum): the one step that holds the write lock throughout;
         # readers still read, their own bookkeeping writes are skipped (brief_wait)
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # takes effect with the VACUUM below
-        conn.execute("VACUUM")
+        # VACUUM builds a copy of the whole archive in temporary storage: on disk, not in memory
+        conn.execute("PRAGMA temp_store = FILE")
+        try:
+            conn.execute("VACUUM")
+        finally:
+            conn.execute(f"PRAGMA temp_store = {TEMP_STORE}")
         action = "vacuum"
     elif free >= RECLAIM_MIN_BYTES and conn.execute("PRAGMA auto_vacuum").fetchone()[0] == INCREMENTAL:
         _incremental_vacuum(conn)
