@@ -75,6 +75,37 @@ def test_connection_pragmas_extension_and_migrations(tmp_path):
     assert again == secret
 
 
+class _CountingVFS(apsw.VFS):
+    """The default VFS, noting the flags of every file SQLite opens through it."""
+
+    def __init__(self) -> None:
+        self.under = apsw.vfs_names()[0]
+        self.flags: list[int] = []
+        super().__init__("counting", base=self.under, makedefault=True)
+
+    def xOpen(self, name, flags):
+        self.flags.append(flags[0])
+        return apsw.VFSFile(self.under, name, flags)
+
+
+def test_admission_opens_no_temporary_file_for_its_savepoints(tmp_path):
+    # Each index handler runs in a savepoint, whose statement journal spilled to a temporary file
+    # past 64 KiB (a file opened about every fourth coding document); it stays in memory now.
+    vfs = _CountingVFS()
+    try:
+        with Archive.open(tmp_path / "a.db") as archive:
+            opened = len(vfs.flags)
+            for n in range(60):
+                words = " ".join(f"module_{n}_{k} raised ValueError in src/pkg/file_{k}.py" for k in range(120))
+                archive.admit(turn(f"why does step {n} fail? {words}"))
+            subjournals = [f for f in vfs.flags[opened:] if f & apsw.SQLITE_OPEN_SUBJOURNAL]
+            archive.call("maintain", {"vacuum": True})  # its copy goes through files, then memory again
+            assert archive.conn.execute("PRAGMA temp_store").fetchone()[0] == 2
+    finally:
+        vfs.unregister()
+    assert subjournals == []
+
+
 def test_a_writer_waits_for_a_held_lock_instead_of_failing(tmp_path):
     import threading
 
