@@ -13,6 +13,7 @@ from cwa.api import Archive
 from cwa.errors import ArchiveIncompatible, StorageUnavailable
 from cwa.store import migrations
 from cwa.store.connection import default_archive_path, open_connection
+from cwa_eval.perf.bench import CountingVFS
 
 
 def test_fresh_file_is_0600_in_a_0700_directory(tmp_path):
@@ -75,23 +76,10 @@ def test_connection_pragmas_extension_and_migrations(tmp_path):
     assert again == secret
 
 
-class _CountingVFS(apsw.VFS):
-    """The default VFS, noting the flags of every file SQLite opens through it."""
-
-    def __init__(self) -> None:
-        self.under = apsw.vfs_names()[0]
-        self.flags: list[int] = []
-        super().__init__("counting", base=self.under, makedefault=True)
-
-    def xOpen(self, name, flags):
-        self.flags.append(flags[0])
-        return apsw.VFSFile(self.under, name, flags)
-
-
 def test_admission_opens_no_temporary_file_for_its_savepoints(tmp_path):
     # Each index handler runs in a savepoint, whose statement journal spilled to a temporary file
     # past 64 KiB (a file opened about every fourth coding document); it stays in memory now.
-    vfs = _CountingVFS()
+    vfs = CountingVFS()
     try:
         with Archive.open(tmp_path / "a.db") as archive:
             opened = len(vfs.flags)

@@ -1,13 +1,14 @@
 """Admission and direct-read speed on synthetic coding sessions, against a bare-SQLite baseline.
 
-    python eval/perf/admission.py [--docs 2000] [--sql [--bulk] [--python]] [--json]
+    python eval/perf/admission.py [--docs 2000] [--sql [--bulk] [--python]] [--files] [--json]
 
 The baseline inserts the same document texts into a one-column table of a WAL-mode file, one
 transaction per document, in the same process: the floor any admission path pays to SQLite.
 `--sql` admits the documents once more into a new archive with SQLite's statement profile on
 (SQLITE_TRACE_PROFILE): wall time and SQL time per document, and the statements that take most;
 with `--bulk`, in the one-transaction batches `cwa import` uses; with `--python`, also cwa's
-functions that take most of it (cProfile, cumulative).
+functions that take most of it (cProfile, cumulative). `--files` counts the temporary files SQLite
+opens while the documents are admitted once more (a VFS that notes each open).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import percentile, timed
+from bench import CountingVFS, percentile, timed
 
 from cwa.api import Archive
 from cwa.store.connection import BulkWrites
@@ -166,17 +167,44 @@ def sql_profile(count: int, shown: int = 8, bulk: bool = False, python: bool = F
     }
 
 
+# The kinds of file SQLite opens, by the flag that names each.
+FILE_KINDS = {
+    "statement journals (savepoints)": apsw.SQLITE_OPEN_SUBJOURNAL,
+    "temporary databases": apsw.SQLITE_OPEN_TEMP_DB | apsw.SQLITE_OPEN_TRANSIENT_DB,
+    "temporary journals": apsw.SQLITE_OPEN_TEMP_JOURNAL,
+}
+
+
+def files_opened(count: int) -> dict:
+    """The temporary files SQLite opens while `count` documents are admitted, one a transaction
+    (as `cwa serve` and hooks admit), into a new archive."""
+    documents = synthetic_documents(count)
+    vfs = CountingVFS()
+    try:
+        with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "archive.db") as archive:
+            opened = len(vfs.flags)
+            for document in documents:
+                archive.admit(document)
+            flags = vfs.flags[opened:]
+    finally:
+        vfs.unregister()
+    return {"documents": count, **{kind: sum(1 for f in flags if f & bit) for kind, bit in FILE_KINDS.items()}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--sql", action="store_true", help="also profile SQLite's share of admission")
     parser.add_argument("--bulk", action="store_true", help="profile admission in batches, as `cwa import` runs it")
     parser.add_argument("--python", action="store_true", help="with --sql, also Python's profile (cProfile)")
+    parser.add_argument("--files", action="store_true", help="also count the temporary files SQLite opens")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = run(args.docs)
     if args.sql:
         results["sql"] = sql_profile(args.docs, bulk=args.bulk, python=args.python)
+    if args.files:
+        results["files"] = files_opened(args.docs)
     if args.json:
         print(orjson.dumps(results, option=orjson.OPT_INDENT_2).decode())
         return
@@ -201,6 +229,11 @@ def main() -> None:
         f"admit one {results['admit_large']['document_bytes'] / 2**20:.1f} MiB log  {results['admit_large']['ms']:.0f} ms"
     )
     print(f"bytes                logical {results['bytes']['logical']}  file {results['bytes']['file']}")
+    if args.files:
+        opened = results["files"]
+        print(f"files opened while admitting {opened['documents']} documents, one a transaction:")
+        for kind in FILE_KINDS:
+            print(f"  {opened[kind]:>6}  {kind}")
     if args.sql:
         found = results["sql"]
         print(

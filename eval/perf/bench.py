@@ -6,7 +6,22 @@ import argparse
 import time
 from collections.abc import Callable
 
+import apsw
 import orjson
+
+
+class CountingVFS(apsw.VFS):
+    """SQLite's default VFS, noting the flags of every file opened through it (the default for new
+    connections until `unregister()`)."""
+
+    def __init__(self) -> None:
+        self.under = apsw.vfs_names()[0]
+        self.flags: list[int] = []
+        super().__init__("counting", base=self.under, makedefault=True)
+
+    def xOpen(self, name, flags):
+        self.flags.append(flags[0])
+        return apsw.VFSFile(self.under, name, flags)
 
 
 def percentile(values: list[float], fraction: float) -> float:
