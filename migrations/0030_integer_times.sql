@@ -2,8 +2,9 @@
 -- integer epoch milliseconds instead of 24-character ISO-8601 text. Each document carried two or
 -- three such times in its row, three more in its time indexes (documents_project_created,
 -- documents_session_created, documents_created), two in its generation and two in its expiry entry
--- and that entry's index, and one in each message that has a timestamp: about 240 bytes a
--- document, 1.1 × the text of a short chat turn. An integer of this size takes 6 bytes.
+-- and that entry's index, and one in each message that has a timestamp: about ten copies of 24
+-- bytes a document. An integer of this size takes 6 bytes (on the chat corpus of `cwa eval perf`
+-- the archive shrinks by 1.2 × the text: docs/performance.md).
 --
 -- The views (sql/views.sql) show these times as ISO-8601, as before; statements convert at the
 -- boundary (sql/admission.sql says how), so Python still sees the canonical form only. Other

@@ -118,7 +118,7 @@ WHERE d.id = ?;
 -- name: relation_candidates
 -- Messages carrying a structural cue, newest first, in one project (and, with :sessions, one
 -- lineage). Driven by documents_project_created so LIMIT stops the scan early.
-SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
+SELECT c.document_row, c.ordinal, c.score, m.message_key, m.role,
        m.start_byte, m.text_start, m.end_byte
 FROM documents AS d
 CROSS JOIN message_cues AS c ON c.document_row = d.id
@@ -132,7 +132,7 @@ LIMIT :pool;
 
 -- name: relation_candidates_all
 -- The same across every project, driven by documents_created.
-SELECT c.document_row, c.ordinal, c.score, d.created_at, m.message_key, m.role,
+SELECT c.document_row, c.ordinal, c.score, m.message_key, m.role,
        m.start_byte, m.text_start, m.end_byte
 FROM documents AS d
 CROSS JOIN message_cues AS c ON c.document_row = d.id

@@ -78,7 +78,8 @@ def test_connection_pragmas_extension_and_migrations(tmp_path):
 
 def test_admission_opens_no_temporary_file_for_its_savepoints(tmp_path):
     # Each index handler runs in a savepoint, whose statement journal spilled to a temporary file
-    # past 64 KiB (a file opened about every fourth coding document); it stays in memory now.
+    # past 64 KiB (891 files for 2,000 coding documents: eval/perf/admission.py --files); it stays
+    # in memory now.
     vfs = CountingVFS()
     try:
         with Archive.open(tmp_path / "a.db") as archive:

@@ -5,6 +5,7 @@ the clock, the scope's window id range, and the lexical index's term frequencies
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import apsw
 import orjson
@@ -28,12 +29,16 @@ class Context:
     visible_keys: frozenset[str]
     now: str
     lineage: set[int]
-    now_ms: int = 0  # `now` as the archive stores times (epoch milliseconds)
     frequencies: dict[str, int] = field(default_factory=dict)  # term → windows holding it
     windows: int | None = None  # windows in the lexical index, read once per context
     window_span: tuple[int, int] | None = None  # the scope's window ids, as FTS5 bounds (window_span)
     scoped: dict[str, tuple[int, int]] = field(default_factory=dict)  # term → (windows within window_span, count cap)
     include_superseded: bool = False  # preflight looks at them only to name its reason
+
+    @cached_property
+    def now_ms(self) -> int:
+        """`now` as the archive stores times (epoch milliseconds)."""
+        return epoch_ms(self.now)
 
     def filters(self) -> dict:
         return {**self.scope.params(), "superseded": int(self.include_superseded)}
@@ -46,7 +51,7 @@ def make_context(conn: apsw.Connection, scope: Scope, visible: list[str], now: s
     if not lineage and scope.project_row and session_id:
         lineage = set(lineage_of_key(conn, scope.project_row, session_id))
     keys = orjson.dumps(visible).decode() if visible else None
-    return Context(conn, scope, keys, frozenset(visible), now, lineage, epoch_ms(now))
+    return Context(conn, scope, keys, frozenset(visible), now, lineage)
 
 
 # fts5vocab counts a term's windows by reading its whole posting list: for a term in most windows

@@ -663,7 +663,6 @@ class CueRow(NamedTuple):
     document_row: int
     ordinal: int
     score: float
-    created_ms: int
     key: str
     role: str
     start: int

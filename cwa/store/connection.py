@@ -43,8 +43,8 @@ WAL_CHECKPOINT_PAGES = 8192
 # A savepoint keeps the pages its transaction had already changed before it (its statement journal)
 # so it can roll them back; past 64 KiB SQLite spills that journal to a temporary file. Admission
 # runs each index handler in a savepoint, so a document opened such a file about every other time
-# and wrote about 20 pages to it. With temporary storage in memory the journal stays there (it
-# holds what one handler changes). A full VACUUM copies the archive into temporary storage, so
+# (`python eval/perf/admission.py --files`). With temporary storage in memory the journal stays
+# there (it holds what one handler changes). A full VACUUM copies the archive into temporary storage, so
 # maintenance turns it back to files for that (cwa/store/maintenance.py). Set after the migrations,
 # whose one-off statements may build large temporary tables.
 TEMP_STORE = "MEMORY"
