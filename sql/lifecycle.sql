@@ -168,7 +168,8 @@ DELETE FROM chunks WHERE id = ? AND NOT EXISTS (SELECT 1 FROM document_chunks WH
 
 -- name: embedding_if_unreferenced
 SELECT e.id FROM window_embeddings AS e
-WHERE e.content_hash = ? AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = e.content_hash);
+WHERE e.content_hash = ? AND NOT EXISTS (
+  SELECT 1 FROM windows WHERE substr(content_hash, 1, 8) = substr(e.content_hash, 1, 8) AND content_hash = e.content_hash);
 
 -- name: delete_embedding
 DELETE FROM window_embeddings WHERE id = ?;
@@ -191,15 +192,18 @@ WHERE project_id = (SELECT project_id FROM purged)
   AND embedding_id IN (SELECT id FROM window_embeddings WHERE content_hash = :hash)
   AND NOT EXISTS (
     SELECT 1 FROM windows AS w JOIN documents AS d ON d.id = w.document_row
-    WHERE w.content_hash = :hash AND d.project_id = (SELECT project_id FROM purged)
+    WHERE substr(w.content_hash, 1, 8) = substr(:hash, 1, 8) AND w.content_hash = :hash
+      AND d.project_id = (SELECT project_id FROM purged)
   );
 
 -- name: dequeue_content_if_unreferenced
 -- A content no window holds any more waits neither to be embedded nor for its other pieces.
 DELETE FROM embedding_queue
-WHERE content_hash = :hash AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = :hash);
+WHERE content_hash = :hash AND NOT EXISTS (
+  SELECT 1 FROM windows WHERE substr(content_hash, 1, 8) = substr(:hash, 1, 8) AND content_hash = :hash);
 DELETE FROM embedding_refresh
-WHERE content_hash = :hash AND NOT EXISTS (SELECT 1 FROM windows WHERE content_hash = :hash);
+WHERE content_hash = :hash AND NOT EXISTS (
+  SELECT 1 FROM windows WHERE substr(content_hash, 1, 8) = substr(:hash, 1, 8) AND content_hash = :hash);
 
 -- name: delete_feedback_of
 DELETE FROM recall_feedback WHERE document_row = ?;

@@ -544,6 +544,45 @@ def test_a_shared_content_is_scanned_in_each_project_and_its_vector_goes_with_it
     assert conn.execute(orphans).fetchone()[0] == 0
 
 
+def test_contents_whose_digests_share_their_first_8_bytes_stay_apart(archive):
+    """Windows are found by content through the digest's first 8 bytes (migration 0031); every
+    such seek compares the whole digest too. Two contents made to share a prefix: each keeps its
+    own windows in hybrid search, and forgetting one takes its vector only."""
+    conn = archive.conn
+    lonely = "A completely different remark about the weather in Lisbon."
+    archive.admit(_turn(PROJECT, "lonely", lonely))
+    archive.call("index-embed", {})
+    window_hash = (
+        "SELECT w.content_hash FROM windows AS w JOIN documents AS d ON d.id = w.document_row WHERE d.session_id = ?"
+    )
+    session_row = "SELECT id FROM sessions WHERE session_key = ?"
+    (own,) = conn.execute(window_hash, conn.execute(session_row, ("lonely",)).fetchone()).fetchone()
+    (other,) = conn.execute(window_hash, conn.execute(session_row, ("s1",)).fetchone()).fetchone()
+    twin = own[:8] + other[8:]  # the first turn's content renamed to share the lonely one's prefix
+    conn.execute("UPDATE window_embeddings SET content_hash = ? WHERE content_hash = ?", (twin, other))
+    conn.execute("UPDATE windows SET content_hash = ? WHERE content_hash = ?", (twin, other))
+
+    def ranked(query: str) -> list[tuple[str, float]]:
+        # the fused order: each window scored by its own content's similarity, not re-scored
+        found = archive.search({"project": PROJECT, "query": query, "semanticPolicy": "always", "ranker": "fused"})
+        return [(result["snippet"], result["score"]) for result in found["results"]]
+
+    def top(query: str) -> str:
+        return ranked(query)[0][0]
+
+    # the twin took nothing of the lonely content's nearness: the weather alone is that near
+    (first, nearest), *others = ranked("what was said about the climate in Portugal's capital")
+    assert "Lisbon" in first and others and all(score < nearest for _, score in others)
+    assert "disk space" in top("the server had no room left")
+    vectors = conn.execute("SELECT count(*) FROM window_vectors").fetchone()[0]
+    asked = archive.call("redact", {"project": PROJECT, "sessionId": "lonely"})
+    archive.call("redact", {"project": PROJECT, "sessionId": "lonely", "confirm": asked["confirm"]})
+    archive.call("maintain", {})
+    assert conn.execute("SELECT count(*) FROM window_vectors").fetchone()[0] == vectors - 1
+    assert conn.execute("SELECT count(*) FROM window_embeddings WHERE content_hash = ?", (twin,)).fetchone()[0] == 1
+    assert "disk space" in top("the server had no room left")
+
+
 def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_order(tmp_path):
     import numpy as np
 

@@ -142,7 +142,7 @@ def _texts(conn: apsw.Connection, batch: list[bytes]) -> dict[bytes, str]:
     sql = queries("semantic")
     texts = {}
     for content_hash in batch:
-        window = conn.execute(sql["window_for_content"], (content_hash,)).fetchone()
+        window = conn.execute(sql["window_for_content"], {"hash": content_hash}).fetchone()
         if window:
             texts[content_hash] = window_text(conn, *window)
     return texts
