@@ -26,10 +26,14 @@ SELECT id, document_id, version FROM documents
 WHERE project_id = ? AND subject_key = ? AND state = 'live';
 
 -- name: insert_chunk
-INSERT INTO chunks (hash, byte_length, data) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING;
+-- A chunk is stored once (:hash its blake3 digest). Chunks are found by the digest's first 8
+-- bytes (migration 0032: the index `chunks_hash_prefix`), and the whole digest is compared.
+INSERT INTO chunks (hash, byte_length, data)
+SELECT :hash, :length, :data
+WHERE NOT EXISTS (SELECT 1 FROM chunks WHERE substr(hash, 1, 8) = substr(:hash, 1, 8) AND hash = :hash);
 
 -- name: chunk_id
-SELECT id FROM chunks WHERE hash = ?;
+SELECT id FROM chunks WHERE substr(hash, 1, 8) = substr(:hash, 1, 8) AND hash = :hash;
 
 -- name: insert_generation
 -- A document's times (its messages' too), its generation's and its expiry are epoch milliseconds

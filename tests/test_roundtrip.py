@@ -98,6 +98,23 @@ def test_identical_bytes_are_stored_once_across_documents(archive):
     assert stored == len(hashes_1 | hashes_2)
 
 
+def test_a_chunk_whose_digest_shares_its_first_8_bytes_with_another_is_stored_and_read_as_itself(tmp_path):
+    """Chunks are found by the digest's first 8 bytes (migration 0032) and the whole digest is
+    compared: a stored chunk made to share a new chunk's prefix neither stands in for it nor hides it."""
+    later = {"project": "/p", "sessionId": "s", "kind": "turn", "messages": [{"key": "b", "role": "user", "text": "B"}]}
+    with Archive.open(tmp_path / "scratch.db") as scratch:  # the later chunk's digest, learned beforehand
+        admitted = scratch.get({"documentId": scratch.admit(later)["documentId"]})
+        (later_hash,) = [bytes.fromhex(c["hash"]) for c in admitted["manifest"]["chunks"]]
+    with Archive.open(tmp_path / "a.db") as archive:
+        earlier = archive.admit({**later, "messages": [{"key": "a", "role": "user", "text": "A"}]})
+        ((row, stored),) = archive.conn.execute("SELECT id, hash FROM chunks").fetchall()
+        archive.conn.execute("UPDATE chunks SET hash = ? WHERE id = ?", (later_hash[:8] + stored[8:], row))
+        second = archive.admit(later)
+        assert archive.get({"documentId": second["documentId"]})["text"].endswith("B")
+        assert archive.get({"documentId": earlier["documentId"]})["text"].endswith("A")
+        assert archive.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 2
+
+
 def test_message_keys_are_derived_deterministically_when_missing(archive):
     request = {
         "project": "/p",
