@@ -97,7 +97,9 @@ def admit(
             conn.execute(sql["insert_generation"], ("admit", now))
             generation_id = conn.last_insert_rowid()
 
-        conn.executemany(sql["insert_chunk"], [{"hash": h, "length": len(p), "data": p} for h, p in zip(hashes, pieces)])
+        conn.executemany(
+            sql["insert_chunk"], [{"hash": h, "length": len(p), "data": p} for h, p in zip(hashes, pieces)]
+        )
         chunk_ids = [conn.execute(sql["chunk_id"], {"hash": h}).fetchone()[0] for h in hashes]
 
         if supersedes_row is not None:  # first, so the subject key is free for the replacement
