@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import apsw
 import blake3
+import pytest
 
 from cwa.api import Archive
+from cwa.errors import InvalidRequest
 from cwa.limits import CHUNK_NEWLINE_AFTER, MAX_CHUNK_BYTES
 
 
@@ -131,3 +133,27 @@ def test_message_keys_are_derived_deterministically_when_missing(archive):
     assert keys[1] == keys[0] + "-2"  # the same unkeyed message twice in one document
     other = archive.admit({**request, "sessionId": "s2", "messages": request["messages"][:1]})
     assert other["messageKeys"] == keys[:1]  # same message, same key, in any document
+
+
+def test_a_document_naming_a_message_key_twice_is_refused_and_nothing_is_stored(archive):
+    """A key once per document: the rule admission enforces (no index of keys since migration 0033),
+    whether the repeated key is given explicitly or collides with a key derived for another message."""
+    unkeyed = {"role": "user", "text": "ok"}
+    derived = archive.admit({"project": "/p", "sessionId": "d", "kind": "turn", "messages": [unkeyed]})["messageKeys"]
+    before = archive.conn.execute("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM messages)").fetchone()
+    for messages in (
+        [{"key": "k", "role": "user", "text": "a"}, {"key": "k", "role": "assistant", "text": "b"}],
+        [unkeyed, {"key": derived[0], "role": "assistant", "text": "b"}],
+    ):
+        request = {"project": "/p", "sessionId": "s", "kind": "turn", "messages": messages}
+        if messages[0] is unkeyed:  # the derived key steps aside for the explicit one
+            keys = archive.admit(request)["messageKeys"]
+            assert keys[1] == derived[0] and keys[0] == derived[0] + "-2"
+            continue
+        with pytest.raises(InvalidRequest) as refused:
+            archive.admit(request)
+        assert refused.value.details["reason"] == "duplicate-key"
+        assert (
+            archive.conn.execute("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM messages)").fetchone()
+            == before
+        )
