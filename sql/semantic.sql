@@ -141,7 +141,7 @@ WHERE e.id IN (SELECT value FROM json_each(:ids));
 -- Live windows to benchmark an embedding variant on: one per distinct content, in a stable
 -- order unrelated to time (by content hash). Grouped by the digest's first 8 bytes, the order of
 -- `windows_content_prefix`, so the scan stops after the sample without sorting every window (two
--- contents sharing a prefix, about one chance in 10^7, give one sample window).
+-- contents sharing a prefix, about 3 chances in 10^8 among a million, give one sample window).
 SELECT min(w.document_row), w.start_byte, w.end_byte, w.first_message, w.last_message
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row AND d.state = 'live'
