@@ -168,7 +168,7 @@ DELETE FROM chunks WHERE id = ? AND NOT EXISTS (SELECT 1 FROM document_chunks WH
 
 -- name: embedding_if_unreferenced
 SELECT e.id FROM window_embeddings AS e
-WHERE e.content_hash = ? AND NOT EXISTS (
+WHERE substr(e.content_hash, 1, 8) = substr(:hash, 1, 8) AND e.content_hash = :hash AND NOT EXISTS (
   SELECT 1 FROM windows WHERE substr(content_hash, 1, 8) = substr(e.content_hash, 1, 8) AND content_hash = e.content_hash);
 
 -- name: delete_embedding
@@ -189,7 +189,8 @@ DELETE FROM window_vector_bits WHERE embedding_id = ?;
 WITH purged (project_id) AS (SELECT project_id FROM documents WHERE id = :row)
 DELETE FROM window_vector_bits
 WHERE project_id = (SELECT project_id FROM purged)
-  AND embedding_id IN (SELECT id FROM window_embeddings WHERE content_hash = :hash)
+  AND embedding_id IN (SELECT id FROM window_embeddings
+                       WHERE substr(content_hash, 1, 8) = substr(:hash, 1, 8) AND content_hash = :hash)
   AND NOT EXISTS (
     SELECT 1 FROM windows AS w JOIN documents AS d ON d.id = w.document_row
     WHERE substr(w.content_hash, 1, 8) = substr(:hash, 1, 8) AND w.content_hash = :hash

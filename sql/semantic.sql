@@ -1,16 +1,18 @@
 -- Named queries of the semantic index (cwa/index/semantic.py, cwa/retrieve/semantic.py).
 -- Tables: migrations/0004_semantic_index.sql, 0016_vector_shortlists.sql, 0018_int8_vectors.sql.
 --
--- A content's windows are found through the first 8 bytes of its digest (migration 0031): a
--- statement seeking windows by content says `substr(w.content_hash, 1, 8) = substr(X, 1, 8) AND
--- w.content_hash = X`, the first for the index `windows_content_prefix`, the second for the answer.
+-- A content's windows and vectors are found through the first 8 bytes of its digest (migrations
+-- 0031, 0034): a statement seeking them by content says `substr(w.content_hash, 1, 8) = substr(X,
+-- 1, 8) AND w.content_hash = X`, the first for the index (`windows_content_prefix`,
+-- `window_embeddings_content`), the second for the answer.
 
 -- name: enqueue_document
 -- The document's window contents that have no embedding yet.
 INSERT OR IGNORE INTO embedding_queue (content_hash, enqueued_at)
 SELECT DISTINCT w.content_hash, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM windows AS w
 WHERE w.document_row = :row
-  AND NOT EXISTS (SELECT 1 FROM window_embeddings AS e WHERE e.content_hash = w.content_hash);
+  AND NOT EXISTS (SELECT 1 FROM window_embeddings AS e
+                  WHERE substr(e.content_hash, 1, 8) = substr(w.content_hash, 1, 8) AND e.content_hash = w.content_hash);
 
 -- name: scope_document
 -- The document's project gets the sign bits of its window contents already embedded (for
@@ -24,7 +26,8 @@ SELECT DISTINCT d.project_id, e.id, coalesce(
   (SELECT vec_quantize_binary(f.embedding) FROM window_vectors_float32 AS f WHERE f.id = e.id))
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
-JOIN window_embeddings AS e ON e.content_hash = w.content_hash
+JOIN window_embeddings AS e
+  ON substr(e.content_hash, 1, 8) = substr(w.content_hash, 1, 8) AND e.content_hash = w.content_hash
 WHERE w.document_row = :row
   AND (EXISTS (SELECT 1 FROM window_vectors AS v WHERE v.id = e.id)
        OR EXISTS (SELECT 1 FROM window_vectors_float32 AS f WHERE f.id = e.id));
@@ -32,7 +35,8 @@ WHERE w.document_row = :row
 -- name: enqueue_all
 INSERT OR IGNORE INTO embedding_queue (content_hash, enqueued_at)
 SELECT w.content_hash, :now FROM windows AS w  -- a content once: OR IGNORE, no sort for DISTINCT
-WHERE NOT EXISTS (SELECT 1 FROM window_embeddings AS e WHERE e.content_hash = w.content_hash);
+WHERE NOT EXISTS (SELECT 1 FROM window_embeddings AS e
+                  WHERE substr(e.content_hash, 1, 8) = substr(w.content_hash, 1, 8) AND e.content_hash = w.content_hash);
 
 -- name: pending_count
 SELECT count(*) FROM embedding_queue;
@@ -45,7 +49,11 @@ SELECT document_row, start_byte, end_byte, first_message, last_message FROM wind
 WHERE substr(content_hash, 1, 8) = substr(:hash, 1, 8) AND content_hash = :hash LIMIT 1;
 
 -- name: insert_embedding
-INSERT OR IGNORE INTO window_embeddings (content_hash, piece, embedded_at) VALUES (?, ?, ?);
+-- A content's piece has one vector: none is stored where one is (another process was first).
+INSERT INTO window_embeddings (content_hash, piece, embedded_at)
+SELECT :hash, :piece, round(unixepoch(:now, 'subsec') * 1000)
+WHERE NOT EXISTS (SELECT 1 FROM window_embeddings
+                  WHERE substr(content_hash, 1, 8) = substr(:hash, 1, 8) AND piece = :piece AND content_hash = :hash);
 
 -- name: insert_vector
 INSERT INTO window_vectors (id, embedding) VALUES (:id, :quantized);
@@ -211,7 +219,8 @@ SELECT :project, value, x'', 1 FROM json_each(:ids);
 INSERT OR IGNORE INTO embedding_refresh (content_hash)
 SELECT w.content_hash FROM windows AS w  -- a content once: OR IGNORE
 WHERE w.end_byte - w.start_byte > :bytes
-  AND EXISTS (SELECT 1 FROM window_embeddings AS e WHERE e.content_hash = w.content_hash);
+  AND EXISTS (SELECT 1 FROM window_embeddings AS e
+              WHERE substr(e.content_hash, 1, 8) = substr(w.content_hash, 1, 8) AND e.content_hash = w.content_hash);
 
 -- name: refresh_count
 SELECT count(*) FROM embedding_refresh;

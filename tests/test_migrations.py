@@ -80,6 +80,15 @@ def as_hex(column: str) -> str:
     return f"CASE typeof({column}) WHEN 'blob' THEN lower(hex({column})) ELSE {column} END"
 
 
+def as_iso(column: str) -> str:
+    """A time column as ISO-8601 text, whichever way the schema stored it (epoch ms since 30 for a
+    document's times, since 34 for a vector's)."""
+    return (
+        f"CASE typeof({column}) WHEN 'integer' THEN strftime('%Y-%m-%dT%H:%M:%fZ', {column} / 1000.0, 'unixepoch') "
+        f"ELSE {column} END"
+    )
+
+
 class QueueOnlySemanticHandler(SemanticQueueHandler):
     """The semantic handler of schemas 4-15: it only queued contents (no sign bits yet)."""
 
@@ -138,14 +147,11 @@ SELECT d.id, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at, '+' || :days || ' days
 FROM documents AS d WHERE d.id = (SELECT id FROM documents WHERE document_id = :id AND version = :version)
 """
 CANONICAL = {
-    # a creation time as ISO-8601 text whichever way the schema stored it (epoch ms since 30)
-    "documents": "SELECT document_id, version, kind, retention_class, CASE typeof(created_at) WHEN 'integer' THEN "
-    "strftime('%Y-%m-%dT%H:%M:%fZ', created_at / 1000.0, 'unixepoch') ELSE created_at END, byte_length, "
+    "documents": f"SELECT document_id, version, kind, retention_class, {as_iso('created_at')}, byte_length, "
     f"{as_hex('text_digest')}, {as_hex('identity_digest')}, source_key_count, subject_key FROM documents ORDER BY id",
     "chunks": f"SELECT {as_hex('hash')}, byte_length, data FROM chunks ORDER BY id",
     "document_chunks": "SELECT * FROM document_chunks ORDER BY document_row, ordinal",
-    "messages": "SELECT document_row, ordinal, message_key, role, tool_name, tool_call_id, CASE typeof(timestamp) "
-    "WHEN 'integer' THEN strftime('%Y-%m-%dT%H:%M:%fZ', timestamp / 1000.0, 'unixepoch') ELSE timestamp END, "
+    "messages": f"SELECT document_row, ordinal, message_key, role, tool_name, tool_call_id, {as_iso('timestamp')}, "
     "start_byte, text_start, end_byte FROM messages ORDER BY document_row, ordinal",
     "projects": "SELECT identity FROM projects ORDER BY id",
     "sessions": "SELECT project_id, session_key, parent_id FROM sessions ORDER BY id",
@@ -740,7 +746,7 @@ def test_vectors_keyed_by_content_become_first_pieces_and_the_archive_keeps_them
     with conn:  # what that cwa recorded: each text cut at its first 256 tokens
         conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_fingerprint'", (files.earlier_fingerprint,))
     bits = "SELECT project_id, embedding_id, bits, packed FROM window_vector_bits ORDER BY 1, 2"
-    embeddings = "SELECT id, content_hash, embedded_at FROM window_embeddings ORDER BY id"
+    embeddings = f"SELECT id, content_hash, {as_iso('embedded_at')} FROM window_embeddings ORDER BY id"
     bits_before, embeddings_before = conn.execute(bits).fetchall(), conn.execute(embeddings).fetchall()
     conn.close()
     question = {"project": PROJECT, "query": "the transfer keeps restarting", "semanticPolicy": "always"}
@@ -749,7 +755,7 @@ def test_vectors_keyed_by_content_become_first_pieces_and_the_archive_keeps_them
         assert conn.execute(bits).fetchall() == bits_before
         assert (
             conn.execute(
-                "SELECT id, content_hash, embedded_at FROM window_embeddings WHERE piece = 0 ORDER BY id"
+                f"SELECT id, content_hash, {as_iso('embedded_at')} FROM window_embeddings WHERE piece = 0 ORDER BY id"
             ).fetchall()
             == embeddings_before
         )

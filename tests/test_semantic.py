@@ -545,13 +545,14 @@ def test_a_shared_content_is_scanned_in_each_project_and_its_vector_goes_with_it
 
 
 def test_contents_whose_digests_share_their_first_8_bytes_stay_apart(archive):
-    """Windows are found by content through the digest's first 8 bytes (migration 0031); every
-    such seek compares the whole digest too. Two contents made to share a prefix: each keeps its
-    own windows in hybrid search, and forgetting one takes its vector only."""
+    """Windows and vectors are found by content through the digest's first 8 bytes (migrations
+    0031, 0034); every such seek compares the whole digest too. An embedded content made to share
+    the prefix of one not embedded yet: the new one still gets its own vector, each keeps its own
+    windows in hybrid search, and forgetting one takes its vector only."""
     conn = archive.conn
+    archive.call("index-embed", {})
     lonely = "A completely different remark about the weather in Lisbon."
     archive.admit(_turn(PROJECT, "lonely", lonely))
-    archive.call("index-embed", {})
     window_hash = (
         "SELECT w.content_hash FROM windows AS w JOIN documents AS d ON d.id = w.document_row WHERE d.session_id = ?"
     )
@@ -561,6 +562,7 @@ def test_contents_whose_digests_share_their_first_8_bytes_stay_apart(archive):
     twin = own[:8] + other[8:]  # the first turn's content renamed to share the lonely one's prefix
     conn.execute("UPDATE window_embeddings SET content_hash = ? WHERE content_hash = ?", (twin, other))
     conn.execute("UPDATE windows SET content_hash = ? WHERE content_hash = ?", (twin, other))
+    archive.call("index-embed", {})  # the lonely content, whose prefix an embedded content now has
 
     def ranked(query: str) -> list[tuple[str, float]]:
         # the fused order: each window scored by its own content's similarity, not re-scored

@@ -172,7 +172,7 @@ def store_vector(conn: apsw.Connection, content_hash: bytes, vector: np.ndarray,
     first), with its sign bits in every project holding the content; inside the caller's
     transaction."""
     sql = queries("semantic")
-    conn.execute(sql["insert_embedding"], (content_hash, piece, now))
+    conn.execute(sql["insert_embedding"], {"hash": content_hash, "piece": piece, "now": now})
     if conn.changes():
         stored = {"id": conn.last_insert_rowid(), "quantized": quantized(vector)}
         conn.execute(sql["insert_vector"], stored)

@@ -78,7 +78,7 @@ def fill_synthetic(archive) -> int:
     for at in range(0, len(hashes), BLOCK_VECTORS):
         with write_transaction(archive.conn):
             for content_hash, vector in zip(hashes[at : at + BLOCK_VECTORS], vectors[at : at + BLOCK_VECTORS]):
-                store_vector(archive.conn, content_hash, vector, "synthetic")
+                store_vector(archive.conn, content_hash, vector, archive.clock())
                 archive.conn.execute(sql["dequeue"], (content_hash,))
         # as `cwa serve`'s embedding worker packs each whole block once it is embedded, so the
         # pages packing frees take the next vectors' rows

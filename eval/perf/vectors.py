@@ -69,7 +69,7 @@ def fill(conn, vectors: np.ndarray, projects: np.ndarray, baseline: bool) -> Non
         ]
         with conn:
             conn.executemany(
-                "INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, 'bench')",
+                "INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, 0)",
                 [(i, f"h{i}") for i, _ in rows],
             )
             conn.executemany(
@@ -219,7 +219,7 @@ def conversion(count: int, seed: int = 7) -> dict:
             ids = range(start + 1, min(start + BATCH, count) + 1)
             with conn:
                 conn.executemany(
-                    "INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, 'bench')",
+                    "INSERT INTO window_embeddings (id, content_hash, embedded_at) VALUES (?, ?, 0)",
                     [(i, f"h{i}") for i in ids],
                 )
                 conn.executemany(
