@@ -313,8 +313,13 @@ def main() -> None:
     for name, measured in found.get("pages", {}).items():
         before, after = measured["before"], measured["after"]
         print(
-            f"  {name}: {before['bytes']:,} -> {after['bytes']:,} bytes of pages, {before['rows']:,} -> {after['rows']:,} rows"
+            f"  {name}: {before['bytes']:,} -> {after['bytes']:,} bytes of pages, {_rows(before)} -> {_rows(after)} rows"
         )
+
+
+def _rows(measured: dict) -> str:
+    """A table's or index's rows, or `absent` for one the schema does not have (yet, or any more)."""
+    return "absent" if measured["rows"] is None else f"{measured['rows']:,}"
 
 
 if __name__ == "__main__":
