@@ -258,6 +258,7 @@ def first_open(path: Path, pages: tuple[str, ...] = ()) -> dict:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     schema = migrations.user_version(conn)
     before = {name: _measured(conn, name) for name in pages}
+    file_before, _ = _file_pages(conn)
     conn.close()
     started = time.perf_counter()
     conn = open_connection(path)
@@ -269,10 +270,19 @@ def first_open(path: Path, pages: tuple[str, ...] = ()) -> dict:
         "schemaTo": migrations.user_version(conn),
         "openSeconds": round(seconds, 2),
     }
+    found["fileBytesBefore"] = file_before
+    found["fileBytesAfter"], found["freeBytesAfter"] = _file_pages(conn)
     if pages:
         found["pages"] = {name: {"before": before[name], "after": _measured(conn, name)} for name in pages}
     conn.close()
     return found
+
+
+def _file_pages(conn: apsw.Connection) -> tuple[int, int]:
+    """The file's bytes of pages, and how many of them are free (a copied table's old pages)."""
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    pages, free = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count"))
+    return pages * size, free * size
 
 
 def _measured(conn: apsw.Connection, name: str) -> dict:
@@ -310,6 +320,11 @@ def main() -> None:
         f"{built}{found['anchorsAfter']:,} anchor rows after ({found['anchorTexts']:,} distinct texts): "
         f"schema {found['schemaFrom']} -> {found['schemaTo']} at the first open in {found['openSeconds']} s"
     )
+    if "fileBytesBefore" in found:
+        print(
+            f"  file: {found['fileBytesBefore']:,} -> {found['fileBytesAfter']:,} bytes of pages, "
+            f"{found['freeBytesAfter']:,} of them free until `cwa maintain`"
+        )
     for name, measured in found.get("pages", {}).items():
         before, after = measured["before"], measured["after"]
         print(
