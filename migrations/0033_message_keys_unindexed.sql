@@ -3,6 +3,6 @@
 -- of cwa reads a document's messages through the primary key (document_row, ordinal): a search's
 -- visible-key filter, hint sources and the browse page all know the document first. Admission
 -- refuses a document that names a key twice (`duplicate-key`, cwa/store/serialization.py), the
--- rule the unique index also enforced. To find a message by its key, read `session_records` of its
--- session (docs/schema.md).
+-- rule the unique index also enforced. SQL that finds a message by its key alone now reads every
+-- message (docs/schema.md).
 DROP INDEX messages_key;
