@@ -25,15 +25,14 @@ SELECT max(version) FROM documents WHERE document_id = ?;
 SELECT id, document_id, version FROM documents
 WHERE project_id = ? AND subject_key = ? AND state = 'live';
 
--- name: insert_chunk
--- A chunk is stored once (:hash its blake3 digest). Chunks are found by the digest's first 8
--- bytes (migration 0032: the index `chunks_hash_prefix`), and the whole digest is compared.
-INSERT INTO chunks (hash, byte_length, data)
-SELECT :hash, :length, :data
-WHERE NOT EXISTS (SELECT 1 FROM chunks WHERE substr(hash, 1, 8) = substr(:hash, 1, 8) AND hash = :hash);
-
 -- name: chunk_id
+-- A stored chunk by its blake3 digest (:hash): found by the digest's first 8 bytes (migration
+-- 0032: the index `chunks_hash_prefix`), the whole digest compared.
 SELECT id FROM chunks WHERE substr(hash, 1, 8) = substr(:hash, 1, 8) AND hash = :hash;
+
+-- name: insert_chunk
+-- Only a chunk `chunk_id` did not find, in the same write transaction: a content is stored once.
+INSERT INTO chunks (hash, byte_length, data) VALUES (:hash, :length, :data);
 
 -- name: insert_generation
 -- A document's times (its messages' too), its generation's and its expiry are epoch milliseconds

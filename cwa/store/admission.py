@@ -97,10 +97,7 @@ def admit(
             conn.execute(sql["insert_generation"], ("admit", now))
             generation_id = conn.last_insert_rowid()
 
-        conn.executemany(
-            sql["insert_chunk"], [{"hash": h, "length": len(p), "data": p} for h, p in zip(hashes, pieces)]
-        )
-        chunk_ids = [conn.execute(sql["chunk_id"], {"hash": h}).fetchone()[0] for h in hashes]
+        chunk_ids = [_stored_chunk(conn, digest, piece) for digest, piece in zip(hashes, pieces)]
 
         if supersedes_row is not None:  # first, so the subject key is free for the replacement
             retire(conn, supersedes_row, now)
@@ -271,3 +268,14 @@ def _resolve_identity_and_supersession(
     # at the next version
     taken = conn.execute(sql["latest_version_of"], (document_id,)).fetchone()[0]
     return (old["row"] if old is not None else None), document_id, (taken or 0) + 1
+
+
+def _stored_chunk(conn: apsw.Connection, digest: bytes, data: bytes) -> int:
+    """The row of the chunk holding `data` (blake3 `digest`): the stored one, else a new one.
+    Inside admission's write transaction, so no other process stores it between the two."""
+    sql = queries("admission")
+    found = conn.execute(sql["chunk_id"], {"hash": digest}).fetchone()
+    if found is not None:
+        return found[0]
+    conn.execute(sql["insert_chunk"], {"hash": digest, "length": len(data), "data": data})
+    return conn.last_insert_rowid()
