@@ -41,8 +41,10 @@ SELECT retention_class, state, count(*), coalesce(sum(byte_length), 0)
 FROM documents GROUP BY retention_class, state ORDER BY retention_class, state;
 
 -- name: table_bytes
--- Bytes of pages per table or index (dbstat), for the index and vector shares of the file.
-SELECT name, sum(pgsize) FROM dbstat GROUP BY name;
+-- Bytes of pages per table (dbstat), an index's counted with its table's, for the shares of the file.
+SELECT coalesce(s.tbl_name, d.name), sum(d.pgsize)
+FROM dbstat AS d LEFT JOIN sqlite_schema AS s ON s.name = d.name
+GROUP BY 1;
 
 -- name: lifecycle_counts
 SELECT

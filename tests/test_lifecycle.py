@@ -380,6 +380,12 @@ def test_status_archive_reports_classes_bytes_and_protections(archive, clock):
     assert report["byClass"]["conversation"]["live"]["documents"] == 1
     assert report["pinned"] == 1 and report["activeLeases"] == 1 and report["leasedDocuments"] == 2
     assert report["bytes"]["chunks"] > 0 and report["bytes"]["index"] > 0 and report["bytes"]["logical"] > 0
+    # the canonical text's share holds its tables and every index of them, whatever the index's name
+    canonical = archive.conn.execute(
+        "SELECT sum(pgsize) FROM dbstat WHERE name IN "
+        "(SELECT name FROM sqlite_schema WHERE tbl_name IN ('chunks', 'document_chunks'))"
+    ).fetchone()[0]
+    assert report["bytes"]["chunks"] == canonical
     assert report["nextExpiry"] == shift(T0, 90 * DAY)  # the turn; the pinned tool output has none
 
 

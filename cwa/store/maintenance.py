@@ -41,6 +41,7 @@ from cwa.store import (
 from cwa.store.connection import TEMP_STORE, write_transaction
 from cwa.store.derived import IndexHandler
 from cwa.store.sqlfiles import queries
+from cwa.store.status import file_pages
 from cwa.store.workers import DaemonWorker
 
 RECLAIM_MIN_BYTES = 1 << 20
@@ -114,9 +115,7 @@ def maintain(
 
 
 def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    before = conn.execute("PRAGMA page_count").fetchone()[0] * page_size
-    free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
+    before, free = file_pages(conn)
     action = None
     if vacuum:
         # asked for explicitly (--vacuum): the one step that holds the write lock throughout;
@@ -140,7 +139,7 @@ def _reclaim(conn: apsw.Connection, vacuum: bool) -> dict[str, Any]:
             conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
         except apsw.BusyError:
             pass  # a reader holds the WAL: the next pass checkpoints
-    after = conn.execute("PRAGMA page_count").fetchone()[0] * page_size
+    after, _ = file_pages(conn)
     return {"action": action, "freeBytesBefore": free, "fileBytesBefore": before, "fileBytesAfter": after}
 
 

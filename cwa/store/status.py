@@ -12,14 +12,20 @@ from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import vectors_to_convert
 
 
+def file_pages(conn: apsw.Connection) -> tuple[int, int]:
+    """The bytes of the archive file's pages, and of those free (inside the file, reusable, until
+    maintenance gives them back)."""
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    pages, free = (conn.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "freelist_count"))
+    return pages * size, free * size
+
+
 def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> dict[str, Any]:
     sql = queries("status")
     by_state = conn.execute(sql["documents_by_state"], (project,)).fetchall()
     projects, sessions, messages = conn.execute(sql["counts"], (project,)).fetchone()
     chunk_count, chunk_bytes = conn.execute(sql["chunk_totals"]).fetchone()
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    page_count = conn.execute("PRAGMA page_count").fetchone()[0]
-    free_pages = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    file_bytes, free_bytes = file_pages(conn)
     wal = Path(f"{path}-wal")
     archive_id = conn.execute(sql["meta_value"], ("archive_id",)).fetchone()
     return {
@@ -45,26 +51,19 @@ def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> di
         "bytes": {
             "logical": sum(size for _, _, size in by_state),
             "chunks": chunk_bytes,
-            "file": page_size * page_count,
-            "free": page_size * free_pages,
+            "file": file_bytes,
+            "free": free_bytes,
             "wal": wal.stat().st_size if wal.exists() else 0,
         },
     }
 
 
-# Where each table's pages count in `cwa status --archive`: canonical text, derived indexes,
-# vectors. Everything else (ledgers, schedule, small tables) is "other".
-_CHUNK_TABLES = ("chunks", "document_chunks", "sqlite_autoindex_chunks_1", "document_chunks_chunk")
+# Where each table's pages count in `cwa status --archive`, its indexes' with it (sql/status.sql
+# `table_bytes`): canonical text, derived indexes, vectors. Everything else (ledgers, schedule,
+# small tables) is "other".
+_CHUNK_TABLES = ("chunks", "document_chunks")
 _VECTOR_PREFIXES = ("window_vector", "window_embeddings", "embedding_queue", "embedding_refresh")
-_INDEX_PREFIXES = (
-    "window_fts",
-    "windows",
-    "anchor",
-    "message_cues",
-    "index_",
-    "sqlite_autoindex_window",
-    "sqlite_autoindex_anchor",
-)
+_INDEX_PREFIXES = ("window_fts", "windows", "anchor", "message_cues", "index_")
 
 
 def lifecycle_status(conn: apsw.Connection, now: str) -> dict[str, Any]:
@@ -83,8 +82,7 @@ def lifecycle_status(conn: apsw.Connection, now: str) -> dict[str, Any]:
             shares["index"] += size
         else:
             shares["other"] += size
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
+    _, free = file_pages(conn)
     pins, leases, leased, protections, due, next_due, purging = conn.execute(
         sql["lifecycle_counts"], {"now": now}
     ).fetchone()

@@ -49,6 +49,7 @@ from cwa.store.admission import admit
 from cwa.store.connection import BulkWrites, open_connection
 from cwa.store.derived import HandlerResult
 from cwa.store.sqlfiles import queries
+from cwa.store.status import file_pages
 from cwa_eval.perf.scale import CORPORA, PROJECTS
 
 ROW_ANCHORS_UNTIL = 17  # schemas before it: each anchor row held its own text
@@ -258,7 +259,7 @@ def first_open(path: Path, pages: tuple[str, ...] = ()) -> dict:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     schema = migrations.user_version(conn)
     before = {name: _measured(conn, name) for name in pages}
-    file_before, _ = _file_pages(conn)
+    file_before, _ = file_pages(conn)
     conn.close()
     started = time.perf_counter()
     conn = open_connection(path)
@@ -271,18 +272,11 @@ def first_open(path: Path, pages: tuple[str, ...] = ()) -> dict:
         "openSeconds": round(seconds, 2),
     }
     found["fileBytesBefore"] = file_before
-    found["fileBytesAfter"], found["freeBytesAfter"] = _file_pages(conn)
+    found["fileBytesAfter"], found["freeBytesAfter"] = file_pages(conn)
     if pages:
         found["pages"] = {name: {"before": before[name], "after": _measured(conn, name)} for name in pages}
     conn.close()
     return found
-
-
-def _file_pages(conn: apsw.Connection) -> tuple[int, int]:
-    """The file's bytes of pages, and how many of them are free (a copied table's old pages)."""
-    size = conn.execute("PRAGMA page_size").fetchone()[0]
-    pages, free = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count"))
-    return pages * size, free * size
 
 
 def _measured(conn: apsw.Connection, name: str) -> dict:
