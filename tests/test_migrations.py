@@ -842,3 +842,31 @@ def test_a_long_migration_reports_which_one_runs_and_for_how_long(tmp_path, monk
         conn.close()
     assert heard and f"to schema {MERGED_ANCHOR_TYPES_SINCE} (anchor types merged)" in heard[0]
     assert all("if stopped, the next open starts it again" in line for line in heard)
+
+
+CHUNKS_BY_PREFIX = 32  # chunks (and document_chunks) copied into tables without the digest's UNIQUE index
+
+
+def test_a_copy_that_fills_the_disk_leaves_the_archive_as_it_was_and_the_next_open_finishes_it(tmp_path):
+    """Migration 0032 copies every chunk in one transaction: a full disk (the file not allowed to
+    grow) rolls it back whole, a typed error for the caller, and the next open copies again."""
+    path = tmp_path / "old.db"
+    archive_at(path, CHUNKS_BY_PREFIX - 1)
+    before = snapshot(path)
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")  # as a full disk would: no page more
+    with pytest.raises(apsw.FullError):
+        migrations.apply_pending(conn, str(path))
+    assert migrations.user_version(conn) == CHUNKS_BY_PREFIX - 1
+    assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name LIKE '%unique%'").fetchone()[0] == 0
+    conn.close()
+    assert snapshot(path) == before
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        assert migrations.user_version(archive.conn) == LATEST
+        assert archive.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert snapshot(path) == before

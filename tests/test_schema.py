@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 
 import apsw
@@ -148,3 +149,33 @@ def test_default_path_honours_cwa_db(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert default_archive_path() == tmp_path / ".local" / "share" / "cwa" / "archive.db"
+
+
+# Every statement that finds a window, chunk or vector by its content digest, and the index of the
+# digest's first 8 bytes it must seek by (migrations 0031, 0032, 0034): a statement that compared
+# the whole digest alone would read every row of a table of a million.
+CONTENT_SEEKS = {
+    ("admission", "chunk_id"): ("chunks_hash_prefix",),
+    ("semantic", "window_for_content"): ("windows_content_prefix",),
+    ("semantic", "scope_vector"): ("windows_content_prefix",),
+    ("semantic", "windows_of_contents"): ("windows_content_prefix",),
+    ("semantic", "insert_embedding"): ("window_embeddings_content",),
+    ("semantic", "enqueue_document"): ("window_embeddings_content",),
+    ("semantic", "scope_document"): ("window_embeddings_content",),
+    ("ranking", "window_vectors"): ("window_embeddings_content",),
+    ("lifecycle", "embedding_if_unreferenced"): ("window_embeddings_content", "windows_content_prefix"),
+    ("lifecycle", "unscope_content"): ("window_embeddings_content", "windows_content_prefix"),
+    ("lifecycle", "dequeue_content_if_unreferenced"): ("windows_content_prefix",),
+}
+
+
+@pytest.mark.parametrize(("stem", "name"), sorted(CONTENT_SEEKS))
+def test_a_seek_by_content_digest_uses_the_index_of_its_first_8_bytes(tmp_path, stem, name):
+    from cwa.store.sqlfiles import queries
+
+    conn = open_connection(tmp_path / "archive.db")
+    for statement in (s for s in queries(stem)[name].split(";\n") if s.strip()):
+        params = dict.fromkeys(re.findall(r"(?<![:\w]):([A-Za-z_]\w*)", statement))
+        plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement, params))
+        for index in CONTENT_SEEKS[stem, name]:
+            assert f"USING INDEX {index}" in plan, plan
