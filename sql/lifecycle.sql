@@ -167,6 +167,8 @@ DELETE FROM document_chunks WHERE document_row = ?;
 DELETE FROM chunks WHERE id = ? AND NOT EXISTS (SELECT 1 FROM document_chunks WHERE chunk_id = ?);
 
 -- name: embedding_if_unreferenced
+-- A content's vectors and windows are sought by the digest's first 8 bytes, then compared whole
+-- (sql/semantic.sql; tests/test_schema.py checks each such plan).
 SELECT e.id FROM window_embeddings AS e
 WHERE substr(e.content_hash, 1, 8) = substr(:hash, 1, 8) AND e.content_hash = :hash AND NOT EXISTS (
   SELECT 1 FROM windows WHERE substr(content_hash, 1, 8) = substr(e.content_hash, 1, 8) AND content_hash = e.content_hash);

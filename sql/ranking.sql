@@ -42,7 +42,7 @@ FROM near;
 -- until converted (cwa/store/vector_format.py).
 SELECT w.id, coalesce(v.embedding, f.embedding)
 FROM windows AS w
-JOIN window_embeddings AS e
+JOIN window_embeddings AS e  -- by the digest's first 8 bytes, then whole (sql/semantic.sql)
   ON substr(e.content_hash, 1, 8) = substr(w.content_hash, 1, 8) AND e.content_hash = w.content_hash
 LEFT JOIN window_vectors AS v ON v.id = e.id
 LEFT JOIN window_vectors_float32 AS f ON f.id = e.id

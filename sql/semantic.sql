@@ -4,7 +4,8 @@
 -- A content's windows and vectors are found through the first 8 bytes of its digest (migrations
 -- 0031, 0034): a statement seeking them by content says `substr(w.content_hash, 1, 8) = substr(X,
 -- 1, 8) AND w.content_hash = X`, the first for the index (`windows_content_prefix`,
--- `window_embeddings_content`), the second for the answer.
+-- `window_embeddings_content`), the second for the answer. tests/test_schema.py checks each
+-- such statement's plan.
 
 -- name: enqueue_document
 -- The document's window contents that have no embedding yet.

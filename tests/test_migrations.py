@@ -209,15 +209,22 @@ def sample_requests(version: int) -> list[dict]:
     return requests
 
 
+def raw_connection(path: Path) -> apsw.Connection:
+    """A connection to `path` as cwa opens one before its migrations: WAL, foreign keys on,
+    sqlite-vec loaded (schema 4 creates a vec0 table)."""
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    return conn
+
+
 def archive_at(path: Path, version: int) -> None:
     """An archive at schema `version`, its documents admitted with the handlers of that schema."""
-    conn = apsw.Connection(str(path))
+    conn = raw_connection(path)
     stack = contextlib.ExitStack()
     try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())  # schema 4 creates a vec0 table
         migrations.apply_pending(conn, str(path), target=version)
         assert migrations.user_version(conn) == version
         handlers = tuple(
@@ -853,11 +860,7 @@ def test_a_copy_that_fills_the_disk_leaves_the_archive_as_it_was_and_the_next_op
     path = tmp_path / "old.db"
     archive_at(path, CHUNKS_BY_PREFIX - 1)
     before = snapshot(path)
-    conn = apsw.Connection(str(path))
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
+    conn = raw_connection(path)
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
     conn.execute(f"PRAGMA max_page_count = {pages}")  # as a full disk would: no page more
     with pytest.raises(apsw.FullError):

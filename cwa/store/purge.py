@@ -67,9 +67,8 @@ def _forget_embedding(conn: apsw.Connection, content_hash: str, row: int) -> Non
     sql = queries("lifecycle")
     conn.execute(sql["dequeue_content_if_unreferenced"], {"hash": content_hash})
     conn.execute(sql["unscope_content"], {"row": row, "hash": content_hash})
-    for (embedding_id,) in conn.execute(
-        sql["embedding_if_unreferenced"], {"hash": content_hash}
-    ).fetchall():  # a piece each
+    unreferenced = conn.execute(sql["embedding_if_unreferenced"], {"hash": content_hash}).fetchall()
+    for (embedding_id,) in unreferenced:  # a piece each
         conn.execute(sql["delete_vector_bits"], (embedding_id,))
         conn.execute(sql["delete_vector"], (embedding_id,))
         conn.execute(sql["delete_float32_vector"], (embedding_id,))  # one not converted to int8 yet
