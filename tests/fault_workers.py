@@ -446,20 +446,18 @@ def maintenance_kills(folder: Path, env: dict[str, str], cycles: int, rng) -> di
 
 def rebuild_kills(folder: Path, env: dict[str, str], kills: int, rng, documents: int = 300) -> dict[str, Any]:
     """SIGKILL `index rebuild` inside its work; search keeps finding documents between kills and
-    a complete rerun gives the results of before."""
+    a complete rerun gives the results of before. Each kill lands at a random fraction of the
+    time one whole rebuild took on this machine, so a faster machine still kills inside it."""
     db = path_of(folder)
     seed(db, documents)
     archive = _open(db)
     queries = [f"retry budget {n}" for n in (3, 40, 77, 120)]
     before = [_search_ids(archive, q) for q in queries]
+    whole = min(_rebuild_work_seconds(db, env) for _ in range(2))
     done, broken, blind = 0, 0, 0
     for _ in range(kills):
-        begun = rebuilds_started(db)
-        process = cwa(["index", "rebuild"], env)
-        deadline = time.monotonic() + 60
-        while rebuilds_started(db) == begun and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        done += kill_after(process, rng.uniform(0.05, 0.6))
+        process = _rebuild_begun(db, env)
+        done += kill_after(process, rng.uniform(0.05, 0.7) * whole)
         broken += integrity(db) != "ok"  # from a new connection (docs/reliability.md)
         blind += not all(_search_ids(archive, q) for q in queries)
     rerun = subprocess.run([sys.executable, "-m", "cwa", "index", "rebuild"], env=env, capture_output=True)
@@ -472,6 +470,24 @@ def rebuild_kills(folder: Path, env: dict[str, str], kills: int, rng, documents:
         "rerunExit": rerun.returncode,
         "sameResultsAfterRerun": same,
     }
+
+
+def _rebuild_begun(db: str, env: dict[str, str]) -> subprocess.Popen:
+    """Start `cwa index rebuild` and return once it has begun its work (or ended)."""
+    begun = rebuilds_started(db)
+    process = cwa(["index", "rebuild"], env)
+    deadline = time.monotonic() + 60
+    while rebuilds_started(db) == begun and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return process
+
+
+def _rebuild_work_seconds(db: str, env: dict[str, str]) -> float:
+    """Seconds one whole rebuild takes from the start of its work to its exit."""
+    process = _rebuild_begun(db, env)
+    began = time.monotonic()
+    process.wait(120)
+    return time.monotonic() - began
 
 
 def reads_during(
