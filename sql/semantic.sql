@@ -15,6 +15,9 @@ WHERE w.document_row = :row
   AND NOT EXISTS (SELECT 1 FROM window_embeddings AS e
                   WHERE substr(e.content_hash, 1, 8) = substr(w.content_hash, 1, 8) AND e.content_hash = w.content_hash);
 
+-- name: document_window_count
+SELECT count(*) FROM windows WHERE document_row = :row;
+
 -- name: scope_document
 -- The document's project gets the sign bits of its window contents already embedded (for
 -- another document, maybe of another project): its searches then find them. The bits are the

@@ -881,3 +881,19 @@ def _as_if_cut_at_the_first_piece(conn, files) -> None:
         conn.execute("DELETE FROM window_vectors WHERE id = ?", (embedding_id,))
         conn.execute("DELETE FROM window_embeddings WHERE id = ?", (embedding_id,))
     conn.execute("UPDATE meta SET value = ? WHERE key = 'embedding_fingerprint'", (files.earlier_fingerprint,))
+
+
+def test_a_document_holding_an_embedded_content_and_a_new_one_gets_the_first_scanned_and_the_second_queued(archive):
+    """Admission skips the look for sign bits only when every window's content was just queued;
+    one window already embedded (another project's) and one new: both are looked after."""
+    archive.call("index-embed", {})
+    user, assistant = CORPUS[0]
+    long_tail = " ".join(f"word{n}" for n in range(260))  # a window of its own
+    messages = [{"role": "user", "text": user}, {"role": "assistant", "text": assistant}]
+    archive.admit({**_turn("/mixed", "m", user), "messages": [*messages, {"role": "user", "text": long_tail}]})
+    conn = archive.conn
+    windows = "SELECT count(*) FROM windows AS w JOIN documents AS d ON d.id = w.document_row WHERE d.session_id = (SELECT id FROM sessions WHERE session_key = 'm')"
+    assert conn.execute(windows).fetchone()[0] >= 2
+    bits = "SELECT count(*) FROM window_vector_bits AS b JOIN projects AS p ON p.id = b.project_id WHERE p.identity = ?"
+    assert conn.execute(bits, ("/mixed",)).fetchone()[0] == 1  # the shared content, scanned here too
+    assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] >= 1  # the new ones wait

@@ -45,7 +45,11 @@ class SemanticQueueHandler:
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
         sql = queries("semantic")
         conn.execute(sql["enqueue_document"], {"row": target.document_row})
-        conn.execute(sql["scope_document"], {"row": target.document_row})
+        queued = conn.changes()
+        # A content just queued has no vector yet, so when every window's was, there are no sign
+        # bits to give the project: the statement that looks for them (six tables) is skipped.
+        if queued < conn.execute(sql["document_window_count"], {"row": target.document_row}).fetchone()[0]:
+            conn.execute(sql["scope_document"], {"row": target.document_row})
         return HandlerResult("complete", None)
 
 
