@@ -12,32 +12,26 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 -- one seek in the windows' rowid tree; the block's first id when it holds none yet. A project
 -- whose range starts below its block (windows indexed before blocks) keeps taking ids from the
 -- shared block 0, where they were, unless a rebuild (:fresh) is moving its windows.
-WITH project AS (
-  SELECT (d.project_id - 1) << :bits AS base, s.low
-  FROM documents AS d LEFT JOIN project_window_spans AS s ON s.project_row = d.project_id
-  WHERE d.id = :row
-), block AS (
-  SELECT CASE WHEN NOT :fresh AND low < base THEN 0 ELSE base END AS base FROM project
-)
 SELECT coalesce((SELECT max(w.id) FROM windows AS w
                  WHERE w.id > block.base AND w.id < block.base + (1 << :bits)), block.base) + 1
-FROM block;
+FROM (SELECT CASE WHEN NOT :fresh AND s.low < ((d.project_id - 1) << :bits) THEN 0
+                  ELSE (d.project_id - 1) << :bits END AS base
+      FROM documents AS d LEFT JOIN project_window_spans AS s ON s.project_row = d.project_id
+      WHERE d.id = :row) AS block;
 
 -- name: insert_window_fts
 INSERT INTO window_fts (rowid, title, user, assistant, body, context) VALUES (?, ?, ?, ?, ?, ?);
 
 -- name: previous_in_session
 -- The last message of the readable document just before :row in its session (creation order,
--- then row; a row-value range on documents_session_created), and that document's kind and digest.
-SELECT p.id, p.kind, p.text_digest, m.text_start, m.end_byte
-FROM documents AS p
-JOIN messages AS m ON m.document_row = p.id
-WHERE p.id = (
-  SELECT q.id FROM documents AS d, documents AS q
-  WHERE d.id = :row AND q.session_id = d.session_id AND (q.created_at, q.id) < (d.created_at, d.id)
-    AND q.state IN ('live', 'superseded')
-  ORDER BY q.created_at DESC, q.id DESC LIMIT 1)
-ORDER BY m.ordinal DESC LIMIT 1;
+-- then row; a row-value range on documents_session_created, walked backwards), and that
+-- document's kind and digest. One join, no subquery: the first row is the answer.
+SELECT q.id, q.kind, q.text_digest, m.text_start, m.end_byte
+FROM documents AS d
+JOIN documents AS q ON q.session_id = d.session_id AND (q.created_at, q.id) < (d.created_at, d.id)
+JOIN messages AS m ON m.document_row = q.id
+WHERE d.id = :row AND q.state IN ('live', 'superseded')
+ORDER BY q.created_at DESC, q.id DESC, m.ordinal DESC LIMIT 1;
 
 -- name: insert_anchor_texts
 -- A document's anchor texts the dictionary lacks (:anchors is a JSON array of
