@@ -8,9 +8,10 @@
 -- such statement's plan.
 
 -- name: enqueue_document
--- The document's window contents that have no embedding yet.
+-- The document's window contents that have no embedding yet (a content once: OR IGNORE, no sort
+-- for DISTINCT).
 INSERT OR IGNORE INTO embedding_queue (content_hash, enqueued_at)
-SELECT DISTINCT w.content_hash, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM windows AS w
+SELECT w.content_hash, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM windows AS w
 WHERE w.document_row = :row
   AND NOT EXISTS (SELECT 1 FROM window_embeddings AS e
                   WHERE substr(e.content_hash, 1, 8) = substr(w.content_hash, 1, 8) AND e.content_hash = w.content_hash);
