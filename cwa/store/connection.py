@@ -48,6 +48,13 @@ WAL_CHECKPOINT_PAGES = 8192
 # maintenance turns it back to files for that (cwa/store/maintenance.py). Set after the migrations,
 # whose one-off statements may build large temporary tables.
 TEMP_STORE = "MEMORY"
+# A statement that joins tables and binds a parameter was prepared again on every run: SQLite's
+# planner looked at the bound value and marked the statement to be planned again when it changed
+# (the cached statement cost as much as a new one; `python eval/perf/prepared.py`). The query
+# planner stability guarantee plans each statement once, for any value: cwa's statements never
+# depend on a value for their plan (no LIKE with a bound pattern, no statistics from ANALYZE, no
+# partial index chosen by a bound value; tests/test_schema.py checks the plans).
+STABLE_PLANS = True
 ARCHIVE_FILE_MODE = 0o600
 ARCHIVE_DIR_MODE = 0o700
 
@@ -203,7 +210,9 @@ def _connect(path: Path, flags: int, create: bool) -> apsw.Connection:
     try:
         if not (create and _prepare_location(path)):  # a file that existed: its schema is checked
             migrations.refuse_newer(_existing_schema_version(path), str(path))
-        return apsw.Connection(str(path), flags=flags)
+        conn = apsw.Connection(str(path), flags=flags)
+        conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, int(STABLE_PLANS))
+        return conn
     except (apsw.Error, OSError) as exc:
         raise storage_error(exc, path) from exc
 
