@@ -96,6 +96,37 @@ def test_admission_opens_no_temporary_file_for_its_savepoints(tmp_path):
     assert subjournals == []
 
 
+def compiled_into(calls: list[tuple]):
+    """An authorizer that notes each call (SQLite asks it while compiling a statement) and allows it."""
+
+    def authorize(*args) -> int:
+        calls.append(args)
+        return apsw.SQLITE_OK
+
+    return authorize
+
+
+def test_a_cached_statement_joining_tables_with_a_bound_parameter_is_compiled_once(tmp_path):
+    # SQLite's planner looked at a bound value in such a statement and compiled it again whenever
+    # another value was bound (eval/perf/prepared.py). The authorizer hears every compilation.
+    from cwa.store.connection import open_read_only
+    from cwa.store.sqlfiles import queries
+
+    with Archive.open(tmp_path / "a.db") as archive:
+        for n in range(6):
+            archive.admit(turn(f"turn {n} of the session"))
+    for conn in (open_connection(tmp_path / "a.db"), open_read_only(tmp_path / "a.db")):
+        sql = queries("index")["previous_in_session"]
+        compiled: list[tuple] = []
+        conn.authorizer = compiled_into(compiled)  # set first: setting it expires every statement
+        assert conn.execute(sql, {"row": 2}).fetchall() and compiled  # compiled here, once
+        compiled.clear()
+        found = [conn.execute(sql, {"row": row}).fetchall()[0][0] for row in range(3, 7)]
+        conn.authorizer = None
+        assert found == [2, 3, 4, 5] and compiled == []
+        conn.close()
+
+
 def test_a_writer_waits_for_a_held_lock_instead_of_failing(tmp_path):
     import threading
 
