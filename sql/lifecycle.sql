@@ -223,8 +223,19 @@ DELETE FROM purge_queue WHERE document_row = ?;
 
 -- name: forget_term_counts
 -- After a purge, so no term a purged document held outlives it there, and after an index
--- rebuild: the kept counts of common terms go (counted again on demand).
+-- rebuild: the kept counts of common terms go (counted again on demand; cwa/store/term_counts.py).
 DELETE FROM term_counts;
+
+-- name: term_counts_forgotten
+-- The kept set is no longer complete, and one more forget has happened (:key's value is
+-- [forgets, window count when complete or null]): a refresh that read before it writes nothing.
+INSERT INTO meta (key, value) VALUES (:key, '[1,null]')
+ON CONFLICT (key) DO UPDATE SET value = json_array(coalesce(value ->> 0, 0) + 1, NULL);
+
+-- name: common_terms
+-- Every term in more than ? windows, with its window count: one read of the whole vocabulary
+-- (fts5vocab counts every posting list; 2.5 s at a million windows).
+SELECT term, doc FROM window_vocab WHERE doc > ?;
 
 -- name: subtract_windows
 UPDATE index_stats SET value = max(0, value - ?) WHERE name = 'windows';

@@ -713,6 +713,56 @@ def test_a_common_term_s_count_is_kept_in_the_archive_for_the_next_process_until
         assert archive.conn.execute(kept).fetchall() == []
 
 
+def test_a_maintenance_pass_keeps_every_common_term_so_a_new_process_counts_none(tmp_path, monkeypatch):
+    # A search keeps only the common terms it met; a maintenance pass reads the vocabulary once and
+    # keeps every term over the threshold, again only once the archive has grown by a tenth. A
+    # purge or a rebuild between its read and its write (`read_common`, `keep`) stops the write.
+    from cwa.retrieve import context
+    from cwa.store import term_counts
+
+    for module in (context, term_counts):
+        monkeypatch.setattr(module, "COMMON_TERM_WINDOWS", 5)
+    monkeypatch.setattr(context, "_COMMON", {})
+    kept = "SELECT term, windows FROM term_counts ORDER BY term"
+    with Archive.open(tmp_path / "one.db") as archive:
+        for n in range(30):
+            archive.admit(doc(f"s{n}", ("user", f"alpha note {n % 3} zeta{n}")))
+        windows = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+        assert archive.call("maintain", {})["termCountsKept"] == 5  # alpha, note, 0, 1, 2
+        assert archive.conn.execute(kept).fetchall() == [
+            ("0", 10),
+            ("1", 10),
+            ("2", 10),
+            ("alpha", windows),
+            ("note", windows),
+        ]
+        assert archive.call("maintain", {})["termCountsKept"] == 0  # complete, and the archive the same
+
+        counted = []
+        archive.conn.set_profile(lambda sql, _: counted.append(sql) if "window_vocab" in sql else None)
+        ctx = context.Context(archive.conn, None, None, frozenset(), "", set())
+        assert context.frequencies(ctx, ["alpha", "note", "zeta7"])[0] == {
+            "alpha": windows,
+            "note": windows,
+            "zeta7": 1,
+        }
+        archive.conn.set_profile(None)
+        assert len(counted) == 1  # only the rare term was counted; the new process read the rest
+
+        for n in range(4):  # past a tenth more windows: the next pass reads the vocabulary again
+            archive.admit(doc(f"t{n}", ("user", f"alpha again {n}")))
+        assert archive.call("maintain", {})["termCountsKept"] == 5
+        assert dict(archive.conn.execute(kept).fetchall())["alpha"] == windows + 4
+
+        for n in range(4):
+            archive.admit(doc(f"u{n}", ("user", f"alpha more {n}")))
+        found = term_counts.read_common(archive.conn)
+        assert found is not None
+        archive.call("index-rebuild", {})  # forgets the counts after they were read
+        assert term_counts.keep(archive.conn, found) == 0
+        assert archive.conn.execute(kept).fetchall() == []
+
+
 SPANS = "SELECT p.identity, s.low, s.high FROM project_window_spans AS s JOIN projects AS p ON p.id = s.project_row"
 TRUE_SPANS = (
     "SELECT p.identity, min(w.id), max(w.id) FROM windows AS w JOIN documents AS d ON d.id = w.document_row "

@@ -146,6 +146,8 @@ def print_maintenance(result: dict[str, Any]) -> None:
         click.echo(f"converted {result['vectorsConverted']} vector(s) to int8")
     if result["vectorsPacked"]:
         click.echo(f"packed the sign bits of {result['vectorsPacked']} vector(s) in blocks")
+    if result["termCountsKept"]:
+        click.echo(f"kept the window counts of {result['termCountsKept']} common term(s)")
     if "embedded" in result:
         click.echo(f"embedded {result['embedded']} window(s); {result['embeddingPending']} still queued")
     click.echo(

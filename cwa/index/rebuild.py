@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 import apsw
 
+from cwa.store import term_counts
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
 from cwa.store.sqlfiles import queries
@@ -81,7 +82,7 @@ def rebuild_indexes(
         conn.execute(sql["drop_stray_fts_rows"])
         conn.execute(sql["recount_windows"])
         conn.execute(sql["recompute_project_spans"])  # the old ids' ranges go
-        conn.execute(queries("lifecycle")["forget_term_counts"])  # a new tokenizer may count otherwise
+        term_counts.forget(conn)  # a new tokenizer may count otherwise
         conn.execute(admission["finish_generation"], (now, generation))
     return {"generation": generation, "documents": len(documents), "outcomes": outcomes}
 

@@ -16,6 +16,7 @@ from cwa.retrieve.scope import Scope
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait
 from cwa.store.sessions import lineage_of_key
 from cwa.store.sqlfiles import queries
+from cwa.store.term_counts import COMMON_TERM_DRIFT, COMMON_TERM_WINDOWS
 from cwa.timestamps import epoch_ms
 
 NEAR_DUPLICATE_SLACK = 3  # extra candidates read, so collapsing near copies still fills a page
@@ -58,9 +59,8 @@ def make_context(conn: apsw.Connection, scope: Scope, visible: list[str], now: s
 # of a million-window archive that costs 10-20 ms, more than the rest of a search. A common term's
 # count moves slowly, so it is reused until the archive's window count has moved by more than
 # COMMON_TERM_DRIFT: kept per process, and in the archive (`term_counts`, migration 0025) for the
-# next process; rarer terms are counted afresh (cheap, and exact where IDF matters).
-COMMON_TERM_WINDOWS = 5_000
-COMMON_TERM_DRIFT = 0.1
+# next process (and every common term at once by each maintenance pass: cwa/store/term_counts.py);
+# rarer terms are counted afresh (cheap, and exact where IDF matters).
 _COMMON: dict[tuple[str, str], tuple[int, int]] = {}  # (archive file, term) → (windows holding it, windows then)
 COMMON_TERM_CACHE = 100_000  # entries, at most
 

@@ -35,6 +35,7 @@ from cwa.store import (
     protection,
     purge,
     retention,
+    term_counts,
     vector_blocks,
     vector_format,
 )
@@ -79,6 +80,7 @@ def maintain(
         if batch < wanted:  # the queue ran dry
             break
         time.sleep(YIELD_SECONDS)  # a gap for writers polling SQLite's lock (it is not a fair queue)
+    terms = term_counts.refresh(conn)
     converted = vector_format.convert(conn, limit * VECTORS_PER_STEP)
     packed = vector_blocks.pack(conn, limit * VECTORS_PER_STEP)
     with write_transaction(conn):
@@ -108,6 +110,7 @@ def maintain(
         **done,
         "vectorsConverted": converted,
         "vectorsPacked": packed,
+        "termCountsKept": terms,
         "replannedClasses": replanned,
         "space": _reclaim(conn, vacuum),
         "more": more,

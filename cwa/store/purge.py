@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import apsw
 
+from cwa.store import term_counts
 from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
 from cwa.store.sqlfiles import queries
 
@@ -40,7 +41,7 @@ def purge(conn: apsw.Connection, limit: int, handlers: Sequence[IndexHandler] = 
             conn.execute(sql["forget_metadata"], (row,))
         conn.execute(sql["done_purge"], (row,))
     if queued:
-        conn.execute(sql["forget_term_counts"])
+        term_counts.forget(conn)
     if handlers and successors:
         _reindex(conn, handlers, now, sorted(successors))
     return len(queued)
