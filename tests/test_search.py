@@ -763,6 +763,34 @@ def test_a_maintenance_pass_keeps_every_common_term_so_a_new_process_counts_none
         assert archive.conn.execute(kept).fetchall() == []
 
 
+def test_serve_s_maintenance_worker_keeps_the_common_terms_as_it_starts_not_after_its_first_interval(
+    tmp_path, monkeypatch
+):
+    # The worker's first full pass waits an interval (10 minutes in serve); the common terms'
+    # counts are kept as soon as its connection is open, so a new serve's searches count none.
+    import time
+
+    from cwa.store import term_counts
+    from cwa.store.maintenance import PeriodicMaintenance
+
+    monkeypatch.setattr(term_counts, "COMMON_TERM_WINDOWS", 5)
+    path = tmp_path / "one.db"
+    with Archive.open(path) as archive:
+        for n in range(30):
+            archive.admit(doc(f"s{n}", ("user", f"alpha note {n}")))
+        windows = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+        worker = PeriodicMaintenance(str(path), archive.clock, {}, interval=3600).start()
+        try:
+            kept: list = []
+            deadline = time.monotonic() + 30
+            while not kept and time.monotonic() < deadline:
+                time.sleep(0.05)
+                kept = archive.conn.execute("SELECT term, windows FROM term_counts ORDER BY term").fetchall()
+        finally:
+            worker.close()
+        assert kept == [("alpha", windows), ("note", windows)] and worker.passes == 0
+
+
 SPANS = "SELECT p.identity, s.low, s.high FROM project_window_spans AS s JOIN projects AS p ON p.id = s.project_row"
 TRUE_SPANS = (
     "SELECT p.identity, min(w.id), max(w.id) FROM windows AS w JOIN documents AS d ON d.id = w.document_row "

@@ -166,6 +166,12 @@ class PeriodicMaintenance(DaemonWorker):
         self.clock, self.plan, self.handlers = clock, plan, tuple(handlers)
         self.passes = 0
 
+    def begin(self, conn: apsw.Connection) -> None:
+        # A serve started on a large archive whose common terms' counts are not all kept would
+        # count each in a user's turn until the first pass: keep them now (seconds at a million
+        # windows, read without the write lock; nothing to do when they are kept already).
+        term_counts.refresh(conn)
+
     def step(self, conn: apsw.Connection) -> bool:
         maintain(conn, self.clock(), limits.DEFAULT_MAINTENANCE_STEPS, self.plan, handlers=self.handlers)
         self.passes += 1

@@ -1,8 +1,8 @@
 """Background work inside `cwa serve`: a daemon thread with its own connection to the archive.
 
-A worker wakes every `interval` seconds and calls `step(conn)`; a busy archive just skips a turn,
-and `step` returning False ends the worker (nothing it could ever do). Requests never wait on it
-beyond one short transaction of its own.
+A worker calls `begin(conn)` once its connection is open, then wakes every `interval` seconds and
+calls `step(conn)`; a busy archive just skips a turn, and `step` returning False ends the worker
+(nothing it could ever do). Requests never wait on it beyond one short transaction of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ class DaemonWorker:
         self.stop.set()
         self.thread.join(timeout)
 
+    def begin(self, conn: apsw.Connection) -> None:
+        """What to do once, as soon as the worker's connection is open (nothing by default)."""
+
     def step(self, conn: apsw.Connection) -> bool:  # pragma: no cover - subclasses define it
         raise NotImplementedError
 
@@ -39,6 +42,10 @@ class DaemonWorker:
         except Exception:  # the archive is unusable; requests will say why
             return
         try:
+            try:
+                self.begin(conn)
+            except apsw.BusyError:
+                pass
             while not self.stop.wait(self.interval):
                 try:
                     if self.step(conn) is False:
