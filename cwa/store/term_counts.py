@@ -5,9 +5,9 @@ windows), so a search keeps the count of a term in more than COMMON_TERM_WINDOWS
 it until the archive's window count has moved by more than COMMON_TERM_DRIFT
 (cwa/retrieve/context.py). A search keeps only the terms it met; a new process (a hook, `cwa
 call`, a restarted serve) still counted each other common term once, in the middle of a user's
-turn. `refresh` keeps every common term at once, from one read of the vocabulary (2.5 s at a
-million windows, without the write lock), when the kept set is missing or has drifted: each
-maintenance pass calls it.
+turn. `refresh` keeps every common term at once, from one read of the vocabulary without the
+write lock (most of a 4 s `cwa maintain` at a million windows), when the kept set is missing or
+has drifted: each maintenance pass calls it, and `cwa serve`'s maintenance thread as it starts.
 
 A purge or an index rebuild forgets every kept count (`forget`): no term a forgotten document held
 may outlive it here. A refresh that read the vocabulary before such a forget writes nothing.
