@@ -226,12 +226,6 @@ DELETE FROM purge_queue WHERE document_row = ?;
 -- rebuild: the kept counts of common terms go (counted again on demand; cwa/store/term_counts.py).
 DELETE FROM term_counts;
 
--- name: term_counts_forgotten
--- The kept set is no longer complete, and one more forget has happened (:key's value is
--- [forgets, window count when complete or null]): a refresh that read before it writes nothing.
-INSERT INTO meta (key, value) VALUES (:key, '[1,null]')
-ON CONFLICT (key) DO UPDATE SET value = json_array(coalesce(value ->> 0, 0) + 1, NULL);
-
 -- name: common_terms
 -- Every term in more than ? windows, with its window count: one read of the whole vocabulary
 -- (fts5vocab counts every posting list: most of a 4 s `cwa maintain` at a million windows).

@@ -27,9 +27,10 @@ STATE_KEY = "term_counts_kept"  # meta: [forgets so far, window count when every
 
 
 def forget(conn: apsw.Connection) -> None:
-    """Drop every kept count, inside the caller's transaction."""
+    """Drop every kept count and count one more forget, inside the caller's transaction: the kept
+    set is incomplete, and a refresh that read the vocabulary before this writes nothing."""
     conn.execute(queries("lifecycle")["forget_term_counts"])
-    conn.execute(queries("lifecycle")["term_counts_forgotten"], {"key": STATE_KEY})
+    _set_state(conn, _state(conn)[0] + 1, None)
 
 
 def refresh(conn: apsw.Connection) -> int:
@@ -58,7 +59,7 @@ def keep(conn: apsw.Connection, found: tuple[int, int, list[tuple[str, int, int]
         if _state(conn)[0] != forgets:
             return 0
         conn.execute(queries("search")["keep_term_counts"], (orjson.dumps(counted).decode(),))
-        conn.execute(queries("lifecycle")["meta_set"], (STATE_KEY, orjson.dumps([forgets, windows]).decode()))
+        _set_state(conn, forgets, windows)
     return len(counted)
 
 
@@ -68,3 +69,7 @@ def _state(conn: apsw.Connection) -> tuple[int, int | None]:
         return 0, None
     forgets, complete_at = orjson.loads(found[0])
     return forgets, complete_at
+
+
+def _set_state(conn: apsw.Connection, forgets: int, complete_at: int | None) -> None:
+    conn.execute(queries("lifecycle")["meta_set"], (STATE_KEY, orjson.dumps([forgets, complete_at]).decode()))

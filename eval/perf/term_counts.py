@@ -2,11 +2,11 @@
 
     python eval/perf/term_counts.py ARCHIVE [--runs 2] [--json]
 
-Each run forgets ARCHIVE's kept counts (`term_counts` and its state in `meta`; nothing else
-changes), starts `cwa serve` as a host would (its maintenance thread on, the embedding worker
-off) from the tree on PYTHONPATH, and polls from another connection until the counts are there:
-the seconds from start and how many terms (cwa/store/term_counts.py). Until then a search in
-that serve counts each common term it meets.
+Each run forgets ARCHIVE's kept counts as a purge would (cwa/store/term_counts.py `forget`;
+nothing else changes), starts `cwa serve` as a host would (its maintenance thread on, the
+embedding worker off) from the tree on PYTHONPATH, and polls from another connection until the
+counts are there: the seconds from start and how many terms. Until then a search in that serve
+counts each common term it meets.
 """
 
 from __future__ import annotations
@@ -21,12 +21,20 @@ from pathlib import Path
 import apsw
 import orjson
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cwa.store import term_counts
+from cwa.store.connection import open_connection, write_transaction
+
 
 def forget(path: Path) -> None:
-    conn = apsw.Connection(str(path))
-    conn.execute("DELETE FROM term_counts")
-    conn.execute("DELETE FROM meta WHERE key = 'term_counts_kept'")
-    conn.close()
+    """As a purge or a rebuild leaves the archive: no kept count, the kept set incomplete."""
+    conn = open_connection(path)
+    try:
+        with write_transaction(conn):
+            term_counts.forget(conn)
+    finally:
+        conn.close()
 
 
 def kept_after_start(path: Path, limit: float = 120.0) -> dict:
