@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 from conftest import hermetic_env, run_cwa
 
-from cwa_eval.perf.scale import OPERATIONS
+from cwa_eval.perf.scale import FIRST_PREFLIGHT, OPERATIONS
 
 
 def test_the_runner_measures_every_operation_against_the_floor_at_10k_windows(tmp_path):
@@ -24,6 +24,9 @@ def test_the_runner_measures_every_operation_against_the_floor_at_10k_windows(tm
         assert admission["windows"] >= 10_000 and admission["textBytes"] > 0
         assert found["embedding"]["embedded"] == 32
         assert found["embedding"]["embedded"] + found["embedding"]["syntheticVectors"] >= admission["windows"] - 1000
+        # a first serve's preflight, then the common terms kept as a default serve keeps them
+        assert found["latency"][FIRST_PREFLIGHT]["n"] == 12
+        assert found["termCountsKept"]["seconds"] >= 0 and found["termCountsKept"]["terms"] >= 0
         for name in OPERATIONS:
             if name == "exact" and found["corpus"] == "chat":
                 continue  # short chat turns may hold no identifiers to look up
