@@ -9,6 +9,15 @@ transaction per document, in the same process: the floor any admission path pays
 with `--bulk`, in the one-transaction batches `cwa import` uses; with `--python`, also cwa's
 functions that take most of it (cProfile, cumulative). `--files` counts the temporary files SQLite
 opens while the documents are admitted once more (a VFS that notes each open).
+
+    python eval/perf/admission.py --frames [--docs 2000] [--into ARCHIVE] [--seed 7] [--json]
+
+`--frames` shows what a document's commit writes: the documents are admitted one a transaction
+with the WAL's automatic checkpoint off, then every frame the WAL holds is named by the table or
+index its page belongs to (SQLite's dbstat), and one checkpoint copying them all into the file is
+timed (wall and this process's CPU). Into a new archive (the first quarter of the documents
+warms it and is not counted), or with `--into` into ARCHIVE, which keeps them (give it a copy,
+e.g. of one `cwa eval perf --keep` built; `--seed` other than the build's 7 makes new text).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import contextlib
 import cProfile
 import pstats
 import random
+import struct
 import sys
 import tempfile
 import time
@@ -33,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import CountingVFS, percentile, timed
 
 from cwa.api import Archive
-from cwa.store.connection import BulkWrites
+from cwa.store.connection import WAL_CHECKPOINT_PAGES, BulkWrites
 from cwa_eval.retrieval.sessions import synthetic_sessions
 
 
@@ -167,6 +177,74 @@ def sql_profile(count: int, shown: int = 8, bulk: bool = False, python: bool = F
     }
 
 
+def wal_frames(count: int, into: Path | None = None, seed: int = 7) -> dict:
+    """The WAL frames documents write, one a transaction, by table or index, and the checkpoints
+    that copy them into the file, as often as the archive's connections make them (every
+    WAL_CHECKPOINT_PAGES frames), each timed (wall, and this process's CPU). At least `count`
+    documents, and on to the end of a checkpoint's cycle: per document figures cover whole cycles."""
+    source = synthetic_sessions(10**9, seed=seed)
+    pages: list[int] = []
+    state = {"documents": 0, "covered": 0, "checkpoints": 0, "wall": 0.0, "cpu": 0.0, "reading": 0.0, "distinct": 0}
+
+    def committed(conn: apsw.Connection, name: str, frames: int) -> int:
+        # Replaces the automatic checkpoint: the frames are read first, then copied the same way.
+        if frames >= WAL_CHECKPOINT_PAGES:
+            reading = time.perf_counter()
+            cycle = _frame_pages(wal, frames)
+            pages.extend(cycle)
+            state["distinct"] += len(set(cycle))
+            wall, cpu = time.perf_counter(), time.process_time()
+            conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
+            state["wall"] += time.perf_counter() - wall
+            state["cpu"] += time.process_time() - cpu
+            state["reading"] += wall - reading
+            state["checkpoints"] += 1
+            state["covered"] = state["documents"]
+        return apsw.SQLITE_OK
+
+    with tempfile.TemporaryDirectory() as folder:
+        db = into or Path(folder) / "archive.db"
+        wal = Path(f"{db}-wal")
+        with Archive.open(db) as archive:
+            conn = archive.conn
+            for _ in range(0 if into else count // 4):
+                archive.admit(next(source))
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            conn.set_wal_hook(committed)
+            start = time.perf_counter()
+            while state["documents"] < count or state["covered"] < state["documents"]:
+                state["documents"] += 1
+                archive.admit(next(source))
+            seconds = time.perf_counter() - start - state["reading"]
+            conn.set_wal_hook(None)
+            conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
+            owners = dict(conn.execute("SELECT pageno, name FROM dbstat").fetchall())
+            windows = conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+    documents = state["documents"]
+    by_owner = collections.Counter(owners.get(page, "(free or new)") for page in pages)
+    return {
+        "documents": documents,
+        "archiveWindows": windows,
+        "admitMsPerDoc": round(seconds * 1000 / documents, 3),
+        "checkpoints": state["checkpoints"],
+        "framesPerDoc": round(len(pages) / documents, 1),
+        "distinctPagesPerCheckpoint": round(state["distinct"] / state["checkpoints"]),
+        "checkpointMsPerDoc": round(state["wall"] * 1000 / documents, 3),
+        "checkpointCpuMsPerDoc": round(state["cpu"] * 1000 / documents, 3),
+        "framesPerDocBy": {name: round(n / documents, 2) for name, n in by_owner.most_common()},
+    }
+
+
+def _frame_pages(wal: Path, frames: int) -> list[int]:
+    """The page number of each of the first `frames` frames of a WAL file (a 32-byte header, then
+    frames of a 24-byte header and one page each)."""
+    with wal.open("rb") as file:
+        header = file.read(32)
+        page_size = struct.unpack(">I", header[8:12])[0]
+        data = file.read(frames * (24 + page_size))
+    return [struct.unpack(">I", data[at : at + 4])[0] for at in range(0, len(data) - 23, 24 + page_size)]
+
+
 # The kinds of file SQLite opens, by the flag that names each.
 FILE_KINDS = {
     "statement journals (savepoints)": apsw.SQLITE_OPEN_SUBJOURNAL,
@@ -198,8 +276,27 @@ def main() -> None:
     parser.add_argument("--bulk", action="store_true", help="profile admission in batches, as `cwa import` runs it")
     parser.add_argument("--python", action="store_true", help="with --sql, also Python's profile (cProfile)")
     parser.add_argument("--files", action="store_true", help="also count the temporary files SQLite opens")
+    parser.add_argument("--frames", action="store_true", help="only count the WAL frames a document writes, by table")
+    parser.add_argument("--into", type=Path, help="with --frames: admit into this archive (a copy; it keeps them)")
+    parser.add_argument("--seed", type=int, default=7, help="with --frames: the documents' seed")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.frames:
+        found = wal_frames(args.docs, args.into, args.seed)
+        if args.json:
+            print(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
+            return
+        print(
+            f"{found['documents']} documents, one a transaction, into {found['archiveWindows']:,} windows: "
+            f"admit {found['admitMsPerDoc']} ms a document (its checkpoints included), "
+            f"{found['framesPerDoc']} WAL frames a document; {found['checkpoints']} checkpoints of about "
+            f"{found['distinctPagesPerCheckpoint']:,} distinct pages, {found['checkpointMsPerDoc']} ms a "
+            f"document ({found['checkpointCpuMsPerDoc']} ms of it CPU)"
+        )
+        print("WAL frames a document, by table or index:")
+        for name, frames in found["framesPerDocBy"].items():
+            print(f"  {frames:>6}  {name}")
+        return
     results = run(args.docs)
     if args.sql:
         results["sql"] = sql_profile(args.docs, bulk=args.bulk, python=args.python)
