@@ -12,12 +12,13 @@ opens while the documents are admitted once more (a VFS that notes each open).
 
     python eval/perf/admission.py --frames [--docs 2000] [--into ARCHIVE] [--seed 7] [--json]
 
-`--frames` shows what a document's commit writes: the documents are admitted one a transaction
-with the WAL's automatic checkpoint off, then every frame the WAL holds is named by the table or
-index its page belongs to (SQLite's dbstat), and one checkpoint copying them all into the file is
-timed (wall and this process's CPU). Into a new archive (the first quarter of the documents
-warms it and is not counted), or with `--into` into ARCHIVE, which keeps them (give it a copy,
-e.g. of one `cwa eval perf --keep` built; `--seed` other than the build's 7 makes new text).
+`--frames` shows what a document's commit writes: the documents are admitted one a transaction,
+and the WAL's automatic checkpoint is replaced by the same checkpoint, as often (every
+WAL_CHECKPOINT_PAGES frames), which first names every frame by the table or index its page
+belongs to (SQLite's dbstat) and is timed (wall and this process's CPU). Into a new archive (a
+quarter as many documents first warm it and are not counted), or with `--into` into ARCHIVE,
+which keeps them (give it a copy, e.g. of one `cwa eval perf --keep` built; a `--seed` other than
+the build's 7 makes new text).
 """
 
 from __future__ import annotations
