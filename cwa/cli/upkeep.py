@@ -62,7 +62,10 @@ def index_rebuild(ctx, as_json) -> None:
             f"{handler}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
             for handler, counts in sorted(result["outcomes"].items())
         )
-        click.echo(f"rebuilt {result['documents']} document(s) in generation {result['generation']}; {outcomes}")
+        click.echo(
+            f"rebuilt {result['documents']} document(s) in generation {result['generation']}; {outcomes}; "
+            f"{result['termCountsKept']} common term(s) kept"
+        )
 
     run_method(ctx, "index-rebuild", {}, as_json, show, progress="indexing")
 

@@ -6,7 +6,8 @@ writers wait at most one batch, never the whole rebuild. Each document's derived
 replaced in one transaction: a reader sees a document's old rows or its new ones, never a mix;
 handlers are deterministic, so the same canonical rows give the same search results. Derived rows
 of documents that no longer qualify (expired, redacted, orphan checkpoint parts) are dropped at
-the end, in batches too.
+the end, in batches too. Last, every common term's window count is kept again (it was forgotten:
+a new tokenizer may count otherwise), so the first searches after a rebuild count none.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def rebuild_indexes(
         conn.execute(sql["recompute_project_spans"])  # the old ids' ranges go
         term_counts.forget(conn)  # a new tokenizer may count otherwise
         conn.execute(admission["finish_generation"], (now, generation))
-    return {"generation": generation, "documents": len(documents), "outcomes": outcomes}
+    kept = term_counts.refresh(conn)  # read without the write lock, like a maintenance pass
+    return {"generation": generation, "documents": len(documents), "outcomes": outcomes, "termCountsKept": kept}
 
 
 def backfill_if_needed(
