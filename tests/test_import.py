@@ -86,6 +86,7 @@ def test_claude_code_sessions_subagents_forks_compaction_and_growth(setup):
     assert code == 13, summary  # unsupported-format: the unknown line is named, the rest imported
     assert [(p["file"], p["line"], p["reason"]) for p in summary["problems"]] == [(str(main.path), 9, "unknown-type")]
     assert summary["sources"] == 3 and summary["read"] == 3 and summary["sessions"] == 3 and summary["documents"] > 0
+    assert summary["termCountsKept"] == 0  # no term is in 5,000 windows of so small an archive
 
     hit = _hit(db, "ERR-7781 ledger lock timeout", project)
     assert hit["source"]["sessionId"] == main.session and hit["kind"] == "turn"
@@ -234,3 +235,29 @@ def test_since_paths_and_bad_input(setup, tmp_path):
     assert done.returncode == 2 and b"does not exist" in done.stderr
     done = run_cwa(["import", "codex", "--since", "yesterday"], env)
     assert done.returncode == 2 and b"--since" in done.stderr
+
+
+def test_an_import_keeps_the_common_terms_counts_so_the_next_search_counts_none(setup, monkeypatch):
+    # After archiving turns, `cwa import` keeps every common term's window count, as a maintenance
+    # pass does; a dry run and a run that archives nothing keep none. (The threshold is lowered
+    # here: the archive a test can build holds far fewer than 5,000 windows.)
+    from cwa.capture import importer
+    from cwa.store import term_counts
+
+    monkeypatch.setattr(term_counts, "COMMON_TERM_WINDOWS", 3)
+    home, project, db, env = setup
+    session = ClaudeSession(home, project, "33333333-cccc")
+    for n in range(6):
+        session.write(*session.turn(f"check shard {n} of the ledger", f"ledger-check {n}", f"ledger ok {n}", "Fine."))
+    units = importer.sources("claude", [], {**env, "HOME": str(home)})
+    kept = "SELECT term FROM term_counts ORDER BY term"
+    with Archive.open(db) as archive:
+        dry = importer.import_sources(archive, "claude", units, dry_run=True)
+        assert importer.keep_common_terms(archive, dry) == 0 and archive.conn.execute(kept).fetchall() == []
+        summary = importer.import_sources(archive, "claude", units)
+        assert summary.documents == 6
+        assert importer.keep_common_terms(archive, summary) > 0
+        terms = [t for (t,) in archive.conn.execute(kept)]
+        assert "ledger" in terms and "shard" in terms
+        again = importer.import_sources(archive, "claude", importer.sources("claude", [], {**env, "HOME": str(home)}))
+        assert again.documents == 0 and importer.keep_common_terms(archive, again) == 0

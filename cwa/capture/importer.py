@@ -25,7 +25,7 @@ from cwa.capture import claude, codex, opencode, pi
 from cwa.capture.transcripts import Problem, Transcript, Unit
 from cwa.errors import InvalidRequest, UnsupportedFormat
 from cwa.limits import MAX_VISIBLE_KEYS
-from cwa.store import imports
+from cwa.store import imports, term_counts
 from cwa.store.connection import BulkWrites, write_transaction
 from cwa.timestamps import shift
 
@@ -123,6 +123,17 @@ def import_sources(
                 progress(unit.size)
             batch.due()
     return summary
+
+
+def keep_common_terms(archive: Any, summary: Summary) -> int:
+    """After `cwa import` archived turns: keep every common term's window count, as a maintenance
+    pass does (cwa/store/term_counts.py), so whatever next searches the imported history (a hook,
+    `cwa call`, an MCP server) counts none in a user's turn; how many were kept. Nothing to do
+    unless the archive has grown by a tenth since they were last kept. Hooks do not call it: they
+    archive a turn or two, and a serve keeps them as it starts."""
+    if summary.dry_run or not summary.documents:
+        return 0
+    return term_counts.refresh(archive.conn)
 
 
 def _problems(exc: UnsupportedFormat, unit: Unit) -> list[Problem]:

@@ -79,7 +79,8 @@ def import_command(
                 summary = importer.import_sources(
                     archive, host, units, since=_since(since), project=project, dry_run=dry_run, progress=bar.update
                 )
-    result = {**summary.to_json(), "seconds": round(time.monotonic() - started, 3)}
+        kept = importer.keep_common_terms(archive, summary)
+    result = {**summary.to_json(), "termCountsKept": kept, "seconds": round(time.monotonic() - started, 3)}
     if as_json:
         click.echo(dump_json(result))
     else:
