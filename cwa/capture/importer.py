@@ -131,7 +131,7 @@ def keep_common_terms(archive: Any, summary: Summary) -> int:
     `cwa call`, an MCP server) counts none in a user's turn; how many were kept. Nothing to do
     unless the archive has grown by a tenth since they were last kept. Hooks do not call it: they
     archive a turn or two, and a serve keeps them as it starts."""
-    if summary.dry_run or not summary.documents:
+    if not summary.documents:  # a dry run archives none
         return 0
     return term_counts.refresh(archive.conn)
 
