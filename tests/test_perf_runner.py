@@ -26,7 +26,8 @@ def test_the_runner_measures_every_operation_against_the_floor_at_10k_windows(tm
         assert found["embedding"]["embedded"] + found["embedding"]["syntheticVectors"] >= admission["windows"] - 1000
         # a first serve's preflight, then the common terms kept as a default serve keeps them
         assert found["latency"][FIRST_PREFLIGHT]["n"] == 12
-        assert found["termCountsKept"]["seconds"] >= 0 and found["termCountsKept"]["terms"] >= 0
+        # at 10K windows a few of each corpus's words are in more than 5,000 of them
+        assert found["termCountsKept"]["terms"] > 0 and found["termCountsKept"]["seconds"] >= 0, found["termCountsKept"]
         for name in OPERATIONS:
             if name == "exact" and found["corpus"] == "chat":
                 continue  # short chat turns may hold no identifiers to look up

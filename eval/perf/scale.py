@@ -278,28 +278,30 @@ def exact_queries(corpus: str, count: int, seed: int = 3) -> list[str]:
     ]
 
 
+def time_preflights(server: Serve, project: str, count: int, sessions: str) -> list[float]:
+    """Client-side milliseconds of preflight's first decision on `count` messages, after one
+    untimed warm-up. Preflight freezes each decision per session and message, so each run on an
+    archive names its sessions apart (`sessions`) to decide afresh."""
+    call = {"project": project, "messageKey": "m"}
+    server.call("preflight", {**call, "sessionId": f"{sessions}-warm", "text": "warm up?"})
+    return [
+        server.call("preflight", {**call, "sessionId": f"{sessions}-{number}", "text": text})[0]
+        for number, text in enumerate(preflight_messages(count))
+    ]
+
+
 def preflight_only(db: Path, corpus: str, count: int, sessions: str) -> dict:
-    """Client-side latency of preflight alone through one `cwa serve` (maintenance off, as every
-    serve of this runner): on an archive no maintenance pass has seen, each common term is
-    counted the first time a message meets it."""
-    project = PROJECTS[corpus]
+    """Preflight alone through one `cwa serve` (maintenance off, as every serve of this runner):
+    on an archive no maintenance pass has seen, each common term is counted the first time a
+    message meets it."""
     server = Serve(db)
     try:
-        server.call(
-            "preflight", {"project": project, "sessionId": f"{sessions}-warm", "messageKey": "m", "text": "warm up?"}
-        )
-        timings = [
-            server.call(
-                "preflight", {"project": project, "sessionId": f"{sessions}-{number}", "messageKey": "m", "text": text}
-            )[0]
-            for number, text in enumerate(preflight_messages(count))
-        ]
+        return percentiles(time_preflights(server, PROJECTS[corpus], count, sessions))
     finally:
         server.close()
-    return percentiles(timings)
 
 
-def keep_common_terms(db: Path) -> dict:
+def time_keeping_common_terms(db: Path) -> dict:
     """Keep every common term's window count, as a default `cwa serve` does as it starts (its
     maintenance thread, cwa/store/maintenance.py): seconds and terms kept."""
     from cwa.store import term_counts
@@ -315,9 +317,8 @@ def keep_common_terms(db: Path) -> dict:
 
 
 def operations(db: Path, corpus: str, count: int, sessions: str = "perf") -> tuple[dict, int]:
-    """Client-side latency of each operation through one `cwa serve`, and its peak RSS. Preflight
-    freezes each decision per session and message, so a second run on the same archive names its
-    sessions apart (`sessions`) to decide afresh."""
+    """Client-side latency of each operation through one `cwa serve`, and its peak RSS; each run
+    on an archive names its preflight sessions apart (`sessions`)."""
     project = PROJECTS[corpus]
     server = Serve(db)
     timings: dict[str, list[float]] = {name: [] for name in OPERATIONS}
@@ -325,16 +326,7 @@ def operations(db: Path, corpus: str, count: int, sessions: str = "perf") -> tup
         search = {"project": project, "limit": 10, "leaseSeconds": 0}
         # Warm-up, untimed: the embedding model and the ranker load on first use.
         server.call("search", {**search, "query": "warm up", "semanticPolicy": "always"})
-        server.call(
-            "preflight", {"project": project, "sessionId": f"{sessions}-warm", "messageKey": "m", "text": "warm up?"}
-        )
-        for number, text in enumerate(preflight_messages(count)):
-            timings["preflight"].append(
-                server.call(
-                    "preflight",
-                    {"project": project, "sessionId": f"{sessions}-{number}", "messageKey": "m", "text": text},
-                )[0]
-            )
+        timings["preflight"] = time_preflights(server, project, count, sessions)
         for query in exact_queries(corpus, count):
             timings["exact"].append(server.call("search", {**search, "query": query})[0])
         for query in lexical_queries(count):
@@ -398,7 +390,7 @@ def measure(
         size = bytes_by_kind(db, admission["textBytes"])
         progress("serving")
         first = preflight_only(db, corpus, count, "first")
-        kept = keep_common_terms(db)
+        kept = time_keeping_common_terms(db)
         latency, rss = operations(db, corpus, count)
         latency[FIRST_PREFLIGHT] = first
         one_shot = cold_start(
