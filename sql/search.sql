@@ -29,15 +29,18 @@ LIMIT 1000;
 -- name: lexical_top
 -- Phase 1: the best windows by BM25F (most negative first), straight from FTS5, among those with
 -- an id above :low and at most :high (FTS5 seeks to :low in each posting list and stops after
--- :high: the scope's window range, or a newest slice of it).
-SELECT rowid, rank FROM window_fts
+-- :high: the scope's window range, or a newest slice of it), each with its BM25F without the
+-- context field (the column weights :title … :body, context 0; FTS5 computes it for the rows
+-- returned only, with the phrase counts the rank already read).
+SELECT rowid, rank, bm25(window_fts, :title, :user, :assistant, :body, 0.0) FROM window_fts
 WHERE window_fts MATCH :match AND rank MATCH :ranking AND rowid > :low AND rowid <= :high
 ORDER BY rank
 LIMIT :k;
 
 -- name: lexical_top_known_idf
 -- lexical_top with each phrase's window count given (:hits, a JSON array in phrase order):
--- cwa_bm25 (cwa/retrieve/bm25.py) is bm25() without reading the phrases' posting lists to count.
+-- cwa_bm25 (cwa/retrieve/bm25.py) is bm25() without reading the phrases' posting lists to count;
+-- the same call keeps each row's score without the context field aside (bm25.own_scores).
 SELECT rowid, cwa_bm25(window_fts, :hits) AS score FROM window_fts
 WHERE window_fts MATCH :match AND rowid > :low AND rowid <= :high
 ORDER BY score

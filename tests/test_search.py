@@ -542,10 +542,11 @@ def _varied_archive(archive: Archive, documents: int = 240) -> None:
 
 def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
     # cwa_bm25 is bm25() fed the phrases' window counts instead of counting them: given exact
-    # counts, every score is the same float, for AND and for OR expressions with context twins.
+    # counts, every score is the same float, for AND and for OR expressions with context twins,
+    # and so is the score without the context field each path keeps beside it.
     from cwa.index.terms import context_term
     from cwa.retrieve import bm25
-    from cwa.retrieve.search import RANKING
+    from cwa.retrieve.search import OWN_WEIGHTS, RANKING
     from cwa.store.sqlfiles import queries
 
     sql = queries("search")
@@ -572,7 +573,9 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
             # all, a newest slice, a part of a project's range
             for low, high in ((0, 1 << 62), (base + 150, 1 << 62), (base + 40, base + 200)):
                 bounds = {"low": low, "high": high}
-                fts5 = conn.execute(sql["lexical_top"], {"match": match, "ranking": RANKING, "k": 25, **bounds})
+                fts5 = conn.execute(
+                    sql["lexical_top"], {"match": match, "ranking": RANKING, **OWN_WEIGHTS, "k": 25, **bounds}
+                )
                 known = conn.execute(
                     sql["lexical_top_known_idf"],
                     {
@@ -583,7 +586,11 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
                     },
                 )
                 expected, found = fts5.fetchall(), known.fetchall()
-                assert found and dict(found) == dict(expected)
+                assert found and dict(found) == {w: score for w, score, _ in expected}
+                own = bm25.own_scores(conn)
+                assert {w: own[w] for w, _ in found} == {w: without for w, _, without in expected}
+                if "·" in match:  # the context field counts: some window scores less without it
+                    assert any(without > score for _, score, without in expected)
                 compared += len(found)
         assert compared > 100
 

@@ -9,12 +9,14 @@ cwa/index/lexical.py, IDF floored at 1e-6, row length over the index's average) 
 search already holds (`frequencies`), scoring each matched row in Python at two to three times
 FTS5's cost a row; `cheaper` says when that trade wins. Given exact counts it returns bm25()'s
 float; a common term's count may be up to a tenth stale (cwa/retrieve/context.py), and its
-IDF with it."""
+IDF with it. Each call also keeps the row's score without the context field aside, for the
+statement's caller (`own_scores`): search weighs a window's own text apart from its context."""
 
 from __future__ import annotations
 
 import math
-from weakref import WeakSet
+from functools import partial
+from weakref import WeakKeyDictionary
 
 import apsw
 import orjson
@@ -33,7 +35,8 @@ FTS5_ROW_US = 1.3
 PYTHON_ROW_US = 1.6
 PYTHON_PHRASE_US = 0.6
 
-_REGISTERED: WeakSet[apsw.Connection] = WeakSet()
+# Per connection: the latest statement's rows scored without the context field, by rowid.
+_OWN: WeakKeyDictionary[apsw.Connection, dict[int, float]] = WeakKeyDictionary()
 
 
 def cheaper(postings: int, phrases: int, matches: float) -> bool:
@@ -45,9 +48,16 @@ def cheaper(postings: int, phrases: int, matches: float) -> bool:
 
 def register(conn: apsw.Connection) -> None:
     """Make `cwa_bm25(window_fts, hits)` available on `conn` (once per connection)."""
-    if conn not in _REGISTERED:
-        conn.register_fts5_function(FUNCTION, _score)
-        _REGISTERED.add(conn)
+    if conn not in _OWN:
+        own: dict[int, float] = {}
+        conn.register_fts5_function(FUNCTION, partial(_score, own=own))
+        _OWN[conn] = own
+
+
+def own_scores(conn: apsw.Connection) -> dict[int, float]:
+    """The rows the latest `cwa_bm25` statement on `conn` scored, by rowid: each one's score
+    without the context field, as `bm25()` with the context weight 0 returns it."""
+    return _OWN.get(conn, {})
 
 
 def _statistics(api: apsw.FTS5ExtensionApi, hits: str) -> tuple[list[float], float]:
@@ -61,22 +71,27 @@ def _statistics(api: apsw.FTS5ExtensionApi, hits: str) -> tuple[list[float], flo
     return idf, api.column_total_size(-1) / rows
 
 
-def _score(api: apsw.FTS5ExtensionApi, hits: str) -> float:
-    """-BM25F of the current row, as `bm25()` returns it (lower is better)."""
+def _score(api: apsw.FTS5ExtensionApi, hits: str, own: dict[int, float]) -> float:
+    """-BM25F of the current row, as `bm25()` returns it (lower is better); its score without
+    the context field goes to `own`, emptied as each statement begins."""
     found = api.aux_data
     if found is None:
         found = api.aux_data = _statistics(api, hits)
+        own.clear()
     idf, average = found
     norm = K1 * (1.0 - B + B * api.column_size(-1) / average)
-    score = 0.0
+    score = own_score = 0.0
     locations = api.phrase_locations
     for phrase, weight in enumerate(idf):
         title, user, assistant, body, context = locations(phrase)
         # FTS5 adds a column's weight once per instance, column by column. The first four weights
         # are exact in binary, so their products are those sums; context's is added as FTS5 does.
         frequency = TITLE * len(title) + USER * len(user) + ASSISTANT * len(assistant) + BODY * len(body)
+        if frequency:
+            own_score += weight * ((frequency * (K1 + 1.0)) / (frequency + norm))
         for _ in context:
             frequency += CONTEXT
         if frequency:
             score += weight * ((frequency * (K1 + 1.0)) / (frequency + norm))
+    own[api.rowid] = -own_score
     return -score

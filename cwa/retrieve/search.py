@@ -20,6 +20,7 @@ from cwa.index.lexical import COLUMNS, PROJECT_BLOCK_BITS, WEIGHTS
 from cwa.index.semantic import pending
 from cwa.index.structure import CUE_THRESHOLD
 from cwa.index.terms import (
+    CONTEXT_MARK,
     MAX_QUERY_TERMS,
     context_term,
     fts_phrase,
@@ -69,6 +70,9 @@ from cwa.vocabulary import RELATIONS
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least WINDOWS_PER_RESULT × limit)
 WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
+# A BM25F ranking with context phrases fetches this many times the windows wanted and keeps the
+# best by own text or by BM25F (_own_or_context).
+OWN_TEXT_FETCH = 2
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 # An everyday word (FILLER_TERMS) fetches windows only where it is at least this specific (preflight's
 # marker gate): "how", "many", "again" recur in window after window of a long history, and their
@@ -533,6 +537,7 @@ def match_expressions(
 
 
 RANKING = "bm25({})".format(", ".join(str(WEIGHTS[c]) for c in COLUMNS))
+OWN_WEIGHTS = {c: WEIGHTS[c] for c in COLUMNS if c != "context"}  # lexical_top's own-text weights
 
 
 def _lexical_search(
@@ -611,6 +616,7 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     else in the whole archive. Each project's windows take ids from a block of its own, so a
     search of every project slices the newest block only (the latest project's windows, newest
     first), then scores every window at once.
+    With context phrases, each window's relevance weighs its own text apart (`_own_or_context`).
     """
     sql = queries("search")
     first, last = window_span(ctx)
@@ -627,25 +633,49 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     span = 0  # a selective expression: the whole range at once
     if expected > SLICE_MATCHES:  # the newest windows expected to hold POSTINGS_BUDGET matches
         span = max(1, int((last - first if bounded else total) * POSTINGS_BUDGET / expected))
-    statement, ranking = sql["lexical_top"], {"ranking": RANKING}
+    statement, ranking = sql["lexical_top"], {"ranking": RANKING, **OWN_WEIGHTS}
     known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
-    if bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected):
+    python = bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected)
+    if python:
         df, _ = frequencies(ctx, list(phrases))
         bm25.register(ctx.conn)
         statement, ranking = sql["lexical_top_known_idf"], {"hits": orjson.dumps([df[p] for p in phrases]).decode()}
+    fetch = OWN_TEXT_FETCH if any(p.startswith(CONTEXT_MARK) for p in phrases) else 1
 
     def rank(k: int) -> tuple[dict[int, float], bool]:
         nonlocal span
         while True:
             low = newest - span if span else first
             low = low if low >= floor else first  # past the newest block: the whole range
-            params = {"match": match, **ranking, "k": k, "low": low, "high": newest}
+            params = {"match": match, **ranking, "k": k * fetch, "low": low, "high": newest}
             top = ctx.conn.execute(statement, params).fetchall()
             if len(top) >= k or low == first:
-                return {window: -raw for window, raw in top}, len(top) < k
+                exhausted = len(top) < k
+                if fetch == 1:
+                    return {row[0]: -row[1] for row in top}, exhausted
+                own = bm25.own_scores(ctx.conn) if python else {row[0]: row[2] for row in top}
+                return _own_or_context([(w, -raw, -own[w]) for w, raw, *_ in top], k), exhausted
             span *= SLICE_GROWTH
 
     return rank
+
+
+def _own_or_context(scored: list[tuple[int, float, float]], k: int) -> dict[int, float]:
+    """The k best of (window, BM25F, BM25F without the context field) by the better of the two,
+    each relative to the best of its own kind among them, on BM25F's scale.
+
+    The context field finds a reply by the words of the message before it, which suits a short
+    chat. In a long history on one subject every message's context holds the subject's words,
+    and windows matched mostly there crowded out the window whose own text answers: scored on its
+    own scale, the best own-text match ranks with the best match overall. The windows are those
+    BM25F ranks best (OWN_TEXT_FETCH times k of them): a window's own score never exceeds its
+    BM25F, and a strong own-text match has not been found below that (docs/evaluation.md)."""
+    best = max((s for _, s, _ in scored), default=0.0)
+    best_own = max((o for _, _, o in scored), default=0.0)
+    if best <= 0.0 or best_own <= 0.0:
+        return {w: s for w, s, _ in scored[:k]}
+    blended = {w: max(s / best, o / best_own) * best for w, s, o in scored}
+    return dict(sorted(blended.items(), key=lambda item: (-item[1], item[0]))[:k])
 
 
 def _preference(ctx: Context, window: WindowRow) -> float:

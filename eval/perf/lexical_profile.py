@@ -138,7 +138,10 @@ def calibrate(db: Path) -> dict:
                         "postings": sum(hits),
                         "phrases": len(terms),
                         "rows": rows,
-                        "fts5Us": best(sql["lexical_top"], {**shared, "ranking": search_module.RANKING}),
+                        "fts5Us": best(
+                            sql["lexical_top"],
+                            {**shared, "ranking": search_module.RANKING, **search_module.OWN_WEIGHTS},
+                        ),
                         "knownUs": best(sql["lexical_top_known_idf"], {**shared, "hits": orjson.dumps(hits).decode()}),
                     }
                 )
