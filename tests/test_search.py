@@ -984,3 +984,44 @@ def test_common_everyday_words_fetch_no_window_while_the_query_has_a_content_wor
             assert beta in {r["documentId"] for r in search(archive, "Which release ships in May?", **asked)}
         alone = search(archive, "how many again", ranker="fused", expansion=False, semanticPolicy="never")
         assert alone and {r["documentId"] for r in alone} <= phrasing
+
+
+def test_a_window_whose_own_text_answers_is_not_crowded_out_by_context_matches(tmp_path):
+    # A long history on one subject: thirty short replies follow long requests that end with two
+    # of the query's words, so each reply's context field holds them beside the third in its own
+    # text; BM25F ranks all thirty above the one long answer that holds all three words itself.
+    # Weighed by its own text apart, that answer is among the results.
+    import random
+
+    rng = random.Random(5)
+    filler = [f"w{n}" for n in range(400)]
+
+    def prose(count: int) -> str:
+        return " ".join(rng.choice(filler) for _ in range(count))
+
+    with Archive.open(tmp_path / "a.db") as archive:
+        for n in range(30):
+            session = f"s{n}"
+            archive.admit(
+                doc(session, ("user", f"{prose(120)} ferrule tang"), at=f"2026-11-{1 + n % 28:02d}T10:00:00Z")
+            )
+            archive.admit(doc(session, ("assistant", f"quillon {prose(3)}"), at=f"2026-11-{1 + n % 28:02d}T10:01:00Z"))
+        answer = archive.admit(
+            doc("s99", ("assistant", f"{prose(60)} the quillon sits above the ferrule and the tang {prose(60)}"))
+        )["documentId"]
+        for ranker in ("fused", "learned"):
+            found = archive.search(
+                {"project": P, "query": "quillon ferrule tang", "limit": 10, "ranker": ranker, "leaseSeconds": 0}
+            )["results"]
+            assert answer in [r["documentId"] for r in found], ranker
+
+
+def test_own_or_context_keeps_the_best_own_text_match_beside_the_best_overall():
+    from cwa.retrieve.search import _own_or_context
+
+    # (window, BM25F, BM25F without the context field)
+    scored = [(1, 10.0, 0.5), (2, 9.0, 0.3), (3, 4.0, 4.0), (4, 3.0, 1.0)]
+    assert _own_or_context(scored, 2) == {1: 10.0, 3: 10.0}
+    assert list(_own_or_context(scored, 4)) == [1, 3, 2, 4]
+    # no own-text match at all: BM25F's order, unchanged
+    assert _own_or_context([(5, 2.0, 0.0), (6, 1.0, 0.0)], 1) == {5: 2.0}

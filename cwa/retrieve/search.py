@@ -653,8 +653,12 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
                 exhausted = len(top) < k
                 if fetch == 1:
                     return {row[0]: -row[1] for row in top}, exhausted
-                own = bm25.own_scores(ctx.conn) if python else {row[0]: row[2] for row in top}
-                return _own_or_context([(w, -raw, -own[w]) for w, raw, *_ in top], k), exhausted
+                if python:
+                    own = bm25.own_scores(ctx.conn)
+                    scored = [(w, -raw, -own[w]) for w, raw in top]
+                else:
+                    scored = [(w, -raw, -without) for w, raw, without in top]
+                return _own_or_context(scored, k), exhausted
             span *= SLICE_GROWTH
 
     return rank
@@ -674,8 +678,9 @@ def _own_or_context(scored: list[tuple[int, float, float]], k: int) -> dict[int,
     best_own = max((o for _, _, o in scored), default=0.0)
     if best <= 0.0 or best_own <= 0.0:
         return {w: s for w, s, _ in scored[:k]}
-    blended = {w: max(s / best, o / best_own) * best for w, s, o in scored}
-    return dict(sorted(blended.items(), key=lambda item: (-item[1], item[0]))[:k])
+    scale = best / best_own  # an own-text score on BM25F's scale
+    blended = sorted((-(s if s >= o * scale else o * scale), w) for w, s, o in scored)
+    return {w: -negative for negative, w in blended[:k]}
 
 
 def _preference(ctx: Context, window: WindowRow) -> float:
