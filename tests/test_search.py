@@ -986,12 +986,15 @@ def test_common_everyday_words_fetch_no_window_while_the_query_has_a_content_wor
         assert alone and {r["documentId"] for r in alone} <= phrasing
 
 
-def test_a_window_whose_own_text_answers_is_not_crowded_out_by_context_matches(tmp_path):
-    # A long history on one subject: thirty short replies follow long requests that end with two
-    # of the query's words, so each reply's context field holds them beside the third in its own
+def test_a_window_whose_own_text_answers_is_not_crowded_out_by_context_matches(tmp_path, monkeypatch):
+    # A history on one subject: thirty short replies follow long requests that end with two of
+    # the query's words, so each reply's context field holds them beside the third in its own
     # text; BM25F ranks all thirty above the one long answer that holds all three words itself.
-    # Weighed by its own text apart, that answer is among the results.
+    # In a long history (here: the threshold lowered to this archive's size) that answer, weighed
+    # by its own text apart, is among the results; in a short one BM25F's order stands.
     import random
+
+    from cwa.retrieve import search as searching
 
     rng = random.Random(5)
     filler = [f"w{n}" for n in range(400)]
@@ -1009,11 +1012,17 @@ def test_a_window_whose_own_text_answers_is_not_crowded_out_by_context_matches(t
         answer = archive.admit(
             doc("s99", ("assistant", f"{prose(60)} the quillon sits above the ferrule and the tang {prose(60)}"))
         )["documentId"]
+
+        def found(ranker: str) -> list[str]:
+            request = {"project": P, "query": "quillon ferrule tang", "limit": 10, "ranker": ranker}
+            return [r["documentId"] for r in archive.search({**request, "leaseSeconds": 0})["results"]]
+
+        windows = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
+        assert windows < searching.OWN_TEXT_MIN_WINDOWS
+        assert answer not in found("fused")
+        monkeypatch.setattr(searching, "OWN_TEXT_MIN_WINDOWS", windows)
         for ranker in ("fused", "learned"):
-            found = archive.search(
-                {"project": P, "query": "quillon ferrule tang", "limit": 10, "ranker": ranker, "leaseSeconds": 0}
-            )["results"]
-            assert answer in [r["documentId"] for r in found], ranker
+            assert answer in found(ranker), ranker
 
 
 def test_own_or_context_keeps_the_best_own_text_match_beside_the_best_overall():

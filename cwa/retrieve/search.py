@@ -70,8 +70,10 @@ from cwa.vocabulary import RELATIONS
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least WINDOWS_PER_RESULT × limit)
 WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
-# A BM25F ranking with context phrases fetches this many times the windows wanted and keeps the
-# best by own text or by BM25F (_own_or_context).
+# In a scope of at least OWN_TEXT_MIN_WINDOWS windows (a long history: LoCoMo's conversations hold
+# 400 to 700), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
+# wanted and keeps the best by own text or by BM25F (_own_or_context).
+OWN_TEXT_MIN_WINDOWS = 2_000
 OWN_TEXT_FETCH = 2
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 # An everyday word (FILLER_TERMS) fetches windows only where it is at least this specific (preflight's
@@ -616,7 +618,8 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     else in the whole archive. Each project's windows take ids from a block of its own, so a
     search of every project slices the newest block only (the latest project's windows, newest
     first), then scores every window at once.
-    With context phrases, each window's relevance weighs its own text apart (`_own_or_context`).
+    With context phrases, in a long history, each window's relevance weighs its own text apart
+    (`_own_or_context`).
     """
     sql = queries("search")
     first, last = window_span(ctx)
@@ -640,7 +643,8 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
         df, _ = frequencies(ctx, list(phrases))
         bm25.register(ctx.conn)
         statement, ranking = sql["lexical_top_known_idf"], {"hits": orjson.dumps([df[p] for p in phrases]).decode()}
-    fetch = OWN_TEXT_FETCH if any(p.startswith(CONTEXT_MARK) for p in phrases) else 1
+    long_history = scope_windows(ctx) >= OWN_TEXT_MIN_WINDOWS
+    fetch = OWN_TEXT_FETCH if long_history and any(p.startswith(CONTEXT_MARK) for p in phrases) else 1
 
     def rank(k: int) -> tuple[dict[int, float], bool]:
         nonlocal span
@@ -672,8 +676,8 @@ def _own_or_context(scored: list[tuple[int, float, float]], k: int) -> dict[int,
     chat. In a long history on one subject every message's context holds the subject's words,
     and windows matched mostly there crowded out the window whose own text answers: scored on its
     own scale, the best own-text match ranks with the best match overall. The windows are those
-    BM25F ranks best (OWN_TEXT_FETCH times k of them): a window's own score never exceeds its
-    BM25F, and a strong own-text match has not been found below that (docs/evaluation.md)."""
+    BM25F ranks best (OWN_TEXT_FETCH times k of them; a window's own score never exceeds its
+    BM25F): taking every window of both rankings found the same (docs/evaluation.md)."""
     best = max((s for _, s, _ in scored), default=0.0)
     best_own = max((o for _, _, o in scored), default=0.0)
     if best <= 0.0 or best_own <= 0.0:
