@@ -71,7 +71,7 @@ LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least
 WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 # In a scope of at least OWN_TEXT_MIN_WINDOWS windows (a long history: LoCoMo's conversations hold
-# 400 to 700), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
+# 370 to 690), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
 # wanted and keeps the best by own text or by BM25F (_own_or_context).
 OWN_TEXT_MIN_WINDOWS = 2_000
 OWN_TEXT_FETCH = 2
