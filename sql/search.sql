@@ -40,8 +40,9 @@ LIMIT :k;
 -- name: lexical_top_known_idf
 -- lexical_top with each phrase's window count given (:hits, a JSON array in phrase order):
 -- cwa_bm25 (cwa/retrieve/bm25.py) is bm25() without reading the phrases' posting lists to count;
--- the same call keeps each row's score without the context field aside (bm25.own_scores).
-SELECT rowid, cwa_bm25(window_fts, :hits) AS score FROM window_fts
+-- with :own 1 the same call keeps each row's score without the context field aside
+-- (bm25.own_scores), with 0 it does no such work.
+SELECT rowid, cwa_bm25(window_fts, :hits, :own) AS score FROM window_fts
 WHERE window_fts MATCH :match AND rowid > :low AND rowid <= :high
 ORDER BY score
 LIMIT :k;

@@ -581,6 +581,7 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
                     {
                         "match": match,
                         "hits": orjson.dumps([windows_holding(p) for p in phrases]).decode(),
+                        "own": 1,
                         "k": 25,
                         **bounds,
                     },
@@ -593,6 +594,10 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
                     assert any(without > score for _, score, without in expected)
                 compared += len(found)
         assert compared > 100
+        # not asked (preflight, a short history): the same scores, none kept aside
+        params = {"match": match, "hits": orjson.dumps([windows_holding(p) for p in phrases]).decode(), "k": 25}
+        unkept = conn.execute(sql["lexical_top_known_idf"], {**params, "own": 0, **bounds}).fetchall()
+        assert unkept == found and bm25.own_scores(conn) == {}
 
 
 def test_the_known_count_path_finds_what_fts5_s_own_ranking_finds(tmp_path, monkeypatch):

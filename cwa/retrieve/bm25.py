@@ -9,8 +9,9 @@ cwa/index/lexical.py, IDF floored at 1e-6, row length over the index's average) 
 search already holds (`frequencies`), scoring each matched row in Python at two to three times
 FTS5's cost a row; `cheaper` says when that trade wins. Given exact counts it returns bm25()'s
 float; a common term's count may be up to a tenth stale (cwa/retrieve/context.py), and its
-IDF with it. Each call also keeps the row's score without the context field aside, for the
-statement's caller (`own_scores`): search weighs a window's own text apart from its context."""
+IDF with it. Asked to (its third argument), it also keeps each row's score without the context
+field aside for the statement's caller (`own_scores`): search weighs a window's own text apart
+from its context in a long history."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def cheaper(postings: int, phrases: int, matches: float) -> bool:
 
 
 def register(conn: apsw.Connection) -> None:
-    """Make `cwa_bm25(window_fts, hits)` available on `conn` (once per connection)."""
+    """Make `cwa_bm25(window_fts, hits, own)` available on `conn` (once per connection)."""
     if conn not in _OWN:
         own: dict[int, float] = {}
         conn.register_fts5_function(FUNCTION, partial(_score, own=own))
@@ -71,9 +72,9 @@ def _statistics(api: apsw.FTS5ExtensionApi, hits: str) -> tuple[list[float], flo
     return idf, api.column_total_size(-1) / rows
 
 
-def _score(api: apsw.FTS5ExtensionApi, hits: str, own: dict[int, float]) -> float:
-    """-BM25F of the current row, as `bm25()` returns it (lower is better); its score without
-    the context field goes to `own`, emptied as each statement begins."""
+def _score(api: apsw.FTS5ExtensionApi, hits: str, keep_own: int, own: dict[int, float]) -> float:
+    """-BM25F of the current row, as `bm25()` returns it (lower is better). With `keep_own`, its
+    score without the context field goes to `own`, emptied as each statement begins."""
     found = api.aux_data
     if found is None:
         found = api.aux_data = _statistics(api, hits)
@@ -93,5 +94,6 @@ def _score(api: apsw.FTS5ExtensionApi, hits: str, own: dict[int, float]) -> floa
             frequency += CONTEXT
         if frequency:
             score += weight * ((frequency * (K1 + 1.0)) / (frequency + norm))
-    own[api.rowid] = -own_score
+    if keep_own:
+        own[api.rowid] = -own_score
     return -score

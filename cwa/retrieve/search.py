@@ -639,12 +639,13 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     statement, ranking = sql["lexical_top"], {"ranking": RANKING, **OWN_WEIGHTS}
     known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
     python = bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected)
+    long_history = scope_windows(ctx) >= OWN_TEXT_MIN_WINDOWS
+    fetch = OWN_TEXT_FETCH if long_history and any(p.startswith(CONTEXT_MARK) for p in phrases) else 1
     if python:
         df, _ = frequencies(ctx, list(phrases))
         bm25.register(ctx.conn)
-        statement, ranking = sql["lexical_top_known_idf"], {"hits": orjson.dumps([df[p] for p in phrases]).decode()}
-    long_history = scope_windows(ctx) >= OWN_TEXT_MIN_WINDOWS
-    fetch = OWN_TEXT_FETCH if long_history and any(p.startswith(CONTEXT_MARK) for p in phrases) else 1
+        hits = orjson.dumps([df[p] for p in phrases]).decode()
+        statement, ranking = sql["lexical_top_known_idf"], {"hits": hits, "own": int(fetch > 1)}
 
     def rank(k: int) -> tuple[dict[int, float], bool]:
         nonlocal span

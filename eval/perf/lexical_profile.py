@@ -142,7 +142,9 @@ def calibrate(db: Path) -> dict:
                             sql["lexical_top"],
                             {**shared, "ranking": search_module.RANKING, **search_module.OWN_WEIGHTS},
                         ),
-                        "knownUs": best(sql["lexical_top_known_idf"], {**shared, "hits": orjson.dumps(hits).decode()}),
+                        "knownUs": best(
+                            sql["lexical_top_known_idf"], {**shared, "hits": orjson.dumps(hits).decode(), "own": 0}
+                        ),
                     }
                 )
     fts5_row = statistics.mean((a["fts5Us"] - b["fts5Us"]) / (a["rows"] - b["rows"]) for a, b in (runs[0:2], runs[2:4]))
