@@ -71,7 +71,7 @@ LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least
 WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 # In a scope of at least OWN_TEXT_MIN_WINDOWS windows (a long history: LoCoMo's conversations hold
-# 370 to 690), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
+# 369 to 689), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
 # wanted and keeps the best by own text or by BM25F (_own_or_context).
 OWN_TEXT_MIN_WINDOWS = 2_000
 OWN_TEXT_FETCH = 2
@@ -678,7 +678,8 @@ def _own_or_context(scored: list[tuple[int, float, float]], k: int) -> dict[int,
     and windows matched mostly there crowded out the window whose own text answers: scored on its
     own scale, the best own-text match ranks with the best match overall. The windows are those
     BM25F ranks best (OWN_TEXT_FETCH times k of them; a window's own score never exceeds its
-    BM25F): taking every window of both rankings found the same (docs/evaluation.md)."""
+    BM25F): in a scratch comparison, taking every window of both rankings found the same
+    (docs/evaluation.md)."""
     best = max((s for _, s, _ in scored), default=0.0)
     best_own = max((o for _, _, o in scored), default=0.0)
     if best <= 0.0 or best_own <= 0.0:

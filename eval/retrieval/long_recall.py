@@ -69,6 +69,9 @@ def _run_size(
             for document in made_history.documents:
                 archive.admit({"project": project(index), **document})
         found["admitSeconds"] = round(time.perf_counter() - started, 1)
+        # a project's windows lie in its range (docs/retrieval.md): search's size rules see this many
+        spans = archive.conn.execute("SELECT high - low + 1 FROM project_window_spans").fetchall()
+        found["windowsPerHistory"] = {"min": min(n for (n,) in spans), "max": max(n for (n,) in spans)}
         if any(m != FLOOR and MODES[m]["semanticPolicy"] != "never" for m in modes):
             started = time.perf_counter()
             archive.progress = progress
