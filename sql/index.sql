@@ -41,8 +41,15 @@ SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) WHERE true
 ON CONFLICT (text) DO NOTHING;
 
 -- name: insert_anchors
-INSERT INTO anchors (text_id, document_row, types, start_byte, end_byte, occurrences)
-SELECT t.id, :row, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
+INSERT INTO anchors (document_row, text_id, types, start_byte, end_byte, occurrences)
+SELECT :row, t.id, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
+FROM json_each(:anchors) AS j
+JOIN anchor_texts AS t ON t.text = j.value ->> 0;
+
+-- name: insert_anchor_postings
+-- The document's row under each of its anchor texts (`a<text id>`), for exact search.
+INSERT INTO anchor_postings (rowid, texts)
+SELECT :row, group_concat('a' || t.id, ' ')
 FROM json_each(:anchors) AS j
 JOIN anchor_texts AS t ON t.text = j.value ->> 0;
 

@@ -147,9 +147,13 @@ DELETE FROM windows WHERE document_row = ?;
 -- document's paths and quoted strings leave the file with it).
 DELETE FROM anchors WHERE document_row = ? RETURNING text_id;
 
+-- name: delete_anchor_postings_of
+DELETE FROM anchor_postings WHERE rowid = ?;
+
 -- name: delete_unused_anchor_texts
+-- After the document's postings are gone: its texts no other document's postings name.
 DELETE FROM anchor_texts WHERE id IN (SELECT value FROM json_each(:ids))
-  AND NOT EXISTS (SELECT 1 FROM anchors AS a WHERE a.text_id = anchor_texts.id);
+  AND NOT EXISTS (SELECT 1 FROM anchor_postings AS p WHERE p.anchor_postings MATCH ('a' || anchor_texts.id));
 
 -- name: delete_cues_of
 DELETE FROM message_cues WHERE document_row = ?;

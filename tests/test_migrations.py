@@ -37,6 +37,7 @@ from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 from cwa_eval.perf.upgrade import (
     DIGEST_COLUMNS,
     PerRowAnchors,
+    TextKeyedAnchors,
     TypedAnchorRows,
     UnspannedLexicalHandler,
     coded_outcomes,
@@ -62,6 +63,7 @@ OUTCOME_EXCEPTIONS_SINCE = 27  # only outcomes other than a plain `complete` are
 COMPACT_VECTOR_BITS_SINCE = 28  # packed sign-bit rows rewritten; before, shrunk in place
 EMBEDDING_PIECES_SINCE = 29  # a vector per piece of 256 tokens; before, one per content (its first 256)
 INTEGER_TIMES_SINCE = 30  # a document's, generation's and expiry's times as epoch ms; before, ISO text
+ANCHOR_POSTINGS_SINCE = 35  # anchor rows keyed by document, texts' documents in anchor_postings
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -129,7 +131,8 @@ class RowBitsSemanticHandler(SemanticQueueHandler):
 HANDLERS_BY_SCHEMA = (
     (2, ANCHOR_DICTIONARY_SINCE, PerRowAnchors),
     (ANCHOR_DICTIONARY_SINCE, MERGED_ANCHOR_TYPES_SINCE, TypedAnchorRows),
-    (MERGED_ANCHOR_TYPES_SINCE, None, ExactHandler),
+    (MERGED_ANCHOR_TYPES_SINCE, ANCHOR_POSTINGS_SINCE, TextKeyedAnchors),
+    (ANCHOR_POSTINGS_SINCE, None, ExactHandler),
     (2, PROJECT_SPANS_SINCE, UnspannedLexicalHandler),
     (PROJECT_SPANS_SINCE, None, LexicalHandler),
     (2, None, StructuralHandler),
@@ -566,6 +569,36 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
         assert held(new_row) == held(old_row) and held(old_row)
         found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "semanticPolicy": "never"})["results"]
         assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
+
+
+def test_anchor_rows_are_keyed_by_document_and_each_text_s_documents_come_from_postings(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, ANCHOR_POSTINGS_SINCE - 1)
+    rows = "SELECT document_row, text_id, types, start_byte, end_byte, occurrences FROM anchors"
+    conn = apsw.Connection(str(path))
+    before = sorted(conn.execute(rows))
+    conn.close()
+    held: dict[int, set[int]] = {}
+    for document_row, text_id, *_ in before:
+        held.setdefault(text_id, set()).add(document_row)
+    assert any(len(documents) > 1 for documents in held.values())  # some text is in two documents
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        # the same rows, now in document order (the table's key), without an index of their own
+        assert conn.execute(rows).fetchall() == before
+        assert not conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'anchors_document'").fetchone()[0]
+        # each text's postings name exactly the documents holding it, each document once
+        postings = "SELECT rowid FROM anchor_postings WHERE anchor_postings MATCH ?"
+        assert {t: {r for (r,) in conn.execute(postings, (f"a{t}",))} for t in held} == held
+        assert conn.execute("SELECT count(*) FROM anchor_postings").fetchone()[0] == len({r for r, *_ in before})
+        found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "semanticPolicy": "never"})["results"]
+        assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
+        # a document admitted now is found by a text the migrated ones hold too
+        request = {**sample_requests(ANCHOR_POSTINGS_SINCE)[0], "sessionId": "after-upgrade"}
+        new_row = find_document(conn, archive.admit(request)["documentId"], 1)["row"]
+        texts = [t for (t,) in conn.execute("SELECT text_id FROM anchors WHERE document_row = ?", (new_row,))]
+        assert texts and all(new_row in {r for (r,) in conn.execute(postings, (f"a{t}",))} for t in texts)
+        assert any(held.get(t) for t in texts)
 
 
 class GivingUp:

@@ -159,6 +159,7 @@ def drop_derived(conn: apsw.Connection, document_row: int) -> list[str]:
     conn.execute(sql["delete_windows_of"], (document_row,))
     conn.execute(sql["subtract_windows"], (len(windows),))
     texts = [text_id for (text_id,) in conn.execute(sql["delete_anchors_of"], (document_row,))]
+    conn.execute(sql["delete_anchor_postings_of"], (document_row,))  # whether or not it had rows
     if texts:
         conn.execute(sql["delete_unused_anchor_texts"], {"ids": orjson.dumps(texts).decode()})
     conn.execute(sql["delete_cues_of"], (document_row,))

@@ -8,7 +8,8 @@ coding sessions admitted as that schema stored them: before 17 the exact anchors
 anchor with its text, before 20 every digest as 64 hex characters, before 22 every index outcome
 with its handler's name, before 23 every document row with its first and last source keys,
 before 24 an anchor row per type of each text, before 26 no project window ranges, before 27 an
-outcome row per handler of each document), then times `open_connection` on it, which
+outcome row per handler of each document, before 30 times as ISO-8601 text, before 35 anchor
+rows keyed by text first), then times `open_connection` on it, which
 applies the later migrations in the opening process: 0017 moves every anchor text into the
 `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
@@ -16,7 +17,8 @@ index of its keys; 0022 rewrites the index outcomes with handler and outcome ids
 documents' first and last source key columns; 0024 merges each text's anchor rows of a document
 into one; 0025 adds the kept term counts; 0026 computes each project's window id range; 0027
 keeps each generation's handlers and drops the plain `complete` outcome rows; 0028 copies the
-sign-bit rows into full pages. With --archive,
+sign-bit rows into full pages; 0035 keys the anchor rows by document and gives each text's
+documents postings. With --archive,
 it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place. `--pages
 NAME` (a table or index, repeatable) also reports its pages in bytes (SQLite's dbstat) and its
@@ -41,7 +43,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cwa import contract
-from cwa.index.exact import ExactHandler, document_anchors
+from cwa.index.exact import ExactHandler, anchor_rows, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
 from cwa.store import admission, derived, migrations
@@ -54,6 +56,7 @@ from cwa_eval.perf.scale import CORPORA, PROJECTS
 
 ROW_ANCHORS_UNTIL = 17  # schemas before it: each anchor row held its own text
 TYPED_ANCHORS_UNTIL = 24  # schemas before it: an anchor row per (type, text) of a document
+TEXT_KEYED_ANCHORS_UNTIL = 35  # schemas before it: anchor rows keyed by text first, no postings
 HEX_DIGESTS_UNTIL = 20  # schemas before it: digests as 64 hex characters
 NAMED_OUTCOMES_UNTIL = 22  # schemas before it: index outcomes spelled out handler and outcome
 STORED_SOURCE_KEYS_UNTIL = 23  # schemas before it: documents stored their first and last source keys
@@ -118,6 +121,21 @@ class TypedAnchorRows:
             "SELECT t.id, ?, k.id, ?, ?, ? FROM anchor_texts AS t, anchor_types AS k WHERE t.text = ? AND k.name = ?",
             [(target.document_row, start, end, n, text, kind) for text, _, kind, start, end, n in rows],
         )
+        return HandlerResult("complete")
+
+
+class TextKeyedAnchors:
+    """The exact handler of schemas 24-34: a row per text of a document, keyed by the text first,
+    with no postings (tests/test_migrations.py builds old archives with it too)."""
+
+    name = "exact"
+
+    def index(self, conn: apsw.Connection, target) -> HandlerResult:
+        anchors, _ = document_anchors(target.document)
+        if anchors:
+            rows = orjson.dumps(anchor_rows(anchors)).decode()
+            conn.execute(queries("index")["insert_anchor_texts"], {"anchors": rows})
+            conn.execute(queries("index")["insert_anchors"], {"anchors": rows, "row": target.document_row})
         return HandlerResult("complete")
 
 
@@ -216,6 +234,8 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
         if schema < ROW_ANCHORS_UNTIL
         else TypedAnchorRows()
         if schema < TYPED_ANCHORS_UNTIL
+        else TextKeyedAnchors()
+        if schema < TEXT_KEYED_ANCHORS_UNTIL
         else ExactHandler()
     )
     handlers = (
