@@ -10,7 +10,7 @@ with `--bulk`, in the one-transaction batches `cwa import` uses; with `--python`
 functions that take most of it (cProfile, cumulative). `--files` counts the temporary files SQLite
 opens while the documents are admitted once more (a VFS that notes each open).
 
-    python eval/perf/admission.py --frames [--docs 2000] [--into ARCHIVE] [--seed 7] [--json]
+    python eval/perf/admission.py --frames [--bulk] [--docs 2000] [--into ARCHIVE] [--seed 7] [--json]
 
 `--frames` shows what a document's commit writes: the documents are admitted one a transaction,
 and the WAL's automatic checkpoint is replaced by the same checkpoint, as often (every
@@ -18,7 +18,8 @@ WAL_CHECKPOINT_PAGES frames), which first names every frame by the table or inde
 belongs to (SQLite's dbstat) and is timed (wall and this process's CPU). Into a new archive (a
 quarter as many documents first warm it and are not counted), or with `--into` into ARCHIVE,
 which keeps them (give it a copy, e.g. of one `cwa eval perf --keep` built; a `--seed` other than
-the build's 7 makes new text).
+the build's 7 makes new text). With `--bulk`, in the batches `cwa import` commits (one every
+BATCH_SECONDS, cwa/capture/importer.py), instead of one a transaction.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import CountingVFS, percentile, timed
 
 from cwa.api import Archive
+from cwa.capture.importer import BATCH_SECONDS
 from cwa.store.connection import WAL_CHECKPOINT_PAGES, BulkWrites
 from cwa_eval.retrieval.sessions import synthetic_sessions
 
@@ -178,11 +180,12 @@ def sql_profile(count: int, shown: int = 8, bulk: bool = False, python: bool = F
     }
 
 
-def wal_frames(count: int, into: Path | None = None, seed: int = 7) -> dict:
-    """The WAL frames documents write, one a transaction, by table or index, and the checkpoints
-    that copy them into the file, as often as the archive's connections make them (every
-    WAL_CHECKPOINT_PAGES frames), each timed (wall, and this process's CPU). At least `count`
-    documents, and on to the end of a checkpoint's cycle: per document figures cover whole cycles."""
+def wal_frames(count: int, into: Path | None = None, seed: int = 7, bulk: bool = False) -> dict:
+    """The WAL frames documents write, one a transaction (with `bulk`, in the batches `cwa import`
+    commits), by table or index, and the checkpoints that copy them into the file, as often as the
+    archive's connections make them (every WAL_CHECKPOINT_PAGES frames), each timed (wall, and this
+    process's CPU). At least `count` documents, and on to the end of a checkpoint's cycle: per
+    document figures cover whole cycles."""
     source = synthetic_sessions(10**9, seed=seed)
     pages: list[int] = []
     state = {"documents": 0, "covered": 0, "checkpoints": 0, "wall": 0.0, "cpu": 0.0, "reading": 0.0, "distinct": 0}
@@ -213,9 +216,12 @@ def wal_frames(count: int, into: Path | None = None, seed: int = 7) -> dict:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             conn.set_wal_hook(committed)
             start = time.perf_counter()
-            while state["documents"] < count or state["covered"] < state["documents"]:
-                state["documents"] += 1
-                archive.admit(next(source))
+            with BulkWrites(conn, BATCH_SECONDS) if bulk else contextlib.nullcontext() as batch:
+                while state["documents"] < count or state["covered"] < state["documents"]:
+                    state["documents"] += 1
+                    archive.admit(next(source))
+                    if batch is not None:
+                        batch.due()
             seconds = time.perf_counter() - start - state["reading"]
             conn.set_wal_hook(None)
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}")
@@ -225,6 +231,7 @@ def wal_frames(count: int, into: Path | None = None, seed: int = 7) -> dict:
     by_owner = collections.Counter(owners.get(page, "(free or new)") for page in pages)
     return {
         "documents": documents,
+        "bulk": bulk,
         "archiveWindows": windows,
         "admitMsPerDoc": round(seconds * 1000 / documents, 3),
         "checkpoints": state["checkpoints"],
@@ -274,7 +281,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--sql", action="store_true", help="also profile SQLite's share of admission")
-    parser.add_argument("--bulk", action="store_true", help="profile admission in batches, as `cwa import` runs it")
+    parser.add_argument(
+        "--bulk", action="store_true", help="with --sql or --frames: admit in batches, as `cwa import` commits them"
+    )
     parser.add_argument("--python", action="store_true", help="with --sql, also Python's profile (cProfile)")
     parser.add_argument("--files", action="store_true", help="also count the temporary files SQLite opens")
     parser.add_argument("--frames", action="store_true", help="only count the WAL frames a document writes, by table")
@@ -283,12 +292,13 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.frames:
-        found = wal_frames(args.docs, args.into, args.seed)
+        found = wal_frames(args.docs, args.into, args.seed, args.bulk)
         if args.json:
             print(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
             return
+        batches = "in import batches" if found["bulk"] else "one a transaction"
         print(
-            f"{found['documents']} documents, one a transaction, into {found['archiveWindows']:,} windows: "
+            f"{found['documents']} documents, {batches}, into {found['archiveWindows']:,} windows: "
             f"admit {found['admitMsPerDoc']} ms a document (its checkpoints included), "
             f"{found['framesPerDoc']} WAL frames a document; {found['checkpoints']} checkpoints of about "
             f"{found['distinctPagesPerCheckpoint']:,} distinct pages, {found['checkpointMsPerDoc']} ms a "
