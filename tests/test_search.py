@@ -11,6 +11,7 @@ from conftest import DISK_GUARD_OFF
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import InvalidRequest, LimitExceeded
+from cwa.index import exact
 from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.retrieve.calibration import normalized_idf
 
@@ -157,6 +158,27 @@ def test_weak_evidence_is_expanded_and_keeps_its_own_scores(corpus):
     assert archive.search({"project": P, "query": "tests", "expansion": False})["expandedTerms"] == []
 
 
+def test_a_rebuild_leaves_no_postings_of_an_anchor_the_extractor_no_longer_finds(corpus, monkeypatch):
+    # A later cwa may read a text as an anchor no more (as line numbers stopped being values): the
+    # rebuild indexes each document again, and no posting names the text it dropped.
+    archive, _ = corpus
+    text_id = archive.conn.execute("SELECT id FROM anchor_texts WHERE text = 'ERR_LOCK_TIMEOUT'").fetchone()[0]
+    postings = "SELECT rowid FROM anchor_postings WHERE anchor_postings MATCH ?"
+    assert archive.conn.execute(postings, (f"a{text_id}",)).fetchall()
+    found = exact.document_anchors
+
+    def without_the_code(document):
+        anchors, cut = found(document)
+        return [(a, n) for a, n in anchors if a.text != "ERR_LOCK_TIMEOUT"], cut
+
+    monkeypatch.setattr(exact, "document_anchors", without_the_code)
+    archive.call("index-rebuild", {})
+    assert not archive.conn.execute(postings, (f"a{text_id}",)).fetchall()
+    assert not archive.conn.execute("SELECT count(*) FROM anchor_texts WHERE id = ?", (text_id,)).fetchone()[0]
+    assert archive.conn.execute("SELECT count(*) FROM anchors").fetchone()[0] > 0  # the others stay
+    assert not [r for r in search(archive, "ERR_LOCK_TIMEOUT") if r["matchType"].startswith("exact")]
+
+
 def test_evidence_recomputes_identically_after_rebuild(corpus):
     archive, _ = corpus
     queries = ["eviction policy", "tests", "ERR_LOCK_TIMEOUT", "retry loop gives up"]
@@ -171,8 +193,17 @@ def test_evidence_recomputes_identically_after_rebuild(corpus):
     count = "SELECT (SELECT value FROM index_stats WHERE name = 'windows'), (SELECT count(*) FROM windows)"
     kept, counted = archive.conn.execute(count).fetchone()
     assert kept == counted > 0
+    # each text's postings name each document holding it once
+    postings = (
+        "SELECT count(*), count(DISTINCT a.document_row) FROM anchors AS a "
+        "JOIN anchor_postings AS p ON p.anchor_postings MATCH ('a' || a.text_id) AND p.rowid = a.document_row"
+    )
+    held = archive.conn.execute(postings).fetchone()
+    assert held[0] > held[1] > 0
+    assert held[0] == archive.conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
     archive.call("index-rebuild", {})
     assert archive.conn.execute(count).fetchone() == (counted, counted)
+    assert archive.conn.execute(postings).fetchone() == held  # indexed again, not twice
     after = [
         [
             (r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
