@@ -41,17 +41,18 @@ SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) WHERE true
 ON CONFLICT (text) DO NOTHING;
 
 -- name: insert_anchors
+-- Returns each row's text id, for the document's postings.
 INSERT INTO anchors (document_row, text_id, types, start_byte, end_byte, occurrences)
 SELECT :row, t.id, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
 FROM json_each(:anchors) AS j
-JOIN anchor_texts AS t ON t.text = j.value ->> 0;
+JOIN anchor_texts AS t ON t.text = j.value ->> 0
+RETURNING text_id;
 
 -- name: insert_anchor_postings
--- The document's row under each of its anchor texts (`a<text id>`), for exact search.
+-- The document's row under each of its anchor texts (`a<text id>`; :ids, a JSON array of the
+-- ids insert_anchors returned), for exact search.
 INSERT INTO anchor_postings (rowid, texts)
-SELECT :row, group_concat('a' || t.id, ' ')
-FROM json_each(:anchors) AS j
-JOIN anchor_texts AS t ON t.text = j.value ->> 0;
+SELECT :row, group_concat('a' || value, ' ') FROM json_each(:ids);
 
 -- name: insert_cue
 INSERT INTO message_cues (document_row, ordinal, cue, score) VALUES (?, ?, ?, ?);

@@ -203,7 +203,7 @@ def test_evidence_recomputes_identically_after_rebuild(corpus):
     assert held[0] == archive.conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
     archive.call("index-rebuild", {})
     assert archive.conn.execute(count).fetchone() == (counted, counted)
-    assert archive.conn.execute(postings).fetchone() == held  # indexed again, not twice
+    assert archive.conn.execute(postings).fetchone() == held  # every anchor row has its posting again
     after = [
         [
             (r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])

@@ -280,8 +280,9 @@ class ExactHandler:
             sql = queries("index")
             rows = orjson.dumps(anchor_rows(anchors)).decode()
             conn.execute(sql["insert_anchor_texts"], {"anchors": rows})
-            conn.execute(sql["insert_anchors"], {"anchors": rows, "row": target.document_row})
-            conn.execute(sql["insert_anchor_postings"], {"anchors": rows, "row": target.document_row})
+            found = conn.execute(sql["insert_anchors"], {"anchors": rows, "row": target.document_row}).fetchall()
+            ids = orjson.dumps([text_id for (text_id,) in found]).decode()
+            conn.execute(sql["insert_anchor_postings"], {"ids": ids, "row": target.document_row})
         if cut:
             return HandlerResult("partial", f"kept the {MAX_ANCHORS_PER_DOCUMENT} most specific anchors")
         return HandlerResult("complete")

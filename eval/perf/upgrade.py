@@ -135,7 +135,7 @@ class TextKeyedAnchors:
         if anchors:
             rows = orjson.dumps(anchor_rows(anchors)).decode()
             conn.execute(queries("index")["insert_anchor_texts"], {"anchors": rows})
-            conn.execute(queries("index")["insert_anchors"], {"anchors": rows, "row": target.document_row})
+            conn.execute(queries("index")["insert_anchors"], {"anchors": rows, "row": target.document_row}).fetchall()
         return HandlerResult("complete")
 
 
