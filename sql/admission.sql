@@ -1,7 +1,10 @@
 -- Named queries used by admission (cwa/store/admission.py).
 
 -- name: find_by_identity
-SELECT id, document_id, version, index_generation FROM documents WHERE identity_digest = ?;
+-- A document by its identity digest (:identity, 32 bytes): found by the digest's first 8 bytes
+-- (migration 0036: the index `documents_identity_prefix`), the whole digest compared.
+SELECT id, document_id, version, index_generation FROM documents
+WHERE substr(identity_digest, 1, 8) = substr(:identity, 1, 8) AND identity_digest = :identity;
 
 -- name: find_project
 SELECT id FROM projects WHERE identity = ?;

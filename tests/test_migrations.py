@@ -64,6 +64,7 @@ COMPACT_VECTOR_BITS_SINCE = 28  # packed sign-bit rows rewritten; before, shrunk
 EMBEDDING_PIECES_SINCE = 29  # a vector per piece of 256 tokens; before, one per content (its first 256)
 INTEGER_TIMES_SINCE = 30  # a document's, generation's and expiry's times as epoch ms; before, ISO text
 ANCHOR_POSTINGS_SINCE = 35  # anchor rows keyed by document, texts' documents in anchor_postings
+IDENTITY_PREFIX_SINCE = 36  # documents rebuilt without the identity digest's UNIQUE index
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -599,6 +600,77 @@ def test_anchor_rows_are_keyed_by_document_and_each_text_s_documents_come_from_p
         texts = [t for (t,) in conn.execute("SELECT text_id FROM anchors WHERE document_row = ?", (new_row,))]
         assert texts and all(new_row in {r for (r,) in conn.execute(postings, (f"a{t}",))} for t in texts)
         assert any(held.get(t) for t in texts)
+
+
+def _unique_indexes(conn: apsw.Connection, table: str) -> set[tuple[str, ...]]:
+    return {
+        tuple(column for _, _, column in conn.execute(f"PRAGMA index_info({name!r})"))
+        for _, name, unique, *_ in conn.execute(f"PRAGMA index_list({table})")
+        if unique
+    }
+
+
+def test_documents_are_rebuilt_without_the_identity_digest_s_unique_index_and_admitted_once(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, IDENTITY_PREFIX_SINCE - 1)
+    columns = "SELECT * FROM documents ORDER BY id"
+    referring = {
+        table: f"SELECT count(*) FROM {table} WHERE document_row IN (SELECT id FROM documents)"
+        for table in ("messages", "document_chunks", "windows", "anchors", "expiry_schedule")
+    }
+    conn = apsw.Connection(str(path))
+    before = conn.execute(columns).fetchall()
+    held = {table: conn.execute(query).fetchone()[0] for table, query in referring.items()}
+    assert ("identity_digest",) in _unique_indexes(conn, "documents")
+    conn.close()
+    assert any(row[13] is not None for row in before)  # a superseded document: a reference to itself
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert conn.execute(columns).fetchall() == before  # every column of every row, same ids
+        assert {table: conn.execute(query).fetchone()[0] for table, query in referring.items()} == held
+        assert _unique_indexes(conn, "documents") == {("document_id", "version"), ("project_id", "subject_key")}
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1  # on again after the rebuild
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        with pytest.raises(apsw.ConstraintError):  # and enforced: a message of no document
+            conn.execute(
+                "INSERT INTO messages (document_row, ordinal, message_key, role, start_byte, "
+                "text_start, end_byte) VALUES (999999, 0, 'k', 'user', 0, 0, 0)"
+            )
+        # the same request is admitted once: found by the digest's prefix, the whole compared
+        plan = "EXPLAIN QUERY PLAN " + queries("admission")["find_by_identity"]
+        assert "documents_identity_prefix" in str(conn.execute(plan, {"identity": bytes(32)}).fetchall())
+        request = sample_requests(IDENTITY_PREFIX_SINCE)[0]
+        count = "SELECT count(*) FROM documents"
+        rows = conn.execute(count).fetchone()[0]
+        again = archive.admit(request)
+        assert again["documentId"] == before[0][1] and conn.execute(count).fetchone()[0] == rows
+        other = {**request, "sessionId": "after-upgrade"}
+        assert archive.admit(other)["documentId"] != again["documentId"]
+        assert conn.execute(count).fetchone()[0] == rows + 1
+        assert archive.search({"project": PROJECT, "query": "multipart stream"})["results"]
+
+
+def test_a_rebuild_that_fails_leaves_the_table_and_foreign_keys_as_they_were(tmp_path):
+    """Migration 0036 runs with foreign keys off: a full disk rolls it back whole and turns them
+    on again; the next open rebuilds the table."""
+    path = tmp_path / "old.db"
+    archive_at(path, IDENTITY_PREFIX_SINCE - 1)
+    before = snapshot(path)
+    conn = raw_connection(path)
+    migrations.apply_pending(conn, str(path), target=IDENTITY_PREFIX_SINCE - 1)
+    conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+    with pytest.raises(apsw.FullError):
+        migrations.apply_pending(conn, str(path))
+    assert migrations.user_version(conn) == IDENTITY_PREFIX_SINCE - 1
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert ("identity_digest",) in _unique_indexes(conn, "documents")
+    assert not conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'documents_by_prefix'").fetchone()[0]
+    conn.close()
+    assert snapshot(path) == before
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        assert migrations.user_version(archive.conn) == LATEST
+        assert ("identity_digest",) not in _unique_indexes(archive.conn, "documents")
+    assert snapshot(path) == before
 
 
 class GivingUp:

@@ -70,7 +70,7 @@ def admit(
     text_digest = blake3.blake3(document.text).digest()  # hashed once: the manifest names it too
     identity = identity_digest(request, document, created_explicit, text_digest)
     identity_key = bytes.fromhex(identity)  # stored as its 32 bytes, as every digest
-    existing = conn.execute(sql["find_by_identity"], (identity_key,)).fetchone()
+    existing = conn.execute(sql["find_by_identity"], {"identity": identity_key}).fetchone()
     if existing:
         response = _existing_response(conn, existing)
         if request["kind"] == "checkpoint-root":  # a retry completes what a killed process left
@@ -86,7 +86,7 @@ def admit(
     prepared = prepare_handlers(handlers, request["kind"], document) if indexed_now else {}  # before the lock
 
     with write_transaction(conn):
-        existing = conn.execute(sql["find_by_identity"], (identity_key,)).fetchone()
+        existing = conn.execute(sql["find_by_identity"], {"identity": identity_key}).fetchone()
         if existing:  # another process admitted it while we waited for the lock
             return _existing_response(conn, existing)
         project_id = ensure_project(conn, request["project"], now)

@@ -86,20 +86,53 @@ def apply_pending(
         if user_version(conn) >= migration.number or (target is not None and migration.number > target):
             continue
         sql = migration.path.read_text(encoding="utf-8")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            current = user_version(conn)
-            refuse_newer(current, where)
-            if current < migration.number:
-                with _reporting(conn, migration, where, progress):
-                    conn.execute(sql).fetchall()  # apsw runs a script lazily: drain every statement
-                conn.execute(f"PRAGMA user_version = {migration.number:d}")
-                applied.append(migration.number)
-        except BaseException:
-            roll_back(conn)
-            raise
-        conn.execute("COMMIT")
+        with _foreign_keys_off(conn, sql):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                current = user_version(conn)
+                refuse_newer(current, where)
+                if current < migration.number:
+                    with _reporting(conn, migration, where, progress):
+                        conn.execute(sql).fetchall()  # apsw runs a script lazily: drain every statement
+                    _check_rebuilt(conn, sql)
+                    conn.execute(f"PRAGMA user_version = {migration.number:d}")
+                    applied.append(migration.number)
+            except BaseException:
+                roll_back(conn)
+                raise
+            conn.execute("COMMIT")
     return applied
+
+
+# A migration that makes a table others refer to again (SQLite's way to change what ALTER TABLE
+# cannot: make a new table, copy, drop the old, rename the new) starts with this line: it runs
+# with foreign keys off, since dropping the old table would otherwise count every row that refers
+# to it as a violation, and before it commits the rebuilt table's own references are checked.
+REBUILDS = re.compile(r"^-- cwa: rebuilds ([a-z_]+)$", re.M)
+
+
+@contextmanager
+def _foreign_keys_off(conn: apsw.Connection, sql: str) -> Iterator[None]:
+    """Foreign keys off around a rebuilding migration (the pragma is a no-op inside a
+    transaction, so it is set before BEGIN), and as they were afterwards, whatever happens."""
+    if not REBUILDS.search(sql):
+        yield
+        return
+    enforced = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA foreign_keys = {int(enforced)}")
+
+
+def _check_rebuilt(conn: apsw.Connection, sql: str) -> None:
+    """Each rebuilt table's references still resolve (rows are copied with their ids, so the rows
+    that refer to it are untouched); a violation rolls the migration back."""
+    for table in REBUILDS.findall(sql):
+        broken = conn.execute(f"PRAGMA foreign_key_check({table})").fetchone()
+        if broken:
+            raise apsw.ConstraintError(f"migration left {table} with a broken reference: {broken}")
 
 
 @contextmanager
