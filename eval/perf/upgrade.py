@@ -18,7 +18,7 @@ documents' first and last source key columns; 0024 merges each text's anchor row
 into one; 0025 adds the kept term counts; 0026 computes each project's window id range; 0027
 keeps each generation's handlers and drops the plain `complete` outcome rows; 0028 copies the
 sign-bit rows into full pages; 0035 keys the anchor rows by document and gives each text's
-documents postings. With --archive,
+documents postings; 0036 makes `documents` again without its identity digest's UNIQUE index. With --archive,
 it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place. `--pages
 NAME` (a table or index, repeatable) also reports its pages in bytes (SQLite's dbstat) and its
