@@ -1,8 +1,7 @@
 -- cwa: rebuilds documents
 -- A document found by the first 8 bytes of its identity digest. `documents` held its 32-byte
 -- identity digest UNIQUE, so an automatic index held it again: about 46 bytes a document, 0.32 ×
--- the text of LoCoMo-shaped turns (docs/performance.md), and at a million documents a 45 MB index
--- each admission writes a page of at random. An index of the first 8 bytes finds a document as
+-- the text of LoCoMo-shaped turns (docs/performance.md), 46 MB at a million documents. An index of the first 8 bytes finds a document as
 -- well; admission compares the whole digest (sql/admission.sql `find_by_identity`), inside its
 -- write transaction, before it admits one, so an identity is still admitted once (as chunks since
 -- migration 0032).

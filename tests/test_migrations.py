@@ -622,8 +622,9 @@ def test_documents_are_rebuilt_without_the_identity_digest_s_unique_index_and_ad
     before = conn.execute(columns).fetchall()
     held = {table: conn.execute(query).fetchone()[0] for table, query in referring.items()}
     assert ("identity_digest",) in _unique_indexes(conn, "documents")
+    superseding = conn.execute("SELECT count(*) FROM documents WHERE supersedes_row IS NOT NULL").fetchone()[0]
     conn.close()
-    assert any(row[13] is not None for row in before)  # a superseded document: a reference to itself
+    assert superseding  # a document that refers to another: the table's reference to itself
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
         assert conn.execute(columns).fetchall() == before  # every column of every row, same ids
@@ -657,7 +658,6 @@ def test_a_rebuild_that_fails_leaves_the_table_and_foreign_keys_as_they_were(tmp
     archive_at(path, IDENTITY_PREFIX_SINCE - 1)
     before = snapshot(path)
     conn = raw_connection(path)
-    migrations.apply_pending(conn, str(path), target=IDENTITY_PREFIX_SINCE - 1)
     conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
     with pytest.raises(apsw.FullError):
         migrations.apply_pending(conn, str(path))

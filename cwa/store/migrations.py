@@ -105,7 +105,7 @@ def apply_pending(
 
 
 # A migration that makes a table others refer to again (SQLite's way to change what ALTER TABLE
-# cannot: make a new table, copy, drop the old, rename the new) starts with this line: it runs
+# cannot: make a new table, copy, drop the old, rename the new) holds this line: it runs
 # with foreign keys off, since dropping the old table would otherwise count every row that refers
 # to it as a violation, and before it commits the rebuilt table's own references are checked.
 REBUILDS = re.compile(r"^-- cwa: rebuilds ([a-z_]+)$", re.M)
