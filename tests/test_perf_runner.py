@@ -6,7 +6,13 @@ from __future__ import annotations
 import orjson
 from conftest import hermetic_env, run_cwa
 
+from cwa.api import Archive
+from cwa.model_variants import active
+from cwa.models import embedder
+from cwa.store.reads import window_text
+from cwa_eval.perf.pieces import BACKUP, GARDEN
 from cwa_eval.perf.scale import FIRST_PREFLIGHT, OPERATIONS
+from cwa_eval.perf.semantic import fill_synthetic
 
 
 def test_the_runner_measures_every_operation_against_the_floor_at_10k_windows(tmp_path):
@@ -54,3 +60,32 @@ def test_bad_sizes_and_corpora_are_refused_before_any_work(tmp_path):
         assert out.returncode != 0
         error = orjson.loads(out.stdout)["error"]
         assert error["code"] == "invalid-request" and error["details"]["reason"] == reason
+
+
+def test_synthetic_vectors_are_as_many_as_the_model_s_pieces(tmp_path):
+    # the runner's "with vectors" bytes are those of a real archive only if a window longer than
+    # a piece gets a vector a piece, as the model embeds it
+    with Archive.open(tmp_path / "a.db") as archive:
+        for n, text in enumerate([BACKUP, GARDEN + " " + BACKUP]):
+            archive.admit(
+                {
+                    "project": "p",
+                    "sessionId": "s",
+                    "kind": "turn",
+                    "retentionClass": "conversation",
+                    "createdAt": f"2026-01-0{n + 1}T00:00:00Z",
+                    "messages": [{"role": "assistant", "text": text}],
+                }
+            )
+        conn = archive.conn
+        contents = conn.execute(
+            "SELECT content_hash, document_row, start_byte, end_byte, first_message, last_message FROM windows"
+        ).fetchall()
+        texts = [window_text(conn, *row[1:]) for row in contents]
+        pieces = dict(zip((row[0] for row in contents), embedder(active(archive.path)).piece_counts(texts)))
+        assert max(pieces.values()) > 1
+        assert fill_synthetic(archive) == sum(pieces.values())
+        stored = dict(conn.execute("SELECT content_hash, count(*) FROM window_embeddings GROUP BY content_hash"))
+        assert stored == pieces
+        assert conn.execute("SELECT count(*) FROM window_vectors").fetchone()[0] == sum(pieces.values())
+        assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] == 0

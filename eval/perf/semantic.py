@@ -8,11 +8,11 @@ of 64, the model loaded once), then times in the same process the same 200 lexic
 vectors, SQL scope filter, fusion).
 
 `--embed-sample N` embeds only N windows with the model (the throughput figure comes from them)
-and gives every other window a seeded random unit vector, written through the same tables, then
-packs the sign bits in blocks as `cwa serve`'s embedding worker would. The
-search cost does not depend on what the stored vectors say (a search scans all of its project's), so this
-measures latency at 100K windows without 90 minutes of embedding; the result says how many
-vectors were synthetic.
+and gives every other window seeded random unit vectors, one a piece as the model would embed it,
+written through the same tables, then packs the sign bits in blocks as `cwa serve`'s embedding
+worker would. The search cost does not depend on what the stored vectors say (a search scans all
+of its project's), so this measures latency at 100K windows without 90 minutes of embedding; the
+result says how many vectors were synthetic.
 """
 
 from __future__ import annotations
@@ -63,27 +63,39 @@ def run(windows: int, embed_sample: int | None = None) -> dict:
 
 
 def fill_synthetic(archive) -> int:
-    """Seeded random unit vectors for every window content still queued (see the module doc)."""
+    """Seeded random unit vectors for every window content still queued, as many for each as the
+    model would embed (a vector a piece of MAX_TOKENS, cwa/models.py `piece_counts`), so the
+    archive's vector bytes and the scan are those of a real one. Returns the vectors stored."""
     import numpy
 
     from cwa.index.semantic import store_vector
+    from cwa.model_variants import active
+    from cwa.models import embedder
     from cwa.store.connection import write_transaction
+    from cwa.store.reads import window_text
     from cwa.store.sqlfiles import queries as sql_files
     from cwa.store.vector_blocks import BLOCK_VECTORS, pack
 
     sql = sql_files("semantic")
-    hashes = [r[0] for r in archive.conn.execute("SELECT content_hash FROM embedding_queue")]
-    vectors = numpy.random.default_rng(7).standard_normal((len(hashes), 384)).astype(numpy.float32)
+    conn = archive.conn
+    hashes = [r[0] for r in conn.execute("SELECT content_hash FROM embedding_queue")]
+    texts = [window_text(conn, *conn.execute(sql["window_for_content"], {"hash": h}).fetchone()) for h in hashes]
+    pieces = [
+        (content_hash, piece)
+        for content_hash, count in zip(hashes, embedder(active(archive.path)).piece_counts(texts))
+        for piece in range(count)
+    ]
+    vectors = numpy.random.default_rng(7).standard_normal((len(pieces), 384)).astype(numpy.float32)
     vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
-    for at in range(0, len(hashes), BLOCK_VECTORS):
-        with write_transaction(archive.conn):
-            for content_hash, vector in zip(hashes[at : at + BLOCK_VECTORS], vectors[at : at + BLOCK_VECTORS]):
-                store_vector(archive.conn, content_hash, vector, archive.clock())
-                archive.conn.execute(sql["dequeue"], (content_hash,))
+    for at in range(0, len(pieces), BLOCK_VECTORS):
+        with write_transaction(conn):
+            for (content_hash, piece), vector in zip(pieces[at : at + BLOCK_VECTORS], vectors[at : at + BLOCK_VECTORS]):
+                store_vector(conn, content_hash, vector, archive.clock(), piece)
+                conn.execute(sql["dequeue"], (content_hash,))
         # as `cwa serve`'s embedding worker packs each whole block once it is embedded, so the
         # pages packing frees take the next vectors' rows
-        pack(archive.conn, budget=len(hashes))
-    return len(hashes)
+        pack(conn, budget=len(pieces))
+    return len(pieces)
 
 
 def show(result: dict) -> None:
