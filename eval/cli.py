@@ -198,7 +198,7 @@ def eval_long(sizes, histories, facts_per_kind, modes, seed, inside, as_json) ->
     default=1000,
     show_default=True,
     help="Windows embedded with the model (the throughput figure); the rest get seeded random "
-    "vectors, which cost the vector scan the same.",
+    "vectors, one a piece as the model would embed each, which cost the vector scan the same.",
 )
 @click.option(
     "--keep",

@@ -5,8 +5,9 @@ size, one process:
 1. admits documents through the public API (`Archive.admit`, every derived index written in the
    same transaction) until the archive holds the requested number of windows: windows/s, MB/s;
 2. embeds `embedSample` windows with the installed model (embedding throughput, reported apart)
-   and gives every other window a seeded random unit vector through the same tables, so that
-   sqlite-vec scans as many vectors as a fully embedded archive holds;
+   and gives every other window seeded random unit vectors through the same tables, one a piece
+   as the model would embed it, so that a search scans as many vectors as a fully embedded
+   archive holds;
 3. measures the floor: the same window texts in a bare FTS5 table (default tokenizer, one
    transaction per document, as admission commits), insert throughput and
    `MATCH 'w1 OR w2 …' ORDER BY bm25() LIMIT 10` for the lexical queries;
