@@ -39,7 +39,8 @@ LEFT JOIN project_window_spans AS s ON s.project_row = w.project_id
 ORDER BY p.identity;
 
 -- name: sample_documents
-SELECT id, document_id, version, byte_length, text_digest FROM documents
+SELECT id, document_id, version, byte_length, (SELECT text_digest FROM document_digests WHERE document_row = d.id)
+FROM documents AS d
 WHERE state IN ('live', 'superseded') ORDER BY random() LIMIT :limit;
 
 -- name: sample_windows

@@ -25,8 +25,8 @@ INSERT INTO window_fts (rowid, title, user, assistant, body, context) VALUES (?,
 -- name: previous_in_session
 -- The last message of the readable document just before :row in its session (creation order,
 -- then row; a row-value range on documents_session_created, walked backwards), and that
--- document's kind and digest. One join, no subquery: the first row is the answer.
-SELECT q.id, q.kind, q.text_digest, m.text_start, m.end_byte
+-- document's kind and digest. One join: the first row is the answer (its digest read for it alone).
+SELECT q.id, q.kind, (SELECT text_digest FROM document_digests WHERE document_row = q.id), m.text_start, m.end_byte
 FROM documents AS d
 JOIN documents AS q ON q.session_id = d.session_id AND (q.created_at, q.id) < (d.created_at, d.id)
 JOIN messages AS m ON m.document_row = q.id

@@ -164,6 +164,12 @@ DELETE FROM index_outcomes WHERE document_row = ?;
 -- name: chunks_of
 SELECT DISTINCT chunk_id FROM document_chunks WHERE document_row = ?;
 
+-- name: keep_text_digest
+-- A one-chunk document's digest is its chunk's hash (sql/views.sql `document_digests`): stored in
+-- the document before its chunks go, so the header that stays still names it.
+UPDATE documents SET text_digest = (SELECT text_digest FROM document_digests WHERE document_row = ?1)
+WHERE id = ?1 AND text_digest = x'';
+
 -- name: delete_document_chunks_of
 DELETE FROM document_chunks WHERE document_row = ?;
 

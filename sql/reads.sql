@@ -5,7 +5,7 @@
 -- to a caller bound to a project, another project's document does not exist.
 SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session_key, d.kind,
        d.retention_class, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'),
-       strftime('%Y-%m-%dT%H:%M:%fZ', d.admitted_at / 1000.0, 'unixepoch'), d.byte_length, lower(hex(d.text_digest)),
+       strftime('%Y-%m-%dT%H:%M:%fZ', d.admitted_at / 1000.0, 'unixepoch'), d.byte_length, lower(hex((SELECT text_digest FROM document_digests WHERE document_row = d.id))),
        lower(hex(d.identity_digest)), d.source_key_count,
        (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = 0),
        (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = d.source_key_count - 1),

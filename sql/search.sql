@@ -66,7 +66,7 @@ SELECT count(*) FROM (
 -- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible
 -- (:ids is a JSON array of window ids).
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
-       w.last_message, lower(hex(w.content_hash)), d.created_at, d.session_id, lower(hex(d.text_digest)), d.kind
+       w.last_message, lower(hex(w.content_hash)), d.created_at, d.session_id, lower(hex((SELECT text_digest FROM document_digests WHERE document_row = d.id))), d.kind
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
 WHERE w.id IN (SELECT value FROM json_each(:ids))
@@ -115,7 +115,7 @@ SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?);
 
 -- name: document_summary
 SELECT d.id, d.document_id, d.version, d.kind, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'), d.state, d.project_id, d.index_generation,
-       p.identity, s.session_key, d.session_id, lower(hex(d.text_digest)), d.byte_length
+       p.identity, s.session_key, d.session_id, lower(hex((SELECT text_digest FROM document_digests WHERE document_row = d.id))), d.byte_length
 FROM documents AS d
 JOIN projects AS p ON p.id = d.project_id
 JOIN sessions AS s ON s.id = d.session_id

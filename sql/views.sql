@@ -4,6 +4,18 @@
 -- Tables keep a document's times as epoch milliseconds (migration 0030); the views show them as
 -- UTC ISO-8601 with milliseconds (2026-11-29T23:10:00.000Z), which sorts as text.
 
+-- Each document's text digest (blake3, 32 bytes). A document of one chunk stores x'' and its
+-- digest is that chunk's hash (the same blake3 of the same bytes), kept once (migration 0037);
+-- named statements read a digest through this view.
+DROP VIEW IF EXISTS document_digests;
+CREATE VIEW document_digests AS
+SELECT
+  d.id AS document_row,
+  CASE WHEN d.text_digest != x'' THEN d.text_digest
+       ELSE (SELECT c.hash FROM document_chunks AS dc JOIN chunks AS c ON c.id = dc.chunk_id
+             WHERE dc.document_row = d.id AND dc.ordinal = 0) END AS text_digest
+FROM documents AS d;
+
 DROP VIEW IF EXISTS live_documents;
 DROP VIEW IF EXISTS document_overview;
 CREATE VIEW document_overview AS
@@ -27,7 +39,7 @@ SELECT
   (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = 0) AS first_source_key,
   (SELECT message_key FROM messages WHERE document_row = d.id AND ordinal = d.source_key_count - 1)
                         AS last_source_key,
-  lower(hex(d.text_digest)) AS text_digest,
+  lower(hex((SELECT text_digest FROM document_digests WHERE document_row = d.id))) AS text_digest,
   d.index_generation,
   strftime('%Y-%m-%dT%H:%M:%fZ', d.admitted_at / 1000.0, 'unixepoch') AS admitted_at,
   d.id                  AS document_row

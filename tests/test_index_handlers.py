@@ -199,8 +199,8 @@ def test_the_next_documents_context_comes_from_the_last_one_indexed_and_never_fr
         assert previous_context(archive.conn, "turn", fourth_row, ClosingContexts()) == seen[texts[3]]
         # and the fourth's context for the next one is kept, under its own bytes
         last = archive.conn.execute(
-            "SELECT d.text_digest, m.text_start, m.end_byte FROM documents AS d JOIN messages AS m"
-            " ON m.document_row = d.id WHERE d.id = ? ORDER BY m.ordinal DESC LIMIT 1",
+            "SELECT g.text_digest, m.text_start, m.end_byte FROM document_digests AS g JOIN messages AS m"
+            " ON m.document_row = g.document_row WHERE g.document_row = ? ORDER BY m.ordinal DESC LIMIT 1",
             (fourth_row,),
         ).fetchone()
         assert lexical.closing.get(fourth_row, *last) == context_terms(terms(f"answer to: {texts[3]}"))

@@ -392,6 +392,7 @@ def test_status_archive_reports_classes_bytes_and_protections(archive, clock):
 def test_get_of_an_expired_or_redacted_document_returns_no_text(archive, clock):
     redacted = admit(archive, "GET-SENTINEL in a session to redact", session="sr")
     tool = admit(archive, "GET-SENTINEL tool output that expires", kind="tool-result", role="toolResult")
+    digests = {d: archive.get({"documentId": d})["textDigest"] for d in (redacted, tool)}
     token = archive.call("redact", {"project": P, "sessionId": "sr"})["confirm"]
     archive.call("redact", {"project": P, "sessionId": "sr", "confirm": token})
     clock.at(15)
@@ -399,6 +400,8 @@ def test_get_of_an_expired_or_redacted_document_returns_no_text(archive, clock):
     for document_id, expected in ((redacted, "tombstoned"), (tool, "expired")):
         header = archive.get({"documentId": document_id})
         assert header["state"] == expected and header["available"] is False and "text" not in header
+        # the header keeps the digest, although a one-chunk document's was its chunk's hash
+        assert header["textDigest"] == digests[document_id] and len(digests[document_id]) == 64
         with pytest.raises(Conflict):
             archive.get({"documentId": document_id, "range": {"start": 0, "end": 5}})
 

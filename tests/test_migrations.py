@@ -41,6 +41,7 @@ from cwa_eval.perf.upgrade import (
     TypedAnchorRows,
     UnspannedLexicalHandler,
     coded_outcomes,
+    digests_view,
     hex_digests,
     iso_times,
     named_outcomes,
@@ -65,6 +66,7 @@ EMBEDDING_PIECES_SINCE = 29  # a vector per piece of 256 tokens; before, one per
 INTEGER_TIMES_SINCE = 30  # a document's, generation's and expiry's times as epoch ms; before, ISO text
 ANCHOR_POSTINGS_SINCE = 35  # anchor rows keyed by document, texts' documents in anchor_postings
 IDENTITY_PREFIX_SINCE = 36  # documents rebuilt without the identity digest's UNIQUE index
+DIGEST_IN_CHUNK_SINCE = 37  # a one-chunk document's text digest is its chunk's hash: x'' in the row
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -75,6 +77,13 @@ TRUE_SPANS = (
 ANCHORS_BY_TYPE = (
     "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences "
     "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id JOIN anchor_types AS k ON a.types & (1 << k.id)"
+)
+
+
+# A document's digest, whether in its row or (since 0037, one chunk) in its chunk.
+TEXT_DIGEST = (
+    "coalesce(nullif(text_digest, x''), (SELECT c.hash FROM document_chunks AS dc JOIN chunks AS c "
+    "ON c.id = dc.chunk_id WHERE dc.document_row = documents.id AND dc.ordinal = 0))"
 )
 
 
@@ -152,7 +161,7 @@ FROM documents AS d WHERE d.id = (SELECT id FROM documents WHERE document_id = :
 """
 CANONICAL = {
     "documents": f"SELECT document_id, version, kind, retention_class, {as_iso('created_at')}, byte_length, "
-    f"{as_hex('text_digest')}, {as_hex('identity_digest')}, source_key_count, subject_key FROM documents ORDER BY id",
+    f"{as_hex(TEXT_DIGEST)}, {as_hex('identity_digest')}, source_key_count, subject_key FROM documents ORDER BY id",
     "chunks": f"SELECT {as_hex('hash')}, byte_length, data FROM chunks ORDER BY id",
     "document_chunks": "SELECT * FROM document_chunks ORDER BY document_row, ordinal",
     "messages": f"SELECT document_row, ordinal, message_key, role, tool_name, tool_call_id, {as_iso('timestamp')}, "
@@ -244,6 +253,7 @@ def archive_at(path: Path, version: int) -> None:
             stack.enter_context(mock.patch.object(derived, "record_outcomes", coded_outcomes))
         if version < SOURCE_KEYS_FROM_MESSAGES_SINCE:  # the row's first and last source keys
             stack.enter_context(stored_source_keys(conn))
+        stack.enter_context(digests_view(conn))
         for request in sample_requests(version):
             if "supersedes" in request:
                 request["supersedes"]["documentId"] = decision
@@ -265,6 +275,7 @@ def archive_at(path: Path, version: int) -> None:
                 retention.adopt_plan_if_unset(conn, plan)
             if request["kind"] == "decision":
                 decision = admitted["documentId"]
+        stack.close()  # every digest in its row, the view gone
         if version < BINARY_DIGESTS_SINCE:
             hex_digests(conn)
     finally:
@@ -328,7 +339,11 @@ def test_an_archive_from_each_earlier_schema_upgrades_with_its_rows_and_backfill
         for table, columns in DIGEST_COLUMNS.items():  # every digest now its 32 bytes
             for column in columns:
                 kinds = conn.execute(f"SELECT DISTINCT typeof({column}), length({column}) FROM {table}").fetchall()
-                assert set(kinds) <= {("blob", 32)}, (table, column, kinds)
+                # (a one-chunk document's text digest is its chunk's since 0037)
+                empty = {("blob", 0)} if (table, column) == ("documents", "text_digest") else set()
+                assert set(kinds) <= {("blob", 32)} | empty, (table, column, kinds)
+        digests = conn.execute("SELECT typeof(text_digest), length(text_digest) FROM document_digests")
+        assert set(digests) == {("blob", 32)}
 
         # Derived indexes: present for every readable document (rebuilt once for schema 1).
         assert conn.execute("SELECT count(*) FROM meta WHERE key = 'index_backfill'").fetchone()[0] == 0
@@ -530,7 +545,10 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
         "messages": [{"key": "q1", "role": "user", "text": 'see retry_policy first, then "retry_policy" again'}],
     }
     handlers = (TypedAnchorRows(), UnspannedLexicalHandler(), StructuralHandler())
-    with mock.patch.object(derived, "record_outcomes", coded_outcomes):  # as schema 23 recorded them
+    with (
+        mock.patch.object(derived, "record_outcomes", coded_outcomes),
+        digests_view(conn),
+    ):  # as schema 23 recorded them
         admit(conn, contract.validate(contract.ADMIT, quoted), handlers=handlers, now="2026-10-21T10:00:00.000Z")
     iso_times(conn)
     before = sorted(
@@ -613,13 +631,18 @@ def _unique_indexes(conn: apsw.Connection, table: str) -> set[tuple[str, ...]]:
 def test_documents_are_rebuilt_without_the_identity_digest_s_unique_index_and_admitted_once(tmp_path):
     path = tmp_path / "old.db"
     archive_at(path, IDENTITY_PREFIX_SINCE - 1)
-    columns = "SELECT * FROM documents ORDER BY id"
+    # every column, the text digest (the ninth) wherever it is stored (in the chunk since 0037)
+    columns = f"SELECT *, {TEXT_DIGEST} FROM documents ORDER BY id"
+
+    def rows(conn: apsw.Connection) -> list[tuple]:
+        return [(*row[:8], row[-1], *row[9:-1]) for row in conn.execute(columns)]
+
     referring = {
         table: f"SELECT count(*) FROM {table} WHERE document_row IN (SELECT id FROM documents)"
         for table in ("messages", "document_chunks", "windows", "anchors", "expiry_schedule")
     }
     conn = apsw.Connection(str(path))
-    before = conn.execute(columns).fetchall()
+    before = rows(conn)
     held = {table: conn.execute(query).fetchone()[0] for table, query in referring.items()}
     assert ("identity_digest",) in _unique_indexes(conn, "documents")
     superseding = conn.execute("SELECT count(*) FROM documents WHERE supersedes_row IS NOT NULL").fetchone()[0]
@@ -627,7 +650,7 @@ def test_documents_are_rebuilt_without_the_identity_digest_s_unique_index_and_ad
     assert superseding  # a document that refers to another: the table's reference to itself
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
-        assert conn.execute(columns).fetchall() == before  # every column of every row, same ids
+        assert rows(conn) == before  # every column of every row, same ids
         assert {table: conn.execute(query).fetchone()[0] for table, query in referring.items()} == held
         assert _unique_indexes(conn, "documents") == {("document_id", "version"), ("project_id", "subject_key")}
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1  # on again after the rebuild
@@ -697,7 +720,10 @@ def test_plain_complete_outcomes_stop_being_rows_and_every_handler_still_shows(t
     handlers = (ExactHandler(), LexicalHandler(), StructuralHandler(), GivingUp())
     request = {"project": PROJECT, "sessionId": "outcomes", "createdAt": "2026-10-20T09:05:00Z", "kind": "turn"}
     request["messages"] = [{"key": "o1", "role": "user", "text": "a document one handler gives up on"}]
-    with mock.patch.object(derived, "record_outcomes", coded_outcomes):  # as schema 26 recorded them
+    with (
+        mock.patch.object(derived, "record_outcomes", coded_outcomes),
+        digests_view(conn),
+    ):  # as schema 26 recorded them
         admit(conn, contract.validate(contract.ADMIT, request), handlers=handlers, now="2026-10-21T10:00:00.000Z")
     iso_times(conn)
     before = sorted(conn.execute(CODED_OUTCOMES))
@@ -978,3 +1004,24 @@ def test_a_copy_that_fills_the_disk_leaves_the_archive_as_it_was_and_the_next_op
         assert migrations.user_version(archive.conn) == LATEST
         assert archive.conn.execute("PRAGMA foreign_key_check").fetchall() == []
     assert snapshot(path) == before
+
+
+def test_a_one_chunk_document_s_digest_moves_to_its_chunk_and_the_others_stay(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, DIGEST_IN_CHUNK_SINCE - 1)
+    conn = apsw.Connection(str(path))
+    long = {"project": PROJECT, "sessionId": "long", "createdAt": "2026-10-20T09:05:00Z", "kind": "tool-result"}
+    long["messages"] = [{"key": "l1", "role": "toolResult", "text": "a line of a long build log\n" * 6000}]
+    with digests_view(conn):
+        admit(conn, contract.validate(contract.ADMIT, long), handlers=(), now="2026-10-21T10:00:00.000Z")
+    chunks = "SELECT d.document_id, count(*) FROM documents AS d JOIN document_chunks AS dc ON dc.document_row = d.id GROUP BY d.id"
+    count = dict(conn.execute(chunks))
+    before = dict(conn.execute("SELECT document_id, text_digest FROM documents"))
+    conn.close()
+    assert {n > 1 for n in count.values()} == {True, False}
+    assert {len(digest) for digest in before.values()} == {32}  # every digest in its row at 36
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        stored = dict(archive.conn.execute("SELECT document_id, text_digest FROM documents"))
+        assert stored == {d: b"" if count[d] == 1 else digest for d, digest in before.items()}
+        for document_id, digest in before.items():
+            assert archive.get({"documentId": document_id})["textDigest"] == digest.hex()

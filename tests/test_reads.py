@@ -4,6 +4,7 @@ touch only the chunks they need, and not-found for unknown ids."""
 from __future__ import annotations
 
 import apsw
+import blake3
 import pytest
 from conftest import turn
 
@@ -131,3 +132,28 @@ def test_small_document_answer_is_complete(archive):
     assert doc["sourceKeys"] == {"first": admitted["messageKeys"][0], "last": admitted["messageKeys"][1], "count": 2}
     assert [m["role"] for m in doc["messages"]] == ["user", "assistant"]
     assert doc["retentionClass"] == "conversation" and doc["state"] == "live"
+
+
+def test_a_one_chunk_document_s_digest_is_its_chunk_s_hash_stored_once(archive):
+    # a document of one chunk stores x'' for its text digest (its chunk's hash is the same blake3
+    # of the same bytes); a longer one its digest; every reader gives the whole text's digest
+    short = archive.admit(turn("the backup failed: disk full"))
+    output = [{"role": "toolResult", "text": _big_tool_output(3_000)}]
+    long = archive.admit({"project": "/p", "sessionId": "s", "kind": "tool-result", "messages": output})
+    conn = archive.conn
+    for admitted, one_chunk in ((short, True), (long, False)):
+        row, stored = conn.execute(
+            "SELECT id, text_digest FROM documents WHERE document_id = ?", (admitted["documentId"],)
+        ).fetchone()
+        chunks = conn.execute("SELECT count(*) FROM document_chunks WHERE document_row = ?", (row,)).fetchone()[0]
+        text = conn.execute(
+            "SELECT text FROM document_texts WHERE document_id = ?", (admitted["documentId"],)
+        ).fetchone()[0]
+        whole = blake3.blake3(text.encode()).hexdigest()
+        assert (chunks == 1) is one_chunk
+        assert stored == (b"" if one_chunk else bytes.fromhex(whole))
+        assert archive.get({"documentId": admitted["documentId"]})["textDigest"] == whole
+        overview = "SELECT text_digest FROM document_overview WHERE document_row = ?"
+        assert conn.execute(overview, (row,)).fetchone()[0] == whole
+        digests = "SELECT lower(hex(text_digest)) FROM document_digests WHERE document_row = ?"
+        assert conn.execute(digests, (row,)).fetchone()[0] == whole

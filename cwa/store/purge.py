@@ -34,6 +34,7 @@ def purge(conn: apsw.Connection, limit: int, handlers: Sequence[IndexHandler] = 
         conn.execute(sql["delete_feedback_of"], (row,))
         conn.execute(sql["delete_exposures_of"], (row,))
         chunks = [r[0] for r in conn.execute(sql["chunks_of"], (row,))]
+        conn.execute(sql["keep_text_digest"], (row,))
         conn.execute(sql["delete_document_chunks_of"], (row,))
         for chunk in chunks:
             conn.execute(sql["delete_chunk_if_unreferenced"], (chunk, chunk))

@@ -9,7 +9,7 @@ anchor with its text, before 20 every digest as 64 hex characters, before 22 eve
 with its handler's name, before 23 every document row with its first and last source keys,
 before 24 an anchor row per type of each text, before 26 no project window ranges, before 27 an
 outcome row per handler of each document, before 30 times as ISO-8601 text, before 35 anchor
-rows keyed by text first), then times `open_connection` on it, which
+rows keyed by text first, before 37 every document's text digest in its row), then times `open_connection` on it, which
 applies the later migrations in the opening process: 0017 moves every anchor text into the
 `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
@@ -18,7 +18,8 @@ documents' first and last source key columns; 0024 merges each text's anchor row
 into one; 0025 adds the kept term counts; 0026 computes each project's window id range; 0027
 keeps each generation's handlers and drops the plain `complete` outcome rows; 0028 copies the
 sign-bit rows into full pages; 0035 keys the anchor rows by document and gives each text's
-documents postings; 0036 makes `documents` again without its identity digest's UNIQUE index. With --archive,
+documents postings; 0036 makes `documents` again without its identity digest's UNIQUE index;
+0037 leaves a one-chunk document's text digest in its chunk only. With --archive,
 it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place. `--pages
 NAME` (a table or index, repeatable) also reports its pages in bytes (SQLite's dbstat) and its
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import re
 import sys
 import tempfile
 import time
@@ -63,6 +65,14 @@ STORED_SOURCE_KEYS_UNTIL = 23  # schemas before it: documents stored their first
 PROJECT_SPANS_SINCE = 26  # project_window_spans: the lexical handler widens a project's window range
 OUTCOME_EXCEPTIONS_UNTIL = 27  # schemas before it: an outcome row per handler of every document
 INTEGER_TIMES_UNTIL = 30  # schemas before it: a document's times as ISO-8601 text
+DIGESTS_IN_ROWS_UNTIL = 37  # schemas before it: every document's text digest in its row
+# Today's statements read a document's digest through sql/views.sql's view, which cwa makes on
+# open: `digests_view` makes it for admissions on a bare connection.
+DIGESTS_VIEW = re.search(
+    r"CREATE VIEW document_digests AS.*?;\n",
+    (Path(__file__).resolve().parents[2] / "sql" / "views.sql").read_text(encoding="utf-8"),
+    re.S,
+).group()
 DIGEST_COLUMNS = {
     "documents": ("text_digest", "identity_digest"),
     "chunks": ("hash",),
@@ -70,6 +80,22 @@ DIGEST_COLUMNS = {
     "window_embeddings": ("content_hash",),
     "embedding_queue": ("content_hash",),
 }
+
+
+@contextlib.contextmanager
+def digests_view(conn: apsw.Connection) -> Iterator[None]:
+    """The view for admissions on a bare connection at an earlier schema; then every digest back
+    in its row, as schemas before 37 stored it, and the view dropped (a migration rebuilding a
+    table it reads would trip over it)."""
+    conn.execute(DIGESTS_VIEW)
+    try:
+        yield
+        conn.execute(
+            "UPDATE documents SET text_digest = (SELECT text_digest FROM document_digests "
+            "WHERE document_row = documents.id) WHERE text_digest = x''"
+        )
+    finally:
+        conn.execute("DROP VIEW document_digests")
 
 
 class PerRowAnchors:
@@ -251,6 +277,7 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
             stack.enter_context(mock.patch.object(derived, "record_outcomes", coded_outcomes))
         if schema < STORED_SOURCE_KEYS_UNTIL:
             stack.enter_context(stored_source_keys(conn))
+        stack.enter_context(digests_view(conn))  # schemas before 37: left as they stored digests
         batch = stack.enter_context(BulkWrites(conn, 0.5))
         for document in source:
             admit(conn, contract.validate(contract.ADMIT, document), handlers=handlers, now="2026-12-02T00:00:00Z")
