@@ -36,6 +36,7 @@ from cwa.timestamps import to_datetime
 from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 from cwa_eval.perf.upgrade import (
     DIGEST_COLUMNS,
+    DIGESTS_IN_ROWS_UNTIL,
     PerRowAnchors,
     TextKeyedAnchors,
     TypedAnchorRows,
@@ -66,7 +67,6 @@ EMBEDDING_PIECES_SINCE = 29  # a vector per piece of 256 tokens; before, one per
 INTEGER_TIMES_SINCE = 30  # a document's, generation's and expiry's times as epoch ms; before, ISO text
 ANCHOR_POSTINGS_SINCE = 35  # anchor rows keyed by document, texts' documents in anchor_postings
 IDENTITY_PREFIX_SINCE = 36  # documents rebuilt without the identity digest's UNIQUE index
-DIGEST_IN_CHUNK_SINCE = 37  # a one-chunk document's text digest is its chunk's hash: x'' in the row
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -1008,7 +1008,7 @@ def test_a_copy_that_fills_the_disk_leaves_the_archive_as_it_was_and_the_next_op
 
 def test_a_one_chunk_document_s_digest_moves_to_its_chunk_and_the_others_stay(tmp_path):
     path = tmp_path / "old.db"
-    archive_at(path, DIGEST_IN_CHUNK_SINCE - 1)
+    archive_at(path, DIGESTS_IN_ROWS_UNTIL - 1)
     conn = apsw.Connection(str(path))
     long = {"project": PROJECT, "sessionId": "long", "createdAt": "2026-10-20T09:05:00Z", "kind": "tool-result"}
     long["messages"] = [{"key": "l1", "role": "toolResult", "text": "a line of a long build log\n" * 6000}]

@@ -91,7 +91,8 @@ def fill_synthetic(archive) -> int:
         with write_transaction(conn):
             for (content_hash, piece), vector in zip(pieces[at : at + BLOCK_VECTORS], vectors[at : at + BLOCK_VECTORS]):
                 store_vector(conn, content_hash, vector, archive.clock(), piece)
-                conn.execute(sql["dequeue"], (content_hash,))
+                if piece == 0:  # a content leaves the queue once
+                    conn.execute(sql["dequeue"], (content_hash,))
         # as `cwa serve`'s embedding worker packs each whole block once it is embedded, so the
         # pages packing frees take the next vectors' rows
         pack(conn, budget=len(pieces))

@@ -65,7 +65,7 @@ STORED_SOURCE_KEYS_UNTIL = 23  # schemas before it: documents stored their first
 PROJECT_SPANS_SINCE = 26  # project_window_spans: the lexical handler widens a project's window range
 OUTCOME_EXCEPTIONS_UNTIL = 27  # schemas before it: an outcome row per handler of every document
 INTEGER_TIMES_UNTIL = 30  # schemas before it: a document's times as ISO-8601 text
-DIGESTS_IN_ROWS_UNTIL = 37  # schemas before it: every document's text digest in its row
+DIGESTS_IN_ROWS_UNTIL = 37  # schemas before it: every document's text digest in its row (tests/test_migrations.py)
 # Today's statements read a document's digest through sql/views.sql's view, which cwa makes on
 # open: `digests_view` makes it for admissions on a bare connection.
 DIGESTS_VIEW = re.search(
