@@ -104,7 +104,8 @@ def metadata() -> dict[str, Any]:
     }
 
 
-# cwa's own Datasette plugins: requests must name a loopback host (DNS rebinding); the search and hit pages
+# cwa's own Datasette plugins: requests must name a loopback host (DNS rebinding); the SQL functions cwa's
+# views call (sql_functions.py); the search and hit pages
 PLUGINS = Path(__file__).parent / "integrations" / "datasette"
 
 

@@ -34,8 +34,8 @@ LIMIT ?;
 SELECT count(*) FROM document_chunks WHERE document_row = ?;
 
 -- name: chunks_in_range
--- Only the chunks that intersect [start, end) are read.
-SELECT dc.ordinal, dc.start_byte, dc.end_byte, c.data
+-- Only the chunks that intersect [start, end) are read (payloads: cwa/store/payloads.py).
+SELECT dc.start_byte, dc.end_byte, c.id, c.byte_length, c.data
 FROM document_chunks AS dc JOIN chunks AS c ON c.id = dc.chunk_id
 WHERE dc.document_row = ?1 AND dc.end_byte > ?2 AND dc.start_byte < ?3
 ORDER BY dc.ordinal;

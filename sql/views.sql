@@ -75,8 +75,8 @@ CREATE VIEW document_texts AS
 SELECT
   d.document_id,
   d.version,
-  (SELECT group_concat(CAST(t.data AS TEXT), '')
-     FROM (SELECT c.data FROM document_chunks AS dc
+  (SELECT group_concat(CAST(sqlar_uncompress(t.data, t.byte_length) AS TEXT), '')
+     FROM (SELECT c.data, c.byte_length FROM document_chunks AS dc
            JOIN chunks AS c ON c.id = dc.chunk_id
            WHERE dc.document_row = d.id
            ORDER BY dc.ordinal) AS t) AS text

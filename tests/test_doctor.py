@@ -6,10 +6,12 @@ import os
 import stat
 
 import orjson
+import pytest
 from conftest import hermetic_env, run_cwa, turn
 
 from cwa.api import Archive
 from cwa.config import load_settings
+from cwa.errors import ArchiveCorrupt
 
 
 def _doctor(tmp_path, *args):
@@ -79,7 +81,9 @@ def test_lost_derived_rows_are_found_and_repaired_in_batches(archive, tmp_path):
 
 def test_damaged_canonical_bytes_are_reported_and_never_called_repaired(archive, tmp_path):
     archive.admit(turn("exact words that must come back byte for byte"))
-    archive.conn.execute("UPDATE chunks SET data = CAST(replace(CAST(data AS TEXT), 'exact', 'EXACT') AS BLOB)")
+    archive.conn.execute(  # the altered bytes stored whole (a payload of their length is read as it is)
+        "UPDATE chunks SET data = CAST(replace(CAST(sqlar_uncompress(data, byte_length) AS TEXT), 'exact', 'EXACT') AS BLOB)"
+    )
     code, report = _doctor(tmp_path, "--repair")
     assert code == 1 and "canonical-digests" in _failing(report)
     check = next(c for c in report["checks"] if c["name"] == "canonical-digests")
@@ -102,7 +106,7 @@ def test_every_chunk_is_checked_and_damage_is_never_rebuilt_into_the_indexes(arc
     ids = _texts(archive, 8)
     # three chunks altered in place: no sample is needed to find them, and no repair hides them
     archive.conn.execute(
-        "UPDATE chunks SET data = CAST(replace(CAST(data AS TEXT), 'cache', 'CACHE') AS BLOB) "
+        "UPDATE chunks SET data = CAST(replace(CAST(sqlar_uncompress(data, byte_length) AS TEXT), 'cache', 'CACHE') AS BLOB) "
         "WHERE id IN (SELECT id FROM chunks ORDER BY id LIMIT 3)"
     )
     code, report = _doctor(tmp_path, "--sample", "1")
@@ -121,6 +125,22 @@ def test_every_chunk_is_checked_and_damage_is_never_rebuilt_into_the_indexes(arc
     assert archive.conn.execute(generations).fetchone() == before
     code, report = _doctor(tmp_path)
     assert code == 1 and "canonical-chunks" in _failing(report)  # before: a later run said healthy
+
+
+def test_a_payload_that_does_not_inflate_is_damage_doctor_reports_and_get_answers_typed(archive, tmp_path):
+    """A deflated payload cut short (or one that inflates to another length) is a damaged chunk:
+    doctor names its document, and reading it is `archive-corrupt`, never a traceback."""
+    ids = _texts(archive, 2)
+    cut, longer = [row for (row,) in archive.conn.execute("SELECT id FROM chunks WHERE length(data) < byte_length")]
+    archive.conn.execute("UPDATE chunks SET data = substr(data, 1, length(data) / 2) WHERE id = ?", (cut,))
+    archive.conn.execute("UPDATE chunks SET byte_length = byte_length + 1 WHERE id = ?", (longer,))
+    code, report = _doctor(tmp_path)
+    check = next(c for c in report["checks"] if c["name"] == "canonical-chunks")
+    assert code == 1 and check["badChunks"] == 2 and sorted(d.split()[0] for d in check["documents"]) == sorted(ids)
+    for document_id in ids:
+        with pytest.raises(ArchiveCorrupt) as raised:
+            archive.get({"documentId": document_id})
+        assert raised.value.details["reason"] == "chunk-unreadable"
 
 
 def test_a_deleted_chunk_row_is_found_by_a_default_run(tmp_path):

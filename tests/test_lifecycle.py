@@ -305,7 +305,7 @@ def test_redaction_removes_a_session_now_and_its_bytes_after_maintenance(archive
 
     def sentinel_bytes():
         return archive.conn.execute(
-            "SELECT count(*) FROM chunks WHERE instr(data, ?) > 0", (b"SENTINEL-7f3a",)
+            "SELECT count(*) FROM chunks WHERE instr(sqlar_uncompress(data, byte_length), ?) > 0", (b"SENTINEL-7f3a",)
         ).fetchone()[0]
 
     def anchor_texts():

@@ -6,6 +6,7 @@ no queue for them), the retention plan for schemas 1-5."""
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from unittest import mock
 
@@ -18,13 +19,14 @@ from conftest import REPO, hermetic_env, run_cwa
 from cwa import contract
 from cwa.api import Archive
 from cwa.config import load_settings
+from cwa.index import queue_worker
 from cwa.index.exact import SPECIFICITY, TYPE_IDS, ExactHandler
 from cwa.index.lexical import LexicalHandler
 from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
 from cwa.model_variants import active
 from cwa.models import embedder
-from cwa.store import derived, migrations, retention, vector_blocks
+from cwa.store import chunk_packing, derived, doctor, migrations, payloads, retention, vector_blocks
 from cwa.store.admission import admit
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult
@@ -37,6 +39,7 @@ from cwa.vocabulary import DEFAULT_CLASS_FOR_KIND
 from cwa_eval.perf.upgrade import (
     DIGEST_COLUMNS,
     DIGESTS_IN_ROWS_UNTIL,
+    PAYLOADS_WHOLE_UNTIL,
     PerRowAnchors,
     TextKeyedAnchors,
     TypedAnchorRows,
@@ -46,6 +49,7 @@ from cwa_eval.perf.upgrade import (
     hex_digests,
     iso_times,
     named_outcomes,
+    payloads_whole,
     stored_source_keys,
 )
 
@@ -254,6 +258,8 @@ def archive_at(path: Path, version: int) -> None:
         if version < SOURCE_KEYS_FROM_MESSAGES_SINCE:  # the row's first and last source keys
             stack.enter_context(stored_source_keys(conn))
         stack.enter_context(digests_view(conn))
+        if version < PAYLOADS_WHOLE_UNTIL:
+            stack.enter_context(payloads_whole())
         for request in sample_requests(version):
             if "supersedes" in request:
                 request["supersedes"]["documentId"] = decision
@@ -1025,3 +1031,78 @@ def test_a_one_chunk_document_s_digest_moves_to_its_chunk_and_the_others_stay(tm
         assert stored == {d: b"" if count[d] == 1 else digest for d, digest in before.items()}
         for document_id, digest in before.items():
             assert archive.get({"documentId": document_id})["textDigest"] == digest.hex()
+
+
+def test_chunks_stored_whole_are_deflated_in_resumable_batches_and_read_the_same_throughout(tmp_path):
+    """Migration 0038 deflates nothing: the chunks stored before it read as they are, and the
+    conversion deflates them a batch a transaction; a batch that does not commit leaves them and
+    the mark as they were. Every text reads the same before, during and after, through `get`
+    and through the `document_texts` view."""
+    path = tmp_path / "old.db"
+    archive_at(path, PAYLOADS_WHOLE_UNTIL - 1)
+    conn = raw_connection(path)
+    long = {"project": PROJECT, "sessionId": "long", "createdAt": "2026-10-20T09:05:00Z", "kind": "tool-result"}
+    long["messages"] = [{"key": "l1", "role": "toolResult", "text": "a line of a long build log\n" * 6000}]
+    with digests_view(conn), payloads_whole():
+        admit(conn, contract.validate(contract.ADMIT, long), handlers=(), now="2026-10-21T10:00:00.000Z")
+    whole = "SELECT count(*) FROM chunks WHERE length(data) = byte_length"
+    chunks, stored_whole = conn.execute(f"SELECT count(*), ({whole}) FROM chunks").fetchone()
+    conn.close()
+    assert chunks == stored_whole > 3
+
+    def texts(archive) -> tuple[dict, dict]:
+        found = archive.conn.execute("SELECT * FROM document_texts WHERE text IS NOT NULL")  # (not purged)
+        by_view = {(d, v): text for d, v, text in found}
+        by_get = {(d, v): archive.get({"documentId": d, "version": v})["text"] for d, v in by_view}
+        return by_get, by_view
+
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert conn.execute(whole).fetchone()[0] == chunks  # the upgrade deflates nothing
+        whole_payloads = dict(conn.execute("SELECT id, data FROM chunks"))
+        assert archive.status()["chunksToPack"] == chunks
+        before = texts(archive)
+        assert before[0] == before[1] and len(before[0]) > 3
+
+        with pytest.raises(RuntimeError), write_transaction(conn):  # a process killed inside its batch
+            chunk_packing.pack_batch(conn, limit=chunks)
+            raise RuntimeError("killed")
+        assert conn.execute(whole).fetchone()[0] == chunks and archive.status()["chunksToPack"] == chunks
+        with write_transaction(conn):  # one batch of two, as a process killed after it left them
+            assert chunk_packing.pack_batch(conn, limit=2) == 2
+        assert archive.status()["chunksToPack"] == chunks - 2
+        assert texts(archive) == before  # payloads of both kinds read at once
+
+        done = archive.call("maintain", {})
+        assert done["chunksLookedAt"] == chunks - 2 and not done["more"]
+        after = dict(conn.execute("SELECT id, data FROM chunks"))
+        assert set(after) <= set(whole_payloads)  # (maintenance also purged what had expired)
+        assert after == {row: payloads.packed(whole_payloads[row]) for row in after}  # as new ones are stored
+        assert sum(len(data) < len(whole_payloads[row]) for row, data in after.items()) >= 3  # the log's, at least
+        now = texts(archive)
+        assert now[0] == now[1] and now[0] == {key: text for key, text in before[0].items() if key in now[0]}
+        assert doctor.canonical_chunks(conn)["ok"]
+        assert archive.status()["chunksToPack"] == 0
+        assert conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'pack_chunks_%'").fetchone()[0] == 0
+        assert archive.call("maintain", {})["chunksLookedAt"] == 0
+
+
+def test_serve_s_index_worker_deflates_the_chunks_stored_whole(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, PAYLOADS_WHOLE_UNTIL - 1)
+    shown = run_cwa(["status"], hermetic_env(tmp_path, path))
+    assert shown.returncode == 0 and "chunk(s) stored before schema 38 still to deflate" in shown.stdout.decode()
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        whole = dict(archive.conn.execute("SELECT id, data FROM chunks"))
+        assert archive.status()["chunksToPack"] == len(whole)
+        worker = queue_worker.IndexProcess(str(path)).start()  # the child `cwa serve` runs, in its pauses
+        try:
+            deadline = time.monotonic() + 60  # generous for a loaded machine
+            while archive.status()["chunksToPack"] and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            worker.close()
+        assert archive.status()["chunksToPack"] == 0
+        stored = dict(archive.conn.execute("SELECT id, data FROM chunks"))
+        assert stored == {row: payloads.packed(data) for row, data in whole.items()} != whole
+    assert "to deflate" not in run_cwa(["status"], hermetic_env(tmp_path, path)).stdout.decode()

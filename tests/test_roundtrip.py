@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import zlib
+
 import apsw
 import blake3
 import pytest
@@ -9,6 +13,7 @@ import pytest
 from cwa.api import Archive
 from cwa.errors import InvalidRequest
 from cwa.limits import CHUNK_NEWLINE_AFTER, MAX_CHUNK_BYTES
+from cwa.store import payloads
 
 
 def _multibyte_session() -> list[dict]:
@@ -60,17 +65,54 @@ def test_large_multibyte_document_round_trips_byte_for_byte_after_reopen(db_path
             assert piece.endswith(b"\n")  # newline preferred once 16 KiB is in the chunk
 
 
-def test_stored_chunks_are_valid_utf8_and_reassemble_in_sql(db_path):
+def test_stored_chunks_are_valid_utf8_deflated_and_reassemble_in_sql(db_path):
+    """Each chunk holds whole UTF-8 characters; its payload is those bytes deflated where that is
+    shorter (migration 0038), and `document_texts` reassembles the text through sqlar_uncompress,
+    which cwa registers on a connection of its own (payloads.register)."""
     with Archive.open(db_path) as archive:
         admitted = archive.admit({"project": "/p", "sessionId": "s", "kind": "turn", "messages": _multibyte_session()})
         expected = archive.get({"documentId": admitted["documentId"]})["text"]
     conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
-    for (data,) in conn.execute("SELECT data FROM chunks"):
-        bytes(data).decode("utf-8")
+    chunks = conn.execute("SELECT hash, byte_length, data FROM chunks").fetchall()
+    assert len(chunks) > 1 and all(len(payload) < byte_length for _, byte_length, payload in chunks)
+    for digest, byte_length, payload in chunks:
+        data = zlib.decompress(payload)
+        assert len(data) == byte_length and blake3.blake3(data).digest() == digest
+        data.decode("utf-8")
+    payloads.register(conn)
     (text,) = conn.execute(
         "SELECT text FROM document_texts WHERE document_id = ?", (admitted["documentId"],)
     ).fetchone()
     assert text == expected
+
+
+@pytest.mark.skipif(
+    shutil.which("sqlite3") is None, reason="the sqlite3 shell is not installed (.ci/install-tools installs it)"
+)
+def test_the_sqlite3_shell_reads_document_texts_and_a_chunk_stored_whole(db_path):
+    """The sqlite3 shell's own sqlar_uncompress reads a deflated payload and one stored as its
+    bytes (too short to deflate) alike: the archive's text needs nothing of cwa's to be read."""
+    with Archive.open(db_path) as archive:
+        long = archive.admit({"project": "/p", "sessionId": "s", "kind": "turn", "messages": _multibyte_session()})
+        short = archive.admit(
+            {"project": "/p", "sessionId": "s", "kind": "turn", "messages": [{"role": "user", "text": "ok"}]}
+        )
+        expected = {d["documentId"]: archive.get({"documentId": d["documentId"]})["text"] for d in (long, short)}
+        assert archive.conn.execute("SELECT count(*) FROM chunks WHERE length(data) = byte_length").fetchone()[0] == 1
+    for document_id, text in expected.items():
+        shown = subprocess.run(
+            [
+                "sqlite3",
+                "-readonly",
+                str(db_path),
+                f"SELECT text FROM document_texts WHERE document_id = '{document_id}'",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout == text + "\n"
 
 
 def test_identical_bytes_are_stored_once_across_documents(archive):

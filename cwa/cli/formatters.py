@@ -42,6 +42,11 @@ def print_status(status: dict[str, Any]) -> None:
             f"vectors    up to {status['vectorsToConvert']} float32 vector(s) still to convert to int8 "
             "(cwa serve and cwa maintain do it)"
         )
+    if status["chunksToPack"]:
+        click.echo(
+            f"chunks     up to {status['chunksToPack']} chunk(s) stored before schema 38 still to deflate "
+            "(cwa serve and cwa maintain do it)"
+        )
 
 
 def print_lifecycle(found: dict[str, Any]) -> None:
@@ -144,6 +149,8 @@ def print_maintenance(result: dict[str, Any]) -> None:
     )
     if result["vectorsConverted"]:
         click.echo(f"converted {result['vectorsConverted']} vector(s) to int8")
+    if result["chunksLookedAt"]:
+        click.echo(f"deflated the chunks stored before schema 38: {result['chunksLookedAt']} looked at")
     if result["vectorsPacked"]:
         click.echo(f"packed the sign bits of {result['vectorsPacked']} vector(s) in blocks")
     if result["termCountsKept"]:

@@ -13,7 +13,8 @@ has been quiet for QUIET_SECONDS (at most QUIET_WAIT_SECONDS): a host sends its 
 after a model call or a user's message, so the worker's transaction lands in that pause instead
 of in front of the request. In the same pauses it copies the WAL into the archive file (a passive
 checkpoint, which never blocks a writer), so that the commit of a request seldom finds the WAL
-full and pays for that copy itself.
+full and pays for that copy itself, and it deflates the chunks stored before migration 0038, a
+batch a pause (cwa/store/chunk_packing.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Callable
 import apsw
 
 from cwa.index.handlers import default_handlers
+from cwa.store import chunk_packing
 from cwa.store.connection import open_connection
 from cwa.store.index_queue import BATCH_DOCUMENTS, index_queued
 from cwa.timestamps import utc_now
@@ -37,6 +39,7 @@ SHUTDOWN_SECONDS = 2.0  # the most it spends on what is left once serve closes i
 NICENESS = 5  # the request being served gets the CPU first
 QUIET_SECONDS = 0.05  # serve is between requests once it has answered none for this long
 QUIET_WAIT_SECONDS = 1.0  # the longest a document waits for that pause
+PACK_PER_ROUND = 4 * chunk_packing.PACK_BATCH  # chunks stored before 0038 deflated between polls
 WAKE, ANSWERED = b"w", b"."  # what serve writes: a document was queued; a request was answered
 
 
@@ -101,6 +104,7 @@ def run(path: str) -> None:
     try:
         while not serve.ended:
             _drain(conn, handlers, serve.quiet)
+            _pack(conn, serve)
             _checkpoint(conn, serve.quiet)
             if not serve.ended:
                 serve.wait_for_wake(POLL_SECONDS)
@@ -158,6 +162,19 @@ def _drain(conn: apsw.Connection, handlers: tuple, before_lock=None, seconds: fl
                 return
         except (apsw.BusyError, apsw.FullError, apsw.IOError):
             return  # the documents stay queued: the next wake-up or poll tries again
+
+
+def _pack(conn: apsw.Connection, serve: _Serve) -> None:
+    """Deflate chunks stored before migration 0038, each batch in a pause of serve's."""
+
+    def ended_after_pause() -> bool:
+        serve.quiet()
+        return serve.ended
+
+    try:
+        chunk_packing.pack_stored(conn, PACK_PER_ROUND, stopped=ended_after_pause)
+    except (apsw.BusyError, apsw.FullError, apsw.IOError):
+        pass  # the mark moved with each committed batch: the next round goes on from there
 
 
 def _checkpoint(conn: apsw.Connection, before: Callable[[], None]) -> None:

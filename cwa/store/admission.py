@@ -23,6 +23,7 @@ from cwa.store import checkpoint_parts, index_queue, retention
 from cwa.store.chunking import chunk_spans
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, IndexTarget, prepare_handlers, run_handlers
+from cwa.store.payloads import packed
 from cwa.store.reads import find_document
 from cwa.store.serialization import SerializedDocument, identity_digest, serialize_messages
 from cwa.store.sessions import ensure_project, ensure_session
@@ -80,6 +81,7 @@ def admit(
     spans = chunk_spans(document.text)
     pieces = [document.text[start:end] for start, end in spans]
     hashes = [blake3.blake3(piece).digest() for piece in pieces]
+    stored = [packed(piece) for piece in pieces]  # deflated before the lock (cwa/store/payloads.py)
     metadata = request.get("metadata")
     part = request["kind"] == "checkpoint-part"
     indexed_now = not part and not deferred
@@ -97,7 +99,9 @@ def admit(
             conn.execute(sql["insert_generation"], ("admit", now))
             generation_id = conn.last_insert_rowid()
 
-        chunk_ids = [_stored_chunk(conn, digest, piece) for digest, piece in zip(hashes, pieces)]
+        chunk_ids = [
+            _stored_chunk(conn, digest, len(piece), payload) for digest, piece, payload in zip(hashes, pieces, stored)
+        ]
 
         if supersedes_row is not None:  # first, so the subject key is free for the replacement
             retire(conn, supersedes_row, now)
@@ -272,12 +276,13 @@ def _resolve_identity_and_supersession(
     return (old["row"] if old is not None else None), document_id, (taken or 0) + 1
 
 
-def _stored_chunk(conn: apsw.Connection, digest: bytes, data: bytes) -> int:
-    """The row of the chunk holding `data` (blake3 `digest`): the stored one, else a new one.
+def _stored_chunk(conn: apsw.Connection, digest: bytes, length: int, payload: bytes) -> int:
+    """The row of the chunk whose bytes have blake3 `digest`: the stored one, else a new one
+    holding `payload` (those `length` bytes as cwa/store/payloads.py stores them).
     Inside admission's write transaction, so no other process stores it between the two."""
     sql = queries("admission")
     found = conn.execute(sql["chunk_id"], {"hash": digest}).fetchone()
     if found is not None:
         return found[0]
-    conn.execute(sql["insert_chunk"], {"hash": digest, "length": len(data), "data": data})
+    conn.execute(sql["insert_chunk"], {"hash": digest, "length": length, "data": payload})
     return conn.last_insert_rowid()

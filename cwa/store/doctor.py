@@ -20,8 +20,10 @@ import blake3
 import orjson
 
 from cwa import hook_failures, limits
+from cwa.errors import ArchiveCorrupt
 from cwa.store import checkpoint_parts, migrations
 from cwa.store.connection import ARCHIVE_FILE_MODE, RESTORE_ADVICE
+from cwa.store.payloads import unpacked
 from cwa.store.reads import read_bytes
 from cwa.store.sqlfiles import queries
 
@@ -53,15 +55,23 @@ def integrity(path: Path) -> dict[str, Any]:
     )
 
 
+def _digest_of(payload: bytes, byte_length: int, chunk_id: int) -> bytes | None:
+    """The digest of the bytes a payload stores, or None when it cannot be inflated to them."""
+    try:
+        return blake3.blake3(unpacked(payload, byte_length, chunk_id)).digest()
+    except ArchiveCorrupt:
+        return None
+
+
 def canonical_chunks(conn: apsw.Connection) -> dict[str, Any]:
     """Every chunk against its digest and length (one pass over the chunks), and every readable
     document's chunk ranges against its length: the bytes recall returns, all of them."""
     sql = queries("doctor")
     chunks = bad = 0
     damaged: list[int] = []
-    for chunk_id, digest, byte_length, data in conn.execute(sql["chunks_with_payload"]):
+    for chunk_id, digest, byte_length, payload in conn.execute(sql["chunks_with_payload"]):
         chunks += 1
-        if len(data) != byte_length or blake3.blake3(data).digest() != digest:
+        if _digest_of(payload, byte_length, chunk_id) != digest:
             bad += 1
             damaged.append(chunk_id)
     holders = (
@@ -87,6 +97,15 @@ def schema(conn: apsw.Connection) -> dict[str, Any]:
     return _check("schema", version == latest, f"version {version} of {latest}", version=version, latest=latest)
 
 
+def _range_digest(conn: apsw.Connection, row: int, start: int, end: int) -> bytes | None:
+    """The digest of a document's bytes [start, end), or None when a chunk of them cannot be inflated."""
+    try:
+        data, _ = read_bytes(conn, row, start, end)
+    except ArchiveCorrupt:
+        return None
+    return blake3.blake3(data).digest()
+
+
 def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
     """Derived indexes against canonical rows: counts, and a sample of byte digests."""
     sql = queries("doctor")
@@ -100,13 +119,11 @@ def derived(conn: apsw.Connection, sample: int) -> list[dict[str, Any]]:
     for row, document_id, version, byte_length, digest in conn.execute(
         sql["sample_documents"], {"limit": sample}
     ).fetchall():
-        data, _ = read_bytes(conn, row, 0, byte_length)
-        if blake3.blake3(data).digest() != digest:
+        if _range_digest(conn, row, 0, byte_length) != digest:
             bad_documents.append(f"{document_id} v{version}")
     bad_windows = 0
     for row, start, end, content_hash in conn.execute(sql["sample_windows"], {"limit": sample}).fetchall():
-        data, _ = read_bytes(conn, row, start, end)
-        bad_windows += blake3.blake3(data).digest() != content_hash
+        bad_windows += _range_digest(conn, row, start, end) != content_hash
     return [
         _check(
             "canonical-digests",

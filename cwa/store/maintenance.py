@@ -10,7 +10,8 @@ work left. In order:
 2. purge: bytes and derived rows of expired and redacted documents (cwa/store/purge.py);
 3. vectors stored as float32 before migration 0018 moved into `window_vectors` as int8,
    20 × `limit` a pass (cwa/store/vector_format.py); then as many sign bits packed in blocks
-   (cwa/store/vector_blocks.py);
+   (cwa/store/vector_blocks.py); then chunks stored before migration 0038 deflated, as many
+   (cwa/store/chunk_packing.py);
 4. clean-ups: expired search leases, the preflight ledgers (exposures past
    their cooldown tombstoned, old tombstones deleted, hint records idle for 30 days reclaimed);
 5. space: when at least RECLAIM_MIN_BYTES of free pages exist, `PRAGMA incremental_vacuum` gives
@@ -29,6 +30,7 @@ import apsw
 from cwa import limits
 from cwa.store import (
     checkpoint_parts,
+    chunk_packing,
     exposure_ledger,
     hint_ledger,
     index_queue,
@@ -48,6 +50,7 @@ from cwa.store.workers import DaemonWorker
 RECLAIM_MIN_BYTES = 1 << 20
 PURGE_BATCH = 50  # documents purged per transaction
 VECTORS_PER_STEP = 20  # float32 vectors converted to int8 per step of a pass (cwa/store/vector_format.py)
+CHUNKS_PER_STEP = 20  # chunks stored before migration 0038 looked at per step (cwa/store/chunk_packing.py)
 YIELD_SECONDS = 0.03
 VACUUM_PAGES = 2048  # pages freed per incremental-vacuum step (8 MiB of 4 KiB pages)
 INCREMENTAL = 2  # PRAGMA auto_vacuum's value for incremental
@@ -83,6 +86,7 @@ def maintain(
     terms = term_counts.refresh(conn)
     converted = vector_format.convert(conn, limit * VECTORS_PER_STEP)
     packed = vector_blocks.pack(conn, limit * VECTORS_PER_STEP)
+    deflated = chunk_packing.pack_stored(conn, limit * CHUNKS_PER_STEP)
     with write_transaction(conn):
         conn.execute(sql["expired_leases"], {"now": now, "limit": limit})
         leases = conn.changes()
@@ -105,11 +109,12 @@ def maintain(
     # (a postponed entry is due again only when its protection ends, so it never counts here)
     more = any(count >= limit for count in done.values()) or purge.pending(conn) > 0
     more = more or retention.due_count(conn, now) > 0 or vector_format.vectors_to_convert(conn) > 0
-    more = more or packed >= limit * VECTORS_PER_STEP
+    more = more or packed >= limit * VECTORS_PER_STEP or chunk_packing.chunks_to_pack(conn) > 0
     return {
         **done,
         "vectorsConverted": converted,
         "vectorsPacked": packed,
+        "chunksLookedAt": deflated,
         "termCountsKept": terms,
         "replannedClasses": replanned,
         "space": _reclaim(conn, vacuum),

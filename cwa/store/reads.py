@@ -16,6 +16,7 @@ import orjson
 
 from cwa import limits
 from cwa.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
+from cwa.store.payloads import unpacked
 from cwa.store.sqlfiles import queries
 from cwa.vocabulary import GONE_STATES
 
@@ -135,12 +136,12 @@ def _manifest(conn: apsw.Connection, document_row: int, limit: int) -> list[dict
 def read_bytes(conn: apsw.Connection, document_row: int, start: int, end: int) -> tuple[bytes, int]:
     """Bytes [start, end) of a document and how many chunks were read to get them."""
     pieces, chunks_read = [], 0
-    for _, chunk_start, chunk_end, data in conn.execute(
+    for chunk_start, chunk_end, chunk, byte_length, payload in conn.execute(
         queries("reads")["chunks_in_range"], (document_row, start, end)
     ):
         chunks_read += 1
         lo, hi = max(start, chunk_start) - chunk_start, min(end, chunk_end) - chunk_start
-        pieces.append(data[lo:hi])
+        pieces.append(unpacked(payload, byte_length, chunk)[lo:hi])
     return b"".join(pieces), chunks_read
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import apsw
 
 from cwa.store import migrations
+from cwa.store.chunk_packing import chunks_to_pack
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import vectors_to_convert
 
@@ -48,6 +49,7 @@ def archive_status(conn: apsw.Connection, path: Path, project: str | None) -> di
         "chunks": chunk_count,
         "latestGeneration": conn.execute(sql["latest_generation"]).fetchone()[0],
         "vectorsToConvert": vectors_to_convert(conn),
+        "chunksToPack": chunks_to_pack(conn),
         "bytes": {
             "logical": sum(size for _, _, size in by_state),
             "chunks": chunk_bytes,

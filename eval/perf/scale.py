@@ -147,7 +147,8 @@ def window_texts(conn: apsw.Connection) -> list[tuple[int, str]]:
     return [
         (row, bytes(text).decode())
         for row, text in conn.execute(
-            "SELECT w.document_row, substr(c.data, 1 + w.start_byte - dc.start_byte, w.end_byte - w.start_byte) "
+            "SELECT w.document_row, substr(sqlar_uncompress(c.data, c.byte_length), 1 + w.start_byte - dc.start_byte, "
+            "w.end_byte - w.start_byte) "
             "FROM windows w JOIN document_chunks dc ON dc.document_row = w.document_row "
             "AND dc.start_byte <= w.start_byte AND dc.end_byte >= w.end_byte "
             "JOIN chunks c ON c.id = dc.chunk_id ORDER BY w.document_row, w.start_byte"

@@ -66,7 +66,7 @@ def run(windows: int) -> dict:
             texts = [
                 bytes(t).decode()
                 for (t,) in conn.execute(
-                    "SELECT substr(c.data, 1 + w.start_byte - dc.start_byte, w.end_byte - w.start_byte) "
+                    "SELECT substr(sqlar_uncompress(c.data, c.byte_length), 1 + w.start_byte - dc.start_byte, w.end_byte - w.start_byte) "
                     "FROM windows w JOIN document_chunks dc ON dc.document_row = w.document_row "
                     "AND dc.start_byte <= w.start_byte AND dc.end_byte >= w.end_byte "
                     "JOIN chunks c ON c.id = dc.chunk_id"

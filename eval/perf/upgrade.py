@@ -1,7 +1,7 @@
 """How long the first open after an upgrade takes: an archive of an earlier schema opened by this cwa.
 
-    python eval/perf/upgrade.py [--documents 10000] [--schema 16] [--json]
-    python eval/perf/upgrade.py --archive ARCHIVE [--pages TABLE ...] [--json]
+    python eval/perf/upgrade.py [--documents 10000] [--schema 16] [--deflate] [--json]
+    python eval/perf/upgrade.py --archive ARCHIVE [--pages TABLE ...] [--deflate] [--json]
 
 Builds an archive at `--schema` (16 to the latest but one; migrations applied up to it, synthetic
 coding sessions admitted as that schema stored them: before 17 the exact anchors one row per
@@ -9,7 +9,8 @@ anchor with its text, before 20 every digest as 64 hex characters, before 22 eve
 with its handler's name, before 23 every document row with its first and last source keys,
 before 24 an anchor row per type of each text, before 26 no project window ranges, before 27 an
 outcome row per handler of each document, before 30 times as ISO-8601 text, before 35 anchor
-rows keyed by text first, before 37 every document's text digest in its row), then times `open_connection` on it, which
+rows keyed by text first, before 37 every document's text digest in its row, before 38 every chunk
+stored as its bytes), then times `open_connection` on it, which
 applies the later migrations in the opening process: 0017 moves every anchor text into the
 `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
@@ -19,11 +20,13 @@ into one; 0025 adds the kept term counts; 0026 computes each project's window id
 keeps each generation's handlers and drops the plain `complete` outcome rows; 0028 copies the
 sign-bit rows into full pages; 0035 keys the anchor rows by document and gives each text's
 documents postings; 0036 makes `documents` again without its identity digest's UNIQUE index;
-0037 leaves a one-chunk document's text digest in its chunk only. With --archive,
+0037 leaves a one-chunk document's text digest in its chunk only; 0038 marks the chunks for
+the conversion that deflates them later (cwa/store/chunk_packing.py), and deflates none. With --archive,
 it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place. `--pages
 NAME` (a table or index, repeatable) also reports its pages in bytes (SQLite's dbstat) and its
-rows, before and after.
+rows, before and after. `--deflate` then runs the conversion that deflates the chunks stored before
+schema 38 to its end, as maintenance does, and reports its rate and the bytes before and after.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from cwa import contract
 from cwa.index.exact import ExactHandler, anchor_rows, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
-from cwa.store import admission, derived, migrations
+from cwa.store import admission, chunk_packing, derived, migrations
 from cwa.store.admission import admit
 from cwa.store.connection import BulkWrites, open_connection
 from cwa.store.derived import HandlerResult
@@ -66,6 +69,7 @@ PROJECT_SPANS_SINCE = 26  # project_window_spans: the lexical handler widens a p
 OUTCOME_EXCEPTIONS_UNTIL = 27  # schemas before it: an outcome row per handler of every document
 INTEGER_TIMES_UNTIL = 30  # schemas before it: a document's times as ISO-8601 text
 DIGESTS_IN_ROWS_UNTIL = 37  # schemas before it: every document's text digest in its row (tests/test_migrations.py)
+PAYLOADS_WHOLE_UNTIL = 38  # schemas before it: every chunk's payload its bytes as they are
 # Today's statements read a document's digest through sql/views.sql's view, which cwa makes on
 # open: `digests_view` makes it for admissions on a bare connection.
 DIGESTS_VIEW = re.search(
@@ -96,6 +100,11 @@ def digests_view(conn: apsw.Connection) -> Iterator[None]:
         )
     finally:
         conn.execute("DROP VIEW document_digests")
+
+
+def payloads_whole() -> contextlib.AbstractContextManager:
+    """Admission storing each chunk's bytes as they are, as schemas before 38 did."""
+    return mock.patch.object(admission, "packed", lambda data: data)
 
 
 class PerRowAnchors:
@@ -278,6 +287,8 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
         if schema < STORED_SOURCE_KEYS_UNTIL:
             stack.enter_context(stored_source_keys(conn))
         stack.enter_context(digests_view(conn))  # schemas before 37: left as they stored digests
+        if schema < PAYLOADS_WHOLE_UNTIL:
+            stack.enter_context(payloads_whole())
         batch = stack.enter_context(BulkWrites(conn, 0.5))
         for document in source:
             admit(conn, contract.validate(contract.ADMIT, document), handlers=handlers, now="2026-12-02T00:00:00Z")
@@ -293,11 +304,45 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
     return anchors
 
 
-def run(documents: int, schema: int) -> dict:
+def run(documents: int, schema: int, deflate: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "old.db"
         anchors = old_archive(path, documents, schema)
-        return {"documents": documents, "anchors": anchors, **first_open(path)}
+        found = {"documents": documents, "anchors": anchors, **first_open(path)}
+        if deflate:
+            found["deflate"] = deflated(path)
+        return found
+
+
+def deflated(path: Path) -> dict:
+    """The conversion of the chunks stored before migration 0038 (cwa/store/chunk_packing.py) run
+    to its end, as maintenance runs it (its gaps for other writers included): chunks looked at a
+    second; the payloads' bytes before and after; the chunks table's pages after it and after a
+    VACUUM (the conversion shrinks rows in place; their pages go back to the file system only then)."""
+    conn = open_connection(path)
+    payloads = "SELECT count(*), sum(byte_length), sum(length(data)) FROM chunks"
+    chunks, byte_total, before = conn.execute(payloads).fetchone()
+    pages_before = _measured(conn, "chunks")["bytes"]
+    started = time.perf_counter()
+    looked = chunk_packing.pack_stored(conn, 10**12)
+    seconds = time.perf_counter() - started
+    after = conn.execute(payloads).fetchone()[2]
+    pages_after = _measured(conn, "chunks")["bytes"]
+    conn.execute("VACUUM")
+    vacuumed = _measured(conn, "chunks")["bytes"]
+    conn.close()
+    return {
+        "chunks": chunks,
+        "lookedAt": looked,
+        "seconds": round(seconds, 2),
+        "chunksPerSecond": round(looked / seconds) if seconds else None,
+        "bytes": byte_total,
+        "payloadBytesBefore": before,
+        "payloadBytesAfter": after,
+        "chunkPagesBefore": pages_before,
+        "chunkPagesAfter": pages_after,
+        "chunkPagesAfterVacuum": vacuumed,
+    }
 
 
 def first_open(path: Path, pages: tuple[str, ...] = ()) -> dict:
@@ -344,11 +389,19 @@ def main() -> None:
     parser.add_argument(
         "--pages", action="append", default=[], metavar="NAME", help="with --archive: a table's or index's pages"
     )
+    parser.add_argument(
+        "--deflate", action="store_true", help="then run the deflating of the chunks stored before schema 38, timed"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.archive is None and not 16 <= args.schema < migrations.latest_version():
         parser.error(f"--schema must be 16 to {migrations.latest_version() - 1}")
-    found = first_open(args.archive, tuple(args.pages)) if args.archive else run(args.documents, args.schema)
+    if args.archive:
+        found = first_open(args.archive, tuple(args.pages))
+        if args.deflate:
+            found["deflate"] = deflated(args.archive)
+    else:
+        found = run(args.documents, args.schema, args.deflate)
     if args.json:
         print(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
         return
@@ -365,6 +418,14 @@ def main() -> None:
         print(
             f"  file: {found['fileBytesBefore']:,} -> {found['fileBytesAfter']:,} bytes of pages, "
             f"{found['freeBytesAfter']:,} of them free until `cwa maintain`"
+        )
+    if "deflate" in found:
+        d = found["deflate"]
+        print(
+            f"  deflating: {d['lookedAt']:,} of {d['chunks']:,} chunks in {d['seconds']} s "
+            f"({d['chunksPerSecond']:,} a second); payloads {d['payloadBytesBefore']:,} -> {d['payloadBytesAfter']:,} "
+            f"bytes ({d['bytes']:,} of text); chunk pages {d['chunkPagesBefore']:,} -> {d['chunkPagesAfter']:,}, "
+            f"{d['chunkPagesAfterVacuum']:,} after VACUUM"
         )
     for name, measured in found.get("pages", {}).items():
         before, after = measured["before"], measured["after"]
