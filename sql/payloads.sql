@@ -27,3 +27,12 @@ WHERE key = 'pack_chunks_from';
 DELETE FROM meta WHERE key IN ('pack_chunks_from', 'pack_chunks_below')
   AND (SELECT value FROM meta WHERE key = 'pack_chunks_from')
       >= (SELECT value FROM meta WHERE key = 'pack_chunks_below');
+
+-- name: whole_chunks_of
+-- A document's chunks stored as their bytes (a queued document's, which admission leaves so).
+SELECT c.id, c.data FROM document_chunks AS dc JOIN chunks AS c ON c.id = dc.chunk_id
+WHERE dc.document_row = ? AND length(c.data) = c.byte_length;
+
+-- name: store_deflated
+-- A chunk's deflated payload, unless another process stored one meanwhile.
+UPDATE chunks SET data = :data WHERE id = :id AND length(data) = byte_length;

@@ -11,7 +11,7 @@ from conftest import turn
 from session_helpers import Serve, Transcript
 
 from cwa.api import Archive
-from cwa.store import index_queue
+from cwa.store import index_queue, payloads
 from cwa.store.admission import admit
 
 PROJECT = "/work/queue"
@@ -80,6 +80,25 @@ def test_a_deferred_document_is_exact_at_once_and_indexed_once_by_the_first_to_g
         assert archive.status({})["indexQueue"] == {"documents": 0, "oldestSeconds": 0.0}
         again = admit(archive.conn, request, handlers=archive.handlers, now=archive.clock(), deferred=True)
         assert again["created"] is False and _derived(archive, document) == (*expected[:2], 0)
+
+
+def test_a_queued_document_s_chunks_are_stored_whole_then_deflated_with_its_derived_rows(tmp_path):
+    """The request that archives a queued document does not wait on deflating: its chunks are
+    stored as their bytes, and the queue deflates them (before its lock) as it indexes the
+    document, as admission deflates another's. The text reads the same throughout."""
+    request = turn(_log(12_000), project=PROJECT)  # chunks past 16 KiB: the level for large ones too
+    payloads_of = "SELECT c.data FROM document_chunks AS dc JOIN chunks AS c ON c.id = dc.chunk_id ORDER BY dc.ordinal"
+    with Archive.open(tmp_path / "inline.db") as inline:
+        inline.admit(request)
+        deflated = [data for (data,) in inline.conn.execute(payloads_of)]
+    with Archive.open(tmp_path / "archive.db") as archive:
+        admitted = _queued(archive, request)
+        whole = [data for (data,) in archive.conn.execute(payloads_of)]
+        text = archive.get({"documentId": admitted["documentId"]})["text"]
+        assert len(whole) > 1 and [payloads.packed(data) for data in whole] == deflated != whole
+        assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 1
+        assert [data for (data,) in archive.conn.execute(payloads_of)] == deflated
+        assert archive.get({"documentId": admitted["documentId"]})["text"] == text
 
 
 def test_small_queued_documents_share_a_transaction_and_a_large_one_goes_alone(tmp_path):

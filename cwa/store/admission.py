@@ -81,10 +81,13 @@ def admit(
     spans = chunk_spans(document.text)
     pieces = [document.text[start:end] for start, end in spans]
     hashes = [blake3.blake3(piece).digest() for piece in pieces]
-    stored = [packed(piece) for piece in pieces]  # deflated before the lock (cwa/store/payloads.py)
     metadata = request.get("metadata")
     part = request["kind"] == "checkpoint-part"
     indexed_now = not part and not deferred
+    queued = deferred and not part
+    # Deflated before the lock (cwa/store/payloads.py); a queued document's bytes are stored as they
+    # are and the index queue deflates them with its derived rows, off the request that waits here.
+    stored = pieces if queued else [packed(piece) for piece in pieces]
     prepared = prepare_handlers(handlers, request["kind"], document) if indexed_now else {}  # before the lock
 
     with write_transaction(conn):
@@ -173,7 +176,7 @@ def admit(
             if indexed_now
             else {}
         )
-        if deferred and not part:
+        if queued:
             index_queue.enqueue(conn, document_row, project_id, now)
         if request["kind"] == "checkpoint-root":
             checkpoint_parts.link_parts(conn, document_row, metadata)
@@ -187,7 +190,7 @@ def admit(
         "indexOutcomes": outcomes,
         "messageKeys": [m.key for m in document.messages],
     }
-    if deferred and not part:
+    if queued:
         response["indexPending"] = True
     if request["kind"] == "checkpoint-root":  # its parts become findable now, one transaction each
         response["pendingParts"] = _root_parts(conn, handlers, now, document_row, deferred)

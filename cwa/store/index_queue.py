@@ -13,7 +13,8 @@ indexed once, whoever gets there first:
   session archived: the bound on search is zero, at the cost of that search doing the work);
 - maintenance, and the next serve process, if the one that queued it died.
 
-The pure part of the work (tokenizing, anchors) runs before the write lock is taken.
+The pure part of the work (tokenizing, anchors, deflating the chunks admission stored as their
+bytes: cwa/store/payloads.py) runs before the write lock is taken.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from cwa import limits
 from cwa.store import checkpoint_parts
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, IndexTarget, index_deferred, load_target, prepare_handlers
+from cwa.store.payloads import packed
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import to_datetime
 
@@ -72,13 +74,16 @@ def index_queued(
         for document_row, kind, byte_length, indexable in queued:
             if batch and size + byte_length > BATCH_BYTES:
                 break
-            batch.append((document_row, kind, _prepared(conn, handlers, document_row, kind, byte_length, indexable)))
+            target = _prepared(conn, handlers, document_row, kind, byte_length, indexable)
+            batch.append((document_row, kind, target, _deflated_chunks(conn, document_row)))
             size += byte_length
         if before_lock is not None:
             before_lock()
         with write_transaction(conn):
-            indexed = {row for row, _, target in batch if _index_one(conn, handlers, now, row, target)}
-        for document_row, kind, target in batch:
+            indexed = {
+                row for row, _, target, deflated in batch if _index_one(conn, handlers, now, row, target, deflated)
+            }
+        for document_row, kind, target, _ in batch:
             if kind == "checkpoint-root" and target is not None and document_row in indexed:  # parts findable with it
                 checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=limits.UNBOUNDED)
         done += len(indexed)
@@ -107,13 +112,25 @@ def _prepared(
     return IndexTarget(document_row, kind, loaded.document, prepare_handlers(handlers, kind, loaded.document))
 
 
+def _deflated_chunks(conn: apsw.Connection, document_row: int) -> list[dict[str, Any]]:
+    """The document's chunks stored as their bytes, deflated where that is shorter (pure work)."""
+    found = conn.execute(queries("payloads")["whole_chunks_of"], (document_row,)).fetchall()
+    return [{"id": chunk, "data": stored} for chunk, data in found if len(stored := packed(data)) < len(data)]
+
+
 def _index_one(
-    conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, document_row: int, target: IndexTarget | None
+    conn: apsw.Connection,
+    handlers: Sequence[IndexHandler],
+    now: str,
+    document_row: int,
+    target: IndexTarget | None,
+    deflated: list[dict[str, Any]],
 ) -> bool:
-    """Inside the batch's transaction: the document's derived rows, and it leaves the queue;
-    False when another connection indexed it meanwhile."""
+    """Inside the batch's transaction: the document's derived rows and deflated chunks, and it
+    leaves the queue; False when another connection indexed it meanwhile."""
     if conn.execute(queries("index_queue")["still_queued"], (document_row,)).fetchone() is None:
         return False
+    conn.executemany(queries("payloads")["store_deflated"], deflated)
     if target is not None:
         index_deferred(conn, handlers, now, target)
     conn.execute(queries("index_queue")["dequeue"], (document_row,))
