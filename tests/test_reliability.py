@@ -4,6 +4,7 @@ before its fix."""
 from __future__ import annotations
 
 import io
+import random
 
 import orjson
 import pytest
@@ -200,7 +201,9 @@ def test_a_full_disk_mid_write_is_storage_unavailable_and_leaves_nothing_half_wr
     archive.admit(turn("before the disk filled"))
     pages = archive.conn.execute("PRAGMA page_count").fetchone()[0]
     archive.conn.execute(f"PRAGMA max_page_count = {pages + 2}")  # SQLite's own SQLITE_FULL, as on a full disk
-    large = turn("x " * 400_000)
+    # text that deflating cannot shrink much (chunks are stored deflated since 0038): hex of seeded bytes
+    noise = random.Random(7)
+    large = turn(noise.randbytes(400_000).hex())
     for method, params in (
         ("admit", large),
         (
@@ -208,7 +211,9 @@ def test_a_full_disk_mid_write_is_storage_unavailable_and_leaves_nothing_half_wr
             {
                 "project": "/work/p",
                 "sessionId": "s2",
-                "messages": [{"role": "user", "content": "y " * 400_000, "timestamp": 1_795_000_000_000}],
+                "messages": [
+                    {"role": "user", "content": noise.randbytes(400_000).hex(), "timestamp": 1_795_000_000_000}
+                ],
             },
         ),
     ):
