@@ -12,17 +12,15 @@ pages it frees inside the table go back to the file system with `cwa maintain --
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import apsw
 
-from cwa.store.connection import write_transaction
+from cwa.store.connection import in_short_transactions
 from cwa.store.payloads import packed
 from cwa.store.sqlfiles import queries
 
 PACK_BATCH = 500  # chunks looked at per transaction
-YIELD_SECONDS = 0.03
 
 
 def chunks_to_pack(conn: apsw.Connection) -> int:
@@ -48,15 +46,7 @@ def pack_batch(conn: apsw.Connection, limit: int = PACK_BATCH) -> int:
 
 
 def pack_stored(conn: apsw.Connection, budget: int, stopped: Callable[[], bool] = lambda: False) -> int:
-    """Look at up to `budget` chunks of the span, each batch its own short transaction with a gap
-    after it for other writers; return how many. With no span left (every archive created since
-    0038, and every other once converted) it only reads."""
-    done = 0
-    while done < budget and not stopped() and chunks_to_pack(conn):
-        with write_transaction(conn):
-            batch = pack_batch(conn, min(PACK_BATCH, budget - done))
-        if batch == 0:
-            break
-        done += batch
-        time.sleep(YIELD_SECONDS)
-    return done
+    """Look at up to `budget` chunks of the span, each batch its own short transaction; return how
+    many. With no span left (every archive created since 0038, and every other once converted) it
+    only reads."""
+    return in_short_transactions(conn, budget, PACK_BATCH, pack_batch, chunks_to_pack, stopped)

@@ -305,6 +305,32 @@ class BulkWrites:
             roll_back(self.conn)
 
 
+BATCH_GAP_SECONDS = 0.03  # after each batch of a background conversion: a gap for writers polling the lock
+
+
+def in_short_transactions(
+    conn: apsw.Connection,
+    budget: int,
+    batch: int,
+    step: Callable[[apsw.Connection, int], int],
+    left: Callable[[apsw.Connection], int],
+    stopped: Callable[[], bool] = lambda: False,
+) -> int:
+    """A background conversion (vectors to int8, chunks deflated): `step(conn, limit)` in its own
+    short write transaction, up to `batch` items each, with a gap after it for other writers, until
+    `budget` items are done, `left(conn)` says none is left, `stopped()`, or a step does nothing;
+    how many. With none left it only reads: no write lock is taken."""
+    done = 0
+    while done < budget and not stopped() and left(conn):
+        with write_transaction(conn):
+            did = step(conn, min(batch, budget - done))
+        if did == 0:
+            break
+        done += did
+        time.sleep(BATCH_GAP_SECONDS)
+    return done
+
+
 BRIEF_WAIT_MS = 250  # the most a read waits for its own bookkeeping write (a lease, a feedback row)
 # What a read's optional bookkeeping write may meet and skip: a long writer, a read-only file, a full disk
 BOOKKEEPING_SKIPPED = (apsw.BusyError, apsw.ReadOnlyError, apsw.FullError)

@@ -26,9 +26,9 @@ import apsw
 import orjson
 
 from cwa.models import DIMENSIONS
+from cwa.store.connection import BATCH_GAP_SECONDS as YIELD_SECONDS
 from cwa.store.connection import write_transaction
 from cwa.store.sqlfiles import queries
-from cwa.store.vector_format import YIELD_SECONDS
 
 BLOCK_VECTORS = 4096  # sign bits per block: 196 KB of bits, 32 KB of ids
 BITS_WIDTH = DIMENSIONS // 8  # bytes of sign bits a vector

@@ -11,14 +11,13 @@ so a killed process loses at most the batch in progress and the next one resumes
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import apsw
 
 from cwa.models import DIMENSIONS
-from cwa.store.connection import write_transaction
+from cwa.store.connection import in_short_transactions
 from cwa.store.sqlfiles import queries
 
 if TYPE_CHECKING:
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
 
 INT8_BYTES = DIMENSIONS  # a vector as stored since migration 0018 (float32 ones took four times that)
 CONVERT_BATCH = 1000  # vectors moved per transaction (about 0.1 s)
-YIELD_SECONDS = 0.03
 
 
 def quantized(vector: np.ndarray) -> bytes:
@@ -58,15 +56,6 @@ def convert_batch(conn: apsw.Connection, limit: int = CONVERT_BATCH) -> int:
 
 
 def convert(conn: apsw.Connection, budget: int, stopped: Callable[[], bool] = lambda: False) -> int:
-    """Convert up to `budget` vectors, each batch its own short transaction with a gap after it
-    for other writers; return how many. With nothing to convert (every archive since migration
-    0018, once converted) it only reads: no write lock is taken."""
-    done = 0
-    while done < budget and not stopped() and vectors_to_convert(conn):
-        with write_transaction(conn):
-            batch = convert_batch(conn, min(CONVERT_BATCH, budget - done))
-        if batch == 0:
-            break
-        done += batch
-        time.sleep(YIELD_SECONDS)
-    return done
+    """Convert up to `budget` vectors, each batch its own short transaction; return how many.
+    With nothing to convert (every archive since migration 0018, once converted) it only reads."""
+    return in_short_transactions(conn, budget, CONVERT_BATCH, convert_batch, vectors_to_convert, stopped)
