@@ -2,7 +2,8 @@
 they are, into payloads deflated where that is shorter (cwa/store/payloads.py).
 
 Migration 0038 marks the span of chunk ids it found (`pack_chunks_from`, `pack_chunks_below` in
-`meta`); chunks stored since are deflated as they are written. The conversion walks that span in
+`meta`); chunks stored since are deflated as they are written (or, a queued document's, as the
+index queue indexes it). The conversion walks that span in
 id order, PACK_BATCH chunks a transaction, from each maintenance pass and from `cwa serve`'s
 index worker in serve's pauses; the mark moves with each batch's commit, so a killed process
 loses at most its batch and the next one resumes. Every chunk reads the same before, during and

@@ -2,7 +2,8 @@
 
 Since migration 0038 `chunks.data` follows SQLite's sqlar convention: a payload shorter than the
 chunk's `byte_length` is a zlib stream of the bytes; one of that length is the bytes themselves
-(what deflating would not shrink, and the chunks stored before 0038 until cwa/store/chunk_packing.py
+(what deflating would not shrink; a queued document's until the index queue indexes it,
+cwa/store/index_queue.py; and the chunks stored before 0038 until cwa/store/chunk_packing.py
 reaches them). `hash` and `byte_length` describe the bytes, never the payload. The sqlite3 shell's
 `sqlar_uncompress(data, byte_length)` reads either kind; cwa registers a function of that name and
 meaning on its connections (`register`), so the `document_texts` view reads the same everywhere.
@@ -20,9 +21,10 @@ import apsw
 from cwa.errors import ArchiveCorrupt
 
 MIN_PACKED = 64  # shorter bytes cannot gain enough to pay for the stream's 6 bytes of framing
-# zlib's level 6 (its default) up to this size, level 1 beyond: a large tool result's chunks are
-# deflated inside the request that stores them, and level 1 takes a quarter of the time for
-# about a fifth more bytes (docs/performance.md "Chunks stored deflated").
+# zlib's level 6 (its default) up to this size, level 1 beyond: a large document admitted directly
+# (not through the index queue, which deflates off the request) is deflated inside the request
+# that stores it, and level 1 takes a quarter of the time for about a fifth more bytes
+# (docs/performance.md "Chunks stored deflated").
 FAST_ABOVE = 16 * 1024
 SQL_FUNCTION = "sqlar_uncompress"
 
