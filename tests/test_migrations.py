@@ -1085,6 +1085,8 @@ def test_chunks_stored_whole_are_deflated_in_resumable_batches_and_read_the_same
         assert archive.status()["chunksToPack"] == 0
         assert conn.execute("SELECT count(*) FROM meta WHERE key LIKE 'pack_chunks_%'").fetchone()[0] == 0
         assert archive.call("maintain", {})["chunksLookedAt"] == 0
+        asked = []  # with nothing left, serve's worker is not made to wait for a pause (`stopped`)
+        assert chunk_packing.pack_stored(conn, 1000, stopped=lambda: asked.append(True) or False) == 0 and not asked
 
 
 def test_serve_s_index_worker_deflates_the_chunks_stored_whole(tmp_path):

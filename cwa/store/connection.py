@@ -319,9 +319,10 @@ def in_short_transactions(
     """A background conversion (vectors to int8, chunks deflated): `step(conn, limit)` in its own
     short write transaction, up to `batch` items each, with a gap after it for other writers, until
     `budget` items are done, `left(conn)` says none is left, `stopped()`, or a step does nothing;
-    how many. With none left it only reads: no write lock is taken."""
+    how many. With none left it only reads: no write lock is taken, and `stopped` is not asked
+    (serve's index worker waits for a pause there)."""
     done = 0
-    while done < budget and not stopped() and left(conn):
+    while done < budget and left(conn) and not stopped():
         with write_transaction(conn):
             did = step(conn, min(batch, budget - done))
         if did == 0:
