@@ -23,7 +23,7 @@ from cwa.errors import ArchiveCorrupt
 MIN_PACKED = 64  # shorter bytes cannot gain enough to pay for the stream's 6 bytes of framing
 # zlib's level 6 (its default) up to this size, level 1 beyond: a large document admitted directly
 # (not through the index queue, which deflates off the request) is deflated inside the request
-# that stores it, and level 1 is the faster for somewhat more bytes.
+# that stores it, and level 1 is the faster for somewhat more bytes (`python eval/perf/deflate.py`).
 FAST_ABOVE = 16 * 1024
 SQL_FUNCTION = "sqlar_uncompress"
 
@@ -32,13 +32,16 @@ def packed(data: bytes) -> bytes:
     """The payload that stores `data`: its zlib stream when that is shorter, else `data`."""
     if len(data) < MIN_PACKED:
         return data
-    # A window and hash table sized to the data: zlib's default state (a 32 KiB window, 256 KiB in
-    # all) costs more to set up than deflating a short turn does.
-    window = min(15, max(9, (len(data) - 1).bit_length()))
-    level = 6 if len(data) <= FAST_ABOVE else 1
-    deflater = zlib.compressobj(level, zlib.DEFLATED, window, max(4, min(8, window - 6)))
-    stream = deflater.compress(data) + deflater.flush()
+    stream = deflated(data, 6 if len(data) <= FAST_ABOVE else 1)
     return stream if len(stream) < len(data) else data
+
+
+def deflated(data: bytes, level: int) -> bytes:
+    """`data`'s zlib stream at `level`, with a window and hash table sized to it: zlib's default
+    state (a 32 KiB window, 256 KiB in all) costs more to set up than deflating a short turn does."""
+    window = min(15, max(9, (len(data) - 1).bit_length()))
+    deflater = zlib.compressobj(level, zlib.DEFLATED, window, max(4, min(8, window - 6)))
+    return deflater.compress(data) + deflater.flush()
 
 
 def unpacked(payload: bytes, byte_length: int, chunk: int | None = None) -> bytes:
