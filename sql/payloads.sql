@@ -14,9 +14,6 @@ WHERE id >= (SELECT value FROM meta WHERE key = 'pack_chunks_from')
   AND id < (SELECT value FROM meta WHERE key = 'pack_chunks_below')
 ORDER BY id LIMIT :limit;
 
--- name: store_payload
-UPDATE chunks SET data = :data WHERE id = :id;
-
 -- name: conversion_past
 -- The mark moves past the chunks just looked at (:last), or to the span's end when none was left.
 UPDATE meta SET value = coalesce(:last + 1, (SELECT value FROM meta WHERE key = 'pack_chunks_below'))
@@ -34,5 +31,6 @@ SELECT c.id, c.data FROM document_chunks AS dc JOIN chunks AS c ON c.id = dc.chu
 WHERE dc.document_row = ? AND length(c.data) = c.byte_length;
 
 -- name: store_deflated
--- A chunk's deflated payload, unless another process stored one meanwhile.
+-- A chunk's deflated payload (the index queue's and the conversion's), unless another process
+-- stored one meanwhile.
 UPDATE chunks SET data = :data WHERE id = :id AND length(data) = byte_length;

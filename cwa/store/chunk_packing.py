@@ -18,7 +18,7 @@ from collections.abc import Callable
 import apsw
 
 from cwa.store.connection import in_short_transactions
-from cwa.store.payloads import packed
+from cwa.store.payloads import deflated_rows
 from cwa.store.sqlfiles import queries
 
 PACK_BATCH = 500  # chunks looked at per transaction
@@ -34,13 +34,8 @@ def pack_batch(conn: apsw.Connection, limit: int = PACK_BATCH) -> int:
     mark past them (removed once it reaches the span's end); return how many were looked at."""
     sql = queries("payloads")
     found = conn.execute(sql["next_chunks_to_pack"], {"limit": limit}).fetchall()
-    smaller = []
-    for row, byte_length, payload in found:
-        if len(payload) == byte_length:  # stored as its bytes: deflate it if that is shorter
-            stored = packed(payload)
-            if len(stored) < len(payload):
-                smaller.append({"id": row, "data": stored})
-    conn.executemany(sql["store_payload"], smaller)
+    whole = [(row, payload) for row, byte_length, payload in found if len(payload) == byte_length]
+    conn.executemany(sql["store_deflated"], deflated_rows(whole))
     conn.execute(sql["conversion_past"], {"last": found[-1][0] if found else None})
     conn.execute(sql["conversion_done"])
     return len(found)

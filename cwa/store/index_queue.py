@@ -29,7 +29,7 @@ from cwa import limits
 from cwa.store import checkpoint_parts
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, IndexTarget, index_deferred, load_target, prepare_handlers
-from cwa.store.payloads import packed
+from cwa.store.payloads import deflated_rows
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import to_datetime
 
@@ -114,8 +114,7 @@ def _prepared(
 
 def _deflated_chunks(conn: apsw.Connection, document_row: int) -> list[dict[str, Any]]:
     """The document's chunks stored as their bytes, deflated where that is shorter (pure work)."""
-    found = conn.execute(queries("payloads")["whole_chunks_of"], (document_row,)).fetchall()
-    return [{"id": chunk, "data": stored} for chunk, data in found if len(stored := packed(data)) < len(data)]
+    return deflated_rows(conn.execute(queries("payloads")["whole_chunks_of"], (document_row,)))
 
 
 def _index_one(

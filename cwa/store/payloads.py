@@ -15,6 +15,8 @@ Deflating is lossless (reads give back the exact bytes, checked against `hash` b
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
+from typing import Any
 
 import apsw
 
@@ -63,12 +65,18 @@ def unpacked(payload: bytes, byte_length: int, chunk: int | None = None) -> byte
     return data
 
 
+def deflated_rows(whole: Iterable[tuple[int, bytes]]) -> list[dict[str, Any]]:
+    """Of chunks stored as their bytes (`(id, bytes)` each), those deflating shortens, as rows for
+    sql/payloads.sql's `store_deflated`: the index queue's and the conversion's."""
+    return [{"id": chunk, "data": stream} for chunk, data in whole if len(stream := packed(data)) < len(data)]
+
+
 def sql_uncompress(payload: bytes | None, byte_length: int | None) -> bytes | None:
     """`sqlar_uncompress(data, sz)` as the sqlite3 shell defines it: the payload itself when `sz`
-    is not positive or is its length, else the payload inflated."""
-    if payload is None or byte_length is None or byte_length <= 0 or len(payload) == byte_length:
+    is not positive, else the bytes it stores (`unpacked`)."""
+    if payload is None or byte_length is None or byte_length <= 0:
         return payload
-    return zlib.decompress(payload)
+    return unpacked(payload, byte_length)
 
 
 def register(conn: apsw.Connection) -> None:
