@@ -22,7 +22,9 @@ INSERT INTO sessions (project_id, session_key, parent_id, created_at) VALUES (?,
 UPDATE sessions SET parent_id = ? WHERE id = ? AND parent_id IS NULL;
 
 -- name: latest_version_of
-SELECT max(version) FROM documents WHERE document_id = ?;
+-- (Found by id as sql/reads.sql `document_version` says.)
+SELECT max(version) FROM documents
+WHERE (substr(identity_digest, 1, 8) = unhex(substr(?1, 5, 16)) OR named_id = ?1) AND document_id = ?1;
 
 -- name: find_live_subject
 SELECT id, document_id, version FROM documents
@@ -49,12 +51,15 @@ INSERT INTO index_generations (reason, started_at) VALUES (?, round(unixepoch(?,
 UPDATE index_generations SET finished_at = round(unixepoch(?, 'subsec') * 1000) WHERE id = ?;
 
 -- name: insert_document
+-- `document_id` is derived from the identity digest (migration 0039); a document whose id is not
+-- its own identity's (a later version keeps its predecessor's) stores it in `named_id`.
 INSERT INTO documents (
-  document_id, version, project_id, session_id, kind, retention_class, created_at, admitted_at,
+  named_id, version, project_id, session_id, kind, retention_class, created_at, admitted_at,
   byte_length, text_digest, identity_digest, source_key_count, subject_key, supersedes_row, metadata,
   index_generation
 ) VALUES (
-  :document_id, :version, :project_id, :session_id, :kind, :retention_class,
+  nullif(:document_id, 'doc-' || lower(hex(substr(:identity_digest, 1, 10)))),
+  :version, :project_id, :session_id, :kind, :retention_class,
   round(unixepoch(:created_at, 'subsec') * 1000), round(unixepoch(:admitted_at, 'subsec') * 1000),
   :byte_length, :text_digest, :identity_digest, :source_key_count, :subject_key,
   :supersedes_row, :metadata, :index_generation

@@ -19,7 +19,7 @@ ORDER BY last_document DESC NULLS LAST;
 -- a document's exact text (recall and locators stay cwa's own logic).
 SELECT r.created_at, r.document_id, r.version, r.kind, r.role, r.ordinal, r.state,
        (SELECT CAST(substr(CAST(t.text AS BLOB), r.text_start + 1, min(r.end_byte - r.text_start, 2000)) AS TEXT)
-          FROM document_texts AS t WHERE t.document_id = r.document_id AND t.version = r.version) AS text,
+          FROM document_texts AS t WHERE t.document_row = r.document_row) AS text,
        'cwa get ' || r.document_id || ' --version ' || r.version || ' --text' AS exact_text_command
 FROM session_records AS r
 WHERE r.session_id = :session

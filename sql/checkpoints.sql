@@ -4,8 +4,9 @@
 -- A part named by a committed root's manifest (of the same project); the first root wins.
 INSERT OR IGNORE INTO checkpoint_parts (part_row, root_row)
 SELECT p.id, :root FROM documents AS p
-WHERE p.document_id = :document_id AND p.version = :version AND p.kind = 'checkpoint-part'
-  AND p.project_id = (SELECT project_id FROM documents WHERE id = :root);
+WHERE (substr(p.identity_digest, 1, 8) = unhex(substr(:document_id, 5, 16)) OR p.named_id = :document_id)
+  AND p.document_id = :document_id AND p.version = :version AND p.kind = 'checkpoint-part'
+  AND +p.project_id = (SELECT project_id FROM documents WHERE id = :root);  -- `+`: found by id
 
 -- name: unindexed_parts
 -- Linked parts still without derived rows (indexed after their root commits, one at a time).
@@ -32,5 +33,6 @@ WHERE d.kind = 'checkpoint-part' AND d.state = 'live'
 
 -- name: release_identity
 -- An expired orphan no longer answers a retry of its checkpoint: the retry writes a fresh part.
-UPDATE documents SET identity_digest = 'orphan:' || lower(hex(identity_digest)) WHERE id = :row
+-- Its id, derived from the identity until now (migration 0039), is kept in `named_id`.
+UPDATE documents SET named_id = document_id, identity_digest = 'orphan:' || lower(hex(identity_digest)) WHERE id = :row
   AND typeof(identity_digest) = 'blob';

@@ -95,8 +95,11 @@ WHERE document_row = :row;
 -- The readable versions of the document ids a live context names (:ids, a JSON array) within one
 -- project, and the parts of every checkpoint root among them (a root reads its text from them).
 WITH named AS (
-  SELECT d.id FROM documents AS d JOIN projects AS p ON p.id = d.project_id
-  WHERE d.document_id IN (SELECT value FROM json_each(:ids)) AND p.identity = :project
+  SELECT d.id FROM json_each(:ids) AS i
+  JOIN documents AS d ON (substr(d.identity_digest, 1, 8) = unhex(substr(i.value, 5, 16)) OR d.named_id = i.value)
+    AND d.document_id = i.value
+  JOIN projects AS p ON p.id = +d.project_id  -- `+`: found by id, not through the project's
+  WHERE p.identity = :project
     AND d.state IN ('live', 'superseded'))
 SELECT id FROM named
 UNION

@@ -3,6 +3,10 @@
 -- name: document_version
 -- One version of a document (the latest when ?2 is NULL), within project ?3 when it is not NULL:
 -- to a caller bound to a project, another project's document does not exist.
+-- A document is found by id through the index it is in (migration 0039): a derived id (`doc-` and
+-- the identity digest's first 20 hex digits) through the identity's first 8 bytes, a named one (a
+-- later version's, a released orphan's) through `named_id`; `document_id` then compares the whole
+-- id. Every statement that finds a document by id does the same.
 SELECT d.id, d.document_id, d.version, p.identity, s.session_key, parent.session_key, d.kind,
        d.retention_class, strftime('%Y-%m-%dT%H:%M:%fZ', d.created_at / 1000.0, 'unixepoch'),
        strftime('%Y-%m-%dT%H:%M:%fZ', d.admitted_at / 1000.0, 'unixepoch'), d.byte_length, lower(hex((SELECT text_digest FROM document_digests WHERE document_row = d.id))),
@@ -18,7 +22,8 @@ LEFT JOIN sessions AS parent ON parent.id = s.parent_id
 LEFT JOIN documents AS sup ON sup.id = d.supersedes_row
 LEFT JOIN supersessions AS x ON x.superseded_row = d.id
 LEFT JOIN documents AS rep ON rep.id = x.replacement_row
-WHERE d.document_id = ?1 AND (?2 IS NULL OR d.version = ?2) AND (?3 IS NULL OR p.identity = ?3)
+WHERE (substr(d.identity_digest, 1, 8) = unhex(substr(?1, 5, 16)) OR d.named_id = ?1) AND d.document_id = ?1
+  AND (?2 IS NULL OR d.version = ?2) AND (?3 IS NULL OR p.identity = ?3)
 ORDER BY d.version DESC
 LIMIT 1;
 
@@ -51,13 +56,14 @@ LIMIT ?;
 -- name: outcomes
 -- Each handler of the document's generation and how it ended (sql/views.sql: one without an
 -- outcome row completed, migration 0027).
-SELECT handler, outcome, detail FROM index_status WHERE document_id = ? AND version = ? ORDER BY handler;
+SELECT handler, outcome, detail FROM index_status WHERE document_row = ? ORDER BY handler;
 
 -- name: part_text_range
 -- Where a checkpoint part's text lies in its document (its one message), for reassembly.
 SELECT d.id, m.text_start, m.end_byte
 FROM documents AS d JOIN messages AS m ON m.document_row = d.id AND m.ordinal = 0
-WHERE d.document_id = ? AND d.version = ? AND d.kind = 'checkpoint-part'
+WHERE (substr(d.identity_digest, 1, 8) = unhex(substr(?1, 5, 16)) OR d.named_id = ?1) AND d.document_id = ?1
+  AND d.version = ?2 AND d.kind = 'checkpoint-part'
   AND d.state IN ('live', 'superseded');
 
 -- name: session_checkpoints

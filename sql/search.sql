@@ -166,7 +166,9 @@ SELECT ordinal, start_byte, end_byte FROM windows
 WHERE document_row = ? AND ordinal BETWEEN ? AND ? ORDER BY ordinal;
 
 -- name: document_by_version
-SELECT id FROM documents WHERE document_id = ? AND version = ?;
+SELECT id FROM documents
+WHERE (substr(identity_digest, 1, 8) = unhex(substr(?1, 5, 16)) OR named_id = ?1) AND document_id = ?1
+  AND version = ?2;
 
 -- name: replacement_of
 SELECT r.document_id, r.version

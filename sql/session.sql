@@ -27,13 +27,17 @@ ORDER BY s.key;
 -- name: insert_replacement
 INSERT OR IGNORE INTO session_replacements
   (session_id, message_key, action, document_row, document_id, text, tokens, epoch, decided_at)
-VALUES (:session, :key, :action, (SELECT id FROM documents WHERE document_id = :document AND version = :version),
+VALUES (:session, :key, :action, (SELECT id FROM documents
+   WHERE (substr(identity_digest, 1, 8) = unhex(substr(:document, 5, 16)) OR named_id = :document)
+     AND document_id = :document AND version = :version),
         :document, :text, :tokens, :epoch, :now);
 
 -- name: update_replacement
 -- Rotation may rebalance a retained result into a preview (a new epoch: its prefix changes anyway).
 UPDATE session_replacements SET action = :action, document_row =
-  (SELECT id FROM documents WHERE document_id = :document AND version = :version),
+  (SELECT id FROM documents
+   WHERE (substr(identity_digest, 1, 8) = unhex(substr(:document, 5, 16)) OR named_id = :document)
+     AND document_id = :document AND version = :version),
   document_id = :document, text = :text, tokens = :tokens, epoch = :epoch, decided_at = :now
 WHERE session_id = :session AND message_key = :key;
 
@@ -51,9 +55,10 @@ WHERE document_row IN (SELECT value FROM json_each(:rows)) AND text IS NOT NULL;
 
 -- name: document_in_project
 -- Whether a document id names a readable document of the project (prior catalog entries are
--- carried over only when they do).
-SELECT 1 FROM documents AS d JOIN projects AS p ON p.id = d.project_id
-WHERE d.document_id = ? AND p.identity = ? AND d.state IN ('live', 'superseded') LIMIT 1;
+-- carried over only when they do). Found by id (`+`: not through the project's documents).
+SELECT 1 FROM documents AS d JOIN projects AS p ON p.id = +d.project_id
+WHERE (substr(d.identity_digest, 1, 8) = unhex(substr(?1, 5, 16)) OR d.named_id = ?1) AND d.document_id = ?1
+  AND p.identity = ?2 AND d.state IN ('live', 'superseded') LIMIT 1;
 
 -- name: previous_turn
 -- The documents of the latest archive of a group (by its first message key) along the lineage.

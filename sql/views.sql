@@ -79,7 +79,8 @@ SELECT
      FROM (SELECT c.data, c.byte_length FROM document_chunks AS dc
            JOIN chunks AS c ON c.id = dc.chunk_id
            WHERE dc.document_row = d.id
-           ORDER BY dc.ordinal) AS t) AS text
+           ORDER BY dc.ordinal) AS t) AS text,
+  d.id AS document_row
 FROM documents AS d;
 
 DROP VIEW IF EXISTS session_lineage;
@@ -103,7 +104,8 @@ SELECT
   g.id AS generation_id,
   h.name AS handler,
   coalesce(k.name, 'complete') AS outcome,
-  o.detail
+  o.detail,
+  d.id AS document_row
 FROM documents AS d
 JOIN index_generations AS g ON g.id = d.index_generation
 JOIN index_handlers AS h ON g.handlers & (1 << h.id) != 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from unittest import mock
 
 import apsw
 import numpy as np
@@ -19,6 +18,7 @@ from conftest import REPO, hermetic_env, run_cwa
 from cwa import contract
 from cwa.api import Archive
 from cwa.config import load_settings
+from cwa.errors import NotFound
 from cwa.index import queue_worker
 from cwa.index.exact import SPECIFICITY, TYPE_IDS, ExactHandler
 from cwa.index.lexical import LexicalHandler
@@ -26,7 +26,7 @@ from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
 from cwa.model_variants import active
 from cwa.models import embedder
-from cwa.store import chunk_packing, derived, doctor, migrations, payloads, retention, vector_blocks
+from cwa.store import chunk_packing, doctor, migrations, payloads, retention, vector_blocks
 from cwa.store.admission import admit
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult
@@ -44,13 +44,9 @@ from cwa_eval.perf.upgrade import (
     TextKeyedAnchors,
     TypedAnchorRows,
     UnspannedLexicalHandler,
-    coded_outcomes,
-    digests_view,
+    admitting_as,
     hex_digests,
     iso_times,
-    named_outcomes,
-    payloads_whole,
-    stored_source_keys,
 )
 
 NOW = "2026-11-30T12:00:00.000Z"
@@ -251,15 +247,7 @@ def archive_at(path: Path, version: int) -> None:
         )
         plan = plan_of(load_settings(None, env={})) if version >= EXPIRY_SINCE else None
         decision = None
-        if version < OUTCOME_CODES_SINCE:  # outcomes as that schema recorded them
-            stack.enter_context(mock.patch.object(derived, "record_outcomes", named_outcomes))
-        elif version < OUTCOME_EXCEPTIONS_SINCE:
-            stack.enter_context(mock.patch.object(derived, "record_outcomes", coded_outcomes))
-        if version < SOURCE_KEYS_FROM_MESSAGES_SINCE:  # the row's first and last source keys
-            stack.enter_context(stored_source_keys(conn))
-        stack.enter_context(digests_view(conn))
-        if version < PAYLOADS_WHOLE_UNTIL:
-            stack.enter_context(payloads_whole())
+        stack.enter_context(admitting_as(conn, version))  # rows as that schema stored them
         for request in sample_requests(version):
             if "supersedes" in request:
                 request["supersedes"]["documentId"] = decision
@@ -551,10 +539,7 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
         "messages": [{"key": "q1", "role": "user", "text": 'see retry_policy first, then "retry_policy" again'}],
     }
     handlers = (TypedAnchorRows(), UnspannedLexicalHandler(), StructuralHandler())
-    with (
-        mock.patch.object(derived, "record_outcomes", coded_outcomes),
-        digests_view(conn),
-    ):  # as schema 23 recorded them
+    with admitting_as(conn, MERGED_ANCHOR_TYPES_SINCE - 1):
         admit(conn, contract.validate(contract.ADMIT, quoted), handlers=handlers, now="2026-10-21T10:00:00.000Z")
     iso_times(conn)
     before = sorted(
@@ -637,17 +622,20 @@ def _unique_indexes(conn: apsw.Connection, table: str) -> set[tuple[str, ...]]:
 def test_documents_are_rebuilt_without_the_identity_digest_s_unique_index_and_admitted_once(tmp_path):
     path = tmp_path / "old.db"
     archive_at(path, IDENTITY_PREFIX_SINCE - 1)
-    # every column, the text digest (the ninth) wherever it is stored (in the chunk since 0037)
-    columns = f"SELECT *, {TEXT_DIGEST} FROM documents ORDER BY id"
+    conn = apsw.Connection(str(path))
+    # every column schema 35 has, the text digest wherever it is stored (in the chunk since 0037)
+    names = [name for _, name, *_ in conn.execute("PRAGMA table_xinfo(documents)")]
+    assert "text_digest" in names
+    columns = ", ".join(TEXT_DIGEST if name == "text_digest" else name for name in names)
+    columns = f"SELECT {columns} FROM documents ORDER BY id"
 
     def rows(conn: apsw.Connection) -> list[tuple]:
-        return [(*row[:8], row[-1], *row[9:-1]) for row in conn.execute(columns)]
+        return conn.execute(columns).fetchall()
 
     referring = {
         table: f"SELECT count(*) FROM {table} WHERE document_row IN (SELECT id FROM documents)"
         for table in ("messages", "document_chunks", "windows", "anchors", "expiry_schedule")
     }
-    conn = apsw.Connection(str(path))
     before = rows(conn)
     held = {table: conn.execute(query).fetchone()[0] for table, query in referring.items()}
     assert ("identity_digest",) in _unique_indexes(conn, "documents")
@@ -658,7 +646,8 @@ def test_documents_are_rebuilt_without_the_identity_digest_s_unique_index_and_ad
         conn = archive.conn
         assert rows(conn) == before  # every column of every row, same ids
         assert {table: conn.execute(query).fetchone()[0] for table, query in referring.items()} == held
-        assert _unique_indexes(conn, "documents") == {("document_id", "version"), ("project_id", "subject_key")}
+        # (document_id, version) unique since 0039 through named_id: tests below
+        assert ("identity_digest",) not in _unique_indexes(conn, "documents")
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1  # on again after the rebuild
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         with pytest.raises(apsw.ConstraintError):  # and enforced: a message of no document
@@ -726,10 +715,7 @@ def test_plain_complete_outcomes_stop_being_rows_and_every_handler_still_shows(t
     handlers = (ExactHandler(), LexicalHandler(), StructuralHandler(), GivingUp())
     request = {"project": PROJECT, "sessionId": "outcomes", "createdAt": "2026-10-20T09:05:00Z", "kind": "turn"}
     request["messages"] = [{"key": "o1", "role": "user", "text": "a document one handler gives up on"}]
-    with (
-        mock.patch.object(derived, "record_outcomes", coded_outcomes),
-        digests_view(conn),
-    ):  # as schema 26 recorded them
+    with admitting_as(conn, OUTCOME_EXCEPTIONS_SINCE - 1):
         admit(conn, contract.validate(contract.ADMIT, request), handlers=handlers, now="2026-10-21T10:00:00.000Z")
     iso_times(conn)
     before = sorted(conn.execute(CODED_OUTCOMES))
@@ -738,7 +724,8 @@ def test_plain_complete_outcomes_stop_being_rows_and_every_handler_still_shows(t
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
         # what each document's generation ran, and how, reads the same through the view
-        assert sorted(conn.execute("SELECT * FROM index_status")) == before
+        status = "SELECT document_id, version, generation_id, handler, outcome, detail FROM index_status"
+        assert sorted(conn.execute(status)) == before
         assert conn.execute(CODED_OUTCOMES).fetchall() == [
             (*r[:5], "nothing here for this handler") for r in before if r[4] == "skipped"
         ]
@@ -1018,7 +1005,7 @@ def test_a_one_chunk_document_s_digest_moves_to_its_chunk_and_the_others_stay(tm
     conn = apsw.Connection(str(path))
     long = {"project": PROJECT, "sessionId": "long", "createdAt": "2026-10-20T09:05:00Z", "kind": "tool-result"}
     long["messages"] = [{"key": "l1", "role": "toolResult", "text": "a line of a long build log\n" * 6000}]
-    with digests_view(conn):
+    with admitting_as(conn, DIGESTS_IN_ROWS_UNTIL - 1):
         admit(conn, contract.validate(contract.ADMIT, long), handlers=(), now="2026-10-21T10:00:00.000Z")
     chunks = "SELECT d.document_id, count(*) FROM documents AS d JOIN document_chunks AS dc ON dc.document_row = d.id GROUP BY d.id"
     count = dict(conn.execute(chunks))
@@ -1043,7 +1030,7 @@ def test_chunks_stored_whole_are_deflated_in_resumable_batches_and_read_the_same
     conn = raw_connection(path)
     long = {"project": PROJECT, "sessionId": "long", "createdAt": "2026-10-20T09:05:00Z", "kind": "tool-result"}
     long["messages"] = [{"key": "l1", "role": "toolResult", "text": "a line of a long build log\n" * 6000}]
-    with digests_view(conn), payloads_whole():
+    with admitting_as(conn, PAYLOADS_WHOLE_UNTIL - 1):
         admit(conn, contract.validate(contract.ADMIT, long), handlers=(), now="2026-10-21T10:00:00.000Z")
     whole = "SELECT count(*) FROM chunks WHERE length(data) = byte_length"
     chunks, stored_whole = conn.execute(f"SELECT count(*), ({whole}) FROM chunks").fetchone()
@@ -1051,7 +1038,9 @@ def test_chunks_stored_whole_are_deflated_in_resumable_batches_and_read_the_same
     assert chunks == stored_whole > 3
 
     def texts(archive) -> tuple[dict, dict]:
-        found = archive.conn.execute("SELECT * FROM document_texts WHERE text IS NOT NULL")  # (not purged)
+        found = archive.conn.execute(
+            "SELECT document_id, version, text FROM document_texts WHERE text IS NOT NULL"
+        )  # (not purged)
         by_view = {(d, v): text for d, v, text in found}
         by_get = {(d, v): archive.get({"documentId": d, "version": v})["text"] for d, v in by_view}
         return by_get, by_view
@@ -1108,3 +1097,84 @@ def test_serve_s_index_worker_deflates_the_chunks_stored_whole(tmp_path):
         stored = dict(archive.conn.execute("SELECT id, data FROM chunks"))
         assert stored == {row: payloads.packed(data) for row, data in whole.items()} != whole
     assert "to deflate" not in run_cwa(["status"], hermetic_env(tmp_path, path)).stdout.decode()
+
+
+DERIVED_IDS_SINCE = 39  # documents.document_id generated from the identity digest, named_id for the rest
+# Every named statement that finds a document by its id, with parameters for its plan.
+LOOKUPS_BY_ID = (
+    ("reads", "document_version", ("doc-0", None, None)),
+    ("reads", "part_text_range", ("doc-0", 1)),
+    ("admission", "latest_version_of", ("doc-0",)),
+    ("search", "document_by_version", ("doc-0", 1)),
+    ("session", "document_in_project", ("doc-0", PROJECT)),
+    ("checkpoints", "link_part", {"document_id": "doc-0", "version": 1, "root": 1}),
+    ("lifecycle", "named_documents", {"ids": '["doc-0"]', "project": PROJECT}),
+    *(
+        (
+            "session",
+            name,
+            {"session": 1, "key": "k", "action": "preview", "document": "doc-0", "version": 1}
+            | {"text": "", "tokens": 0, "epoch": 0, "now": NOW},
+        )
+        for name in ("insert_replacement", "update_replacement")
+    ),
+)
+
+
+def test_an_id_is_derived_from_the_identity_and_stored_only_where_it_is_not(tmp_path):
+    """Migration 0039: every document keeps its id and version; only a later version's id and a
+    released orphan's are stored (`named_id`); each lookup by id goes through the identity's
+    prefix index and named_id's, and admission afterwards stores an id only where it must."""
+    path = tmp_path / "old.db"
+    archive_at(path, DERIVED_IDS_SINCE - 1)
+    conn = apsw.Connection(str(path))
+    # an orphaned checkpoint part whose identity was released, as schema 38 released it
+    orphan = conn.execute("SELECT id FROM documents WHERE kind = 'tool-result'").fetchone()[0]
+    conn.execute(
+        "UPDATE documents SET identity_digest = 'orphan:' || lower(hex(identity_digest)) WHERE id = ?", (orphan,)
+    )
+    before = conn.execute("SELECT id, document_id, version FROM documents ORDER BY id").fetchall()
+    conn.close()
+    later = [row for row, _, version in before if version > 1]
+    assert later  # the superseding decision: version 2 of its predecessor's id
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert conn.execute("SELECT id, document_id, version FROM documents ORDER BY id").fetchall() == before
+        named = [row for (row,) in conn.execute("SELECT id FROM documents WHERE named_id IS NOT NULL ORDER BY id")]
+        assert named == sorted([orphan, *later])
+        assert _unique_indexes(conn, "documents") == {("named_id", "version"), ("project_id", "subject_key")}
+        for _, document_id, version in before:
+            found = archive.get({"documentId": document_id, "version": version})
+            assert (found["documentId"], found["version"]) == (document_id, version)
+        with pytest.raises(NotFound):
+            archive.get({"documentId": "doc-not-hex-at-all"})
+        for stem, name, params in LOOKUPS_BY_ID:
+            plan = str(conn.execute("EXPLAIN QUERY PLAN " + queries(stem)[name], params).fetchall())
+            assert "documents_identity_prefix" in plan and "documents_named" in plan, name
+
+        # a new document's id is not stored; a later version's is
+        fresh = archive.admit({**sample_requests(DERIVED_IDS_SINCE)[0], "sessionId": "after-upgrade"})
+        stored = "SELECT named_id FROM documents WHERE id = (SELECT max(id) FROM documents)"
+        assert conn.execute(stored).fetchone() == (None,)
+        latest = archive.get({"documentId": before[later[0] - 1][1]})
+        decision = {**sample_requests(DERIVED_IDS_SINCE)[3], "createdAt": "2026-10-22T09:00:00Z"}
+        decision["supersedes"] = {"documentId": latest["documentId"], "version": latest["version"]}
+        decision["messages"] = [{"key": "d3", "role": "custom", "text": "Decision: uploads retry three times."}]
+        third = archive.admit(decision)
+        assert (third["documentId"], third["version"]) == (latest["documentId"], 3)
+        assert conn.execute(stored).fetchone() == (latest["documentId"],)
+
+        # a released identity keeps its id; the same input again is the next version of that id
+        row = conn.execute("SELECT id FROM documents WHERE document_id = ?", (fresh["documentId"],)).fetchone()[0]
+        with write_transaction(conn):
+            conn.execute(queries("checkpoints")["release_identity"], {"row": row})
+        assert conn.execute("SELECT document_id, named_id FROM documents WHERE id = ?", (row,)).fetchone() == (
+            fresh["documentId"],
+            fresh["documentId"],
+        )
+        again = archive.admit({**sample_requests(DERIVED_IDS_SINCE)[0], "sessionId": "after-upgrade"})
+        assert (again["documentId"], again["version"]) == (fresh["documentId"], 2)
+        assert conn.execute(stored).fetchone() == (None,)  # its id is its own identity's
+        assert archive.get({"documentId": fresh["documentId"], "version": 1})["documentId"] == fresh["documentId"]
+        with pytest.raises(apsw.ConstraintError):  # an id and version name one document
+            conn.execute("UPDATE documents SET named_id = ?, version = 3 WHERE id = ?", (latest["documentId"], row))

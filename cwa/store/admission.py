@@ -229,7 +229,7 @@ def _too_large(size: int) -> LimitExceeded:
 def _existing_response(conn: apsw.Connection, row: tuple) -> dict[str, Any]:
     sql = queries("admission")
     document_row, document_id, version, generation = row
-    outcomes = {h: o for h, o, _ in conn.execute(queries("reads")["outcomes"], (document_id, version))}
+    outcomes = {h: o for h, o, _ in conn.execute(queries("reads")["outcomes"], (document_row,))}
     keys = [r[0] for r in conn.execute(sql["message_keys"], (document_row,))]
     return {
         "documentId": document_id,

@@ -67,9 +67,7 @@ def find_document(
 
 def _header(doc: dict[str, Any], conn: apsw.Connection) -> dict[str, Any]:
     sql = queries("reads")
-    outcomes = {
-        handler: outcome for handler, outcome, _ in conn.execute(sql["outcomes"], (doc["documentId"], doc["version"]))
-    }
+    outcomes = {handler: outcome for handler, outcome, _ in conn.execute(sql["outcomes"], (doc["row"],))}
     supersedes = (
         {"documentId": doc["supersedesDocumentId"], "version": doc["supersedesVersion"]}
         if doc["supersedesDocumentId"] is not None

@@ -10,7 +10,7 @@ with its handler's name, before 23 every document row with its first and last so
 before 24 an anchor row per type of each text, before 26 no project window ranges, before 27 an
 outcome row per handler of each document, before 30 times as ISO-8601 text, before 35 anchor
 rows keyed by text first, before 37 every document's text digest in its row, before 38 every chunk
-stored as its bytes), then times `open_connection` on it, which
+stored as its bytes, before 39 every document's id in its row), then times `open_connection` on it, which
 applies the later migrations in the opening process: 0017 moves every anchor text into the
 `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
@@ -21,7 +21,9 @@ keeps each generation's handlers and drops the plain `complete` outcome rows; 00
 sign-bit rows into full pages; 0035 keys the anchor rows by document and gives each text's
 documents postings; 0036 makes `documents` again without its identity digest's UNIQUE index;
 0037 leaves a one-chunk document's text digest in its chunk only; 0038 marks the chunks for
-the conversion that deflates them later (cwa/store/chunk_packing.py), and deflates none. With --archive,
+the conversion that deflates them later (cwa/store/chunk_packing.py), and deflates none; 0039
+makes `documents` again with each id derived from its identity digest (stored only where it is
+not). With --archive,
 it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place. `--pages
 NAME` (a table or index, repeatable) also reports its pages in bytes (SQLite's dbstat) and its
@@ -51,7 +53,7 @@ from cwa import contract
 from cwa.index.exact import ExactHandler, anchor_rows, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
-from cwa.store import admission, chunk_packing, derived, migrations
+from cwa.store import admission, chunk_packing, derived, migrations, sqlfiles
 from cwa.store.admission import admit
 from cwa.store.connection import BulkWrites, open_connection
 from cwa.store.derived import HandlerResult
@@ -70,6 +72,7 @@ OUTCOME_EXCEPTIONS_UNTIL = 27  # schemas before it: an outcome row per handler o
 INTEGER_TIMES_UNTIL = 30  # schemas before it: a document's times as ISO-8601 text
 DIGESTS_IN_ROWS_UNTIL = 37  # schemas before it: every document's text digest in its row (tests/test_migrations.py)
 PAYLOADS_WHOLE_UNTIL = 38  # schemas before it: every chunk's payload its bytes as they are
+STORED_IDS_UNTIL = 39  # schemas before it: every document's id in its row
 # Today's statements read a document's digest through sql/views.sql's view, which cwa makes on
 # open: `digests_view` makes it for admissions on a bare connection.
 DIGESTS_VIEW = re.search(
@@ -105,6 +108,54 @@ def digests_view(conn: apsw.Connection) -> Iterator[None]:
 def payloads_whole() -> contextlib.AbstractContextManager:
     """Admission storing each chunk's bytes as they are, as schemas before 38 did."""
     return mock.patch.object(admission, "packed", lambda data: data)
+
+
+# Today's statements find a document by id through `named_id` or the identity's prefix and store
+# `named_id` only where the id is not derived (migration 0039); before it, the row held every id.
+DERIVED_ID_INSERT = "nullif(:document_id, 'doc-' || lower(hex(substr(:identity_digest, 1, 10))))"
+
+
+@contextlib.contextmanager
+def ids_stored() -> Iterator[None]:
+    """Every named statement as schemas before 39 ran it: `named_id` read and written as
+    `document_id`, which admission stores for every document (a lookup's
+    `(… OR document_id = ?) AND document_id = ?` means what it did). The rewritten files are
+    read instead of sql/ while it lasts (sqlfiles caches them: cleared on both sides)."""
+    original = sqlfiles.resource_dir
+    with tempfile.TemporaryDirectory() as folder:
+        for path in original("sql").glob("*.sql"):
+            text = path.read_text(encoding="utf-8")
+            if path.stem == "admission":
+                assert text.count(DERIVED_ID_INSERT) == 1, "insert_document changed shape"
+                text = text.replace(DERIVED_ID_INSERT, ":document_id")
+            (Path(folder) / path.name).write_text(text.replace("named_id", "document_id"), encoding="utf-8")
+        sqlfiles.queries.cache_clear()
+        try:
+            with mock.patch.object(
+                sqlfiles, "resource_dir", lambda name: Path(folder) if name == "sql" else original(name)
+            ):
+                yield
+        finally:
+            sqlfiles.queries.cache_clear()
+
+
+@contextlib.contextmanager
+def admitting_as(conn: apsw.Connection, schema: int) -> Iterator[None]:
+    """Admission on a bare connection at `schema` (earlier than the latest) storing rows as that
+    schema did: outcomes, source keys, digests, payloads and ids (times: `iso_times` after)."""
+    with contextlib.ExitStack() as stack:
+        if schema < STORED_IDS_UNTIL:  # first: the others read the statements it rewrites
+            stack.enter_context(ids_stored())
+        if schema < NAMED_OUTCOMES_UNTIL:
+            stack.enter_context(mock.patch.object(derived, "record_outcomes", named_outcomes))
+        elif schema < OUTCOME_EXCEPTIONS_UNTIL:
+            stack.enter_context(mock.patch.object(derived, "record_outcomes", coded_outcomes))
+        if schema < STORED_SOURCE_KEYS_UNTIL:
+            stack.enter_context(stored_source_keys(conn))
+        stack.enter_context(digests_view(conn))  # schemas before 37: left as they stored digests
+        if schema < PAYLOADS_WHOLE_UNTIL:
+            stack.enter_context(payloads_whole())
+        yield
 
 
 class PerRowAnchors:
@@ -279,17 +330,7 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
         StructuralHandler(),
     )
     source = itertools.islice(CORPORA["coding"](10**9, project=PROJECTS["coding"]), documents)
-    with contextlib.ExitStack() as stack:
-        if schema < NAMED_OUTCOMES_UNTIL:
-            stack.enter_context(mock.patch.object(derived, "record_outcomes", named_outcomes))
-        elif schema < OUTCOME_EXCEPTIONS_UNTIL:
-            stack.enter_context(mock.patch.object(derived, "record_outcomes", coded_outcomes))
-        if schema < STORED_SOURCE_KEYS_UNTIL:
-            stack.enter_context(stored_source_keys(conn))
-        stack.enter_context(digests_view(conn))  # schemas before 37: left as they stored digests
-        if schema < PAYLOADS_WHOLE_UNTIL:
-            stack.enter_context(payloads_whole())
-        batch = stack.enter_context(BulkWrites(conn, 0.5))
+    with admitting_as(conn, schema), BulkWrites(conn, 0.5) as batch:
         for document in source:
             admit(conn, contract.validate(contract.ADMIT, document), handlers=handlers, now="2026-12-02T00:00:00Z")
             batch.due()
@@ -372,10 +413,15 @@ def first_open(path: Path, pages: tuple[str, ...] = ()) -> dict:
 
 
 def _measured(conn: apsw.Connection, name: str) -> dict:
-    """A table's or index's bytes of pages and its rows (an index counts its table's)."""
-    size = conn.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?", (name,)).fetchone()[0]
-    table = conn.execute("SELECT tbl_name FROM sqlite_schema WHERE name = ?", (name,)).fetchone()
-    rows = conn.execute(f'SELECT count(*) FROM "{table[0]}"').fetchone()[0] if table else None
+    """A table's or index's bytes of pages and its rows (an index's entries: every cell of an
+    index b-tree, interior or leaf, is one, so a partial index counts only what it holds)."""
+    size, cells = conn.execute(
+        "SELECT coalesce(sum(pgsize), 0), coalesce(sum(ncell), 0) FROM dbstat WHERE name = ?", (name,)
+    ).fetchone()
+    kind = conn.execute("SELECT type FROM sqlite_schema WHERE name = ?", (name,)).fetchone()
+    if kind is None:
+        return {"bytes": size, "rows": None}
+    rows = cells if kind[0] == "index" else conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
     return {"bytes": size, "rows": rows}
 
 
