@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import orjson
 import pytest
@@ -1070,3 +1071,44 @@ def test_own_or_context_keeps_the_best_own_text_match_beside_the_best_overall():
     assert list(_own_or_context(scored, 4)) == [1, 3, 2, 4]
     # no own-text match at all: BM25F's order, unchanged
     assert _own_or_context([(5, 2.0, 0.0), (6, 1.0, 0.0)], 1) == {5: 2.0}
+
+
+SCHEDULER_MENTIONS = (
+    "Looked at the report scheduler logs for run {n}; nothing unusual.",
+    "The report scheduler test {n} passes again.",
+    "Reviewed the report scheduler settings in ticket {n}.",
+    "Report scheduler run {n} finished in time.",
+    "Paired on the report scheduler dashboard, item {n}.",
+)
+
+
+def test_a_question_about_the_latest_state_finds_the_statement_that_changed_it(tmp_path):
+    """In a history on one subject, "what does X run on these days" shares only X with the
+    statement that changed it, among hundreds of X's shorter mentions: the subject's windows that
+    state a change join the pool, and the ranker puts the change in the top 10 (before it,
+    neither statement about X was there)."""
+    rng = random.Random(5)
+    with Archive.open(tmp_path / "archive.db") as archive:
+        day = 0
+
+        def admit(text: str) -> str:
+            nonlocal day
+            day += 1
+            request = {
+                "project": P,
+                "sessionId": f"s{day // 25}",
+                "kind": "turn",
+                "createdAt": f"2026-{1 + day // 200:02d}-{1 + day % 200 // 8:02d}T{day % 8 + 9:02d}:00:00Z",
+                "messages": [{"role": "user", "text": text}],
+            }
+            return archive.admit(request)["documentId"]
+
+        admit("For the report scheduler, let's go with cron on the old host.")
+        for n in range(250):
+            admit(rng.choice(SCHEDULER_MENTIONS).format(n=n))
+        changed = admit("Cron no longer drives the report scheduler; a queue worker does it instead.")
+        for n in range(250, 330):
+            admit(rng.choice(SCHEDULER_MENTIONS).format(n=n))
+        query = "What does the report scheduler run on these days?"
+        found = archive.search({"project": P, "query": query, "semanticPolicy": "never", "limit": 10})
+        assert changed in [r["documentId"] for r in found["results"]]

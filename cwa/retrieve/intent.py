@@ -5,7 +5,8 @@
 - current state: the answer lives in the working tree or the running system now (what a file
   contains, whether tests pass, the current branch); history must not stand in for it.
 - general knowledge: a textbook question with nothing of this project in it.
-- time direction: whether it asks for the latest of several statements or the earliest.
+- time direction: whether it asks for the latest of several statements or the earliest (and the
+  words that state a change, which answer a question about the latest state).
 
 Plain regular expressions: preflight runs on every message and must stay cheap and deterministic.
 Each is compiled on first use: a one-shot search asks only for the time direction, and need not
@@ -112,6 +113,14 @@ _LATEST = r"""
        |as\s+of\s+(now|today)|latest|most\s+recent(ly)?|final(ly)?|in\s+the\s+end|end(ed)?\s+up
        |any\s*more|no\s+longer|still|so\s+far|instead|switch(ed)?\s+to|chang(e|ed)\s+to|replaced?)\b
     """
+# Words a statement of change holds ("switched to", "replaced … with", "moved … to", "no longer"):
+# a question about the latest state ("what does X use now") is answered by the last statement
+# that changed it, which may share nothing with the question but its subject; for such a question
+# search also fetches the subject's windows holding one of these (cwa/retrieve/search.py).
+CHANGE_WORDS = (
+    "switch swap replace move migrate change update upgrade revert convert instead drop stop abandon adopt "
+    "longer anymore"
+).split()
 _EARLIEST = r"""
     \b(first|initially|originally|at\s+the\s+(start|beginning)|in\s+the\s+beginning|earliest
        |to\s+begin\s+with|began|begin|started)\b

@@ -44,7 +44,7 @@ from cwa.retrieve.context import (
 )
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.fusion import fuse
-from cwa.retrieve.intent import time_direction
+from cwa.retrieve.intent import CHANGE_WORDS, time_direction
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
@@ -69,6 +69,10 @@ from cwa.vocabulary import RELATIONS
 
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least WINDOWS_PER_RESULT × limit)
 WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
+# A latest-state question's pool also holds the subject's windows that state a change
+# (intent.CHANGE_WORDS): the ranker's `timeFit` then weighs their place in time.
+CHANGE_TERMS = tuple(query_terms(" ".join(CHANGE_WORDS)))
+CHANGE_POOL = 10  # documents a latest-state question's change statements add to the pool
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 # In a scope of at least OWN_TEXT_MIN_WINDOWS windows (a long history: LoCoMo's conversations hold
 # 369 to 689), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
@@ -135,6 +139,7 @@ def find_candidates(
     matchable: Callable[[str, int, int], bool] | None = None,
     pool: int | None = None,
     context: bool = True,
+    changes: bool = False,
 ) -> tuple[list[Anchor], list[str], Stages]:
     """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
     while the exact tier has room; `pool` lexical candidates, default `limit`). `ignored_terms`
@@ -147,7 +152,7 @@ def find_candidates(
     stages = Stages(_exact_search(ctx, anchors, limit))
     qterms = [t for t in _select_terms(ctx, query) if t not in ignored_terms]
     if len(stages.exact) < limit:
-        stages.ranked = _lexical_search(ctx, qterms, pool or limit, stages.taken(), matchable, context)
+        stages.ranked = _lexical_search(ctx, qterms, pool or limit, stages.taken(), matchable, context, changes)
     return anchors, qterms, stages
 
 
@@ -179,7 +184,9 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             stages = Stages(found)
             resolution = {"relation": relation, "status": status}
         elif request.get("ranker", settings["ranker"]) == "learned":
-            anchors, qterms, stages = find_candidates(ctx, query, limit, pool=max(limit, RANKER_POOL))
+            anchors, qterms, stages = find_candidates(
+                ctx, query, limit, pool=max(limit, RANKER_POOL), changes=time_direction(query or "") > 0
+            )
             semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit)
             reranked = _rerank(settings, request.get("rerank", True), query, stages)
         else:
@@ -549,9 +556,10 @@ def _lexical_search(
     taken: set[int],
     matchable: Callable[[str, int, int], bool] | None = None,
     context: bool = True,
+    changes: bool = False,
 ) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
-    per identical content."""
+    per identical content; with `changes`, then the query's windows that state a change."""
     if not qterms:
         return []
     df, total = frequencies(ctx, qterms)
@@ -590,7 +598,37 @@ def _lexical_search(
             bm25=window.score,
         )
 
-    return distinct_candidates(rows, taken, limit, candidate)
+    chosen = distinct_candidates(rows, taken, limit, candidate)
+    if changes:
+        held = taken | {c.document_row for c in chosen}
+        changed = _change_statements(ctx, wanted, postings, windows, context, held, windows != total)
+        preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in changed)
+        chosen += distinct_candidates(changed, held, CHANGE_POOL, candidate)[:CHANGE_POOL]
+    return chosen
+
+
+def _change_statements(
+    ctx: Context,
+    wanted: list[str],
+    postings: dict[str, int],
+    windows: int,
+    context: bool,
+    taken: set[int],
+    in_range: bool,
+) -> list[WindowRow]:
+    """The windows of the query's rarest terms (its broad expression) that also hold a change word,
+    by BM25F over both."""
+    expressions = match_expressions(wanted, postings, windows, context)
+    if not expressions:
+        return []
+    subject, expected, phrases = expressions[-1]
+    df, _ = frequencies(ctx, list(CHANGE_TERMS))
+    present = tuple(t for t in CHANGE_TERMS if df[t] > 0 and t not in phrases)
+    if not present:
+        return []
+    change = " OR ".join(fts_phrase(t) for t in present)
+    ranking = _bm25f(ctx, f"({subject}) AND ({change})", expected, phrases + present, in_range)
+    return best_admissible(ctx, ranking, CHANGE_POOL * WINDOWS_PER_RESULT, CHANGE_POOL, taken)
 
 
 def _postings(ctx: Context, wanted: list[str], df: dict[str, int], total: int) -> tuple[dict[str, int], int]:

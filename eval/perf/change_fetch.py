@@ -1,0 +1,100 @@
+"""What a latest-state question's change statements cost search: the fetch on and off, one process.
+
+    python eval/perf/change_fetch.py [--tokens 500000] [--histories 2] [--rounds 3] [--json]
+
+Builds `--histories` long coding histories of `--tokens` tokens (`cwa eval long --inside`'s
+generator, seed 41) in a temporary archive, then times lexical search of every question with a
+latest-state cue (`time_direction` 1.0: all of the `update` kind, and any other so worded) and of
+every other question, `--rounds` times, alternately with the change-statement fetch
+(`_change_statements` in cwa/retrieve/search.py) as shipped and turned off (it returns nothing).
+Prints p50 / p95 in ms of each, and their ratio; questions without the cue never fetch, so theirs
+is the noise between the two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import percentile
+
+from cwa.api import Archive
+from cwa.retrieve import search
+from cwa.retrieve.intent import time_direction
+from cwa_eval.retrieval.long_history import history, project
+
+
+def run(tokens: int, histories: int, rounds: int) -> dict:
+    made = [history(41 + i, tokens, 4, inside=True) for i in range(histories)]
+    questions = [(index, fact.question) for index, h in enumerate(made) for fact in h.facts]
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
+        for index, made_history in enumerate(made):
+            for document in made_history.documents:
+                archive.admit({"project": project(index), **document})
+        timings: dict[str, dict[str, list[float]]] = {way: {"latest": [], "other": []} for way in ("shipped", "off")}
+        for _ in range(rounds):
+            for way in ("shipped", "off"):
+                off = mock.patch.object(search, "_change_statements", lambda *args: [])
+                with off if way == "off" else contextlib.nullcontext():
+                    for index, question in questions:
+                        begin = time.perf_counter()
+                        archive.search(
+                            {
+                                "project": project(index),
+                                "query": question,
+                                "limit": 10,
+                                "leaseSeconds": 0,
+                                "semanticPolicy": "never",
+                            }
+                        )
+                        kind = "latest" if time_direction(question) > 0 else "other"
+                        timings[way][kind].append((time.perf_counter() - begin) * 1000)
+    report = {"tokens": tokens, "histories": histories, "rounds": rounds}
+    for kind in ("latest", "other"):
+        figures = {
+            way: {
+                "p50_ms": round(percentile(timings[way][kind], 0.5), 2),
+                "p95_ms": round(percentile(timings[way][kind], 0.95), 2),
+            }
+            for way in timings
+        }
+        figures["questions"] = len(timings["shipped"][kind]) // rounds
+        figures["p50Ratio"] = round(figures["shipped"]["p50_ms"] / figures["off"]["p50_ms"], 3)
+        figures["p95Ratio"] = round(figures["shipped"]["p95_ms"] / figures["off"]["p95_ms"], 3)
+        report[kind] = figures
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=500_000)
+    parser.add_argument("--histories", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report = run(args.tokens, args.histories, args.rounds)
+    if args.json:
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
+    print(f"{args.histories} histories of {args.tokens:,} tokens, {args.rounds} rounds, lexical search")
+    for kind in ("latest", "other"):
+        f = report[kind]
+        print(
+            f"  {kind:7s} ({f['questions']} questions) shipped p50 {f['shipped']['p50_ms']:.2f} / p95 "
+            f"{f['shipped']['p95_ms']:.2f} ms, off {f['off']['p50_ms']:.2f} / {f['off']['p95_ms']:.2f} ms: "
+            f"× {f['p50Ratio']} / × {f['p95Ratio']}"
+        )
+
+
+if __name__ == "__main__":
+    main()
