@@ -184,10 +184,11 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             stages = Stages(found)
             resolution = {"relation": relation, "status": status}
         elif request.get("ranker", settings["ranker"]) == "learned":
+            direction = time_direction(query or "")
             anchors, qterms, stages = find_candidates(
-                ctx, query, limit, pool=max(limit, RANKER_POOL), changes=time_direction(query or "") > 0
+                ctx, query, limit, pool=max(limit, RANKER_POOL), changes=direction > 0
             )
-            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit)
+            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit, direction)
             reranked = _rerank(settings, request.get("rerank", True), query, stages)
         else:
             anchors, qterms, stages = find_candidates(ctx, query, limit)
@@ -229,9 +230,11 @@ def _learned_tier(
     qterms: list[str],
     stages: Stages,
     limit: int,
+    direction: float,
 ) -> tuple[dict[str, Any] | None, ranker.Pool | None]:
     """The ranked tier ordered by the learned ranker, with the semantic report: the embeddings
-    are asked as the semantic policy says (`auto`: on weak evidence)."""
+    are asked as the semantic policy says (`auto`: on weak evidence); `direction` is the query's
+    time direction (intent.time_direction)."""
     exact, lexical = stages.exact, stages.ranked
     report, semantic, vector = _ask_embeddings(
         ctx, request, settings, query, qterms, stages, limit, max(limit, RANKER_POOL)
@@ -248,7 +251,7 @@ def _learned_tier(
         {c.document_row for c in exact},
         weights,
         anchored=[c.document_row for c in exact],
-        direction=time_direction(query or ""),
+        direction=direction,
     )
     stages.ranked = collapse(importance.reorder(ctx.conn, pool.kept))
     return report, pool
@@ -572,7 +575,8 @@ def _lexical_search(
     rows: list[WindowRow] = []
     seen_windows: set[int] = set()
     postings, windows = _postings(ctx, wanted, df, total)
-    for match, expected, phrases in match_expressions(wanted, postings, windows, context):
+    expressions = match_expressions(wanted, postings, windows, context)
+    for match, expected, phrases in expressions:
         ranking = _bm25f(ctx, match, expected, phrases, in_range=windows != total)
         for found in best_admissible(ctx, ranking, max(LEXICAL_POOL, WINDOWS_PER_RESULT * limit), limit, taken):
             if found.window_id not in seen_windows:
@@ -601,24 +605,17 @@ def _lexical_search(
     chosen = distinct_candidates(rows, taken, limit, candidate)
     if changes:
         held = taken | {c.document_row for c in chosen}
-        changed = _change_statements(ctx, wanted, postings, windows, context, held, windows != total)
+        changed = _change_statements(ctx, expressions, held, windows != total)
         preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in changed)
         chosen += distinct_candidates(changed, held, CHANGE_POOL, candidate)[:CHANGE_POOL]
     return chosen
 
 
 def _change_statements(
-    ctx: Context,
-    wanted: list[str],
-    postings: dict[str, int],
-    windows: int,
-    context: bool,
-    taken: set[int],
-    in_range: bool,
+    ctx: Context, expressions: list[tuple[str, float, tuple[str, ...]]], taken: set[int], in_range: bool
 ) -> list[WindowRow]:
-    """The windows of the query's rarest terms (its broad expression) that also hold a change word,
-    by BM25F over both."""
-    expressions = match_expressions(wanted, postings, windows, context)
+    """The windows of the query's rarest terms (its broad expression, the last of `expressions`)
+    that also hold a change word, by BM25F over both."""
     if not expressions:
         return []
     subject, expected, phrases = expressions[-1]

@@ -36,7 +36,11 @@ from cwa_eval.retrieval.long_history import history, project
 
 def run(tokens: int, histories: int, rounds: int) -> dict:
     made = [history(41 + i, tokens, 4, inside=True) for i in range(histories)]
-    questions = [(index, fact.question) for index, h in enumerate(made) for fact in h.facts]
+    questions = [
+        (index, fact.question, "latest" if time_direction(fact.question) > 0 else "other")
+        for index, h in enumerate(made)
+        for fact in h.facts
+    ]
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
         for index, made_history in enumerate(made):
             for document in made_history.documents:
@@ -46,7 +50,7 @@ def run(tokens: int, histories: int, rounds: int) -> dict:
             for way in ("shipped", "off"):
                 off = mock.patch.object(search, "_change_statements", lambda *args: [])
                 with off if way == "off" else contextlib.nullcontext():
-                    for index, question in questions:
+                    for index, question, kind in questions:
                         begin = time.perf_counter()
                         archive.search(
                             {
@@ -57,7 +61,6 @@ def run(tokens: int, histories: int, rounds: int) -> dict:
                                 "semanticPolicy": "never",
                             }
                         )
-                        kind = "latest" if time_direction(question) > 0 else "other"
                         timings[way][kind].append((time.perf_counter() - begin) * 1000)
     report = {"tokens": tokens, "histories": histories, "rounds": rounds}
     for kind in ("latest", "other"):
