@@ -123,7 +123,8 @@ WHERE d.id = ?;
 
 -- name: relation_candidates
 -- Messages carrying a structural cue, newest first, in one project (and, with :sessions, one
--- lineage). Driven by documents_project_created so LIMIT stops the scan early.
+-- lineage). Driven by documents_project_created so LIMIT stops the scan early; each document's
+-- cues are read through the primary key (migration 0040).
 SELECT c.document_row, c.ordinal, c.score, m.message_key, m.role,
        m.start_byte, m.text_start, m.end_byte
 FROM documents AS d

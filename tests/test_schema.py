@@ -210,3 +210,24 @@ def test_a_seek_by_content_digest_uses_the_index_of_its_first_8_bytes(tmp_path, 
         plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement, params))
         for index in CONTENT_SEEKS[stem, name]:
             assert f"USING INDEX {index}" in plan, plan
+
+
+# Every statement that reads structural cues, which it joins to a document it holds first
+# (migration 0040): through the primary key, never a scan of every cue of a type for each document.
+CUE_READS = (
+    ("search", "relation_candidates"),
+    ("search", "relation_candidates_all"),
+    ("ranking", "importance_signals"),
+)
+
+
+@pytest.mark.parametrize(("stem", "name"), CUE_READS)
+def test_a_document_s_cues_are_read_through_its_primary_key(tmp_path, stem, name):
+    from cwa.store.sqlfiles import queries
+
+    conn = open_connection(tmp_path / "archive.db")
+    statement = queries(stem)[name]
+    params = dict.fromkeys(re.findall(r"(?<![:\w]):([A-Za-z_]\w*)", statement))
+    plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement, params)]
+    cue_steps = [step for step in plan if step.startswith("SEARCH c ")]
+    assert cue_steps == ["SEARCH c USING PRIMARY KEY (document_row=?)"], plan
