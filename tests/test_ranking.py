@@ -224,6 +224,24 @@ def test_neighbor_credit_is_validated(archive, bad):
     assert raised.value.details["field"] == "neighborCredit"
 
 
+def test_a_question_s_answer_words_are_a_change_s_for_the_latest_state_and_a_fix_s_for_a_solved_problem():
+    from cwa.retrieve.intent import CHANGE_WORDS, FIX_WORDS, answer_words
+
+    for question in ("Which queue does the mailer use now?", "What did the mailer end up with?"):
+        assert answer_words(question) == tuple(CHANGE_WORDS)
+    for question in (
+        "How did we fix the flaky login test?",
+        "What was the root cause of the 502s?",
+        "How did we get rid of the deadlock in the importer?",
+        "What caused the doubled rows, and what was the repair?",
+        "Did we ever resolve the memory leak?",
+    ):
+        assert answer_words(question) == tuple(FIX_WORDS), question
+    assert answer_words("What do we use now that the crash is fixed?") == (*CHANGE_WORDS, *FIX_WORDS)
+    for question in ("How does the mailer send bounces?", "Because of what did the build start?", "Fixtures?"):
+        assert answer_words(question) == (), question
+
+
 def test_the_ranker_weighs_a_candidates_place_in_time_only_when_the_query_asks_for_latest_or_earliest(archive):
     from cwa.retrieve.intent import time_direction
     from cwa.retrieve.ranker import FEATURES

@@ -1112,3 +1112,48 @@ def test_a_question_about_the_latest_state_finds_the_statement_that_changed_it(t
         query = "What does the report scheduler run on these days?"
         found = archive.search({"project": P, "query": query, "semanticPolicy": "never", "limit": 10})
         assert changed in [r["documentId"] for r in found["results"]]
+
+
+BILLING_MENTIONS = (
+    "Looked at the billing export logs for run {n}; nothing unusual.",
+    "The billing export test {n} passes again.",
+    "Reviewed the billing export settings in ticket {n}.",
+    "Billing export run {n} finished in time, the stall alarm stayed quiet.",
+    "Paired on the billing export dashboard, item {n}.",
+)
+
+
+def test_a_question_about_how_a_problem_was_solved_finds_the_statement_of_the_fix(tmp_path):
+    """ "How did we fix the stalls in X" shares only X with the message that fixed them, which names
+    the cause and the remedy, among hundreds of X's shorter mentions (some of the stalls' own
+    word): the subject's windows that hold a fix's words join the pool, and the fix reaches the
+    top 10 (before it, it was not there)."""
+    rng = random.Random(7)
+    with Archive.open(tmp_path / "archive.db") as archive:
+        day = 0
+
+        def admit(text: str, role: str = "user") -> str:
+            nonlocal day
+            day += 1
+            request = {
+                "project": P,
+                "sessionId": f"s{day // 25}",
+                "kind": "turn",
+                "createdAt": f"2026-{1 + day // 200:02d}-{1 + day % 200 // 8:02d}T{day % 8 + 9:02d}:00:00Z",
+                "messages": [{"role": role, "text": text}],
+            }
+            return archive.admit(request)["documentId"]
+
+        for n in range(200):
+            admit(rng.choice(BILLING_MENTIONS).format(n=n))
+        admit("The billing export stalls again: the job hangs for minutes at the end of every run.")
+        fixed = admit(
+            "Found it: the billing export held a connection open across the upload, and the pool ran "
+            "dry. The root cause is that early return; I moved the release into a finally block.",
+            role="assistant",
+        )
+        for n in range(200, 330):
+            admit(rng.choice(BILLING_MENTIONS).format(n=n))
+        query = "How did we fix the stalls in the billing export?"
+        found = archive.search({"project": P, "query": query, "semanticPolicy": "never", "limit": 10})
+        assert fixed in [r["documentId"] for r in found["results"]]

@@ -5,8 +5,9 @@
 - current state: the answer lives in the working tree or the running system now (what a file
   contains, whether tests pass, the current branch); history must not stand in for it.
 - general knowledge: a textbook question with nothing of this project in it.
-- time direction: whether it asks for the latest of several statements or the earliest (and the
-  words that state a change, which answer a question about the latest state).
+- time direction: whether it asks for the latest of several statements or the earliest.
+- answer words: words the statement answering it likely holds though the question does not (a
+  change for a question about the latest state, a fix for one about how a problem was solved).
 
 Plain regular expressions: preflight runs on every message and must stay cheap and deterministic.
 Each is compiled on first use: a one-shot search asks only for the time direction, and need not
@@ -121,6 +122,16 @@ CHANGE_WORDS = (
     "switch swap replace move migrate change update upgrade revert convert instead drop stop abandon adopt "
     "longer anymore"
 ).split()
+# Wording that asks how a problem was solved or what caused it ("how did we fix …", "what was the
+# root cause of …", "how did we get rid of …"), and the words of the statement that answers it
+# ("fixed: …", "the cause was …", "the patch makes …"): that statement names the remedy and the
+# cause, often not the problem's own words, which the error it fixed held.
+_RESOLUTION = r"""
+    \b(fix(ed|es|ing)?|solv(e|ed|es|ing)|resolv(e|ed|es|ing)|repair(ed|s|ing)?|patch(ed)?|work(ed)?\s*around
+       |workaround|(get|got|gotten)\s+rid\s+of|root\s+causes?|caus(ed|ing)|cause\s+of|culprit
+       |(what|who)\s+(was|is|were|are)\s+behind)\b
+    """
+FIX_WORDS = "fix cause root patch resolve solve repair workaround culprit".split()
 _EARLIEST = r"""
     \b(first|initially|originally|at\s+the\s+(start|beginning)|in\s+the\s+beginning|earliest
        |to\s+begin\s+with|began|begin|started)\b
@@ -148,6 +159,17 @@ def general_knowledge(message: str) -> bool:
     if historical_intent(message) or _regex(_PROJECT_REFERENCE).search(message):
         return False
     return bool(_regex(_GENERAL).search(message.strip()))
+
+
+def answer_words(message: str) -> tuple[str, ...]:
+    """The words a statement answering the message likely holds beside its subject: a change's
+    for a question about the latest state, a fix's for one about how a problem was solved."""
+    words: tuple[str, ...] = ()
+    if time_direction(message) > 0:
+        words += tuple(CHANGE_WORDS)
+    if _regex(_RESOLUTION).search(message):
+        words += tuple(FIX_WORDS)
+    return words
 
 
 def time_direction(message: str) -> float:

@@ -7,6 +7,7 @@ sources reorders near-equals; it never outweighs relevance (at most +15%).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -44,7 +45,7 @@ from cwa.retrieve.context import (
 )
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.fusion import fuse
-from cwa.retrieve.intent import CHANGE_WORDS, time_direction
+from cwa.retrieve.intent import answer_words, time_direction
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
@@ -69,10 +70,11 @@ from cwa.vocabulary import RELATIONS
 
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least WINDOWS_PER_RESULT × limit)
 WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
-# A latest-state question's pool also holds the subject's windows that state a change
-# (intent.CHANGE_WORDS): the ranker's `timeFit` then weighs their place in time.
-CHANGE_TERMS = tuple(query_terms(" ".join(CHANGE_WORDS)))
-CHANGE_POOL = 10  # documents a latest-state question's change statements add to the pool
+# A question whose answer states something it does not say (a change for one about the latest
+# state, a fix for one about how a problem was solved: intent.answer_words) also fetches its
+# subject's windows that hold such words; for a latest-state question the ranker's `timeFit` then
+# weighs their place in time.
+ANSWER_POOL = 10  # documents a question's answer statements add to the pool
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 # In a scope of at least OWN_TEXT_MIN_WINDOWS windows (a long history: LoCoMo's conversations hold
 # 369 to 689), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
@@ -139,7 +141,7 @@ def find_candidates(
     matchable: Callable[[str, int, int], bool] | None = None,
     pool: int | None = None,
     context: bool = True,
-    changes: bool = False,
+    answers: tuple[str, ...] = (),
 ) -> tuple[list[Anchor], list[str], Stages]:
     """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
     while the exact tier has room; `pool` lexical candidates, default `limit`). `ignored_terms`
@@ -147,12 +149,13 @@ def find_candidates(
     terms a window must hold one of to be fetched at all (the others still count in each window's
     matched terms and coverage; without it, every term but everyday words, FILLER_TERMS, common in
     the scope, unless the query has no other); without `context`, a window is fetched only for its
-    own terms."""
+    own terms; with `answers` (intent.answer_words), also the windows that hold the query's subject
+    and one of those words."""
     anchors = query_anchors(query)
     stages = Stages(_exact_search(ctx, anchors, limit))
     qterms = [t for t in _select_terms(ctx, query) if t not in ignored_terms]
     if len(stages.exact) < limit:
-        stages.ranked = _lexical_search(ctx, qterms, pool or limit, stages.taken(), matchable, context, changes)
+        stages.ranked = _lexical_search(ctx, qterms, pool or limit, stages.taken(), matchable, context, answers)
     return anchors, qterms, stages
 
 
@@ -186,7 +189,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         elif request.get("ranker", settings["ranker"]) == "learned":
             direction = time_direction(query or "")
             anchors, qterms, stages = find_candidates(
-                ctx, query, limit, pool=max(limit, RANKER_POOL), changes=direction > 0
+                ctx, query, limit, pool=max(limit, RANKER_POOL), answers=answer_words(query or "")
             )
             semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit, direction)
             reranked = _rerank(settings, request.get("rerank", True), query, stages)
@@ -559,10 +562,10 @@ def _lexical_search(
     taken: set[int],
     matchable: Callable[[str, int, int], bool] | None = None,
     context: bool = True,
-    changes: bool = False,
+    answers: tuple[str, ...] = (),
 ) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
-    per identical content; with `changes`, then the query's windows that state a change."""
+    per identical content; with `answers`, then the query's windows that hold one of those words."""
     if not qterms:
         return []
     df, total = frequencies(ctx, qterms)
@@ -603,29 +606,38 @@ def _lexical_search(
         )
 
     chosen = distinct_candidates(rows, taken, limit, candidate)
-    if changes:
+    if answers:
         held = taken | {c.document_row for c in chosen}
-        changed = _change_statements(ctx, expressions, held, windows != total)
-        preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in changed)
-        chosen += distinct_candidates(changed, held, CHANGE_POOL, candidate)[:CHANGE_POOL]
+        stated = _answer_statements(ctx, expressions, held, windows != total, _answer_terms(answers))
+        preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in stated)
+        chosen += distinct_candidates(stated, held, ANSWER_POOL, candidate)[:ANSWER_POOL]
     return chosen
 
 
-def _change_statements(
-    ctx: Context, expressions: list[tuple[str, float, tuple[str, ...]]], taken: set[int], in_range: bool
+@functools.cache
+def _answer_terms(words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(query_terms(" ".join(words))))
+
+
+def _answer_statements(
+    ctx: Context,
+    expressions: list[tuple[str, float, tuple[str, ...]]],
+    taken: set[int],
+    in_range: bool,
+    terms: tuple[str, ...],
 ) -> list[WindowRow]:
     """The windows of the query's rarest terms (its broad expression, the last of `expressions`)
-    that also hold a change word, by BM25F over both."""
+    that also hold one of `terms` (the answer's words), by BM25F over both."""
     if not expressions:
         return []
     subject, expected, phrases = expressions[-1]
-    df, _ = frequencies(ctx, list(CHANGE_TERMS))
-    present = tuple(t for t in CHANGE_TERMS if df[t] > 0 and t not in phrases)
+    df, _ = frequencies(ctx, list(terms))
+    present = tuple(t for t in terms if df[t] > 0 and t not in phrases)
     if not present:
         return []
-    change = " OR ".join(fts_phrase(t) for t in present)
-    ranking = _bm25f(ctx, f"({subject}) AND ({change})", expected, phrases + present, in_range)
-    return best_admissible(ctx, ranking, CHANGE_POOL * WINDOWS_PER_RESULT, CHANGE_POOL, taken)
+    answer = " OR ".join(fts_phrase(t) for t in present)
+    ranking = _bm25f(ctx, f"({subject}) AND ({answer})", expected, phrases + present, in_range)
+    return best_admissible(ctx, ranking, ANSWER_POOL * WINDOWS_PER_RESULT, ANSWER_POOL, taken)
 
 
 def _postings(ctx: Context, wanted: list[str], df: dict[str, int], total: int) -> tuple[dict[str, int], int]:

@@ -1,14 +1,14 @@
-"""What a latest-state question's change statements cost search: the fetch on and off, one process.
+"""What fetching a question's answer statements costs search: the fetch on and off, one process.
 
-    python eval/perf/change_fetch.py [--tokens 500000] [--histories 2] [--rounds 3] [--json]
+    python eval/perf/answer_fetch.py [--tokens 500000] [--histories 2] [--rounds 3] [--json]
 
 Builds `--histories` long coding histories of `--tokens` tokens (`cwa eval long --inside`'s
 generator, seed 41) in a temporary archive, then times lexical search of every question with a
-latest-state cue (`time_direction` 1.0: all of the `update` kind, and any other so worded) and of
-every other question, `--rounds` times, alternately with the change-statement fetch
-(`_change_statements` in cwa/retrieve/search.py) as shipped and turned off (it returns nothing).
-Prints p50 / p95 in ms of each, and their ratio; questions without the cue never fetch, so theirs
-is the noise between the two.
+latest-state cue (`time_direction` 1.0: all of the `update` kind, and any other so worded), of
+every other question asking how a problem was solved (`answer_words`: the `fix` kind), and of the
+rest, `--rounds` times, alternately with the answer-statement fetch (`_answer_statements` in
+cwa/retrieve/search.py) as shipped and turned off (it returns nothing). Prints p50 / p95 in ms of
+each, and their ratio; questions of neither cue never fetch, so theirs is the noise between the two.
 """
 
 from __future__ import annotations
@@ -30,25 +30,29 @@ from bench import percentile
 
 from cwa.api import Archive
 from cwa.retrieve import search
-from cwa.retrieve.intent import time_direction
+from cwa.retrieve.intent import answer_words, time_direction
 from cwa_eval.retrieval.long_history import history, project
+
+KINDS = ("latest", "resolution", "other")
+
+
+def _kind(question: str) -> str:
+    if time_direction(question) > 0:
+        return "latest"
+    return "resolution" if answer_words(question) else "other"
 
 
 def run(tokens: int, histories: int, rounds: int) -> dict:
     made = [history(41 + i, tokens, 4, inside=True) for i in range(histories)]
-    questions = [
-        (index, fact.question, "latest" if time_direction(fact.question) > 0 else "other")
-        for index, h in enumerate(made)
-        for fact in h.facts
-    ]
+    questions = [(index, fact.question, _kind(fact.question)) for index, h in enumerate(made) for fact in h.facts]
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
         for index, made_history in enumerate(made):
             for document in made_history.documents:
                 archive.admit({"project": project(index), **document})
-        timings: dict[str, dict[str, list[float]]] = {way: {"latest": [], "other": []} for way in ("shipped", "off")}
+        timings: dict[str, dict[str, list[float]]] = {way: {kind: [] for kind in KINDS} for way in ("shipped", "off")}
         for _ in range(rounds):
             for way in ("shipped", "off"):
-                off = mock.patch.object(search, "_change_statements", lambda *args: [])
+                off = mock.patch.object(search, "_answer_statements", lambda *args: [])
                 with off if way == "off" else contextlib.nullcontext():
                     for index, question, kind in questions:
                         begin = time.perf_counter()
@@ -63,7 +67,7 @@ def run(tokens: int, histories: int, rounds: int) -> dict:
                         )
                         timings[way][kind].append((time.perf_counter() - begin) * 1000)
     report = {"tokens": tokens, "histories": histories, "rounds": rounds}
-    for kind in ("latest", "other"):
+    for kind in KINDS:
         figures = {
             way: {
                 "p50_ms": round(percentile(timings[way][kind], 0.5), 2),
@@ -90,10 +94,10 @@ def main() -> None:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
     print(f"{args.histories} histories of {args.tokens:,} tokens, {args.rounds} rounds, lexical search")
-    for kind in ("latest", "other"):
+    for kind in KINDS:
         f = report[kind]
         print(
-            f"  {kind:7s} ({f['questions']} questions) shipped p50 {f['shipped']['p50_ms']:.2f} / p95 "
+            f"  {kind:10s} ({f['questions']} questions) shipped p50 {f['shipped']['p50_ms']:.2f} / p95 "
             f"{f['shipped']['p95_ms']:.2f} ms, off {f['off']['p50_ms']:.2f} / {f['off']['p95_ms']:.2f} ms: "
             f"× {f['p50Ratio']} / × {f['p95Ratio']}"
         )
