@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 import orjson
 import pytest
@@ -1073,6 +1074,26 @@ def test_own_or_context_keeps_the_best_own_text_match_beside_the_best_overall():
     assert _own_or_context([(5, 2.0, 0.0), (6, 1.0, 0.0)], 1) == {5: 2.0}
 
 
+def _turns_in_order(archive: Archive) -> Callable[..., str]:
+    """`admit(text, role="user")`: a one-message turn a few hours after the previous one, 25 to a
+    session; returns its document id."""
+    count = 0
+
+    def admit(text: str, role: str = "user") -> str:
+        nonlocal count
+        count += 1
+        request = {
+            "project": P,
+            "sessionId": f"s{count // 25}",
+            "kind": "turn",
+            "createdAt": f"2026-{1 + count // 200:02d}-{1 + count % 200 // 8:02d}T{count % 8 + 9:02d}:00:00Z",
+            "messages": [{"role": role, "text": text}],
+        }
+        return archive.admit(request)["documentId"]
+
+    return admit
+
+
 SCHEDULER_MENTIONS = (
     "Looked at the report scheduler logs for run {n}; nothing unusual.",
     "The report scheduler test {n} passes again.",
@@ -1089,20 +1110,7 @@ def test_a_question_about_the_latest_state_finds_the_statement_that_changed_it(t
     neither statement about X was there)."""
     rng = random.Random(5)
     with Archive.open(tmp_path / "archive.db") as archive:
-        day = 0
-
-        def admit(text: str) -> str:
-            nonlocal day
-            day += 1
-            request = {
-                "project": P,
-                "sessionId": f"s{day // 25}",
-                "kind": "turn",
-                "createdAt": f"2026-{1 + day // 200:02d}-{1 + day % 200 // 8:02d}T{day % 8 + 9:02d}:00:00Z",
-                "messages": [{"role": "user", "text": text}],
-            }
-            return archive.admit(request)["documentId"]
-
+        admit = _turns_in_order(archive)
         admit("For the report scheduler, let's go with cron on the old host.")
         for n in range(250):
             admit(rng.choice(SCHEDULER_MENTIONS).format(n=n))
@@ -1130,20 +1138,7 @@ def test_a_question_about_how_a_problem_was_solved_finds_the_statement_of_the_fi
     top 10 (before it, it was not there)."""
     rng = random.Random(7)
     with Archive.open(tmp_path / "archive.db") as archive:
-        day = 0
-
-        def admit(text: str, role: str = "user") -> str:
-            nonlocal day
-            day += 1
-            request = {
-                "project": P,
-                "sessionId": f"s{day // 25}",
-                "kind": "turn",
-                "createdAt": f"2026-{1 + day // 200:02d}-{1 + day % 200 // 8:02d}T{day % 8 + 9:02d}:00:00Z",
-                "messages": [{"role": role, "text": text}],
-            }
-            return archive.admit(request)["documentId"]
-
+        admit = _turns_in_order(archive)
         for n in range(200):
             admit(rng.choice(BILLING_MENTIONS).format(n=n))
         admit("The billing export stalls again: the job hangs for minutes at the end of every run.")
