@@ -225,7 +225,11 @@ def test_neighbor_credit_is_validated(archive, bad):
 
 
 def test_a_question_s_answer_words_are_a_change_s_for_the_latest_state_and_a_fix_s_for_a_solved_problem():
-    from cwa.retrieve.intent import CHANGE_WORDS, FIX_WORDS, answer_words
+    from cwa.retrieve import intent
+    from cwa.retrieve.intent import CHANGE_WORDS, FIX_WORDS
+
+    def answer_words(question: str) -> tuple[str, ...]:
+        return intent.answer_words(question, intent.time_direction(question))
 
     for question in ("Which queue does the mailer use now?", "What did the mailer end up with?"):
         assert answer_words(question) == tuple(CHANGE_WORDS)

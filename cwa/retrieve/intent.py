@@ -161,11 +161,12 @@ def general_knowledge(message: str) -> bool:
     return bool(_regex(_GENERAL).search(message.strip()))
 
 
-def answer_words(message: str) -> tuple[str, ...]:
+def answer_words(message: str, direction: float) -> tuple[str, ...]:
     """The words a statement answering the message likely holds beside its subject: a change's
-    for a question about the latest state, a fix's for one about how a problem was solved."""
+    for a question about the latest state (`direction`, its `time_direction`, is 1.0), a fix's for
+    one about how a problem was solved."""
     words: tuple[str, ...] = ()
-    if time_direction(message) > 0:
+    if direction > 0:
         words += tuple(CHANGE_WORDS)
     if _regex(_RESOLUTION).search(message):
         words += tuple(FIX_WORDS)

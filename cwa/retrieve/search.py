@@ -189,7 +189,7 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         elif request.get("ranker", settings["ranker"]) == "learned":
             direction = time_direction(query or "")
             anchors, qterms, stages = find_candidates(
-                ctx, query, limit, pool=max(limit, RANKER_POOL), answers=answer_words(query or "")
+                ctx, query, limit, pool=max(limit, RANKER_POOL), answers=answer_words(query or "", direction)
             )
             semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit, direction)
             reranked = _rerank(settings, request.get("rerank", True), query, stages)

@@ -37,9 +37,10 @@ KINDS = ("latest", "resolution", "other")
 
 
 def _kind(question: str) -> str:
-    if time_direction(question) > 0:
+    direction = time_direction(question)
+    if direction > 0:
         return "latest"
-    return "resolution" if answer_words(question) else "other"
+    return "resolution" if answer_words(question, direction) else "other"
 
 
 def run(tokens: int, histories: int, rounds: int) -> dict:
