@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import percentile
 from session import log_output
 
-from cwa.api import Archive
+from cwa import contract
+from cwa.api import Archive, method_named
 from cwa.config import load_settings
 from cwa.store import index_queue
 from cwa.store.admission import admit
@@ -39,7 +40,7 @@ def run(count: int) -> dict:
     rng = random.Random(5)
     logs = [log_output(rng) for _ in range(count)]
     locked: list[float] = []
-    handlers_of = index_queue.run_handlers
+    handlers_of = index_queue.index_deferred
 
     def timed(*args, **kwargs):
         started = time.perf_counter()
@@ -52,7 +53,7 @@ def run(count: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         settings = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})
         with Archive.open(Path(folder) / "archive.db", settings=settings) as archive:
-            index_queue.run_handlers = timed  # the same function, timed: it runs inside the transaction
+            index_queue.index_deferred = timed  # the same function, timed: it runs inside the transaction
             try:
                 for number, text in enumerate(logs):
                     request = {
@@ -67,7 +68,7 @@ def run(count: int) -> dict:
                     whole = (time.perf_counter() - started) * 1000
                     rows.append({"bytes": len(text), "wholeMs": round(whole, 1), "lockedMs": round(locked[-1], 1)})
             finally:
-                index_queue.run_handlers = handlers_of
+                index_queue.index_deferred = handlers_of
     held = [r["lockedMs"] for r in rows]
     return {
         "documents": rows,
@@ -95,6 +96,7 @@ def drain(count: int) -> dict:
         settings = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})
         with Archive.open(Path(folder) / "archive.db", settings=settings) as archive:
             for document in documents:
+                document = contract.validate(method_named("admit").schema, document)  # as Archive.admit does
                 admit(archive.conn, document, handlers=archive.handlers, now=archive.clock(), deferred=True)
             index_queue.write_transaction = timed
             try:

@@ -51,8 +51,11 @@ def main() -> None:
             ingest_haystack(archive, conversations, args.haystack)
         windows = archive.conn.execute(queries("search")["window_count"]).fetchone()[0]
         report["windows"] = windows
-        scoped = (preflight.scope_frequencies, preflight.scope_windows)
-        archive_wide = (context.frequencies, lambda ctx: context.frequencies(ctx, [])[1])
+        # preflight counts a hit's terms itself, and its gates through context.specific_in_scope
+        scoped = (preflight.scope_frequencies, context.scope_frequencies, context.scope_windows)
+        archive_wide = (lambda ctx, words, cap=None: context.frequencies(ctx, words),) * 2 + (
+            lambda ctx: context.frequencies(ctx, [])[1],
+        )
         variants = (  # tag, reference size, (counts, the windows they are counted among)
             ("normalizedIdf", windows + 1, archive_wide),
             ("archiveCounts", shipped, archive_wide),
@@ -62,7 +65,7 @@ def main() -> None:
             for round_ in range(args.rounds):
                 for tag, reference, counts in variants:
                     calibration.SPECIFICITY_REFERENCE_WINDOWS = reference
-                    preflight.scope_frequencies, preflight.scope_windows = counts
+                    preflight.scope_frequencies, context.scope_frequencies, context.scope_windows = counts
                     found = preflight_figures(archive, conversations, [ranker, ranker], f"{tag}-{round_}")
                     report["runs"][tag] = {
                         "referenceWindows": reference,
@@ -74,7 +77,7 @@ def main() -> None:
                     }
         finally:
             calibration.SPECIFICITY_REFERENCE_WINDOWS = shipped
-            preflight.scope_frequencies, preflight.scope_windows = scoped
+            preflight.scope_frequencies, context.scope_frequencies, context.scope_windows = scoped
     if args.json:
         print(json.dumps(report, indent=2))
         return
