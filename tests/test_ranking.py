@@ -226,10 +226,10 @@ def test_neighbor_credit_is_validated(archive, bad):
 
 def test_a_question_s_answer_words_are_a_change_s_for_the_latest_state_and_a_fix_s_for_a_solved_problem():
     from cwa.retrieve import intent
-    from cwa.retrieve.intent import CHANGE_WORDS, FIX_WORDS
+    from cwa.retrieve.intent import CHANGE_WORDS, FIX_WORDS, STANCE_WORDS
 
     def answer_words(question: str) -> tuple[str, ...]:
-        return intent.answer_words(question, intent.time_direction(question))
+        return intent.answer_words(question, intent.time_direction(question)).anywhere
 
     for question in ("Which queue does the mailer use now?", "What did the mailer end up with?"):
         assert answer_words(question) == tuple(CHANGE_WORDS)
@@ -243,7 +243,19 @@ def test_a_question_s_answer_words_are_a_change_s_for_the_latest_state_and_a_fix
         assert answer_words(question) == tuple(FIX_WORDS), question
     assert answer_words("What do we use now that the crash is fixed?") == (*CHANGE_WORDS, *FIX_WORDS)
     for question in ("How does the mailer send bounces?", "Because of what did the build start?", "Fixtures?"):
-        assert answer_words(question) == (), question
+        assert not intent.answer_words(question, intent.time_direction(question)), question
+    # what the user said they like or require: a preference's words, in the user's own text only
+    for question in (
+        "What is my stance on mocking the database?",
+        "Which branch naming do I prefer?",
+        "What did I ask for in commit messages?",
+        "How should imports be ordered, according to me?",
+        "Is there a standing rule about force pushes?",
+        "What's the rule for touching the prod config?",
+    ):
+        assert intent.answer_words(question, 0.0) == intent.AnswerWords((), tuple(STANCE_WORDS)), question
+    for question in ("What does Melanie like to paint?", "Do you prefer tabs?", "How do I run the linter?"):
+        assert not intent.answer_words(question, 0.0).user, question
 
 
 def test_the_ranker_weighs_a_candidates_place_in_time_only_when_the_query_asks_for_latest_or_earliest(archive):

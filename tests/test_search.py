@@ -1122,6 +1122,36 @@ def test_a_question_about_the_latest_state_finds_the_statement_that_changed_it(t
         assert changed in [r["documentId"] for r in found["results"]]
 
 
+RELEASE_MENTIONS = (
+    ("Looked at the release notes draft for build {n}; nothing unusual.", "user"),
+    ("The release notes check {n} passes again.", "assistant"),
+    ("I would rather keep the release notes preview open for ticket {n}.", "assistant"),
+    ("Release notes for build {n} are published.", "user"),
+    ("Paired on the release notes page, item {n}.", "assistant"),
+)
+
+
+def test_a_question_about_what_the_user_said_they_like_finds_their_own_statement(tmp_path):
+    """ "What is my stance on X" shares only X with the user's own statement of a preference,
+    among hundreds of X's shorter mentions (the assistant's with a preference's words too): the
+    subject's windows whose user text holds such words join the pool, and the statement reaches the
+    top 10 (before it, it was not there)."""
+    rng = random.Random(3)
+    with Archive.open(tmp_path / "archive.db") as archive:
+        admit = _turns_in_order(archive)
+        for n in range(200):
+            admit(*(lambda text, role: (text.format(n=n), role))(*rng.choice(RELEASE_MENTIONS)))
+        stated = admit(
+            "About the release notes for the mobile app and the web client: I'd rather we keep one "
+            "short line per change, newest first, and leave the ticket numbers out of them."
+        )
+        for n in range(200, 330):
+            admit(*(lambda text, role: (text.format(n=n), role))(*rng.choice(RELEASE_MENTIONS)))
+        query = "What is my stance on the release notes?"
+        found = archive.search({"project": P, "query": query, "semanticPolicy": "never", "limit": 10})
+        assert stated in [r["documentId"] for r in found["results"]]
+
+
 BILLING_MENTIONS = (
     "Looked at the billing export logs for run {n}; nothing unusual.",
     "The billing export test {n} passes again.",

@@ -7,7 +7,9 @@
 - general knowledge: a textbook question with nothing of this project in it.
 - time direction: whether it asks for the latest of several statements or the earliest.
 - answer words: words the statement answering it likely holds though the question does not (a
-  change for a question about the latest state, a fix for one about how a problem was solved).
+  change for a question about the latest state, a fix for one about how a problem was solved; in
+  the user's own text, a preference or a standing rule for one about what the user said they
+  like or want).
 
 Plain regular expressions: preflight runs on every message and must stay cheap and deterministic.
 Each is compiled on first use: a one-shot search asks only for the time direction, and need not
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 _FLAGS = re.IGNORECASE | re.VERBOSE
 
@@ -132,6 +135,19 @@ _RESOLUTION = r"""
        |(what|who)\s+(was|is|were|are)\s+behind)\b
     """
 FIX_WORDS = "fix cause root patch resolve solve repair workaround culprit".split()
+# Wording that asks what the user said they like, want or require ("do I like", "my stance on",
+# "what did I ask for", "according to me", "the rule for"): the answer is the user's own statement
+# of a preference or a standing rule, which often names its subject in other words than the
+# question and holds one of STANCE_WORDS, in the user's text (not the assistant's or a tool's).
+_OWN_STANCE = r"""
+    \bmy\s+(stance|view|views|preference|preferences|take|opinion|position|rule|rules|style|taste|convention)\b
+    | \b(do|did|would)\s+i\s+(like|prefer|want|favou?r|love|hate|dislike|ask|say|insist|request|specify)\b
+    | \b(have|had)\s+i\s+(said|asked|told\s+you|mentioned|requested)\b
+    | \baccording\s+to\s+me\b
+    | \b(standing|house)\s+(rule|instruction|order)s?\b
+    | \b(the|a|any|my)\s+rule\s+(about|for|on|when)\b
+    """
+STANCE_WORDS = "prefer rather like want love hate favour favor always never please keep avoid must rule insist".split()
 _EARLIEST = r"""
     \b(first|initially|originally|at\s+the\s+(start|beginning)|in\s+the\s+beginning|earliest
        |to\s+begin\s+with|began|begin|started)\b
@@ -161,16 +177,33 @@ def general_knowledge(message: str) -> bool:
     return bool(_regex(_GENERAL).search(message.strip()))
 
 
-def answer_words(message: str, direction: float) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class AnswerWords:
+    """Words a statement answering a question likely holds beside its subject: `anywhere` in it,
+    `user` in the user's own text."""
+
+    anywhere: tuple[str, ...] = ()
+    user: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.anywhere or self.user)
+
+
+NO_ANSWER_WORDS = AnswerWords()
+
+
+def answer_words(message: str, direction: float) -> AnswerWords:
     """The words a statement answering the message likely holds beside its subject: a change's
     for a question about the latest state (`direction`, its `time_direction`, is 1.0), a fix's for
-    one about how a problem was solved."""
-    words: tuple[str, ...] = ()
+    one about how a problem was solved, and in the user's own text a preference's or a rule's for
+    one about what the user said they like or want."""
+    anywhere: tuple[str, ...] = ()
     if direction > 0:
-        words += tuple(CHANGE_WORDS)
+        anywhere += tuple(CHANGE_WORDS)
     if _regex(_RESOLUTION).search(message):
-        words += tuple(FIX_WORDS)
-    return words
+        anywhere += tuple(FIX_WORDS)
+    user = tuple(STANCE_WORDS) if _regex(_OWN_STANCE).search(message) else ()
+    return AnswerWords(anywhere, user)
 
 
 def time_direction(message: str) -> float:

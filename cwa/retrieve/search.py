@@ -45,7 +45,7 @@ from cwa.retrieve.context import (
 )
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.fusion import fuse
-from cwa.retrieve.intent import answer_words, time_direction
+from cwa.retrieve.intent import NO_ANSWER_WORDS, AnswerWords, answer_words, time_direction
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
@@ -71,9 +71,10 @@ from cwa.vocabulary import RELATIONS
 LEXICAL_POOL = 40  # windows fetched by BM25 before per-document dedup (at least WINDOWS_PER_RESULT × limit)
 WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch this many per result wanted
 # A question whose answer states something it does not say (a change for one about the latest
-# state, a fix for one about how a problem was solved: intent.answer_words) also fetches its
-# subject's windows that hold such words; for a latest-state question the ranker's `timeFit` then
-# weighs their place in time.
+# state, a fix for one about how a problem was solved, the user's own preference or rule for one
+# about what the user said they like: intent.answer_words) also fetches its subject's windows that
+# hold such words (a preference's in the user's text); for a latest-state question the ranker's
+# `timeFit` then weighs their place in time.
 ANSWER_POOL = 10  # documents a question's answer statements add to the pool
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 # In a scope of at least OWN_TEXT_MIN_WINDOWS windows (a long history: LoCoMo's conversations hold
@@ -141,7 +142,7 @@ def find_candidates(
     matchable: Callable[[str, int, int], bool] | None = None,
     pool: int | None = None,
     context: bool = True,
-    answers: tuple[str, ...] = (),
+    answers: AnswerWords = NO_ANSWER_WORDS,
 ) -> tuple[list[Anchor], list[str], Stages]:
     """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
     while the exact tier has room; `pool` lexical candidates, default `limit`). `ignored_terms`
@@ -562,7 +563,7 @@ def _lexical_search(
     taken: set[int],
     matchable: Callable[[str, int, int], bool] | None = None,
     context: bool = True,
-    answers: tuple[str, ...] = (),
+    answers: AnswerWords = NO_ANSWER_WORDS,
 ) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
     per identical content; with `answers`, then the query's windows that hold one of those words."""
@@ -608,7 +609,7 @@ def _lexical_search(
     chosen = distinct_candidates(rows, taken, limit, candidate)
     if answers:
         held = taken | {c.document_row for c in chosen}
-        stated = _answer_statements(ctx, expressions, held, windows != total, _answer_terms(answers))
+        stated = _answer_statements(ctx, expressions, held, windows != total, answers)
         preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in stated)
         chosen += distinct_candidates(stated, held, ANSWER_POOL, candidate)[:ANSWER_POOL]
     return chosen
@@ -624,19 +625,25 @@ def _answer_statements(
     expressions: list[tuple[str, float, tuple[str, ...]]],
     taken: set[int],
     in_range: bool,
-    terms: tuple[str, ...],
+    answers: AnswerWords,
 ) -> list[WindowRow]:
     """The windows of the query's rarest terms (its broad expression, the last of `expressions`)
-    that also hold one of `terms` (the answer's words), by BM25F over both."""
+    that also hold one of the answer's words (`answers.user` in the user's own text), by BM25F
+    over both."""
     if not expressions:
         return []
     subject, expected, phrases = expressions[-1]
-    df, _ = frequencies(ctx, list(terms))
-    present = tuple(t for t in terms if df[t] > 0 and t not in phrases)
-    if not present:
+    anywhere, user = _answer_terms(answers.anywhere), _answer_terms(answers.user)
+    df, _ = frequencies(ctx, list(dict.fromkeys(anywhere + user)))
+    anywhere, user = (tuple(t for t in terms if df[t] > 0 and t not in phrases) for terms in (anywhere, user))
+    either = []
+    if anywhere:
+        either.append(" OR ".join(fts_phrase(t) for t in anywhere))
+    if user:
+        either.append("{user} : (" + " OR ".join(fts_phrase(t) for t in user) + ")")
+    if not either:
         return []
-    answer = " OR ".join(fts_phrase(t) for t in present)
-    ranking = _bm25f(ctx, f"({subject}) AND ({answer})", expected, phrases + present, in_range)
+    ranking = _bm25f(ctx, f"({subject}) AND ({' OR '.join(either)})", expected, phrases + anywhere + user, in_range)
     return best_admissible(ctx, ranking, ANSWER_POOL * WINDOWS_PER_RESULT, ANSWER_POOL, taken)
 
 

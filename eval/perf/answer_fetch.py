@@ -5,8 +5,9 @@
 Builds `--histories` long coding histories of `--tokens` tokens (`cwa eval long --inside`'s
 generator, seed 41) in a temporary archive, then times lexical search of every question with a
 latest-state cue (`time_direction` 1.0: all of the `update` kind, and any other so worded), of
-every other question asking how a problem was solved (`answer_words`: the `fix` kind), and of the
-rest, `--rounds` times, alternately with the answer-statement fetch (`_answer_statements` in
+every other question asking how a problem was solved (`answer_words(…).anywhere`: the `fix` kind),
+of every other asking what the user said they like or require (`answer_words(…).user`: the
+`preference` and `instruction` kinds, as worded), and of the rest, `--rounds` times, alternately with the answer-statement fetch (`_answer_statements` in
 cwa/retrieve/search.py) as shipped and turned off (it returns nothing). Prints p50 / p95 in ms of
 each, and their ratio; questions of neither cue never fetch, so theirs is the noise between the two.
 """
@@ -33,14 +34,17 @@ from cwa.retrieve import search
 from cwa.retrieve.intent import answer_words, time_direction
 from cwa_eval.retrieval.long_history import history, project
 
-KINDS = ("latest", "resolution", "other")
+KINDS = ("latest", "resolution", "stance", "other")
 
 
 def _kind(question: str) -> str:
     direction = time_direction(question)
     if direction > 0:
         return "latest"
-    return "resolution" if answer_words(question, direction) else "other"
+    words = answer_words(question, direction)
+    if words.anywhere:
+        return "resolution"
+    return "stance" if words.user else "other"
 
 
 def run(tokens: int, histories: int, rounds: int) -> dict:
