@@ -93,3 +93,9 @@ FROM documents AS d WHERE d.id = :row;
 
 -- name: document_identity
 SELECT document_id, version FROM documents WHERE id = ?;
+
+-- name: conversation_ranges
+-- A source's user and assistant messages (not tool output): the byte ranges of their text.
+SELECT text_start, end_byte FROM messages
+WHERE document_row = ? AND role NOT IN ('toolResult', 'bashExecution')
+ORDER BY ordinal;

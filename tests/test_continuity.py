@@ -148,6 +148,16 @@ def test_snippet_needs_intent_strength_and_a_margin_over_005():
     assert weak.reason == "weak-evidence"
 
 
+def test_a_question_about_how_a_problem_was_solved_gets_no_snippet_of_a_source_that_states_no_fix():
+    message = "how did we fix the tablet sync last time?"
+    assert decide(message, [lexical(states_fix=True)], POLICY).outcome == "historical-snippet"
+    unanswered = decide(message, [lexical(states_fix=False)], POLICY)
+    assert (unanswered.outcome, unanswered.reason) == ("suppress", "unanswered-fix")
+    # not asked (the message has no fix cue): no such check
+    assert decide("what did we decide about tablets?", [lexical()], POLICY).outcome == "historical-snippet"
+    assert "unanswered-fix" in REASONS
+
+
 def test_marker_thresholds():
     message = "could tablets help here?"
     assert (

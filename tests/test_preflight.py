@@ -143,6 +143,25 @@ def test_tool_output_is_quoted_as_data(shop):
     assert response["hints"][0]["source"]["toolOutput"] is True
 
 
+def test_a_question_about_how_a_problem_was_solved_is_not_answered_with_the_problem(shop):
+    """ "How did we fix X" shown the failure that reported X would be a wrong answer: no snippet
+    (`unanswered-fix`) while the source states no fix; asked what X was, the same source is shown
+    (a source that also states the fix: the seed's case "how we fixed the TypeError")."""
+    shop.admit(
+        {
+            "project": PROJECT,
+            "sessionId": "earlier",
+            "kind": "tool-result",
+            "createdAt": shift(NOW, -3 * 86_400),
+            "messages": [{"role": "toolResult", "text": "FAILED test_rounding - AssertionError: 0.30000000000000004"}],
+        }
+    )
+    unanswered = ask(shop, "m1", "How did we fix the test_rounding AssertionError last time?")
+    assert (unanswered["diagnostics"]["reason"], unanswered["modelVisibleText"]) == ("unanswered-fix", "")
+    shown = ask(shop, "m2", "What was the test_rounding AssertionError last time?")
+    assert shown["diagnostics"]["outcome"] == "historical-snippet"
+
+
 @pytest.mark.parametrize(
     ("setup", "message", "reason"),
     [

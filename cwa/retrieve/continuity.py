@@ -8,7 +8,9 @@ evidence. It returns one of three outcomes with a stable reason code:
   more than SNIPPET_MARGIN (for exact anchors, weighed by how much of the message's content the
   evidence around the anchor holds; see `_support`), and, for a lexical candidate, it holds at
   least SNIPPET_MIN_SHARE of the lexical candidates' learned-ranker probability (see
-  `probability_share`); otherwise `ambiguous-snippet`.
+  `probability_share`); otherwise `ambiguous-snippet`. A message asking how a problem was solved
+  (intent.asks_for_fix) is answered only by a statement of the fix: a top candidate whose text
+  holds no fix word shows the problem, not its solution (`unanswered-fix`).
 - `continuity-marker` (`implicit-concept-continuity`): a conversation source shares a concept with
   the message — a verbatim exact anchor of the message, or at least MARKER_MIN_TERMS matched terms
   in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum specificity ≥ MARKER_MIN_IDF.
@@ -46,6 +48,7 @@ REASONS = (
     "source-ineligible",
     "weak-evidence",
     "ambiguous-snippet",
+    "unanswered-fix",
     "explicit-history-strong-evidence",
     "implicit-concept-continuity",
     "recently-surfaced",
@@ -94,6 +97,7 @@ class Evidence:
     visible: bool = False  # still in the provider context
     recently_surfaced: bool = False  # revealed within the cooldown in this session's lineage
     probability: float | None = None  # lexical: the learned ranker's probability that it is the source asked for
+    states_fix: bool | None = None  # whether its text holds a fix's words (intent.FIX_WORDS); None: not asked
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,8 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
         ]
         margin = round(_support(top) - max(rivals, default=0.0), 4)
         if margin > SNIPPET_MARGIN and probability_share(top, candidates) >= policy.snippet_min_share:
+            if top.states_fix is False:
+                return Decision(SUPPRESS, "unanswered-fix", top, margin=margin, historical=True)
             return Decision(SNIPPET, "explicit-history-strong-evidence", top, margin=margin, historical=True)
         return Decision(SUPPRESS, "ambiguous-snippet", top, margin=margin, historical=True)
 

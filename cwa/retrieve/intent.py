@@ -200,10 +200,16 @@ def answer_words(message: str, direction: float) -> AnswerWords:
     anywhere: tuple[str, ...] = ()
     if direction > 0:
         anywhere += tuple(CHANGE_WORDS)
-    if _regex(_RESOLUTION).search(message):
+    if asks_for_fix(message):
         anywhere += tuple(FIX_WORDS)
     user = tuple(STANCE_WORDS) if _regex(_OWN_STANCE).search(message) else ()
     return AnswerWords(anywhere, user)
+
+
+def asks_for_fix(message: str) -> bool:
+    """Whether the message asks how a problem was solved or what caused it: only a statement of the
+    fix answers it (one that holds FIX_WORDS), not the problem's own report."""
+    return bool(_regex(_RESOLUTION).search(message))
 
 
 def time_direction(message: str) -> float:

@@ -41,11 +41,12 @@ from cwa.retrieve.continuity import (
     probability_share,
 )
 from cwa.retrieve.filler import FILLER_TERMS
-from cwa.retrieve.intent import HISTORICAL_WORDS, time_direction
+from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, asks_for_fix, time_direction
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import Stages, find_candidates
 from cwa.store import exposure_ledger, hint_ledger
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait, write_transaction
+from cwa.store.reads import read_bytes
 from cwa.store.sessions import ensure_project, ensure_session, lineage_rows
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import age_days
@@ -234,10 +235,35 @@ def _evidence(
     idf = {t: calibration.specificity(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
     shown = frozenset(visible)
-    found = [(_source_evidence(conn, c, content, idf, shown, now, probability.get(c.document_row)), c) for c in ranked]
+    fix = _FIX_TERMS if asks_for_fix(query) else None
+    found = [
+        (_source_evidence(conn, c, content, idf, shown, now, probability.get(c.document_row), fix), c) for c in ranked
+    ]
     # Among exact hits, more of the message's anchors first, then more of its words around them.
     exact = sorted((f for f in found if f[0].mode == "exact"), key=lambda f: (-len(f[0].anchors), -f[0].coverage))
     return exact + [f for f in found if f[0].mode != "exact"]
+
+
+_FIX_TERMS = frozenset(terms(" ".join(FIX_WORDS)))
+FIX_SCAN_BYTES = 64 * 1024  # of a source's conversation, read for a fix's words
+
+
+def _states_fix(conn: apsw.Connection, candidate: Candidate, fix: frozenset[str]) -> bool:
+    """Asked how a problem was solved: whether the source states a fix, in the evidence itself or
+    in what the user or the assistant say in it (the turn that reported a problem may also hold the
+    reply that fixed it; a tool's output is only what the evidence holds of it: a log mentions
+    "fix" in passing), for continuity.decide."""
+    if not fix.isdisjoint(terms(candidate.text)):
+        return True
+    left = FIX_SCAN_BYTES
+    for start, end in conn.execute(queries("hints")["conversation_ranges"], (candidate.document_row,)):
+        data, _ = read_bytes(conn, candidate.document_row, start, min(end, start + left))
+        if not fix.isdisjoint(terms(data.decode("utf-8", errors="replace"))):
+            return True
+        left -= len(data)
+        if left <= 0:
+            break
+    return False
 
 
 def _source_evidence(
@@ -248,6 +274,7 @@ def _source_evidence(
     visible: frozenset[str],
     now: str,
     probability: float | None,
+    fix: frozenset[str] | None = None,
 ) -> Evidence:
     kind, retention_class, created_at, state, tool_output, keys = conn.execute(
         queries("hints")["source_facts"],
@@ -264,6 +291,7 @@ def _source_evidence(
         "tool_output": bool(tool_output),
         "superseded": state == "superseded",
         "visible": bool(is_visible),
+        "states_fix": None if fix is None else _states_fix(conn, candidate, fix),
     }
     if candidate.mode == "lexical":
         return Evidence(**facts, **_lexical_evidence(candidate, content, idf), probability=probability)
