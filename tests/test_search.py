@@ -1139,14 +1139,19 @@ def test_a_question_about_what_the_user_said_they_like_finds_their_own_statement
     rng = random.Random(3)
     with Archive.open(tmp_path / "archive.db") as archive:
         admit = _turns_in_order(archive)
+
+        def mention(n: int) -> None:
+            text, role = rng.choice(RELEASE_MENTIONS)
+            admit(text.format(n=n), role)
+
         for n in range(200):
-            admit(*(lambda text, role: (text.format(n=n), role))(*rng.choice(RELEASE_MENTIONS)))
+            mention(n)
         stated = admit(
             "About the release notes for the mobile app and the web client: I'd rather we keep one "
             "short line per change, newest first, and leave the ticket numbers out of them."
         )
         for n in range(200, 330):
-            admit(*(lambda text, role: (text.format(n=n), role))(*rng.choice(RELEASE_MENTIONS)))
+            mention(n)
         query = "What is my stance on the release notes?"
         found = archive.search({"project": P, "query": query, "semanticPolicy": "never", "limit": 10})
         assert stated in [r["documentId"] for r in found["results"]]

@@ -43,7 +43,7 @@ from cwa.retrieve.continuity import (
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, asks_for_fix, time_direction
 from cwa.retrieve.scope import resolve_scope
-from cwa.retrieve.search import Stages, find_candidates
+from cwa.retrieve.search import Stages, answer_terms, find_candidates
 from cwa.store import exposure_ledger, hint_ledger
 from cwa.store.connection import BOOKKEEPING_SKIPPED, brief_wait, write_transaction
 from cwa.store.reads import read_bytes
@@ -244,7 +244,7 @@ def _evidence(
     return exact + [f for f in found if f[0].mode != "exact"]
 
 
-_FIX_TERMS = frozenset(terms(" ".join(FIX_WORDS)))
+_FIX_TERMS = frozenset(answer_terms(tuple(FIX_WORDS)))
 FIX_SCAN_BYTES = 64 * 1024  # of a source's conversation, read for a fix's words
 
 

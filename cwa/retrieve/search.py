@@ -616,8 +616,9 @@ def _lexical_search(
 
 
 @functools.cache
-def _answer_terms(words: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(query_terms(" ".join(words))))
+def answer_terms(words: tuple[str, ...]) -> tuple[str, ...]:
+    """Answer words (intent.answer_words) as the index's terms, each once."""
+    return tuple(query_terms(" ".join(words)))
 
 
 def _answer_statements(
@@ -633,9 +634,9 @@ def _answer_statements(
     if not expressions:
         return []
     subject, expected, phrases = expressions[-1]
-    anywhere, user = _answer_terms(answers.anywhere), _answer_terms(answers.user)
+    anywhere, user = answer_terms(answers.anywhere), answer_terms(answers.user)
     df, _ = frequencies(ctx, list(dict.fromkeys(anywhere + user)))
-    anywhere, user = (tuple(t for t in terms if df[t] > 0 and t not in phrases) for terms in (anywhere, user))
+    anywhere, user = (tuple(t for t in words if df[t] > 0 and t not in phrases) for words in (anywhere, user))
     either = []
     if anywhere:
         either.append(" OR ".join(fts_phrase(t) for t in anywhere))

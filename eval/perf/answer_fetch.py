@@ -5,10 +5,11 @@
 Builds `--histories` long coding histories of `--tokens` tokens (`cwa eval long --inside`'s
 generator, seed 41) in a temporary archive, then times lexical search of every question with a
 latest-state cue (`time_direction` 1.0: all of the `update` kind, and any other so worded), of
-every other question asking how a problem was solved (`answer_words(…).anywhere`: the `fix` kind),
-of every other asking what the user said they like or require (`answer_words(…).user`: the
-`preference` and `instruction` kinds, as worded), and of the rest, `--rounds` times, alternately with the answer-statement fetch (`_answer_statements` in
-cwa/retrieve/search.py) as shipped and turned off (it returns nothing). Prints p50 / p95 in ms of
+every other question asking how a problem was solved (`answer_words(…).anywhere`: the `fix`
+kind), of every other asking what the user said they like or require (`answer_words(…).user`:
+the `preference` and `instruction` kinds, as worded), and of the rest, `--rounds` times,
+alternately with the answer-statement fetch (`_answer_statements` in cwa/retrieve/search.py) as
+shipped and turned off (it returns nothing). Prints p50 / p95 in ms of
 each, and their ratio; questions of neither cue never fetch, so theirs is the noise between the two.
 """
 

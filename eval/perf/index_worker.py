@@ -30,7 +30,7 @@ from bench import percentile
 from session import log_output
 
 from cwa import contract
-from cwa.api import Archive, method_named
+from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.store import index_queue
 from cwa.store.admission import admit
@@ -96,7 +96,7 @@ def drain(count: int) -> dict:
         settings = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})
         with Archive.open(Path(folder) / "archive.db", settings=settings) as archive:
             for document in documents:
-                document = contract.validate(method_named("admit").schema, document)  # as Archive.admit does
+                document = contract.validate(contract.ADMIT, document)  # as Archive.admit does
                 admit(archive.conn, document, handlers=archive.handlers, now=archive.clock(), deferred=True)
             index_queue.write_transaction = timed
             try:
