@@ -74,8 +74,10 @@ WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch thi
 # state, a fix for one about how a problem was solved, the user's own preference or rule for one
 # about what the user said they like: intent.answer_words) also fetches its subject's windows that
 # hold such words (a preference's in the user's text); for a latest-state question the ranker's
-# `timeFit` then weighs their place in time.
-ANSWER_POOL = 10  # documents a question's answer statements add to the pool
+# `timeFit` then weighs their place in time. Only the best few: each more is one more of the
+# subject's lures for the ranker to sort and one more candidate to read (`cwa eval long` recalled
+# as well with 5 as with 10, at less cost: docs/evaluation.md).
+ANSWER_POOL = 5  # documents a question's answer statements add to the pool
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
 # In a scope of at least OWN_TEXT_MIN_WINDOWS windows (a long history: LoCoMo's conversations hold
 # 369 to 689), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
