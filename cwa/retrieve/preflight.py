@@ -130,7 +130,8 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
         elif bounds.budget <= 0 or bounds.active_budget <= 0:
             decision = Decision(SUPPRESS, "hint-budget")
         else:
-            decision = decide(request["text"][: limits.PREFLIGHT_QUERY_CHARS], evidence, policy)
+            message = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
+            decision = _decide(conn, message, evidence, [c for _, c in found], policy)
         allowance = min(bounds.budget, bounds.active_budget - used)
         text, decision = _render(decision, {e.source: c for e, c in found}, allowance)
         response = _response(conn, decision, text, evidence, used, bounds, now)
@@ -235,10 +236,7 @@ def _evidence(
     idf = {t: calibration.specificity(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
     shown = frozenset(visible)
-    fix = _FIX_TERMS if asks_for_fix(query) else None
-    found = [
-        (_source_evidence(conn, c, content, idf, shown, now, probability.get(c.document_row), fix), c) for c in ranked
-    ]
+    found = [(_source_evidence(conn, c, content, idf, shown, now, probability.get(c.document_row)), c) for c in ranked]
     # Among exact hits, more of the message's anchors first, then more of its words around them.
     exact = sorted((f for f in found if f[0].mode == "exact"), key=lambda f: (-len(f[0].anchors), -f[0].coverage))
     return exact + [f for f in found if f[0].mode != "exact"]
@@ -248,17 +246,42 @@ _FIX_TERMS = frozenset(answer_terms(tuple(FIX_WORDS)))
 FIX_SCAN_BYTES = 64 * 1024  # of a source's conversation, read for a fix's words
 
 
-def _states_fix(conn: apsw.Connection, candidate: Candidate, fix: frozenset[str]) -> bool:
+def _decide(
+    conn: apsw.Connection,
+    message: str,
+    evidence: list[Evidence],
+    candidates: list[Candidate],
+    policy: Policy,
+) -> Decision:
+    """continuity.decide over `evidence` (`candidates[i]` is the candidate of `evidence[i]`).
+    Asked how a problem was solved, a snippet's source must state a fix (decide's last check):
+    only the source chosen is read for it, then decided again with that one fact known, which
+    changes nothing but that check's outcome."""
+    decision = decide(message, evidence, policy)
+    if decision.outcome != SNIPPET or not asks_for_fix(message):
+        return decision
+    chosen = next(i for i, e in enumerate(evidence) if e is decision.chosen)
+    try:
+        states = _states_fix(conn, candidates[chosen])
+    except CwaError:
+        raise
+    except Exception:  # as when finding the evidence failed: no hint, frozen
+        return Decision(SUPPRESS, "preflight-error")
+    known = replace(evidence[chosen], states_fix=states)
+    return decide(message, [known if i == chosen else e for i, e in enumerate(evidence)], policy)
+
+
+def _states_fix(conn: apsw.Connection, candidate: Candidate) -> bool:
     """Asked how a problem was solved: whether the source states a fix, in the evidence itself or
     in what the user or the assistant say in it (the turn that reported a problem may also hold the
     reply that fixed it; a tool's output is only what the evidence holds of it: a log mentions
-    "fix" in passing), for continuity.decide."""
-    if not fix.isdisjoint(terms(candidate.text)):
+    "fix" in passing)."""
+    if not _FIX_TERMS.isdisjoint(terms(candidate.text)):
         return True
     left = FIX_SCAN_BYTES
     for start, end in conn.execute(queries("hints")["conversation_ranges"], (candidate.document_row,)):
         data, _ = read_bytes(conn, candidate.document_row, start, min(end, start + left))
-        if not fix.isdisjoint(terms(data.decode("utf-8", errors="replace"))):
+        if not _FIX_TERMS.isdisjoint(terms(data.decode("utf-8", errors="replace"))):
             return True
         left -= len(data)
         if left <= 0:
@@ -274,7 +297,6 @@ def _source_evidence(
     visible: frozenset[str],
     now: str,
     probability: float | None,
-    fix: frozenset[str] | None = None,
 ) -> Evidence:
     kind, retention_class, created_at, state, tool_output, keys = conn.execute(
         queries("hints")["source_facts"],
@@ -291,7 +313,6 @@ def _source_evidence(
         "tool_output": bool(tool_output),
         "superseded": state == "superseded",
         "visible": bool(is_visible),
-        "states_fix": None if fix is None else _states_fix(conn, candidate, fix),
     }
     if candidate.mode == "lexical":
         return Evidence(**facts, **_lexical_evidence(candidate, content, idf), probability=probability)
