@@ -56,6 +56,12 @@ SELECT coalesce(max(id), 0) FROM windows;
 -- The ids a project's windows lie between (migration 0026); no row: it has none.
 SELECT low, high FROM project_window_spans WHERE project_row = ?;
 
+-- name: scope_terms
+-- The indexed terms of the newest :windows windows with ids above :low and at most :high.
+SELECT coalesce(sum(term_count), 0) FROM (
+  SELECT term_count FROM windows WHERE id > :low AND id <= :high ORDER BY id DESC LIMIT :windows
+);
+
 -- name: scoped_term_windows
 -- The windows holding :term among ids above :low and at most :high, counted up to :cap only.
 SELECT count(*) FROM (

@@ -148,6 +148,20 @@ def test_snippet_needs_intent_strength_and_a_margin_over_005():
     assert weak.reason == "weak-evidence"
 
 
+def test_a_word_no_other_window_of_a_long_history_holds_makes_a_lexical_candidate_strong():
+    """A source holding a word of the message no other window of a long history holds (preflight
+    sets `unique_word`) and at least UNIQUE_WORD_COVERAGE of the message is strong, whatever its
+    score; without such a word, or with less of the message, it is not."""
+    message = "remind me what we said about the Zettlepay readers at the stall"
+    unique = lexical(score=0.2, coverage=0.4, max_idf=1.0, terms=(("zettlepay", 1.0), ("stall", 0.5)), unique_word=True)
+    assert decide(message, [unique], POLICY).outcome == "historical-snippet"
+    assert decide(message, [replace(unique, unique_word=False)], POLICY).reason == "weak-evidence"
+    assert decide(message, [replace(unique, coverage=0.3)], POLICY).reason == "weak-evidence"
+    # still only with a margin over its rivals
+    rival = lexical(source=2, score=0.18, coverage=0.5, max_idf=0.7)
+    assert decide(message, [unique, rival], POLICY).reason == "ambiguous-snippet"
+
+
 def test_a_question_about_how_a_problem_was_solved_gets_no_snippet_of_a_source_that_states_no_fix():
     message = "how did we fix the tablet sync last time?"
     assert decide(message, [lexical(states_fix=True)], POLICY).outcome == "historical-snippet"

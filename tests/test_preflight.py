@@ -13,6 +13,7 @@ from cwa import hint_gates as hint_eval
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.errors import EXIT_CODES, InvalidRequest, LimitExceeded, NotFound
+from cwa.retrieve.continuity import UNIQUE_WORD_MIN_TERMS
 from cwa.retrieve.hint_text import marker_spans, render_marker
 from cwa.timestamps import shift
 from cwa.tokens import estimate_tokens
@@ -650,3 +651,24 @@ def test_a_word_common_only_in_another_project_still_backs_a_hint_here(shop):
     # the warehouse's own preflight finds tablets everywhere there: nothing specific to show
     elsewhere = ask(shop, "m1", "could tablets help here?", project="/work/warehouse", session="w")
     assert elsewhere["modelVisibleText"] == ""
+
+
+def test_a_word_only_one_earlier_turn_of_a_long_history_holds_backs_a_snippet(shop):
+    """Asked to remind, a message naming a word that one earlier turn alone holds is answered by
+    that turn when it also holds enough of the message, though too little of it for the score
+    the rule for common words asks, once the project is a long history (UNIQUE_WORD_MIN_TERMS
+    indexed terms); in a short one an everyday word is often said only once, and it is not."""
+    remember(shop, "The checkout line gets long on Saturdays.", TABLETS)
+    remember(shop, "What about the market stall?", "The stall keeps cash only at weekends, no card readers.")
+    remember(shop, "And the bakery order?", "Fewer croissants on Mondays; the vendor delivers at seven.")
+    message = "Remind me how the Zettlepay readers fared with the vendor at the stall on Saturdays?"
+    short = ask(shop, "m1", message)
+    assert short["diagnostics"]["reason"] == "weak-evidence", short["diagnostics"]
+    words = [f"lorem{n}" for n in range(400)]
+    for day in range(UNIQUE_WORD_MIN_TERMS // 200 + 1):  # other work: 200 terms a turn
+        remember(shop, " ".join(words[day % 200 : day % 200 + 100]), " ".join(words[200:300]), days_ago=5 + day / 100)
+    shown = ask(shop, "m2", message)
+    assert shown["diagnostics"]["outcome"] == "historical-snippet", shown["diagnostics"]
+    assert "Zettlepay" in shown["modelVisibleText"]
+    metrics = shown["diagnostics"]["metrics"]
+    assert metrics["coverage"] < 0.6 and metrics["score"] < 0.5  # short of the rule for common words

@@ -138,6 +138,20 @@ def scope_windows(ctx: Context) -> int:
     return total if high - low >= WHOLE_ARCHIVE_SHARE * total else high - low
 
 
+SCOPE_TERMS_WINDOWS = 4_096  # the newest windows `scope_holds_terms` reads, at most
+
+
+def scope_holds_terms(ctx: Context, terms: int) -> bool:
+    """Whether the scope's windows hold at least `terms` indexed terms (their `term_count`), as
+    its newest SCOPE_TERMS_WINDOWS windows count them: the cost stays bounded in a long history,
+    whose newest windows alone hold that many of any size a history's windows have."""
+    low, high = window_span(ctx)
+    found = ctx.conn.execute(
+        queries("search")["scope_terms"], {"low": low, "high": high, "windows": SCOPE_TERMS_WINDOWS}
+    ).fetchone()[0]
+    return found >= terms
+
+
 def scope_frequencies(ctx: Context, words: list[str], cap: int | None = None) -> tuple[dict[str, int], int]:
     """Window frequency of each term within the scope's window range, and the range's size: the
     statistics of what a project's search looks at, where `frequencies` counts the whole archive

@@ -4,7 +4,9 @@ A pure function of the message, its candidates (in rank order: exact tier, then 
 evidence. It returns one of three outcomes with a stable reason code:
 
 - `historical-snippet` (`explicit-history-strong-evidence`): the user points at history and one
-  candidate is strong and unambiguous — its score beats the next candidate of the same mode by
+  candidate is strong (`_strong`: a lexical one by its score, coverage and specificity, or, in a
+  long history, by a word of the message no other window holds and enough of the message beside it)
+  and unambiguous — its score beats the next candidate of the same mode by
   more than SNIPPET_MARGIN (for exact anchors, weighed by how much of the message's content the
   evidence around the anchor holds; see `_support`), and, for a lexical candidate, it holds at
   least SNIPPET_MIN_SHARE of the lexical candidates' learned-ranker probability (see
@@ -64,6 +66,17 @@ SNIPPET_MARGIN = 0.05
 SNIPPET_MIN_SHARE = 0.6  # a lexical snippet's share of the lexical candidates' learned probability
 STRONG_EXACT_SCORE = 0.75  # an error, path, URL, commit, quoted phrase or case-exact symbol
 STRONG_LEXICAL_SCORE = 0.5
+# A word of the message only one window of a long history holds (specificity 1.0: in a project
+# of up to SPECIFICITY_REFERENCE_WINDOWS windows, no other; beyond, as rare as that) names what
+# the user asks about; with this much of the message beside it, that window is strong evidence
+# whatever its score. In a long history on one subject the message's other words are in many
+# windows, so the score rule alone was almost never met there. Only in a scope of at least
+# UNIQUE_WORD_MIN_TERMS indexed terms: in a shorter one everyday words ("lean", "visit", "main")
+# are often said once, and the rule showed the wrong turn more often than the right one on
+# LoCoMo's chats (6,000-12,000 terms each; docs/evaluation.md). Preflight sets `unique_word`.
+UNIQUE_WORD_IDF = 1.0
+UNIQUE_WORD_MIN_TERMS = 25_000
+UNIQUE_WORD_COVERAGE = 0.4
 MARKER_MIN_EXACT_SCORE = 0.65  # a value ("30 s", "8080") alone is too incidental to mark a concept
 MARKER_MIN_TERMS = 2
 MARKER_MIN_COVERAGE = 0.60
@@ -98,6 +111,7 @@ class Evidence:
     recently_surfaced: bool = False  # revealed within the cooldown in this session's lineage
     probability: float | None = None  # lexical: the learned ranker's probability that it is the source asked for
     states_fix: bool | None = None  # whether its text holds a fix's words (intent.FIX_WORDS); None: not asked
+    unique_word: bool = False  # lexical: holds a word of the message no other window of a long scope holds
 
 
 @dataclass(frozen=True)
@@ -201,6 +215,8 @@ def _blocked(candidate: Evidence, policy: Policy) -> str | None:
 def _strong(candidate: Evidence) -> bool:
     if candidate.mode == "exact":
         return candidate.score >= STRONG_EXACT_SCORE
+    if candidate.unique_word and candidate.coverage >= UNIQUE_WORD_COVERAGE:
+        return True
     return (
         candidate.score >= STRONG_LEXICAL_SCORE
         and candidate.coverage >= MARKER_MIN_COVERAGE

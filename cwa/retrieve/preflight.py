@@ -27,13 +27,15 @@ from cwa.errors import CwaError, NotFound
 from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text, ranker
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import Context, make_context, scope_frequencies, specific_in_scope
+from cwa.retrieve.context import Context, make_context, scope_frequencies, scope_holds_terms, specific_in_scope
 from cwa.retrieve.continuity import (
     MARKER,
     MARKER_MIN_IDF,
     SNIPPET,
     SNIPPET_MIN_SHARE,
     SUPPRESS,
+    UNIQUE_WORD_IDF,
+    UNIQUE_WORD_MIN_TERMS,
     Decision,
     Evidence,
     Policy,
@@ -237,6 +239,9 @@ def _evidence(
     content = [t for t in qterms if t not in FILLER_TERMS]
     shown = frozenset(visible)
     found = [(_source_evidence(conn, c, content, idf, shown, now, probability.get(c.document_row)), c) for c in ranked]
+    unique = [e.mode == "lexical" and e.max_idf >= UNIQUE_WORD_IDF for e, _ in found]
+    if any(unique) and scope_holds_terms(ctx, UNIQUE_WORD_MIN_TERMS):  # a long history: such a word names a subject
+        found = [(replace(e, unique_word=True) if u else e, c) for (e, c), u in zip(found, unique)]
     # Among exact hits, more of the message's anchors first, then more of its words around them.
     exact = sorted((f for f in found if f[0].mode == "exact"), key=lambda f: (-len(f[0].anchors), -f[0].coverage))
     return exact + [f for f in found if f[0].mode != "exact"]
