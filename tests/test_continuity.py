@@ -153,10 +153,10 @@ def test_a_word_no_other_window_of_a_long_history_holds_makes_a_lexical_candidat
     sets `unique_word`) and at least UNIQUE_WORD_COVERAGE of the message is strong, whatever its
     score; without such a word, or with less of the message, it is not."""
     message = "remind me what we said about the Zettlepay readers at the stall"
-    unique = lexical(score=0.2, coverage=0.4, max_idf=1.0, terms=(("zettlepay", 1.0), ("stall", 0.5)), unique_word=True)
+    unique = lexical(score=0.2, coverage=0.5, max_idf=1.0, terms=(("zettlepay", 1.0), ("stall", 0.5)), unique_word=True)
     assert decide(message, [unique], POLICY).outcome == "historical-snippet"
     assert decide(message, [replace(unique, unique_word=False)], POLICY).reason == "weak-evidence"
-    assert decide(message, [replace(unique, coverage=0.3)], POLICY).reason == "weak-evidence"
+    assert decide(message, [replace(unique, coverage=0.4)], POLICY).reason == "weak-evidence"
     # still only with a margin over its rivals
     rival = lexical(source=2, score=0.18, coverage=0.5, max_idf=0.7)
     assert decide(message, [unique, rival], POLICY).reason == "ambiguous-snippet"

@@ -76,7 +76,7 @@ STRONG_LEXICAL_SCORE = 0.5
 # LoCoMo's chats (6,000-12,000 terms each; docs/evaluation.md). Preflight sets `unique_word`.
 UNIQUE_WORD_IDF = 1.0
 UNIQUE_WORD_MIN_TERMS = 25_000
-UNIQUE_WORD_COVERAGE = 0.4
+UNIQUE_WORD_COVERAGE = 0.5
 MARKER_MIN_EXACT_SCORE = 0.65  # a value ("30 s", "8080") alone is too incidental to mark a concept
 MARKER_MIN_TERMS = 2
 MARKER_MIN_COVERAGE = 0.60
