@@ -142,9 +142,9 @@ SCOPE_TERMS_WINDOWS = 4_096  # the newest windows `scope_holds_terms` reads, at 
 
 
 def scope_holds_terms(ctx: Context, terms: int) -> bool:
-    """Whether the scope's windows hold at least `terms` indexed terms (their `term_count`), as
-    its newest SCOPE_TERMS_WINDOWS windows count them: the cost stays bounded in a long history,
-    whose newest windows alone hold that many of any size a history's windows have."""
+    """Whether the scope's windows hold at least `terms` indexed terms (their `term_count`),
+    counted over its newest SCOPE_TERMS_WINDOWS windows at most, so the cost stays bounded in a
+    long history (whose newest windows alone hold 25,000 terms unless they average under 7)."""
     low, high = window_span(ctx)
     found = ctx.conn.execute(
         queries("search")["scope_terms"], {"low": low, "high": high, "windows": SCOPE_TERMS_WINDOWS}
