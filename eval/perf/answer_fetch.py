@@ -35,7 +35,7 @@ from bench import percentile
 from cwa.api import Archive
 from cwa.retrieve import search
 from cwa.retrieve.intent import answer_words, time_direction
-from cwa_eval.retrieval.long_history import history, project
+from cwa_eval.retrieval.long_history import admit_histories, history, project
 
 KINDS = ("latest", "resolution", "stance", "other")
 
@@ -63,9 +63,7 @@ def run(tokens: int, histories: int, rounds: int, pools: tuple[int, ...] = ()) -
     made = [history(41 + i, tokens, 4, inside=True) for i in range(histories)]
     questions = [(index, fact.question, _kind(fact.question)) for index, h in enumerate(made) for fact in h.facts]
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
-        for index, made_history in enumerate(made):
-            for document in made_history.documents:
-                archive.admit({"project": project(index), **document})
+        admit_histories(archive, made)
         ways = (*(f"pool {n}" for n in pools), "off") if pools else ("shipped", "off")
         timings: dict[str, dict[str, list[float]]] = {way: {kind: [] for kind in KINDS} for way in ways}
         for _ in range(rounds):

@@ -21,7 +21,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from unittest import mock
 
@@ -35,8 +34,8 @@ from bench import latency
 from cwa.api import Archive
 from cwa.retrieve import preflight
 from cwa.retrieve.intent import asks_for_fix
-from cwa_eval.retrieval.locomo import AGE_LIMITS, REMIND
-from cwa_eval.retrieval.long_history import history, project
+from cwa_eval.retrieval.locomo import REMIND, without_age_limits
+from cwa_eval.retrieval.long_history import admit_histories, history, project
 
 WAYS = ("shipped", "off")
 
@@ -56,10 +55,8 @@ def run(tokens: int, histories: int, rounds: int) -> dict:
     timings: dict[str, list[float]] = {way: [] for way in WAYS}
     reasons: dict[str, Counter] = {way: Counter() for way in WAYS}
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
-        archive.settings = replace(archive.settings, values={**archive.settings.values, **dict.fromkeys(AGE_LIMITS, 0)})
-        for index, made_history in enumerate(made):
-            for document in made_history.documents:
-                archive.admit({"project": project(index), **document})
+        archive.settings = without_age_limits(archive.settings)
+        admit_histories(archive, made)
         for round_number in range(rounds):
             for way in WAYS:
                 with _way(way):

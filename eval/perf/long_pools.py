@@ -21,7 +21,7 @@ import orjson
 
 from cwa.api import Archive
 from cwa.retrieve import ranker
-from cwa_eval.retrieval.long_history import history, project
+from cwa_eval.retrieval.long_history import admit_histories, history, project
 
 PER_KIND = 4
 
@@ -31,9 +31,7 @@ def run(tokens: int, histories: int, seed: int, hybrid: bool) -> dict:
     shares: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     left, kept, top = [], [], []
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
-        for index, made_history in enumerate(made):
-            for document in made_history.documents:
-                archive.admit({"project": project(index), **document})
+        admit_histories(archive, made)
         if hybrid:
             archive.call("index-embed", {})
         for index, made_history in enumerate(made):

@@ -46,6 +46,7 @@ import apsw
 import orjson
 
 from cwa.api import Archive
+from cwa.config import Settings
 from cwa.errors import InvalidRequest
 from cwa.index.terms import STOP_WORDS
 from cwa.models import reranker_status
@@ -335,6 +336,14 @@ def train_folds(
 
 REMIND = "Remind me: "
 AGE_LIMITS = ("ephemeralAutoRetrievalDays", "conversationAutoRetrievalDays", "derivedAutoRetrievalDays")
+
+
+def without_age_limits(settings: Settings, **values: Any) -> Settings:
+    """`settings` with preflight's automatic age limits lifted (an evaluation's turns are old),
+    and any other `values` given."""
+    return replace(settings, values={**settings.values, **dict.fromkeys(AGE_LIMITS, 0), **values})
+
+
 SHARES = (0.0, 0.5, 0.7, 0.8)  # other snippet thresholds measured ("Remind me" only); 0.0: no share gate
 
 
@@ -352,14 +361,7 @@ def preflight_figures(
     asked, latencies = 0, []
     runs = {"plain": (None, ""), "remind": (None, REMIND), **{f"remind@{s}": (s, REMIND) for s in SHARES}}
     for index, conversation in enumerate(conversations):
-        archive.settings = replace(
-            base,
-            values={
-                **base.values,
-                **dict.fromkeys(AGE_LIMITS, 0),
-                "rankerPath": str(files[fold_of(index, len(conversations))]),
-            },
-        )
+        archive.settings = without_age_limits(base, rankerPath=str(files[fold_of(index, len(conversations))]))
         project = f"locomo:{conversation['sample_id']}"
         for number, (qa, wanted, _) in enumerate(questions(conversation)):
             if not wanted:

@@ -556,6 +556,13 @@ def project(index: int) -> str:
     return f"/long/history-{index}"
 
 
+def admit_histories(archive: Archive, made: list[History]) -> None:
+    """Each history into a project of its own (`project(index)`), its documents in order."""
+    for index, made_history in enumerate(made):
+        for document in made_history.documents:
+            archive.admit({"project": project(index), **document})
+
+
 def training_examples(folder: Path, pools: dict[str, dict[str, Any]]) -> dict[str, tuple[list, list]]:
     """Ranker examples from histories made with TRAINING_SEED: per pool, (features, labels) of
     each question's pool, labelled by its evidence messages (eval/retrieval/ranker_training.py)."""
@@ -565,9 +572,7 @@ def training_examples(folder: Path, pools: dict[str, dict[str, Any]]) -> dict[st
     ]
     found: dict[str, tuple[list, list]] = {name: ([], []) for name in pools}
     with Archive.open(folder / "long-training.db") as archive:
-        for index, made_history in enumerate(made):
-            for document in made_history.documents:
-                archive.admit({"project": project(index), **document})
+        admit_histories(archive, made)
         archive.call("index-embed", {})
         for name, pool in pools.items():
             for index, made_history in enumerate(made):

@@ -18,13 +18,11 @@ from __future__ import annotations
 import tempfile
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cwa.api import Archive
 from cwa_eval.retrieval.locomo import (
-    AGE_LIMITS,
     FLOOR,
     KS,
     MODES,
@@ -33,8 +31,9 @@ from cwa_eval.retrieval.locomo import (
     bare_table,
     floor_search,
     score_question,
+    without_age_limits,
 )
-from cwa_eval.retrieval.long_history import KINDS, history, project
+from cwa_eval.retrieval.long_history import KINDS, admit_histories, history, project
 
 
 def run(
@@ -65,9 +64,7 @@ def _run_size(
     }
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
         started = time.perf_counter()
-        for index, made_history in enumerate(made):
-            for document in made_history.documents:
-                archive.admit({"project": project(index), **document})
+        admit_histories(archive, made)
         found["admitSeconds"] = round(time.perf_counter() - started, 1)
         # a project's windows lie in its range (docs/retrieval.md): search's size rules see this many
         spans = archive.conn.execute("SELECT high - low + 1 FROM project_window_spans").fetchall()
@@ -115,7 +112,7 @@ def _recall(archive: Archive, made: list, mode: str) -> dict[str, Any]:
 
 def _preflight(archive: Archive, made: list, tag: str = "eval") -> dict[str, Any]:
     base = archive.settings
-    archive.settings = replace(base, values={**base.values, **dict.fromkeys(AGE_LIMITS, 0)})
+    archive.settings = without_age_limits(base)
     key_of: dict[str, str] = {}
     runs: dict[str, dict[str, Any]] = {name: {"hints": [], "reasons": Counter()} for name in ("remind", "plain")}
     asked = 0
