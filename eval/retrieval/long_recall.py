@@ -76,7 +76,7 @@ def _run_size(
             found["embedSeconds"] = round(time.perf_counter() - started, 1)
         for mode in modes:
             found["modes"][mode] = _recall(archive, made, mode)
-        found["preflight"] = _preflight(archive, made)
+        found["preflight"] = preflight_figures(archive, made)
     return found
 
 
@@ -110,7 +110,7 @@ def _recall(archive: Archive, made: list, mode: str) -> dict[str, Any]:
     }
 
 
-def _preflight(archive: Archive, made: list, tag: str = "eval") -> dict[str, Any]:
+def preflight_figures(archive: Archive, made: list, tag: str = "eval") -> dict[str, Any]:
     base = archive.settings
     archive.settings = without_age_limits(base)
     key_of: dict[str, str] = {}
