@@ -73,7 +73,8 @@ STRONG_LEXICAL_SCORE = 0.5
 # windows, so the score rule alone was almost never met there. Only in a scope of at least
 # UNIQUE_WORD_MIN_TERMS indexed terms: in a shorter one everyday words ("lean", "visit", "main")
 # are often said once, and the rule showed the wrong turn more often than the right one on
-# LoCoMo's chats (6,000-12,000 terms each; docs/evaluation.md). Preflight sets `unique_word`.
+# LoCoMo's chats (6,148-11,815 terms each; a 100K-token coding history holds about 48,000:
+# eval/perf/unique_word.py). Preflight sets `unique_word`.
 UNIQUE_WORD_IDF = 1.0
 UNIQUE_WORD_MIN_TERMS = 25_000
 UNIQUE_WORD_COVERAGE = 0.5

@@ -12,8 +12,9 @@ the rule in a project of any size (UNIQUE_WORD_MIN_TERMS 0); `off`, never (no wo
 unique). Over LoCoMo (ten conversations, a project each; `--haystack TOKENS` grows each with
 `cwa eval locomo --haystack`'s distractors) scored by the shipped ranker (it saw these
 conversations: the figures compare the rule, not the ranker), or with `--long TOKENS` over eight
-of `cwa eval long --inside`'s histories of that size from `--seed`. Prints each variant's
-"Remind me" fire rate and precision and its plain-question hints.
+of `cwa eval long --inside`'s histories of that size from `--seed`. Prints the projects' indexed
+terms (fewest, most), and each variant's "Remind me" fire rate and precision and its
+plain-question hints.
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ def figures(archive: Archive, ask, tag: str) -> dict:
     return found
 
 
+PROJECT_TERMS = """
+SELECT min(terms), max(terms) FROM (
+  SELECT sum(w.term_count) AS terms FROM windows AS w JOIN documents AS d ON d.id = w.document_row
+  GROUP BY d.project_id
+)"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
@@ -73,10 +81,13 @@ def main() -> None:
             report = figures(
                 archive, lambda a, tag: locomo.preflight_figures(a, conversations, [ranker, ranker], tag), "locomo"
             )
+        low, high = archive.conn.execute(PROJECT_TERMS).fetchone()
+    report = {"projectTermsMin": low, "projectTermsMax": high, "variants": report}
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    for name, found in report.items():
+    print(f"indexed terms a project: {low:,} to {high:,}")
+    for name, found in report["variants"].items():
         remind, plain = found["remind"], found["plain"]
         print(
             f"{name:10} Remind me: fire {remind['fireRate']:.4f}, precision {remind['precision']}; "
