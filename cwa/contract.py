@@ -678,6 +678,7 @@ PREFLIGHT_POLICY = Obj(
         "snippets": Field(Bool()),
         "markers": Field(Bool()),
         "snippetMinShare": Field(Fraction()),
+        "markerMinShare": Field(Fraction()),
     }
 )
 

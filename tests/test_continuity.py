@@ -194,9 +194,29 @@ def test_marker_thresholds():
     # an exact anchor backs a marker, a bare value ("30 s") does not
     assert decide("backoff of 30 s?", [exact(anchors=("30 s",), score=0.6)], POLICY).reason == "weak-evidence"
     assert decide("src/app.py again", [exact()], POLICY).outcome == "continuity-marker"
-    # an ambiguous pair still supports a marker, and both sources stand behind it
+    # a pair tied on score still supports a marker (no ranker probabilities to prefer either), and
+    # both sources stand behind it
     pair = decide(message, [lexical(source=1), lexical(source=2)], POLICY)
     assert pair.outcome == "continuity-marker" and pair.supporting == (1, 2)
+
+
+def test_a_marker_stands_on_a_source_the_ranker_prefers():
+    """A lexical marker's source holds at least MARKER_MIN_SHARE of the lexical candidates'
+    learned probability: where none is preferred the concept is spread over several sources and
+    the marker says nothing (`ambiguous-marker`); the preferred one's rivals sharing its words
+    still stand behind it. Exact anchors are not weighed so."""
+    message = "could tablets help here?"
+    split = [lexical(source=1, probability=0.5), lexical(source=2, probability=0.5)]
+    ambiguous = decide(message, split, POLICY)
+    assert (ambiguous.outcome, ambiguous.reason, ambiguous.chosen.source) == ("suppress", "ambiguous-marker", 1)
+    assert "ambiguous-marker" in REASONS
+    preferred = decide(message, [lexical(source=1, probability=0.3), lexical(source=2, probability=0.7)], POLICY)
+    assert (preferred.outcome, preferred.chosen.source, preferred.supporting) == ("continuity-marker", 2, (1, 2))
+    assert decide(message, split, replace(POLICY, marker_min_share=0.5)).outcome == "continuity-marker"
+    assert decide("could src/app.py help here?", [exact(), *split], POLICY).outcome == "continuity-marker"
+    # a rival that could not back a marker itself still counts against the share
+    rival = lexical(source=2, probability=0.6, coverage=0.3)
+    assert decide(message, [lexical(source=1, probability=0.4), rival], POLICY).reason == "ambiguous-marker"
 
 
 def test_marker_spans_are_the_messages_own_specific_words():

@@ -134,8 +134,7 @@ def _trees(path, coverage_split: bool) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("coverage_split, outcome", [(True, "historical-snippet"), (False, "suppress")])
-def test_a_snippet_needs_most_of_the_rankers_probability(tmp_path, coverage_split, outcome):
+def _archive_with_ranker(tmp_path, coverage_split: bool) -> Archive:
     from conftest import DISK_GUARD_OFF
 
     from cwa.config import load_settings
@@ -146,7 +145,12 @@ def test_a_snippet_needs_most_of_the_rankers_probability(tmp_path, coverage_spli
     settings = load_settings(
         None, env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg"), **DISK_GUARD_OFF}
     )
-    with Archive.open(tmp_path / "a.db", settings=settings) as archive:
+    return Archive.open(tmp_path / "a.db", settings=settings)
+
+
+@pytest.mark.parametrize("coverage_split, outcome", [(True, "historical-snippet"), (False, "suppress")])
+def test_a_snippet_needs_most_of_the_rankers_probability(tmp_path, coverage_split, outcome):
+    with _archive_with_ranker(tmp_path, coverage_split) as archive:
         texts = [
             "The staging proxy listens on port 8443 behind the balancer.",
             "Port scans hit the staging firewall.",
@@ -171,6 +175,41 @@ def test_a_snippet_needs_most_of_the_rankers_probability(tmp_path, coverage_spli
     else:  # a flat ranker splits it evenly between the two: too ambiguous for a snippet
         assert diagnostics["reason"] == "ambiguous-snippet" and diagnostics["metrics"]["probabilityShare"] == 0.5
         assert found["modelVisibleText"] == ""
+
+
+@pytest.mark.parametrize("coverage_split", [True, False])
+def test_a_marker_needs_most_of_the_rankers_probability(tmp_path, coverage_split):
+    """Two earlier turns share the message's concept: a marker stands on the one the ranker prefers
+    (all of the message's words); a flat ranker prefers neither, and no marker is shown unless the
+    request lowers `markerMinShare`."""
+    with _archive_with_ranker(tmp_path, coverage_split) as archive:
+        texts = [
+            "Staff could carry tablets at the checkout so the checkout queue moves.",
+            "Tablets for the stock room, maybe next year.",
+            *(f"Lunch order number {n} for the {word} team." for n, word in enumerate("abcdefghijklmnopq")),
+        ]
+        for n, text in enumerate(texts):  # a session each: no turn is another's context
+            archive.admit(turn(f"s{n}", "user", text, "2026-11-20T10:00:00Z"))
+
+        def ask(session, **policy):  # a session each: a revealed source cools down in its session
+            request = {
+                "project": P,
+                "sessionId": session,
+                "messageKey": "m",
+                "text": "could tablets move the checkout queue?",
+            }
+            return archive.call("preflight", {**request, **({"policy": policy} if policy else {})})
+
+        found, lowered = ask("now"), ask("lowered", markerMinShare=0.5)
+    diagnostics = found["diagnostics"]
+    assert diagnostics["metrics"]["mode"] == "lexical"
+    if coverage_split:
+        assert (diagnostics["outcome"], diagnostics["metrics"]["probabilityShare"] > 0.9) == ("continuity-marker", True)
+        assert found["modelVisibleText"] and found["hints"][0]["spans"]
+    else:
+        assert (diagnostics["reason"], diagnostics["metrics"]["probabilityShare"]) == ("ambiguous-marker", 0.5)
+        assert found["modelVisibleText"] == "" and found["hints"] == []
+    assert lowered["diagnostics"]["outcome"] == "continuity-marker"
 
 
 def test_training_is_deterministic_and_learns_the_signal():

@@ -427,6 +427,10 @@ def test_cli_prints_exactly_the_hint(tmp_path):
             InvalidRequest,
         ),
         (
+            {"project": PROJECT, "sessionId": "s", "messageKey": "k", "text": "x", "policy": {"markerMinShare": 1.5}},
+            InvalidRequest,
+        ),
+        (
             {"project": PROJECT, "sessionId": "s", "messageKey": "k", "text": "x", "policy": {"other": 1}},
             InvalidRequest,
         ),

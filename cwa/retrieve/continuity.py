@@ -25,8 +25,10 @@ evidence. It returns one of three outcomes with a stable reason code:
   conversation returned to ("tablets … tablets") counts as well as two shared words; a message
   whose only content word is rare in the archive (specificity ≥ SOLE_TERM_MIN_IDF) needs it
   matched once.
-  A marker only says shared history exists, so it may survive ambiguity. Its variable text is
-  made of exact spans of the current message, nothing else.
+  A marker only says shared history exists, so a score tie does not withhold it; but a lexical
+  one stands only on a source holding MARKER_MIN_SHARE of the learned probability
+  (`ambiguous-marker` otherwise). Its variable text is made of exact spans of the current
+  message, nothing else.
 - `suppress`, with the reason that stopped it (see REASONS).
 
 Budget (`hint-budget`) is judged after rendering, by preflight, with the same reason table.
@@ -50,6 +52,7 @@ REASONS = (
     "source-ineligible",
     "weak-evidence",
     "ambiguous-snippet",
+    "ambiguous-marker",
     "unanswered-fix",
     "explicit-history-strong-evidence",
     "implicit-concept-continuity",
@@ -64,6 +67,10 @@ REASONS = (
 
 SNIPPET_MARGIN = 0.05
 SNIPPET_MIN_SHARE = 0.6  # a lexical snippet's share of the lexical candidates' learned probability
+# A lexical marker's share of it: where the message's words are spread over several sources with
+# none preferred, the marker named whichever ranked first, and that was the turn asked about less
+# than half of the time (docs/evaluation.md, "Markers on the source the ranker prefers").
+MARKER_MIN_SHARE = 0.6
 STRONG_EXACT_SCORE = 0.75  # an error, path, URL, commit, quoted phrase or case-exact symbol
 STRONG_LEXICAL_SCORE = 0.5
 # A word of the message only one window of a long history holds (specificity 1.0: in a project
@@ -121,6 +128,7 @@ class Policy:
     snippets: bool = True
     markers: bool = True
     snippet_min_share: float = SNIPPET_MIN_SHARE  # a request may override it
+    marker_min_share: float = MARKER_MIN_SHARE  # and this one
 
 
 @dataclass(frozen=True)
@@ -174,10 +182,14 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
     if policy.markers:
         backed = [(c, _marker_spans(message, c)) for c in fresh if _marker_evidence(c)]
         conversational = [(c, spans) for c, spans in backed if spans and _conversation_source(c)]
-        if conversational:
-            chosen, spans = conversational[0]
+        preferred = [(c, s) for c, s in conversational if probability_share(c, candidates) >= policy.marker_min_share]
+        if preferred:
+            chosen, spans = preferred[0]
+            # every source sharing the concept enters the exposure ledger, preferred or not
             supporting = tuple(c.source for c, s in conversational if set(s) & set(spans))
             return Decision(MARKER, "implicit-concept-continuity", chosen, spans, supporting, historical=historical)
+        if conversational:  # the concept is there, spread over sources none of which is preferred
+            return Decision(SUPPRESS, "ambiguous-marker", conversational[0][0], historical=historical)
         if backed:  # the evidence is there, but only in sources a marker may not stand on
             return Decision(SUPPRESS, "source-ineligible", backed[0][0], historical=historical)
     return Decision(SUPPRESS, first_block or "weak-evidence", top, historical=historical)

@@ -31,6 +31,7 @@ from cwa.retrieve.context import Context, make_context, scope_frequencies, scope
 from cwa.retrieve.continuity import (
     MARKER,
     MARKER_MIN_IDF,
+    MARKER_MIN_SHARE,
     SNIPPET,
     SNIPPET_MIN_SHARE,
     SUPPRESS,
@@ -97,6 +98,7 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
         snippets=overrides.get("snippets", True),
         markers=overrides.get("markers", True),
         snippet_min_share=overrides.get("snippetMinShare", SNIPPET_MIN_SHARE),
+        marker_min_share=overrides.get("markerMinShare", MARKER_MIN_SHARE),
     )
     bounds = Budgets.of(overrides, settings)
     enabled = policy.snippets or policy.markers

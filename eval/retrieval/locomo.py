@@ -345,6 +345,7 @@ def without_age_limits(settings: Settings, **values: Any) -> Settings:
 
 
 SHARES = (0.0, 0.5, 0.7, 0.8)  # other snippet thresholds measured ("Remind me" only); 0.0: no share gate
+MARKER_SHARES = (0.0, 0.5, 0.7)  # other marker thresholds measured (questions as asked); 0.0: no share gate
 
 
 def preflight_figures(
@@ -354,12 +355,18 @@ def preflight_figures(
     old), each conversation scored with the ranker of the fold that did not see it: once prefixed
     "Remind me: " (historical intent: may a snippet be shown, and is its source an evidence turn?),
     at the shipped snippet threshold and at the other SHARES (the `snippetMinShare` policy), and
-    once as asked (how many hints, snippet or marker, stand on an evidence turn?)."""
+    once as asked (how many hints, snippet or marker, stand on an evidence turn?), at the shipped
+    marker threshold and at the other MARKER_SHARES (`markerMinShare`)."""
     base = archive.settings
     turn_of: dict[str, str] = {}
     shown: dict[str, list[tuple[str, bool]]] = {}  # per run, per hint: (type, source is an evidence turn)
     asked, latencies = 0, []
-    runs = {"plain": (None, ""), "remind": (None, REMIND), **{f"remind@{s}": (s, REMIND) for s in SHARES}}
+    runs = {
+        "plain": (None, ""),
+        "remind": (None, REMIND),
+        **{f"remind@{s}": ({"snippetMinShare": s}, REMIND) for s in SHARES},
+        **{f"plain@{s}": ({"markerMinShare": s}, "") for s in MARKER_SHARES},
+    }
     for index, conversation in enumerate(conversations):
         archive.settings = without_age_limits(base, rankerPath=str(files[fold_of(index, len(conversations))]))
         project = f"locomo:{conversation['sample_id']}"
@@ -367,18 +374,18 @@ def preflight_figures(
             if not wanted:
                 continue
             asked += 1
-            for run_name, (share, prefix) in runs.items():
+            for run_name, (policy, prefix) in runs.items():
                 request = {
                     "project": project,
                     "sessionId": f"eval-{tag}-{run_name}-{number}",
                     "messageKey": "m",
                     "text": prefix + qa["question"],
                 }
-                if share is not None:
-                    request["policy"] = {"snippetMinShare": share}
+                if policy is not None:
+                    request["policy"] = policy
                 begin = time.perf_counter()
                 found = archive.call("preflight", request)
-                if share is None:
+                if policy is None:
                     latencies.append((time.perf_counter() - begin) * 1000)
                 for hint in found["hints"]:
                     source = hint["source"]["documentId"]
@@ -396,19 +403,23 @@ def preflight_figures(
             "precision": round(sum(right) / len(right), 4) if right else None,
         }
 
-    plain = shown.get("plain", [])
+    def hints(run_name: str) -> dict[str, Any]:
+        plain = shown.get(run_name, [])
+        return {
+            "hintRate": round(len(plain) / asked, 4) if asked else 0.0,
+            "hints": len(plain),
+            "snippets": sum(kind == "historical-snippet" for kind, _ in plain),
+            "evidenceShare": round(sum(right for _, right in plain) / len(plain), 4) if plain else None,
+        }
+
     return {
         "questions": asked,
         "preflightP50Ms": round(latencies[len(latencies) // 2], 2) if latencies else None,
         "preflightP95Ms": round(latencies[int(len(latencies) * 0.95)], 2) if latencies else None,
         "remind": snippets("remind"),
         "remindByShare": {str(s): snippets(f"remind@{s}") for s in SHARES},
-        "plain": {
-            "hintRate": round(len(plain) / asked, 4) if asked else 0.0,
-            "hints": len(plain),
-            "snippets": sum(kind == "historical-snippet" for kind, _ in plain),
-            "evidenceShare": round(sum(right for _, right in plain) / len(plain), 4) if plain else None,
-        },
+        "plain": hints("plain"),
+        "plainByMarkerShare": {str(s): hints(f"plain@{s}") for s in MARKER_SHARES},
     }
 
 
@@ -575,6 +586,8 @@ def print_report(report: dict[str, Any]) -> None:
             )
             for share, other in found["remindByShare"].items():
                 print(f"  snippetMinShare {share}: fire {other['fireRate']:.3f}, precision {other['precision']}")
+            for share, other in found["plainByMarkerShare"].items():
+                print(f"  markerMinShare {share}: hints {other['hintRate']:.3f}, on evidence {other['evidenceShare']}")
 
 
 if __name__ == "__main__":
