@@ -148,16 +148,21 @@ def _archive_with_ranker(tmp_path, coverage_split: bool) -> Archive:
     return Archive.open(tmp_path / "a.db", settings=settings)
 
 
+def _admit_among_lunch_orders(archive: Archive, *texts: str) -> None:
+    """`texts` and 17 unrelated turns, a session each: no turn is another's context."""
+    lunch = (f"Lunch order number {n} for the {word} team." for n, word in enumerate("abcdefghijklmnopq"))
+    for n, text in enumerate([*texts, *lunch]):
+        archive.admit(turn(f"s{n}", "user", text, "2026-11-20T10:00:00Z"))
+
+
 @pytest.mark.parametrize("coverage_split, outcome", [(True, "historical-snippet"), (False, "suppress")])
 def test_a_snippet_needs_most_of_the_rankers_probability(tmp_path, coverage_split, outcome):
     with _archive_with_ranker(tmp_path, coverage_split) as archive:
-        texts = [
+        _admit_among_lunch_orders(
+            archive,
             "The staging proxy listens on port 8443 behind the balancer.",
             "Port scans hit the staging firewall.",
-            *(f"Lunch order number {n} for the {word} team." for n, word in enumerate("abcdefghijklmnopq")),
-        ]
-        for n, text in enumerate(texts):  # a session each: no turn is another's context
-            archive.admit(turn(f"s{n}", "user", text, "2026-11-20T10:00:00Z"))
+        )
         found = archive.call(
             "preflight",
             {
@@ -183,13 +188,11 @@ def test_a_marker_needs_most_of_the_rankers_probability(tmp_path, coverage_split
     (all of the message's words); a flat ranker prefers neither, and no marker is shown unless the
     request lowers `markerMinShare`."""
     with _archive_with_ranker(tmp_path, coverage_split) as archive:
-        texts = [
+        _admit_among_lunch_orders(
+            archive,
             "Staff could carry tablets at the checkout so the checkout queue moves.",
-            "Tablets for the stock room, maybe next year.",
-            *(f"Lunch order number {n} for the {word} team." for n, word in enumerate("abcdefghijklmnopq")),
-        ]
-        for n, text in enumerate(texts):  # a session each: no turn is another's context
-            archive.admit(turn(f"s{n}", "user", text, "2026-11-20T10:00:00Z"))
+            "Tablets for the stock room.",
+        )
 
         def ask(session, **policy):  # a session each: a revealed source cools down in its session
             request = {
