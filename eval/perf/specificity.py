@@ -31,7 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from cwa.api import Archive
 from cwa.retrieve import calibration, context, preflight
 from cwa.store.sqlfiles import queries
-from cwa_eval.retrieval.locomo import DEFAULT_DATA, ingest, ingest_haystack, load, preflight_figures
+from cwa_eval.retrieval.locomo import (
+    DEFAULT_DATA,
+    ingest,
+    ingest_haystack,
+    load,
+    preflight_figures,
+    preflight_summary,
+)
 
 
 def main() -> None:
@@ -83,11 +90,8 @@ def main() -> None:
         return
     print(f"{windows:,} windows (LoCoMo grown to {args.haystack:,} tokens per conversation)")
     for tag, run in report["runs"].items():
-        remind, plain = run["remind"], run["plain"]
         print(
-            f"{tag:14} Remind me: fire {remind['fireRate']:.3f}, precision {remind['precision']}; plain: hints "
-            f"{plain['hintRate']:.3f}, on evidence {plain['evidenceShare']}; preflight p50 / p95 "
-            f"{run['preflightP50Ms']} / {run['preflightP95Ms']} ms"
+            f"{tag:14} {preflight_summary(run)}; preflight p50 / p95 {run['preflightP50Ms']} / {run['preflightP95Ms']} ms"
         )
 
 

@@ -88,11 +88,7 @@ def main() -> None:
         return
     print(f"indexed terms a project: {low:,} to {high:,}")
     for name, found in report["variants"].items():
-        remind, plain = found["remind"], found["plain"]
-        print(
-            f"{name:10} Remind me: fire {remind['fireRate']:.4f}, precision {remind['precision']}; "
-            f"plain: hints {plain['hintRate']:.4f}, on evidence {plain['evidenceShare']}"
-        )
+        print(f"{name:10} {locomo.preflight_summary(found, digits=4)}")
 
 
 if __name__ == "__main__":

@@ -423,6 +423,15 @@ def preflight_figures(
     }
 
 
+def preflight_summary(found: dict[str, Any], digits: int = 3) -> str:
+    """One line of `preflight_figures`' shipped figures: "Remind me" snippets, plain questions' hints."""
+    remind, plain = found["remind"], found["plain"]
+    return (
+        f'"Remind me" snippets fire {remind["fireRate"]:.{digits}f}, precision {remind["precision"]}; '
+        f"plain questions: hints {plain['hintRate']:.{digits}f}, on evidence turns {plain['evidenceShare']}"
+    )
+
+
 def run(
     data_path: Path,
     modes: list[str],
@@ -577,11 +586,8 @@ def print_report(report: dict[str, Any]) -> None:
             print(f"  {'training figures (in fold)':22} {trained}")
     if "preflight" in report:
         for label, found in (("out of fold", report["preflight"]), ("training", report["preflight"]["training"])):
-            remind, plain = found["remind"], found["plain"]
             print(
-                f'preflight ({label}): "Remind me" snippets fire {remind["fireRate"]:.3f}, precision '
-                f"{remind['precision']}; plain questions: hints {plain['hintRate']:.3f}, "
-                f"on evidence turns {plain['evidenceShare']} (preflight p50 {found['preflightP50Ms']} ms, "
+                f"preflight ({label}): {preflight_summary(found)} (preflight p50 {found['preflightP50Ms']} ms, "
                 f"p95 {found['preflightP95Ms']} ms)"
             )
             for share, other in found["remindByShare"].items():
