@@ -8,7 +8,7 @@ import pytest
 
 from cwa.retrieve.continuity import REASONS, Evidence, Policy, decide
 from cwa.retrieve.hint_text import marker_spans, render_marker, render_snippet
-from cwa.retrieve.intent import current_state_only, general_knowledge, historical_intent
+from cwa.retrieve.intent import answer_unit_words, current_state_only, general_knowledge, historical_intent
 from cwa.tokens import estimate_tokens
 
 POLICY = Policy({"ephemeral": 7, "conversation": 30, "derived": 30})
@@ -128,6 +128,23 @@ def test_general_knowledge(message):
 )
 def test_not_general_knowledge(message):
     assert not general_knowledge(message)
+
+
+@pytest.mark.parametrize(
+    ("message", "units"),
+    [
+        ("On which day did we first run into the bad date parsing?", ("day",)),
+        ("What year did Mel move to Oslo?", ("year",)),
+        ("In which month's game did John score most?", ("month",)),
+        ("Which dates were picked for the offsite?", ("date",)),
+        ("what date format do we use?", ()),  # the subject, not the answer's unit
+        ("what time zone is the server in?", ()),
+        ("was the stall busy all day?", ()),
+        ("When did the retry test first fail?", ()),
+    ],
+)
+def test_the_unit_a_question_wants_its_answer_in(message, units):
+    assert answer_unit_words(message) == units
 
 
 def test_snippet_needs_intent_strength_and_a_margin_over_005():

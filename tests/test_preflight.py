@@ -104,6 +104,17 @@ def test_filler_words_alone_never_mark_a_concept(shop):
     assert response["modelVisibleText"] == "" and response["diagnostics"]["reason"] == "no-candidate"
 
 
+def test_the_unit_a_question_asks_its_answer_in_backs_no_hint(shop):
+    """ "On which day …" asks for a day: an earlier turn holding the word in passing is not the
+    one meant, and backs no marker; the same word as the message's subject does."""
+    remember(shop, "Saturday was a long day at the stall.", "It was; the stall needs a second person.")
+    asked = ask(shop, "m1", "On which day did the stall open?")
+    assert (asked["diagnostics"]["reason"], asked["modelVisibleText"]) == ("weak-evidence", "")
+    said = ask(shop, "m2", "how long was the day at the stall?", session="other")
+    assert said["diagnostics"]["outcome"] == "continuity-marker"
+    assert "day" in marker_spans(said["modelVisibleText"])
+
+
 def test_explicit_history_gets_one_dated_json_quoted_snippet(shop):
     remember(
         shop,

@@ -158,6 +158,16 @@ HISTORICAL_WORDS = """earlier previously last time ago remind remember recall di
 talked talk decide decided agree agreed mention mentioned said say told chose choose settled
 before originally yesterday week back saw didn haven already suggested suggest""".split()
 
+# The unit a question wants its answer in ("on which day", "what year"): it names what is asked,
+# not the subject; a source is no likelier the one meant for holding the word (a turn's date is
+# its time, seldom a word of it), and one that holds it in passing ("the day after the deploy")
+# would back a hint on that word alone.
+_ANSWER_UNIT = r"""
+    \b(?:(?:on|in|at|by)\s+(?:which|what)\s+(day|date|week|month|year|time)s?\b
+       |(?:which|what)\s+(day|date|week|month|year|time)s?
+        \s+(?:did|do|does|was|were|is|are|will|would|has|have|had|should|can|could)\b)
+    """
+
 
 def historical_intent(message: str) -> bool:
     if _regex(_HISTORICAL).search(message):
@@ -204,6 +214,11 @@ def answer_words(message: str, direction: float) -> AnswerWords:
         anywhere += tuple(FIX_WORDS)
     user = tuple(STANCE_WORDS) if _regex(_OWN_STANCE).search(message) else ()
     return AnswerWords(anywhere, user)
+
+
+def answer_unit_words(message: str) -> tuple[str, ...]:
+    """The units the message asks its answer in ("On which day did we …": `day`), each once."""
+    return tuple(dict.fromkeys((m.group(1) or m.group(2)).lower() for m in _regex(_ANSWER_UNIT).finditer(message)))
 
 
 def asks_for_fix(message: str) -> bool:

@@ -44,7 +44,7 @@ from cwa.retrieve.continuity import (
     probability_share,
 )
 from cwa.retrieve.filler import FILLER_TERMS
-from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, asks_for_fix, time_direction
+from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, answer_unit_words, asks_for_fix, time_direction
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import Stages, answer_terms, find_candidates
 from cwa.store import exposure_ledger, hint_ledger
@@ -232,8 +232,9 @@ def _evidence(
     def specific(term: str, frequency: int, _windows: int) -> bool:
         return term not in FILLER_TERMS and specific_in_scope(ctx, term, frequency, MARKER_MIN_IDF)
 
+    ignored = IGNORED_TERMS | {t for word in answer_unit_words(query) for t in terms(word)}
     # own words only: a hint stands on what its source says, never on the turn before it
-    _, qterms, stages = find_candidates(ctx, query, pool, IGNORED_TERMS, specific, context=False)
+    _, qterms, stages = find_candidates(ctx, query, pool, ignored, specific, context=False)
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
     probability = _probabilities(ctx, stages, qterms, settings, time_direction(query))
     df, total = scope_frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
