@@ -179,6 +179,19 @@ def test_a_word_no_other_window_of_a_long_history_holds_makes_a_lexical_candidat
     assert decide(message, [unique, rival], POLICY).reason == "ambiguous-snippet"
 
 
+def test_a_source_asking_the_question_is_not_its_answer():
+    """A lexical source most of whose matched words are in the question it ends with (preflight
+    sets `asks`) is never a snippet's source, nor a rival to one that answers; unless the message
+    is about what was asked."""
+    message = "remind me how we keep the tablet sync from dropping orders"
+    asking, answer = lexical(source=1, score=0.85, asks=True), lexical(source=2, score=0.7)
+    assert decide(message, [asking], POLICY).outcome != "historical-snippet"
+    shown = decide(message, [asking, answer], POLICY)
+    assert (shown.outcome, shown.chosen.source) == ("historical-snippet", 2)
+    recalled = decide("remind me what I asked about the tablet sync", [asking, answer], POLICY)
+    assert (recalled.outcome, recalled.chosen.source) == ("historical-snippet", 1)
+
+
 def test_a_question_about_how_a_problem_was_solved_gets_no_snippet_of_a_source_that_states_no_fix():
     message = "how did we fix the tablet sync last time?"
     assert decide(message, [lexical(states_fix=True)], POLICY).outcome == "historical-snippet"

@@ -104,6 +104,30 @@ def test_filler_words_alone_never_mark_a_concept(shop):
     assert response["modelVisibleText"] == "" and response["diagnostics"]["reason"] == "no-candidate"
 
 
+def test_a_snippet_shows_the_answer_not_the_question_it_answered(shop):
+    """An earlier turn that asked what the message asks is not shown as its answer (nor does it
+    make the reply ambiguous); the reply is."""
+
+    def said(role: str, text: str, session: str) -> None:
+        shop.admit(
+            {
+                "project": PROJECT,
+                "sessionId": session,
+                "kind": "turn",
+                "createdAt": shift(NOW, -3 * 86_400),
+                "messages": [{"role": role, "text": text}],
+            }
+        )
+
+    said("user", "Before we ship: how do we stop the tablet sync from dropping orders?", "a")
+    said("assistant", "The tablet sync stops dropping orders with an idempotency key on every retry.", "b")
+    for n in range(12):
+        said("user", f"Lunch order number {n} for the stall team.", f"lunch-{n}")
+    answered = ask(shop, "m1", "Remind me: how do we stop the tablet sync from dropping orders?")
+    assert answered["diagnostics"]["outcome"] == "historical-snippet"
+    assert "idempotency" in answered["modelVisibleText"] and "Before we ship" not in answered["modelVisibleText"]
+
+
 def test_the_unit_a_question_asks_its_answer_in_backs_no_hint(shop):
     """ "On which day …" asks for a day: an earlier turn holding the word in passing is not the
     one meant, and backs no marker; the same word as the message's subject does."""

@@ -44,6 +44,12 @@ _DECISION = re.compile(
 )
 
 
+def is_request(text: str) -> bool:
+    """Whether `text` opens as a request ("please …", "add …", "could you …"), also one put as a
+    question."""
+    return bool(_REQUEST_START.search(text))
+
+
 @dataclass(frozen=True)
 class MessageView:
     role: str
@@ -69,7 +75,7 @@ def score_messages(kind: str, messages: Sequence[MessageView]) -> list[dict[str,
                 cues["question"] = 0.6
             if _CORRECTION.search(text):
                 cues["correction"] = 0.85
-            if _REQUEST_START.search(text):
+            if is_request(text):
                 cues["request"] = 0.8
             elif "correction" in cues and "question" not in cues:
                 cues["request"] = 0.6  # "No, use backoff instead" also asks for something

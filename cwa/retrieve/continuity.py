@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from cwa.index.exact import fold
 from cwa.index.terms import tokens
 from cwa.retrieve.filler import FILLER_TERMS, FILLER_WORDS
-from cwa.retrieve.intent import current_state_only, general_knowledge, historical_intent
+from cwa.retrieve.intent import about_asking, current_state_only, general_knowledge, historical_intent
 from cwa.vocabulary import MARKER, SNIPPET, SUPPRESS
 
 REASONS = (
@@ -120,6 +120,7 @@ class Evidence:
     probability: float | None = None  # lexical: the learned ranker's probability that it is the source asked for
     states_fix: bool | None = None  # whether its text holds a fix's words (intent.FIX_WORDS); None: not asked
     unique_word: bool = False  # lexical: holds a word of the message no other window of a long scope holds
+    asks: bool = False  # lexical: most of the message's words it holds are in the question it ends with
 
 
 @dataclass(frozen=True)
@@ -164,16 +165,17 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
         return Decision(SUPPRESS, first_block or "no-candidate", historical=historical)
 
     top = fresh[0]
-    strong = [c for c in fresh if _strong(c)]
+    # a source asking what the message asks would show the question, not its answer
+    answered = about_asking(message)
+    strong = [c for c in fresh if _strong(c) and (answered or not c.asks)]
     if historical and policy.snippets and strong:
         top = strong[0]  # the best-ranked strong candidate: a weak anchor ahead of it does not hide it
+        answers = [c for c in candidates if answered or not c.asks]  # one asking the question is no rival
         rivals = [
-            _support(c)
-            for c in candidates
-            if c is not top and c.mode == top.mode and not c.superseded and not c.visible
+            _support(c) for c in answers if c is not top and c.mode == top.mode and not c.superseded and not c.visible
         ]
         margin = round(_support(top) - max(rivals, default=0.0), 4)
-        if margin > SNIPPET_MARGIN and probability_share(top, candidates) >= policy.snippet_min_share:
+        if margin > SNIPPET_MARGIN and probability_share(top, answers) >= policy.snippet_min_share:
             if top.states_fix is False:
                 return Decision(SUPPRESS, "unanswered-fix", top, margin=margin, historical=True)
             return Decision(SNIPPET, "explicit-history-strong-evidence", top, margin=margin, historical=True)

@@ -221,6 +221,12 @@ def answer_unit_words(message: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((m.group(1) or m.group(2)).lower() for m in _regex(_ANSWER_UNIT).finditer(message)))
 
 
+def about_asking(message: str) -> bool:
+    """Whether the message is about what was asked ("what did I ask about the budget?", "which
+    question …"): a source's question is then what it wants, not a question to be answered."""
+    return bool(_regex(r"\b(ask|asks|asked|asking|question|questions)\b").search(message))
+
+
 def asks_for_fix(message: str) -> bool:
     """Whether the message asks how a problem was solved or what caused it: only a statement of the
     fix answers it (one that holds FIX_WORDS), not the problem's own report."""

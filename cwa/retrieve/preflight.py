@@ -24,6 +24,7 @@ import orjson
 from cwa import limits
 from cwa.config import Settings
 from cwa.errors import CwaError, NotFound
+from cwa.index.structure import is_request
 from cwa.index.terms import terms, tokens
 from cwa.retrieve import calibration, hint_text, ranker
 from cwa.retrieve.candidate import Candidate
@@ -346,6 +347,26 @@ def _probabilities(
     return {c.document_row: c.order for c in pool.candidates}
 
 
+def _closing_question(text: str) -> str:
+    """The question a text ends with (its last sentence, when that ends with "?"), or ""."""
+    stripped = text.rstrip()
+    if not stripped.endswith("?"):
+        return ""
+    before = max(stripped.rfind(mark, 0, len(stripped) - 1) for mark in ".!?\n")
+    return stripped[before + 1 :]
+
+
+def _asks(text: str, matched: set[str]) -> bool:
+    """Whether the source asks what the message asks rather than answering it: most of the
+    message's words it holds are in the question it ends with (the answer is in the reply), a
+    question that is not a request put as one ("could you use tabs?" says what the user wants)."""
+    question = _closing_question(text)
+    if not question or not matched or is_request(question):
+        return False
+    held = {token.term for token in tokens(question)} & matched
+    return len(held) * 2 > len(matched)
+
+
 def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, float]) -> dict[str, Any]:
     """Score, coverage, IDF and occurrences over the message's content terms (filler words match
     but say nothing about a concept); the score is search's calibrated formula on those terms."""
@@ -356,6 +377,7 @@ def _lexical_evidence(candidate: Candidate, content: list[str], idf: dict[str, f
         "coverage": round(len(matched) / len(content), 4) if content else 0.0,
         "max_idf": max((idf[t] for t in matched), default=0.0),
         "terms": tuple((t, idf[t]) for t in candidate.matched),
+        "asks": _asks(candidate.text, held),
         "occurrences": (
             sum(candidate.occurrences.get(t, 0) for t in held)
             if candidate.occurrences
