@@ -12,7 +12,9 @@ evidence. It returns one of three outcomes with a stable reason code:
   least SNIPPET_MIN_SHARE of the lexical candidates' learned-ranker probability (see
   `probability_share`); otherwise `ambiguous-snippet`. A message asking how a problem was solved
   (intent.asks_for_fix) is answered only by a statement of the fix: a top candidate whose text
-  holds no fix word shows the problem, not its solution (`unanswered-fix`).
+  holds no fix word shows the problem, not its solution (`unanswered-fix`). A source that asks
+  what the message asks (`asks`, set by preflight) is neither shown nor a rival: its answer is in
+  the reply; unless the message is about what was asked (intent.about_asking).
 - `continuity-marker` (`implicit-concept-continuity`): a conversation source shares a concept with
   the message — a verbatim exact anchor of the message, or at least MARKER_MIN_TERMS matched terms
   in one window with coverage ≥ MARKER_MIN_COVERAGE and maximum specificity ≥ MARKER_MIN_IDF.
