@@ -168,6 +168,9 @@ _ANSWER_UNIT = r"""
         \s+(?:did|do|does|was|were|is|are|will|would|has|have|had|should|can|could)\b)
     """
 
+# Wording about what was asked: there a source's own question is the one wanted.
+_ABOUT_ASKING = r"\b(ask|asks|asked|asking|question|questions)\b"
+
 
 def historical_intent(message: str) -> bool:
     if _regex(_HISTORICAL).search(message):
@@ -224,7 +227,7 @@ def answer_unit_words(message: str) -> tuple[str, ...]:
 def about_asking(message: str) -> bool:
     """Whether the message is about what was asked ("what did I ask about the budget?", "which
     question …"): a source's question is then what it wants, not a question to be answered."""
-    return bool(_regex(r"\b(ask|asks|asked|asking|question|questions)\b").search(message))
+    return bool(_regex(_ABOUT_ASKING).search(message))
 
 
 def asks_for_fix(message: str) -> bool:
