@@ -249,6 +249,20 @@ def test_a_marker_stands_on_a_source_the_ranker_prefers():
     assert decide(message, [lexical(source=1, probability=0.4), rival], POLICY).reason == "ambiguous-marker"
 
 
+def test_a_marker_stands_on_the_reply_not_on_the_question_it_answered():
+    """As for a snippet, a source asking what the message asks is no marker's source and no share
+    of the ranker's probability; it still stands behind the reply's marker. Asked about what was
+    asked, the message may have its marker on the question."""
+    message = "could tablets help with the sync?"
+    asking, reply = lexical(source=1, probability=0.55, asks=True), lexical(source=2, probability=0.45)
+    marked = decide(message, [asking, reply], POLICY)
+    assert (marked.outcome, marked.chosen.source, marked.supporting) == ("continuity-marker", 2, (1, 2))
+    alone = decide(message, [asking], POLICY)
+    assert (alone.outcome, alone.reason) == ("suppress", "ambiguous-marker")
+    asked = decide("the question I asked: could tablets help?", [replace(asking, probability=0.7), reply], POLICY)
+    assert (asked.outcome, asked.chosen.source) == ("continuity-marker", 1)
+
+
 def test_marker_spans_are_the_messages_own_specific_words():
     message = "Could TABLETS help here, with tablets?"
     decision = decide(message, [lexical(terms=(("could", 0.9), ("tablet", 0.9), ("help", 0.8), ("here", 0.2)))], POLICY)

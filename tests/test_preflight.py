@@ -104,9 +104,8 @@ def test_filler_words_alone_never_mark_a_concept(shop):
     assert response["modelVisibleText"] == "" and response["diagnostics"]["reason"] == "no-candidate"
 
 
-def test_a_snippet_shows_the_answer_not_the_question_it_answered(shop):
-    """An earlier turn that asked what the message asks is not shown as its answer (nor does it
-    make the reply ambiguous); the reply is."""
+def _question_and_reply(shop) -> None:
+    """An earlier question, its reply in another session, and a dozen unrelated turns."""
 
     def said(role: str, text: str, session: str) -> None:
         shop.admit(
@@ -123,9 +122,26 @@ def test_a_snippet_shows_the_answer_not_the_question_it_answered(shop):
     said("assistant", "The tablet sync stops dropping orders with an idempotency key on every retry.", "b")
     for n in range(12):
         said("user", f"Lunch order number {n} for the stall team.", f"lunch-{n}")
+
+
+def test_a_snippet_shows_the_answer_not_the_question_it_answered(shop):
+    """An earlier turn that asked what the message asks is not shown as its answer (nor does it
+    make the reply ambiguous); the reply is."""
+    _question_and_reply(shop)
     answered = ask(shop, "m1", "Remind me: how do we stop the tablet sync from dropping orders?")
     assert answered["diagnostics"]["outcome"] == "historical-snippet"
     assert "idempotency" in answered["modelVisibleText"] and "Before we ship" not in answered["modelVisibleText"]
+
+
+def test_a_marker_stands_on_the_answer_not_on_the_question_it_answered(shop):
+    """The same for a marker: asked again without pointing at history, the message's marker
+    stands on the reply."""
+    _question_and_reply(shop)
+    marked = ask(shop, "m1", "how do we stop the tablet sync from dropping orders?")
+    assert marked["diagnostics"]["outcome"] == "continuity-marker"
+    reply = shop.conn.execute("SELECT document_id FROM documents ORDER BY id LIMIT 1 OFFSET 1").fetchone()[0]
+    assert marked["hints"][0]["source"]["documentId"] == reply
+    assert marked["diagnostics"]["metrics"]["probabilityShare"] == 1.0  # the question is no rival
 
 
 def test_the_unit_a_question_asks_its_answer_in_backs_no_hint(shop):

@@ -39,7 +39,7 @@ Budget (`hint-budget`) is judged after rendering, by preflight, with the same re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cwa.index.exact import fold
 from cwa.index.terms import tokens
@@ -143,9 +143,30 @@ class Decision:
     supporting: tuple[int, ...] = ()  # sources a marker stands on (all enter the exposure ledger)
     margin: float | None = None
     historical: bool = False
+    share: float | None = None  # the chosen candidate's probability share as weighed (`weighed_share`)
 
 
 def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Decision:
+    decision = _decide(message, candidates, policy)
+    if decision.chosen is None:
+        return decision
+    return replace(decision, share=weighed_share(message, decision.chosen, candidates))
+
+
+def answering(message: str, candidates: Sequence[Evidence]) -> list[Evidence]:
+    """The candidates that may hold the message's answer: not one asking what it asks (`asks`: its
+    answer is in the reply), unless the message is about what was asked (intent.about_asking)."""
+    answered = about_asking(message)
+    return [c for c in candidates if answered or not c.asks]
+
+
+def weighed_share(message: str, chosen: Evidence, candidates: Sequence[Evidence]) -> float:
+    """`probability_share` of a candidate among those that may answer the message, and itself."""
+    rivals = answering(message, candidates)
+    return probability_share(chosen, rivals if any(c is chosen for c in rivals) else [chosen, *rivals])
+
+
+def _decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Decision:
     historical = historical_intent(message)
     if not historical:
         if current_state_only(message):
@@ -167,12 +188,11 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
         return Decision(SUPPRESS, first_block or "no-candidate", historical=historical)
 
     top = fresh[0]
-    # a source asking what the message asks would show the question, not its answer
-    answered = about_asking(message)
-    strong = [c for c in fresh if _strong(c) and (answered or not c.asks)]
+    # a source asking what the message asks would show the question, not its answer: no rival either
+    answers = answering(message, candidates)
+    strong = [c for c in fresh if _strong(c) and c in answers]
     if historical and policy.snippets and strong:
         top = strong[0]  # the best-ranked strong candidate: a weak anchor ahead of it does not hide it
-        answers = [c for c in candidates if answered or not c.asks]  # one asking the question is no rival
         rivals = [
             _support(c) for c in answers if c is not top and c.mode == top.mode and not c.superseded and not c.visible
         ]
@@ -186,7 +206,11 @@ def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Deci
     if policy.markers:
         backed = [(c, _marker_spans(message, c)) for c in fresh if _marker_evidence(c)]
         conversational = [(c, spans) for c, spans in backed if spans and _conversation_source(c)]
-        preferred = [(c, s) for c, s in conversational if probability_share(c, candidates) >= policy.marker_min_share]
+        preferred = [  # nor is it a marker's source: the marker stands on the reply, as a snippet would
+            (c, s)
+            for c, s in conversational
+            if c in answers and probability_share(c, answers) >= policy.marker_min_share
+        ]
         if preferred:
             chosen, spans = preferred[0]
             # every source sharing the concept enters the exposure ledger, preferred or not

@@ -42,7 +42,6 @@ from cwa.retrieve.continuity import (
     Evidence,
     Policy,
     decide,
-    probability_share,
 )
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, answer_unit_words, asks_for_fix, time_direction
@@ -457,7 +456,7 @@ def _response(
         )
         if chosen.probability is not None:
             metrics["probability"] = round(chosen.probability, 4)
-            metrics["probabilityShare"] = round(probability_share(chosen, evidence), 4)
+            metrics["probabilityShare"] = round(decision.share, 4)
     return {
         "modelVisibleText": text,
         "hints": hints,
