@@ -8,7 +8,13 @@ import pytest
 
 from cwa.retrieve.continuity import REASONS, Evidence, Policy, decide
 from cwa.retrieve.hint_text import marker_spans, render_marker, render_snippet
-from cwa.retrieve.intent import answer_unit_words, current_state_only, general_knowledge, historical_intent
+from cwa.retrieve.intent import (
+    about_asking,
+    answer_unit_words,
+    current_state_only,
+    general_knowledge,
+    historical_intent,
+)
 from cwa.tokens import estimate_tokens
 
 POLICY = Policy({"ephemeral": 7, "conversation": 30, "derived": 30})
@@ -190,6 +196,32 @@ def test_a_source_asking_the_question_is_not_its_answer():
     assert (shown.outcome, shown.chosen.source) == ("historical-snippet", 2)
     recalled = decide("remind me what I asked about the tablet sync", [asking, answer], POLICY)
     assert (recalled.outcome, recalled.chosen.source) == ("historical-snippet", 1)
+    # a question put now is not one about what was asked
+    quick = decide(
+        "Quick question: remind me how we keep the tablet sync from dropping orders", [asking, answer], POLICY
+    )
+    assert (quick.outcome, quick.chosen.source) == ("historical-snippet", 2)
+
+
+@pytest.mark.parametrize(
+    ("message", "about"),
+    [
+        ("what did I ask about the budget?", True),
+        ("remind me what I asked about the tablet sync", True),
+        ("which question did Caroline answer?", True),
+        ("the question I asked: could tablets help?", True),
+        ("do you remember my earlier question about Postgres?", True),
+        ("What did Caroline ask Melanie about?", True),
+        ("quick question: how did we fix the sync?", False),
+        ("I have a question about the retry policy", False),
+        ("can I ask how we fixed the sync?", False),
+        ("my question is how we fix it", False),
+        ("One more question - what port did we pick?", False),
+    ],
+)
+def test_a_message_about_what_was_asked(message, about):
+    """Only wording about a question asked earlier makes a source's own question the one wanted."""
+    assert about_asking(message) is about
 
 
 def test_a_question_about_how_a_problem_was_solved_gets_no_snippet_of_a_source_that_states_no_fix():

@@ -168,8 +168,16 @@ _ANSWER_UNIT = r"""
         \s+(?:did|do|does|was|were|is|are|will|would|has|have|had|should|can|could)\b)
     """
 
-# Wording about what was asked: there a source's own question is the one wanted.
-_ABOUT_ASKING = r"\b(ask|asks|asked|asking|question|questions)\b"
+# Wording about what was asked earlier: there a source's own question is the one wanted. A
+# question the message puts now ("quick question: …", "can I ask …", "I have a question about
+# …", "my question is …") is not one.
+_ABOUT_ASKING = r"""
+    \b(?:asked|asking)\b
+    |\b(?:did|do|does|didn't|don't|doesn't)\s+\w+\s+ask\b
+    |\b(?:which|what|whose)\s+questions?\b
+    |\bquestions?\s+(?:i|you|we|he|she|they)\b
+    |\b(?:my|your|our|his|her|their|that|those)\s+(?:earlier\s+|last\s+|previous\s+|first\s+)?questions?\b(?!\s+is\b)
+    """
 
 
 def historical_intent(message: str) -> bool:
