@@ -282,3 +282,33 @@ def test_the_ranker_weighs_a_candidates_place_in_time_only_when_the_query_asks_f
     ):
         pool = search(archive, query, explain=True, semanticPolicy="never")["ranking"]["pool"]
         assert {c["documentId"]: c["features"][fit] for c in pool} == place
+
+
+def test_the_ranker_weighs_whether_the_query_names_the_person_speaking_in_a_turn(archive):
+    """A turn of a transcript among people opens with its speaker ("Caroline: …"): a query naming
+    one of the pool's speakers marks that speaker's turns 1 and the others' −1; naming none, or a
+    tool's output opening "Error: …", says nothing (0). Of two turns alike but for who speaks, the
+    shipped ranker prefers the one whose speaker the query names."""
+    from cwa.retrieve.ranker import FEATURES
+
+    caroline, melanie, tool = (  # each in a session of its own: no neighbour tells them apart
+        archive.admit(turn(session, text, kind=kind))["documentId"]
+        for session, text, kind in (
+            ("s1", "Caroline: Melanie, the adoption agency interview went well.", "turn"),
+            ("s2", "Melanie: Caroline, the adoption agency interview went well.", "turn"),
+            ("s3", "Error: adoption agency interview form failed to load", "tool-result"),
+        )
+    )
+    speaker = FEATURES.index("speakerFit")
+    for query, fit in (
+        ("how did Caroline's adoption agency interview go", {caroline: 1.0, melanie: -1.0, tool: 0.0}),
+        ("how did Melanie's adoption agency interview go", {caroline: -1.0, melanie: 1.0, tool: 0.0}),
+        ("how did the adoption agency interview go", dict.fromkeys((caroline, melanie, tool), 0.0)),
+        ("the adoption agency interview error", dict.fromkeys((caroline, melanie, tool), 0.0)),
+    ):
+        pool = search(archive, query, explain=True)["ranking"]["pool"]
+        assert {c["documentId"]: c["features"][speaker] for c in pool} == fit, query
+        probability = {c["documentId"]: c["probability"] for c in pool}
+        if fit[caroline]:
+            named, other = (caroline, melanie) if fit[caroline] > 0 else (melanie, caroline)
+            assert probability[named] > probability[other], query

@@ -24,6 +24,7 @@ import contextlib
 import importlib.util
 import marshal
 import math
+import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -37,6 +38,7 @@ from blake3 import blake3
 
 from cwa.errors import InvalidRequest, StorageUnavailable
 from cwa.file_writes import write_atomically
+from cwa.index.terms import terms
 from cwa.models import cache_folder
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
@@ -71,6 +73,8 @@ FEATURES = (
     "toolOutput",  # a tool-result document
     "timeFit",  # −1 unless the query asks for the latest (earliest) statement: then the share of
     # the pool's other candidates created before (after) it. Never a preference for new by itself.
+    "speakerFit",  # 1 when the query names the person its text opens with ("Name: …"), −1 when the
+    # query names another such speaker of the pool but not its own, else 0 (no speaker named)
 )
 MODELS = ("lexical", "hybrid")
 NEIGHBOR_SOURCES = 10  # the best candidates of the pool whose neighbours join it
@@ -247,7 +251,8 @@ def order(
     df, total = frequencies(ctx, qterms)
     idf = {t: calibration.idf(df[t], total) for t in qterms}
     fit = _time_fit(ctx, candidates, direction)
-    features = _features(candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit)
+    speaker = _speaker_fit(candidates, qterms)
+    features = _features(candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit, speaker)
     model = "hybrid" if semantic is not None else "lexical"
     probability = weights.models[model].probability(features)
     ranked = sorted(range(len(candidates)), key=lambda i: -probability[i])  # stable: pool order on ties
@@ -267,6 +272,26 @@ def _time_fit(ctx: Context, candidates: list[Candidate], direction: float) -> di
     others = max(1, len(known) - 1)
     newer = {row: bisect_left(known, at) / others for row, at in created.items()}
     return newer if direction > 0 else {row: 1.0 - share for row, share in newer.items()}
+
+
+# A turn of a conversation among people, as a transcript writes it: "Caroline: …", after the
+# message's header line; one to three capitalized words.
+_SPEAKER = re.compile(r"\A(?:\[[^\]\n]*\]\n)?([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}):\s")
+
+
+def _speaker_fit(candidates: list[Candidate], qterms: list[str]) -> dict[int, float]:
+    """Each candidate's speakerFit (FEATURES): whether the query names the person who speaks in
+    it. Empty when the query names no speaker of the pool (every candidate then gets 0)."""
+    wanted = set(qterms)
+    speakers = {}
+    for c in candidates:
+        found = _SPEAKER.match(c.text) if c.kind != "tool-result" else None
+        if found is not None:
+            speakers[c.document_row] = found.group(1)
+    named = {name for name in set(speakers.values()) if (spoken := terms(name)) and wanted.issuperset(spoken)}
+    if not named:
+        return {}
+    return {row: 1.0 if name in named else -1.0 for row, name in speakers.items()}
 
 
 def _merge(lexical: list[Candidate], semantic: list[Candidate]) -> list[Candidate]:
@@ -328,6 +353,7 @@ def _features(
     idf: dict[str, float],
     anchored: set[int],
     fit: dict[int, float],
+    speaker: dict[int, float],
 ) -> list[tuple[float, ...]]:
     """One row of FEATURES per candidate. For its neighbours' evidence, an exact hit counts as
     the best BM25F candidate."""
@@ -369,6 +395,7 @@ def _features(
                 mass[c.session_row] / total,
                 float(c.kind == "tool-result"),
                 fit.get(row, -1.0),
+                speaker.get(row, 0.0),
             )
         )
     return rows
