@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from cwa.retrieve.continuity import REASONS, Evidence, Policy, decide
+from cwa.retrieve.continuity import REASONS, Evidence, Policy, decide, weighed_share
 from cwa.retrieve.hint_text import marker_spans, render_marker, render_snippet
 from cwa.retrieve.intent import (
     about_asking,
@@ -293,6 +293,17 @@ def test_a_marker_stands_on_the_reply_not_on_the_question_it_answered():
     assert (alone.outcome, alone.reason) == ("suppress", "ambiguous-marker")
     asked = decide("the question I asked: could tablets help?", [replace(asking, probability=0.7), reply], POLICY)
     assert (asked.outcome, asked.chosen.source) == ("continuity-marker", 1)
+
+
+def test_the_share_reported_is_the_one_weighed():
+    """Among the candidates that may answer and the chosen one, counted once even as a copy that
+    knows one more fact (preflight's fix check)."""
+    message = "how do we keep the tablet sync from dropping orders?"
+    asking = lexical(source=1, probability=0.5, asks=True)
+    reply, other = lexical(source=2, probability=0.3), lexical(source=3, probability=0.1)
+    assert weighed_share(message, reply, [asking, reply, other]) == pytest.approx(0.75)
+    assert weighed_share(message, replace(reply, states_fix=True), [asking, reply, other]) == pytest.approx(0.75)
+    assert weighed_share(message, asking, [asking, reply, other]) == pytest.approx(0.5 / 0.9)  # itself, though it asks
 
 
 def test_marker_spans_are_the_messages_own_specific_words():

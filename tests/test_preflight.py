@@ -104,11 +104,12 @@ def test_filler_words_alone_never_mark_a_concept(shop):
     assert response["modelVisibleText"] == "" and response["diagnostics"]["reason"] == "no-candidate"
 
 
-def _question_and_reply(shop) -> None:
-    """An earlier question, its reply in another session, and a dozen unrelated turns."""
+def _question_and_reply(shop) -> str:
+    """An earlier question, its reply in another session, and a dozen unrelated turns; the
+    reply's document id."""
 
-    def said(role: str, text: str, session: str) -> None:
-        shop.admit(
+    def said(role: str, text: str, session: str) -> str:
+        return shop.admit(
             {
                 "project": PROJECT,
                 "sessionId": session,
@@ -116,12 +117,13 @@ def _question_and_reply(shop) -> None:
                 "createdAt": shift(NOW, -3 * 86_400),
                 "messages": [{"role": role, "text": text}],
             }
-        )
+        )["documentId"]
 
     said("user", "Before we ship: how do we stop the tablet sync from dropping orders?", "a")
-    said("assistant", "The tablet sync stops dropping orders with an idempotency key on every retry.", "b")
+    reply = said("assistant", "The tablet sync stops dropping orders with an idempotency key on every retry.", "b")
     for n in range(12):
         said("user", f"Lunch order number {n} for the stall team.", f"lunch-{n}")
+    return reply
 
 
 def test_a_snippet_shows_the_answer_not_the_question_it_answered(shop):
@@ -136,10 +138,9 @@ def test_a_snippet_shows_the_answer_not_the_question_it_answered(shop):
 def test_a_marker_stands_on_the_answer_not_on_the_question_it_answered(shop):
     """The same for a marker: asked again without pointing at history, the message's marker
     stands on the reply."""
-    _question_and_reply(shop)
+    reply = _question_and_reply(shop)
     marked = ask(shop, "m1", "how do we stop the tablet sync from dropping orders?")
     assert marked["diagnostics"]["outcome"] == "continuity-marker"
-    reply = shop.conn.execute("SELECT document_id FROM documents ORDER BY id LIMIT 1 OFFSET 1").fetchone()[0]
     assert marked["hints"][0]["source"]["documentId"] == reply
     assert marked["diagnostics"]["metrics"]["probabilityShare"] == 1.0  # the question is no rival
 

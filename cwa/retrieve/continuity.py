@@ -39,7 +39,7 @@ Budget (`hint-budget`) is judged after rendering, by preflight, with the same re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from cwa.index.exact import fold
 from cwa.index.terms import tokens
@@ -143,14 +143,6 @@ class Decision:
     supporting: tuple[int, ...] = ()  # sources a marker stands on (all enter the exposure ledger)
     margin: float | None = None
     historical: bool = False
-    share: float | None = None  # the chosen candidate's probability share as weighed (`weighed_share`)
-
-
-def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Decision:
-    decision = _decide(message, candidates, policy)
-    if decision.chosen is None:
-        return decision
-    return replace(decision, share=weighed_share(message, decision.chosen, candidates))
 
 
 def answering(message: str, candidates: Sequence[Evidence]) -> list[Evidence]:
@@ -161,12 +153,13 @@ def answering(message: str, candidates: Sequence[Evidence]) -> list[Evidence]:
 
 
 def weighed_share(message: str, chosen: Evidence, candidates: Sequence[Evidence]) -> float:
-    """`probability_share` of a candidate among those that may answer the message, and itself."""
-    rivals = answering(message, candidates)
-    return probability_share(chosen, rivals if any(c is chosen for c in rivals) else [chosen, *rivals])
+    """`probability_share` of a candidate among those that may answer the message, and itself
+    (by its source: preflight's fix check decides again with a copy that knows one more fact)."""
+    rivals = [c for c in answering(message, candidates) if (c.source, c.mode) != (chosen.source, chosen.mode)]
+    return probability_share(chosen, [chosen, *rivals])
 
 
-def _decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Decision:
+def decide(message: str, candidates: Sequence[Evidence], policy: Policy) -> Decision:
     historical = historical_intent(message)
     if not historical:
         if current_state_only(message):

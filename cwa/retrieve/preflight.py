@@ -42,6 +42,7 @@ from cwa.retrieve.continuity import (
     Evidence,
     Policy,
     decide,
+    weighed_share,
 )
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, answer_unit_words, asks_for_fix, time_direction
@@ -127,6 +128,7 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
             cooled = exposure_ledger.recently_surfaced(conn, lineage, (e.source for e, _ in found), now)
         evidence = [replace(e, recently_surfaced=e.source in cooled) for e, _ in found]
 
+        message = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
         if failed:
             decision = Decision(SUPPRESS, "preflight-error")
         elif not enabled:
@@ -134,11 +136,10 @@ def preflight(conn: apsw.Connection, request: dict[str, Any], settings: Settings
         elif bounds.budget <= 0 or bounds.active_budget <= 0:
             decision = Decision(SUPPRESS, "hint-budget")
         else:
-            message = request["text"][: limits.PREFLIGHT_QUERY_CHARS]
             decision = _decide(conn, message, evidence, [c for _, c in found], policy)
         allowance = min(bounds.budget, bounds.active_budget - used)
         text, decision = _render(decision, {e.source: c for e, c in found}, allowance)
-        response = _response(conn, decision, text, evidence, used, bounds, now)
+        response = _response(conn, message, decision, text, evidence, used, bounds, now)
         _record(conn, session, key, request["text"], decision, response, bounds, now)
         hint_ledger.touch_active(conn, session, active, now)
     return response
@@ -163,7 +164,7 @@ def freeze_empty(conn: apsw.Connection, request: dict[str, Any], reason: str, no
             key,
             request["text"],
             decision,
-            _response(conn, decision, "", [], 0, bounds, now),
+            _response(conn, "", decision, "", [], 0, bounds, now),
             bounds,
             now,
         )
@@ -407,6 +408,7 @@ def _render(decision: Decision, candidates: dict[int, Candidate], allowance: int
 
 def _response(
     conn: apsw.Connection,
+    message: str,
     decision: Decision,
     text: str,
     evidence: list[Evidence],
@@ -456,7 +458,7 @@ def _response(
         )
         if chosen.probability is not None:
             metrics["probability"] = round(chosen.probability, 4)
-            metrics["probabilityShare"] = round(decision.share, 4)
+            metrics["probabilityShare"] = round(weighed_share(message, chosen, evidence), 4)
     return {
         "modelVisibleText": text,
         "hints": hints,
