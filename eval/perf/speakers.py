@@ -28,9 +28,7 @@ def count(conversations: list[dict]) -> dict[str, int]:
         people = (dialog["speaker_a"], dialog["speaker_b"])
         speaker = {
             locomo.normal_id(turn["dia_id"]) or turn["dia_id"]: turn["speaker"]
-            for key, turns in dialog.items()
-            if re.fullmatch(r"session_\d+", key) and isinstance(turns, list)
-            for turn in turns
+            for _, turn in locomo.session_turns(conversation)
         }
         for qa, wanted, _ in locomo.questions(conversation):
             evidence = [turn for turn in wanted if turn in speaker]

@@ -206,13 +206,18 @@ def floor_table(conversation: dict[str, Any], extra: list[tuple[str, str]] = ())
     """Bare SQLite FTS5 over one conversation, as the data's README measures it: the turn texts
     cwa admits, in one in-memory table with the `porter unicode61` tokenizer (and the `extra`
     (id, text) documents of a haystack)."""
-    own = [
-        (normal_id(turn["dia_id"]) or turn["dia_id"], turn_text(turn))
+    own = [(normal_id(turn["dia_id"]) or turn["dia_id"], turn_text(turn)) for _, turn in session_turns(conversation)]
+    return bare_table([*own, *extra])
+
+
+def session_turns(conversation: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(session key, turn) of every dialog turn of a loaded conversation, in order."""
+    return [
+        (key, turn)
         for key, value in conversation["conversation"].items()
         if re.fullmatch(r"session_\d+", key) and isinstance(value, list)
         for turn in value
     ]
-    return bare_table([*own, *extra])
 
 
 def bare_table(rows: list[tuple[str, str]]) -> apsw.Connection:
@@ -226,11 +231,7 @@ def bare_table(rows: list[tuple[str, str]]) -> apsw.Connection:
 def dialog_turns(conversation: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(session key, date text, turn text) of every dialog turn, in order."""
     dialog = conversation["conversation"]
-    found = []
-    for key, value in dialog.items():
-        if re.fullmatch(r"session_\d+", key) and isinstance(value, list):
-            found.extend((key, dialog.get(f"{key}_date_time", ""), turn_text(t)) for t in value)
-    return found
+    return [(key, dialog.get(f"{key}_date_time", ""), turn_text(turn)) for key, turn in session_turns(conversation)]
 
 
 def ingest_haystack(archive: Archive, conversations: list[dict[str, Any]], tokens: int) -> dict[str, Any]:
