@@ -312,3 +312,36 @@ def test_the_ranker_weighs_whether_the_query_names_the_person_speaking_in_a_turn
         if fit[caroline]:
             named, other = (caroline, melanie) if fit[caroline] > 0 else (melanie, caroline)
             assert probability[named] > probability[other], query
+
+
+def test_only_a_name_written_as_one_names_a_speaker(archive):
+    """A note opening "Summary: …" or "Plan: …" reads like a transcript's turn; a query names its
+    "speaker" only by writing the word as a name (capitalized where no sentence opens), so a plain
+    question about the summary leaves speakerFit at 0, and so does a name typed in lower case."""
+    from cwa.retrieve.ranker import FEATURES
+
+    summary, plan = (
+        archive.admit(turn(session, text))["documentId"]
+        for session, text in (
+            ("s1", "Summary: the migration plan moves the queue to Redis streams."),
+            ("s2", "Plan: the migration summary goes to the queue owners."),
+        )
+    )
+    speaker = FEATURES.index("speakerFit")
+    for query, fit in (
+        ("what was the summary of the migration plan", 0.0),
+        ("Summary of the migration plan?", 0.0),  # a sentence's first word is capitalized anyway
+        ("what did the Summary say about the migration plan", None),  # written as a name: it counts
+    ):
+        pool = search(archive, query, explain=True)["ranking"]["pool"]
+        found = {c["documentId"]: c["features"][speaker] for c in pool}
+        assert found == ({summary: 1.0, plan: -1.0} if fit is None else dict.fromkeys((summary, plan), fit)), query
+
+
+def test_a_name_is_a_capitalized_word_where_no_sentence_opens():
+    from cwa.retrieve.intent import names
+
+    assert names("Remind me: What did Caroline say about James' dogs?") == ("Caroline", "James'")
+    assert names("Summary of the plan. Then Melanie left") == ("Melanie",)
+    assert names("what did caroline say about the API and JSON?") == ()
+    assert names('"Caroline said hi", she wrote') == ()

@@ -6,6 +6,8 @@
   contains, whether tests pass, the current branch); history must not stand in for it.
 - general knowledge: a textbook question with nothing of this project in it.
 - time direction: whether it asks for the latest of several statements or the earliest.
+- names: the words it writes as a person's name (capitalized mid-sentence), which the ranker
+  matches against a transcript's speakers.
 - answer words: words the statement answering it likely holds though the question does not (a
   change for a question about the latest state, a fix for one about how a problem was solved; in
   the user's own text, a preference or a standing rule for one about what the user said they
@@ -249,3 +251,21 @@ def time_direction(message: str) -> float:
     earliest ("when did it first fail"), 0.0 for neither or both."""
     latest, earliest = bool(_regex(_LATEST).search(message)), bool(_regex(_EARLIEST).search(message))
     return float(latest) - float(earliest)
+
+
+# A name as people write one: a capital then a lower-case letter ("Caroline", "Caroline's"); not
+# "I", "API" or "JSON". Case matters, so not one of the IGNORECASE patterns above.
+_NAME = re.compile(r"(?<![\w'’])[A-Z][a-z][\w'’-]*")
+_SENTENCE_END = ".!?:;\n"
+
+
+def names(message: str) -> tuple[str, ...]:
+    """The words the message writes as names: capitalized where a sentence does not open (any
+    sentence's first word is capitalized, "Summary of …" names nobody). Lower-cased text names
+    no one: a guess from case alone would take "summary" for the speaker of "Summary: …"."""
+    found = []
+    for match in _NAME.finditer(message):
+        before = message[: match.start()].rstrip(" \t\"'“‘(*_")
+        if before and before[-1] not in _SENTENCE_END:
+            found.append(match.group())
+    return tuple(found)

@@ -45,7 +45,7 @@ from cwa.retrieve.continuity import (
     weighed_share,
 )
 from cwa.retrieve.filler import FILLER_TERMS
-from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, answer_unit_words, asks_for_fix, time_direction
+from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, answer_unit_words, asks_for_fix, names, time_direction
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import Stages, answer_terms, find_candidates
 from cwa.store import exposure_ledger, hint_ledger
@@ -237,7 +237,7 @@ def _evidence(
     # own words only: a hint stands on what its source says, never on the turn before it
     _, qterms, stages = find_candidates(ctx, query, pool, ignored, specific, context=False)
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
-    probability = _probabilities(ctx, stages, qterms, settings, time_direction(query))
+    probability = _probabilities(ctx, stages, qterms, settings, query)
     df, total = scope_frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     idf = {t: calibration.specificity(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
@@ -334,15 +334,24 @@ def _source_evidence(
 
 
 def _probabilities(
-    ctx: Context, stages: Stages, qterms: list[str], settings: Settings, direction: float
+    ctx: Context, stages: Stages, qterms: list[str], settings: Settings, message: str
 ) -> dict[int, float]:
     """The learned ranker's probability for each lexical candidate (lexical model, no neighbours
-    fetched: preflight stays cheap); `direction`, the message's time cue, as search reads it."""
+    fetched: preflight stays cheap); the message's cues read as search reads a query's."""
     if not stages.ranked:
         return {}
     weights = ranker.load(settings["rankerPath"])
     pool = ranker.order(
-        ctx, stages.ranked, None, None, qterms, stages.taken(), weights, neighbors=False, direction=direction
+        ctx,
+        stages.ranked,
+        None,
+        None,
+        qterms,
+        stages.taken(),
+        weights,
+        neighbors=False,
+        direction=time_direction(message),
+        names=names(message),
     )
     return {c.document_row: c.order for c in pool.candidates}
 

@@ -225,11 +225,13 @@ def order(
     neighbors: bool = True,
     anchored: list[int] = (),
     direction: float = 0.0,
+    names: Sequence[str] = (),
 ) -> Pool:
     """The pool ordered by the model's probability, best first; each candidate's `order` is it.
     `anchored`: the exact tier's documents, above the pool, whose neighbours count as those of
     the best candidates. Without `neighbors`, only the given candidates are scored (preflight:
-    cheap, own evidence). `direction`: the query's time cue (cwa/retrieve/intent.py)."""
+    cheap, own evidence). `direction`: the query's time cue, `names`: the words it writes as names
+    (both cwa/retrieve/intent.py)."""
     candidates = _merge(lexical, semantic or [])
     rank_lexical = {c.document_row: i for i, c in enumerate(lexical)}
     rank_semantic = {c.document_row: i for i, c in enumerate(semantic or [])}
@@ -251,7 +253,7 @@ def order(
     df, total = frequencies(ctx, qterms)
     idf = {t: calibration.idf(df[t], total) for t in qterms}
     fit = _time_fit(ctx, candidates, direction)
-    speaker = _speaker_fit(candidates, qterms)
+    speaker = _speaker_fit(candidates, names)
     features = _features(candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit, speaker)
     model = "hybrid" if semantic is not None else "lexical"
     probability = weights.models[model].probability(features)
@@ -279,10 +281,14 @@ def _time_fit(ctx: Context, candidates: list[Candidate], direction: float) -> di
 _SPEAKER = re.compile(r"\A(?:\[[^\]\n]*\]\n)?([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}):\s")
 
 
-def _speaker_fit(candidates: list[Candidate], qterms: list[str]) -> dict[int, float]:
+def _speaker_fit(candidates: list[Candidate], names: Sequence[str]) -> dict[int, float]:
     """Each candidate's speakerFit (FEATURES): whether the query names the person who speaks in
-    it. Empty when the query names no speaker of the pool (every candidate then gets 0)."""
-    wanted = set(qterms)
+    it; `names`, the words the query writes as names (a lower-cased "summary" is no one's, so a
+    note opening "Summary: …" is not taken for a person's turn). Empty when the query names no
+    speaker of the pool (every candidate then gets 0)."""
+    wanted = set(terms(" ".join(names)))
+    if not wanted:
+        return {}
     speakers = {}
     for c in candidates:
         found = _SPEAKER.match(c.text) if c.kind != "tool-result" else None

@@ -45,7 +45,7 @@ from cwa.retrieve.context import (
 )
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.fusion import fuse
-from cwa.retrieve.intent import NO_ANSWER_WORDS, AnswerWords, answer_words, time_direction
+from cwa.retrieve.intent import NO_ANSWER_WORDS, AnswerWords, answer_words, names, time_direction
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
@@ -258,6 +258,7 @@ def _learned_tier(
         weights,
         anchored=[c.document_row for c in exact],
         direction=direction,
+        names=names(query),
     )
     stages.ranked = collapse(importance.reorder(ctx.conn, pool.kept))
     return report, pool
