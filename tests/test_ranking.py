@@ -345,3 +345,53 @@ def test_a_name_is_a_capitalized_word_where_no_sentence_opens():
     assert names("Summary of the plan. Then Melanie left") == ("Melanie",)
     assert names("what did caroline say about the API and JSON?") == ()
     assert names('"Caroline said hi", she wrote') == ()
+
+
+def test_the_ranker_weighs_whether_a_turn_mentions_a_time_when_the_query_asks_when(archive):
+    """A question asking when something happened is answered by a statement that mentions a
+    time ("last March", "on Friday", "2023"): such a candidate gets timeMention 1 and one without
+    −1; a query not asking when (or using "when" as a conjunction) leaves it at 0. The shipped
+    ranker gives a candidate a higher probability mentioning a time than not, all else the same."""
+    from cwa.retrieve.ranker import FEATURES, load
+
+    dated, undated = (  # each in a session of its own: no neighbour tells them apart
+        archive.admit(turn(session, text))["documentId"]
+        for session, text in (
+            ("s1", "We moved the mailer queue over to Redis streams last March."),
+            ("s2", "We moved the mailer queue over to Redis streams for the retries."),
+        )
+    )
+    mention = FEATURES.index("timeMention")
+    for query, fit in (
+        ("When did we move the mailer queue to Redis streams?", {dated: 1.0, undated: -1.0}),
+        ("which month did the mailer queue move to Redis streams", {dated: 1.0, undated: -1.0}),
+        ("why did we move the mailer queue to Redis streams?", {dated: 0.0, undated: 0.0}),
+        ("the mailer queue broke when we moved to Redis streams", {dated: 0.0, undated: 0.0}),
+    ):
+        pool = search(archive, query, explain=True)["ranking"]["pool"]
+        assert {c["documentId"]: c["features"][mention] for c in pool} == fit, query
+        if fit[dated]:
+            for found in pool:
+                row = list(found["features"])
+                with_time, without = (tuple(row[:mention] + [value] + row[mention + 1 :]) for value in (1.0, -1.0))
+                for model in load().models.values():
+                    assert model.probability([with_time])[0] > model.probability([without])[0], query
+
+
+def test_a_message_asking_when():
+    from cwa.retrieve.intent import asks_when
+
+    for message in (
+        "When did we switch the mailer to Redis?",
+        "remind me, when was the last deploy",
+        "Which year did Caroline move?",
+        "how long ago did the build first break",
+        "since when does the cache expire early?",
+    ):
+        assert asks_when(message), message
+    for message in (
+        "what broke when we upgraded the driver?",
+        "why did we switch the mailer to Redis?",
+        "what did we decide about the retry budget",
+    ):
+        assert not asks_when(message), message

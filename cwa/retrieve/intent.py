@@ -6,6 +6,7 @@
   contains, whether tests pass, the current branch); history must not stand in for it.
 - general knowledge: a textbook question with nothing of this project in it.
 - time direction: whether it asks for the latest of several statements or the earliest.
+- asks when: whether it asks for a time ("when did we …", "which year …").
 - names: the words it writes as a person's name (capitalized mid-sentence), which the ranker
   matches against a transcript's speakers.
 - answer words: words the statement answering it likely holds though the question does not (a
@@ -170,6 +171,12 @@ _ANSWER_UNIT = r"""
         \s+(?:did|do|does|was|were|is|are|will|would|has|have|had|should|can|could)\b)
     """
 
+# Asking when something happened: "when" opening a question, not joining two clauses ("broke
+# when we …"); a question naming its answer's unit ("which year …") asks it too (asks_when).
+_ASKS_WHEN = r"""
+  \bwhen \s+ (?:did|do|does|was|were|is|are|will|would|have|has|had|can|could)\b
+| \bhow \s+ long \s+ ago\b | \bsince \s+ when\b
+"""
 # Wording about what was asked earlier: there a source's own question is the one wanted. A
 # question the message puts now ("quick question: …", "can I ask …", "I have a question about
 # …", "my question is …") is not one.
@@ -246,6 +253,12 @@ def asks_for_fix(message: str) -> bool:
     return bool(_regex(_RESOLUTION).search(message))
 
 
+def asks_when(message: str) -> bool:
+    """Whether the message asks when something happened ("when did we switch …", "which year …"):
+    the statement answering it likely mentions a time."""
+    return bool(_regex(_ASKS_WHEN).search(message) or answer_unit_words(message))
+
+
 def time_direction(message: str) -> float:
     """1.0 when the message asks for the latest state ("what do we use now"), -1.0 for the
     earliest ("when did it first fail"), 0.0 for neither or both."""
@@ -269,3 +282,21 @@ def names(message: str) -> tuple[str, ...]:
         if before and before[-1] not in _SENTENCE_END:
             found.append(match.group())
     return tuple(found)
+
+
+@dataclass(frozen=True)
+class Cues:
+    """What the ranker reads of a query's wording: its time direction, the words it writes as
+    names, and whether it asks when."""
+
+    direction: float = 0.0
+    names: tuple[str, ...] = ()
+    asks_when: bool = False
+
+
+NO_CUES = Cues()
+
+
+def cues(message: str) -> Cues:
+    """The ranker's cues of a message (or a search query)."""
+    return Cues(time_direction(message), names(message), asks_when(message))

@@ -45,7 +45,7 @@ from cwa.retrieve.continuity import (
     weighed_share,
 )
 from cwa.retrieve.filler import FILLER_TERMS
-from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, answer_unit_words, asks_for_fix, names, time_direction
+from cwa.retrieve.intent import FIX_WORDS, HISTORICAL_WORDS, answer_unit_words, asks_for_fix, cues
 from cwa.retrieve.scope import resolve_scope
 from cwa.retrieve.search import Stages, answer_terms, find_candidates
 from cwa.store import exposure_ledger, hint_ledger
@@ -350,8 +350,7 @@ def _probabilities(
         stages.taken(),
         weights,
         neighbors=False,
-        direction=time_direction(message),
-        names=names(message),
+        cues=cues(message),
     )
     return {c.document_row: c.order for c in pool.candidates}
 

@@ -43,6 +43,7 @@ from cwa.models import cache_folder
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies
+from cwa.retrieve.intent import NO_CUES, Cues
 from cwa.retrieve.neighbors import admissible_neighbors, neighbor_candidates
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import INT8_BYTES
@@ -75,6 +76,8 @@ FEATURES = (
     # the pool's other candidates created before (after) it. Never a preference for new by itself.
     "speakerFit",  # 1 when the query names the person its text opens with ("Name: …"), −1 when the
     # query names another such speaker of the pool but not its own, else 0 (no speaker named)
+    "timeMention",  # 1 when the query asks when and its text mentions a time (a date, a weekday, a
+    # month, "yesterday", "last week", "… ago"), −1 when it asks and the text mentions none, else 0
 )
 MODELS = ("lexical", "hybrid")
 NEIGHBOR_SOURCES = 10  # the best candidates of the pool whose neighbours join it
@@ -224,14 +227,12 @@ def order(
     weights: Weights,
     neighbors: bool = True,
     anchored: list[int] = (),
-    direction: float = 0.0,
-    names: Sequence[str] = (),
+    cues: Cues = NO_CUES,
 ) -> Pool:
     """The pool ordered by the model's probability, best first; each candidate's `order` is it.
     `anchored`: the exact tier's documents, above the pool, whose neighbours count as those of
     the best candidates. Without `neighbors`, only the given candidates are scored (preflight:
-    cheap, own evidence). `direction`: the query's time cue, `names`: the words it writes as names
-    (both cwa/retrieve/intent.py)."""
+    cheap, own evidence). `cues`: what its wording says (cwa/retrieve/intent.py)."""
     candidates = _merge(lexical, semantic or [])
     rank_lexical = {c.document_row: i for i, c in enumerate(lexical)}
     rank_semantic = {c.document_row: i for i, c in enumerate(semantic or [])}
@@ -252,9 +253,12 @@ def order(
     cosine = _cosines(ctx, vector, windows) if vector is not None else {}
     df, total = frequencies(ctx, qterms)
     idf = {t: calibration.idf(df[t], total) for t in qterms}
-    fit = _time_fit(ctx, candidates, direction)
-    speaker = _speaker_fit(candidates, names)
-    features = _features(candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit, speaker)
+    fit = _time_fit(ctx, candidates, cues.direction)
+    speaker = _speaker_fit(candidates, cues.names)
+    when = _time_mention(candidates) if cues.asks_when else {}
+    features = _features(
+        candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit, speaker, when
+    )
     model = "hybrid" if semantic is not None else "lexical"
     probability = weights.models[model].probability(features)
     ranked = sorted(range(len(candidates)), key=lambda i: -probability[i])  # stable: pool order on ties
@@ -298,6 +302,28 @@ def _speaker_fit(candidates: list[Candidate], names: Sequence[str]) -> dict[int,
     if not named:
         return {}
     return {row: 1.0 if name in named else -1.0 for row, name in speakers.items()}
+
+
+# A time as a statement mentions one: a relative day or period, a weekday, a month, a year, a date.
+_TIME_MENTION = re.compile(
+    r"(?i:\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|weekend"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+    r"|(?:last|next|this|past|coming)\s+(?:week|month|year|night|morning|evening|summer|winter|spring|fall|autumn)"
+    r")\b)"
+    r"|\b(?:January|February|March|April|May|June|July|August|September|October|November|December"
+    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\b"
+    r"|\b(?:19|20)\d\d\b|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b"
+)
+
+
+def mentions_time(text: str) -> bool:
+    return _TIME_MENTION.search(text) is not None
+
+
+def _time_mention(candidates: list[Candidate]) -> dict[int, float]:
+    """Each candidate's timeMention (FEATURES) for a query that asks when: whether its text
+    mentions a time."""
+    return {c.document_row: 1.0 if mentions_time(c.text) else -1.0 for c in candidates}
 
 
 def _merge(lexical: list[Candidate], semantic: list[Candidate]) -> list[Candidate]:
@@ -360,6 +386,7 @@ def _features(
     anchored: set[int],
     fit: dict[int, float],
     speaker: dict[int, float],
+    when: dict[int, float],
 ) -> list[tuple[float, ...]]:
     """One row of FEATURES per candidate. For its neighbours' evidence, an exact hit counts as
     the best BM25F candidate."""
@@ -402,6 +429,7 @@ def _features(
                 float(c.kind == "tool-result"),
                 fit.get(row, -1.0),
                 speaker.get(row, 0.0),
+                when.get(row, 0.0),
             )
         )
     return rows

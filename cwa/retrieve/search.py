@@ -45,7 +45,7 @@ from cwa.retrieve.context import (
 )
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.fusion import fuse
-from cwa.retrieve.intent import NO_ANSWER_WORDS, AnswerWords, answer_words, names, time_direction
+from cwa.retrieve.intent import NO_ANSWER_WORDS, AnswerWords, Cues, answer_words, cues
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
@@ -190,11 +190,11 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
             stages = Stages(found)
             resolution = {"relation": relation, "status": status}
         elif request.get("ranker", settings["ranker"]) == "learned":
-            direction = time_direction(query or "")
+            wording = cues(query or "")
             anchors, qterms, stages = find_candidates(
-                ctx, query, limit, pool=max(limit, RANKER_POOL), answers=answer_words(query or "", direction)
+                ctx, query, limit, pool=max(limit, RANKER_POOL), answers=answer_words(query or "", wording.direction)
             )
-            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit, direction)
+            semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit, wording)
             reranked = _rerank(settings, request.get("rerank", True), query, stages)
         else:
             anchors, qterms, stages = find_candidates(ctx, query, limit)
@@ -236,11 +236,11 @@ def _learned_tier(
     qterms: list[str],
     stages: Stages,
     limit: int,
-    direction: float,
+    wording: Cues,
 ) -> tuple[dict[str, Any] | None, ranker.Pool | None]:
     """The ranked tier ordered by the learned ranker, with the semantic report: the embeddings
-    are asked as the semantic policy says (`auto`: on weak evidence); `direction` is the query's
-    time direction (intent.time_direction)."""
+    are asked as the semantic policy says (`auto`: on weak evidence); `wording`, the query's
+    cues (intent.cues)."""
     exact, lexical = stages.exact, stages.ranked
     report, semantic, vector = _ask_embeddings(
         ctx, request, settings, query, qterms, stages, limit, max(limit, RANKER_POOL)
@@ -257,8 +257,7 @@ def _learned_tier(
         {c.document_row for c in exact},
         weights,
         anchored=[c.document_row for c in exact],
-        direction=direction,
-        names=names(query),
+        cues=wording,
     )
     stages.ranked = collapse(importance.reorder(ctx.conn, pool.kept))
     return report, pool
