@@ -171,6 +171,18 @@ def test_snippet_needs_intent_strength_and_a_margin_over_005():
     assert weak.reason == "weak-evidence"
 
 
+def test_a_snippet_needs_its_share_of_the_rankers_probability():
+    """A strong lexical candidate clear of its rivals is shown only when it holds at least
+    `snippet_min_share` of the lexical candidates' learned probability (SNIPPET_MIN_SHARE, 0.6)."""
+    message = "what did we decide about tablets?"
+    top, rival = lexical(score=0.8, probability=0.55), lexical(source=2, score=0.6, probability=0.45)
+    assert decide(message, [top, rival], POLICY).reason == "ambiguous-snippet"
+    assert decide(message, [replace(top, probability=0.7), replace(rival, probability=0.3)], POLICY).outcome == (
+        "historical-snippet"
+    )
+    assert decide(message, [top, rival], replace(POLICY, snippet_min_share=0.5)).outcome == "historical-snippet"
+
+
 def test_a_word_no_other_window_of_a_long_history_holds_makes_a_lexical_candidate_strong():
     """A source holding a word of the message no other window of a long history holds (preflight
     sets `unique_word`) and at least UNIQUE_WORD_COVERAGE of the message is strong, whatever its

@@ -713,17 +713,19 @@ def test_a_word_only_one_earlier_turn_of_a_long_history_holds_backs_a_snippet(sh
     """Asked to remind, a message naming a word that one earlier turn alone holds is answered by
     that turn when it also holds enough of the message, though too little of it for the score
     the rule for common words asks, once the project is a long history (UNIQUE_WORD_MIN_TERMS
-    indexed terms); in a short one an everyday word is often said only once, and it is not."""
+    indexed terms); in a short one an everyday word is often said only once, and it is not. The
+    rule is what is tested: the ranker's share gate, whose outcome on three turns of a made-up shop
+    moves with each training of the ranker, is off (snippetMinShare 0; the gate's own test is in tests/test_continuity.py)."""
     remember(shop, "The checkout line gets long on Saturdays.", TABLETS)
     remember(shop, "What about the market stall?", "The stall keeps cash only at weekends, no card readers.")
     remember(shop, "And the bakery order?", "Fewer croissants on Mondays; the vendor delivers at seven.")
     message = "Remind me how the Zettlepay readers fared with the vendor at the stall on Saturdays?"
-    short = ask(shop, "m1", message)
+    short = ask(shop, "m1", message, policy={"snippetMinShare": 0.0})
     assert short["diagnostics"]["reason"] == "weak-evidence", short["diagnostics"]
     words = [f"lorem{n}" for n in range(400)]
     for day in range(UNIQUE_WORD_MIN_TERMS // 200 + 1):  # other work: 200 terms a turn
         remember(shop, " ".join(words[day % 200 : day % 200 + 100]), " ".join(words[200:300]), days_ago=5 + day / 100)
-    shown = ask(shop, "m2", message)
+    shown = ask(shop, "m2", message, policy={"snippetMinShare": 0.0})
     assert shown["diagnostics"]["outcome"] == "historical-snippet", shown["diagnostics"]
     assert "Zettlepay" in shown["modelVisibleText"]
     metrics = shown["diagnostics"]["metrics"]
