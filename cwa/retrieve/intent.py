@@ -270,6 +270,7 @@ def time_direction(message: str) -> float:
 # "I", "API" or "JSON". Case matters, so not one of the IGNORECASE patterns above.
 _NAME = re.compile(r"(?<![\w'’])[A-Z][a-z][\w'’-]*")
 _SENTENCE_END = ".!?:;\n"
+_OPENING_MARKS = " \t\"'“‘(*_"
 
 
 def names(message: str) -> tuple[str, ...]:
@@ -278,8 +279,10 @@ def names(message: str) -> tuple[str, ...]:
     no one: a guess from case alone would take "summary" for the speaker of "Summary: …"."""
     found = []
     for match in _NAME.finditer(message):
-        before = message[: match.start()].rstrip(" \t\"'“‘(*_")
-        if before and before[-1] not in _SENTENCE_END:
+        before = match.start() - 1  # the last character before it that is not a space or a quote
+        while before >= 0 and message[before] in _OPENING_MARKS:
+            before -= 1
+        if before >= 0 and message[before] not in _SENTENCE_END:
             found.append(match.group())
     return tuple(found)
 
