@@ -395,3 +395,26 @@ def test_a_message_asking_when():
         "what did we decide about the retry budget",
     ):
         assert not asks_when(message), message
+
+
+def test_what_counts_as_mentioning_a_time():
+    """timeMention's reading of a text: a relative day or period, a weekday, a month (capitalized:
+    "may" is a verb), a year or a date; a duration or a frequency alone is no time."""
+    from cwa.retrieve.ranker import mentions_time
+
+    for text in (
+        "We shipped the mailer fix last week.",
+        "Caroline: I went to the support group yesterday.",
+        "the deploy on Friday broke it",
+        "back in March, before the freeze",
+        "we switched to Redis in 2023",
+        "the incident of 3/14/2024",
+        "that was two days ago",
+    ):
+        assert mentions_time(text), text
+    for text in (
+        "We moved the mailer queue to Redis streams.",
+        "the retry may fail twice",
+        "it takes a few minutes and runs weekly",
+    ):
+        assert not mentions_time(text), text
