@@ -26,7 +26,7 @@ import marshal
 import math
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -290,18 +290,24 @@ def _speaker_fit(candidates: list[Candidate], names: Sequence[str]) -> dict[int,
     it; `names`, the words the query writes as names (a lower-cased "summary" is no one's, so a
     note opening "Summary: …" is not taken for a person's turn). Empty when the query names no
     speaker of the pool (every candidate then gets 0)."""
-    wanted = set(terms(" ".join(names)))
-    if not wanted:
+    if not names:
         return {}
     speakers = {}
     for c in candidates:
         found = _SPEAKER.match(c.text) if c.kind != "tool-result" else None
         if found is not None:
             speakers[c.document_row] = found.group(1)
-    named = {name for name in set(speakers.values()) if (spoken := terms(name)) and wanted.issuperset(spoken)}
+    named = speakers_named(names, set(speakers.values()))
     if not named:
         return {}
     return {row: 1.0 if name in named else -1.0 for row, name in speakers.items()}
+
+
+def speakers_named(names: Sequence[str], speakers: Iterable[str]) -> set[str]:
+    """Of `speakers`, those a query writing `names` (intent.names) names: every index term of the
+    speaker's name is one of the names' ("Caroline's" names Caroline)."""
+    wanted = set(terms(" ".join(names)))
+    return {name for name in speakers if (spoken := terms(name)) and wanted.issuperset(spoken)}
 
 
 # A time as a statement mentions one: a relative day or period, a weekday, a month, a year, a date.

@@ -4,7 +4,7 @@
 
 The reasons for two of the ranker's features (cwa/retrieve/ranker.py):
 - `speakerFit`: of the questions with readable evidence, those naming exactly one of their
-  conversation's two speakers (as a whole word), and of those questions' evidence turns, how many
+  conversation's two speakers (as the feature reads a name: `intent.names`, `speakers_named`), and of those questions' evidence turns, how many
   that speaker says;
 - `timeMention`: the questions asking when (`intent.asks_when`), how many of their evidence turns
   mention a time as the feature reads one (a date, a weekday, a month, "yesterday", "last week",
@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from cwa.retrieve.intent import asks_when
-from cwa.retrieve.ranker import mentions_time
+from cwa.retrieve.intent import asks_when, names
+from cwa.retrieve.ranker import mentions_time, speakers_named
 from cwa_eval.retrieval import locomo
 
 
@@ -46,11 +45,11 @@ def count(conversations: list[dict]) -> dict[str, int]:
             if not evidence:
                 continue
             found["questions"] += 1
-            named = [p for p in people if re.search(rf"\b{re.escape(p)}\b", qa["question"])]
+            named = speakers_named(names(qa["question"]), people)
             if len(named) == 1:
                 found["namingOne"] += 1
                 found["namedEvidence"] += len(evidence)
-                found["spokenByNamed"] += sum(turns[turn]["speaker"] == named[0] for turn in evidence)
+                found["spokenByNamed"] += sum(turns[turn]["speaker"] in named for turn in evidence)
             if asks_when(qa["question"]):
                 found["askingWhen"] += 1
                 found["whenEvidence"] += len(evidence)
