@@ -29,6 +29,11 @@ def search(archive, query, **extra):
     )
 
 
+def apart(archive, *texts: str, kind: str = "turn") -> list[str]:
+    """Each text admitted in a session of its own, so no neighbour tells them apart; their ids."""
+    return [archive.admit(turn(f"{kind}-{i}", text, kind=kind))["documentId"] for i, text in enumerate(texts)]
+
+
 def ids_of(response):
     return [r["documentId"] for r in response["results"]]
 
@@ -291,14 +296,12 @@ def test_the_ranker_weighs_whether_the_query_names_the_person_speaking_in_a_turn
     shipped ranker prefers the one whose speaker the query names."""
     from cwa.retrieve.ranker import FEATURES
 
-    caroline, melanie, tool = (  # each in a session of its own: no neighbour tells them apart
-        archive.admit(turn(session, text, kind=kind))["documentId"]
-        for session, text, kind in (
-            ("s1", "Caroline: Melanie, the adoption agency interview went well.", "turn"),
-            ("s2", "Melanie: Caroline, the adoption agency interview went well.", "turn"),
-            ("s3", "Error: adoption agency interview form failed to load", "tool-result"),
-        )
+    caroline, melanie = apart(
+        archive,
+        "Caroline: Melanie, the adoption agency interview went well.",
+        "Melanie: Caroline, the adoption agency interview went well.",
     )
+    (tool,) = apart(archive, "Error: adoption agency interview form failed to load", kind="tool-result")
     speaker = FEATURES.index("speakerFit")
     for query, fit in (
         ("how did Caroline's adoption agency interview go", {caroline: 1.0, melanie: -1.0, tool: 0.0}),
@@ -320,12 +323,10 @@ def test_only_a_name_written_as_one_names_a_speaker(archive):
     question about the summary leaves speakerFit at 0, and so does a name typed in lower case."""
     from cwa.retrieve.ranker import FEATURES
 
-    summary, plan = (
-        archive.admit(turn(session, text))["documentId"]
-        for session, text in (
-            ("s1", "Summary: the migration plan moves the queue to Redis streams."),
-            ("s2", "Plan: the migration summary goes to the queue owners."),
-        )
+    summary, plan = apart(
+        archive,
+        "Summary: the migration plan moves the queue to Redis streams.",
+        "Plan: the migration summary goes to the queue owners.",
     )
     speaker = FEATURES.index("speakerFit")
     for query, fit in (
@@ -354,12 +355,10 @@ def test_the_ranker_weighs_whether_a_turn_mentions_a_time_when_the_query_asks_wh
     ranker gives a candidate a higher probability mentioning a time than not, all else the same."""
     from cwa.retrieve.ranker import FEATURES, load
 
-    dated, undated = (  # each in a session of its own: no neighbour tells them apart
-        archive.admit(turn(session, text))["documentId"]
-        for session, text in (
-            ("s1", "We moved the mailer queue over to Redis streams last March."),
-            ("s2", "We moved the mailer queue over to Redis streams for the retries."),
-        )
+    dated, undated = apart(
+        archive,
+        "We moved the mailer queue over to Redis streams last March.",
+        "We moved the mailer queue over to Redis streams for the retries.",
     )
     mention = FEATURES.index("timeMention")
     for query, fit in (
