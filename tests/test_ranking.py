@@ -34,6 +34,19 @@ def apart(archive, *texts: str, kind: str = "turn") -> list[str]:
     return [archive.admit(turn(f"{kind}-{i}", text, kind=kind))["documentId"] for i, text in enumerate(texts)]
 
 
+def explained_pool(archive, query) -> list[dict]:
+    """The learned ranker's pool of a query, each candidate with its features (`explain`)."""
+    return search(archive, query, explain=True)["ranking"]["pool"]
+
+
+def feature_of(pool: list[dict], name: str) -> dict[str, float]:
+    """Each pool candidate's value of one of the ranker's FEATURES, by document id."""
+    from cwa.retrieve.ranker import FEATURES
+
+    index = FEATURES.index(name)
+    return {c["documentId"]: c["features"][index] for c in pool}
+
+
 def ids_of(response):
     return [r["documentId"] for r in response["results"]]
 
@@ -265,7 +278,6 @@ def test_a_question_s_answer_words_are_a_change_s_for_the_latest_state_and_a_fix
 
 def test_the_ranker_weighs_a_candidates_place_in_time_only_when_the_query_asks_for_latest_or_earliest(archive):
     from cwa.retrieve.intent import time_direction
-    from cwa.retrieve.ranker import FEATURES
 
     assert time_direction("Which queue does the mailer use now?") == 1.0
     assert time_direction("What did the mailer end up with?") == 1.0
@@ -279,14 +291,12 @@ def test_the_ranker_weighs_a_candidates_place_in_time_only_when_the_query_asks_f
             ("The mailer queue config lives in mailer.toml.", "2026-04-01T09:00:00Z"),
         )
     ]
-    fit = FEATURES.index("timeFit")
     for query, place in (
         ("which mailer queue do we use now", {ids[0]: 0.0, ids[2]: 0.5, ids[1]: 1.0}),  # share of the others before it
         ("mailer queue at first", {ids[0]: 1.0, ids[2]: 0.5, ids[1]: 0.0}),  # ... after it
         ("mailer queue", dict.fromkeys(ids, -1.0)),  # no direction: time says nothing
     ):
-        pool = search(archive, query, explain=True, semanticPolicy="never")["ranking"]["pool"]
-        assert {c["documentId"]: c["features"][fit] for c in pool} == place
+        assert feature_of(explained_pool(archive, query), "timeFit") == place
 
 
 def test_the_ranker_weighs_whether_the_query_names_the_person_speaking_in_a_turn(archive):
@@ -294,7 +304,6 @@ def test_the_ranker_weighs_whether_the_query_names_the_person_speaking_in_a_turn
     one of the pool's speakers marks that speaker's turns 1 and the others' −1; naming none, or a
     tool's output opening "Error: …", says nothing (0). Of two turns alike but for who speaks, the
     shipped ranker prefers the one whose speaker the query names."""
-    from cwa.retrieve.ranker import FEATURES
 
     caroline, melanie = apart(
         archive,
@@ -302,15 +311,14 @@ def test_the_ranker_weighs_whether_the_query_names_the_person_speaking_in_a_turn
         "Melanie: Caroline, the adoption agency interview went well.",
     )
     (tool,) = apart(archive, "Error: adoption agency interview form failed to load", kind="tool-result")
-    speaker = FEATURES.index("speakerFit")
     for query, fit in (
         ("how did Caroline's adoption agency interview go", {caroline: 1.0, melanie: -1.0, tool: 0.0}),
         ("how did Melanie's adoption agency interview go", {caroline: -1.0, melanie: 1.0, tool: 0.0}),
         ("how did the adoption agency interview go", dict.fromkeys((caroline, melanie, tool), 0.0)),
         ("the adoption agency interview error", dict.fromkeys((caroline, melanie, tool), 0.0)),
     ):
-        pool = search(archive, query, explain=True)["ranking"]["pool"]
-        assert {c["documentId"]: c["features"][speaker] for c in pool} == fit, query
+        pool = explained_pool(archive, query)
+        assert feature_of(pool, "speakerFit") == fit, query
         probability = {c["documentId"]: c["probability"] for c in pool}
         if fit[caroline]:
             named, other = (caroline, melanie) if fit[caroline] > 0 else (melanie, caroline)
@@ -321,21 +329,18 @@ def test_only_a_name_written_as_one_names_a_speaker(archive):
     """A note opening "Summary: …" or "Plan: …" reads like a transcript's turn; a query names its
     "speaker" only by writing the word as a name (capitalized where no sentence opens), so a plain
     question about the summary leaves speakerFit at 0, and so does a name typed in lower case."""
-    from cwa.retrieve.ranker import FEATURES
 
     summary, plan = apart(
         archive,
         "Summary: the migration plan moves the queue to Redis streams.",
         "Plan: the migration summary goes to the queue owners.",
     )
-    speaker = FEATURES.index("speakerFit")
     for query, fit in (
         ("what was the summary of the migration plan", 0.0),
         ("Summary of the migration plan?", 0.0),  # a sentence's first word is capitalized anyway
         ("what did the Summary say about the migration plan", None),  # written as a name: it counts
     ):
-        pool = search(archive, query, explain=True)["ranking"]["pool"]
-        found = {c["documentId"]: c["features"][speaker] for c in pool}
+        found = feature_of(explained_pool(archive, query), "speakerFit")
         assert found == ({summary: 1.0, plan: -1.0} if fit is None else dict.fromkeys((summary, plan), fit)), query
 
 
@@ -367,8 +372,8 @@ def test_the_ranker_weighs_whether_a_turn_mentions_a_time_when_the_query_asks_wh
         ("why did we move the mailer queue to Redis streams?", {dated: 0.0, undated: 0.0}),
         ("the mailer queue broke when we moved to Redis streams", {dated: 0.0, undated: 0.0}),
     ):
-        pool = search(archive, query, explain=True)["ranking"]["pool"]
-        assert {c["documentId"]: c["features"][mention] for c in pool} == fit, query
+        pool = explained_pool(archive, query)
+        assert feature_of(pool, "timeMention") == fit, query
         if fit[dated]:
             for found in pool:
                 row = list(found["features"])
@@ -377,43 +382,43 @@ def test_the_ranker_weighs_whether_a_turn_mentions_a_time_when_the_query_asks_wh
                     assert model.probability([with_time])[0] > model.probability([without])[0], query
 
 
-def test_a_message_asking_when():
+@pytest.mark.parametrize(
+    ("message", "asks"),
+    [
+        ("When did we switch the mailer to Redis?", True),
+        ("remind me, when was the last deploy", True),
+        ("Which year did Caroline move?", True),
+        ("how long ago did the build first break", True),
+        ("since when does the cache expire early?", True),
+        ("what broke when we upgraded the driver?", False),  # "when" joining two clauses
+        ("why did we switch the mailer to Redis?", False),
+        ("what did we decide about the retry budget", False),
+    ],
+)
+def test_a_message_asking_when(message, asks):
     from cwa.retrieve.intent import asks_when
 
-    for message in (
-        "When did we switch the mailer to Redis?",
-        "remind me, when was the last deploy",
-        "Which year did Caroline move?",
-        "how long ago did the build first break",
-        "since when does the cache expire early?",
-    ):
-        assert asks_when(message), message
-    for message in (
-        "what broke when we upgraded the driver?",
-        "why did we switch the mailer to Redis?",
-        "what did we decide about the retry budget",
-    ):
-        assert not asks_when(message), message
+    assert asks_when(message) is asks
 
 
-def test_what_counts_as_mentioning_a_time():
-    """timeMention's reading of a text: a relative day or period, a weekday, a month (capitalized:
-    "may" is a verb), a year or a date; a duration or a frequency alone is no time."""
+@pytest.mark.parametrize(
+    ("text", "mentions"),
+    [
+        ("We shipped the mailer fix last week.", True),
+        ("Caroline: I went to the support group yesterday.", True),
+        ("the deploy on Friday broke it", True),
+        ("back in March, before the freeze", True),
+        ("we switched to Redis in 2023", True),
+        ("the incident of 3/14/2024", True),
+        ("that was two days ago", True),
+        ("We moved the mailer queue to Redis streams.", False),
+        ("the retry may fail twice", False),  # "may" is a verb: months are read capitalized
+        ("it takes a few minutes and runs weekly", False),  # a duration or a frequency is no time
+    ],
+)
+def test_what_counts_as_mentioning_a_time(text, mentions):
+    """timeMention's reading of a text: a relative day or period, a weekday, a month, a year or a
+    date."""
     from cwa.retrieve.ranker import mentions_time
 
-    for text in (
-        "We shipped the mailer fix last week.",
-        "Caroline: I went to the support group yesterday.",
-        "the deploy on Friday broke it",
-        "back in March, before the freeze",
-        "we switched to Redis in 2023",
-        "the incident of 3/14/2024",
-        "that was two days ago",
-    ):
-        assert mentions_time(text), text
-    for text in (
-        "We moved the mailer queue to Redis streams.",
-        "the retry may fail twice",
-        "it takes a few minutes and runs weekly",
-    ):
-        assert not mentions_time(text), text
+    assert mentions_time(text) is mentions
