@@ -35,17 +35,18 @@ ORDER BY q.created_at DESC, q.id DESC, m.ordinal DESC LIMIT 1;
 
 -- name: insert_anchor_texts
 -- A document's anchor texts the dictionary lacks (:anchors is a JSON array of
--- [text, folded or null, type bits, start_byte, end_byte, occurrences], one per text).
-INSERT INTO anchor_texts (text, folded)
-SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) WHERE true
-ON CONFLICT (text) DO NOTHING;
+-- [text, folded or null, type bits, start_byte, end_byte, occurrences, key], one per text; the
+-- dictionary is found by key, then text: migration 0041).
+INSERT INTO anchor_texts (text, folded, key)
+SELECT j.value ->> 0, j.value ->> 1, j.value ->> 6 FROM json_each(:anchors) AS j
+WHERE NOT EXISTS (SELECT 1 FROM anchor_texts AS t WHERE t.key = j.value ->> 6 AND t.text = j.value ->> 0);
 
 -- name: insert_anchors
 -- Returns each row's text id, for the document's postings.
 INSERT INTO anchors (document_row, text_id, types, start_byte, end_byte, occurrences)
 SELECT :row, t.id, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
 FROM json_each(:anchors) AS j
-JOIN anchor_texts AS t ON t.text = j.value ->> 0
+JOIN anchor_texts AS t ON t.key = j.value ->> 6 AND t.text = j.value ->> 0
 RETURNING text_id;
 
 -- name: insert_anchor_postings

@@ -8,15 +8,16 @@
 SELECT id FROM projects WHERE identity = ?;
 
 -- name: exact_anchor_hits
--- Documents holding an anchor, case-sensitive (:folded = 0) or case-folded (:folded = 1; then
--- :anchor is folded too, and a row whose text is already folded stores no separate folded form).
--- A text's documents come from its postings (`a<text id>`), oldest first; its range from its row.
+-- Documents holding an anchor, case-sensitive (:folded = 0; the text found by its :key, then
+-- itself: migration 0041) or case-folded (:folded = 1; then :anchor is folded too, and a row whose
+-- text is already folded stores no separate folded form). A text's documents come from its
+-- postings (`a<text id>`), oldest first; its range from its row.
 SELECT a.document_row, t.text, a.start_byte, a.end_byte
 FROM anchor_texts AS t
 JOIN anchor_postings AS p ON p.anchor_postings MATCH ('a' || t.id)
 JOIN anchors AS a ON a.document_row = p.rowid AND a.text_id = t.id
 JOIN documents AS d ON d.id = a.document_row
-WHERE (t.text = :anchor AND (:folded = 0 OR t.folded IS NULL)
+WHERE (t.key = :key AND t.text = :anchor AND (:folded = 0 OR t.folded IS NULL)
        OR :folded = 1 AND t.folded = :anchor)
   AND (d.state = 'live' OR :superseded = 1 AND d.state = 'superseded')
   AND (:project IS NULL OR d.project_id = :project)

@@ -26,7 +26,7 @@ from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
 from cwa.model_variants import active
 from cwa.models import embedder
-from cwa.store import chunk_packing, doctor, migrations, payloads, retention, vector_blocks
+from cwa.store import anchor_keys, chunk_packing, doctor, migrations, payloads, retention, vector_blocks
 from cwa.store.admission import admit
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult
@@ -67,6 +67,7 @@ EMBEDDING_PIECES_SINCE = 29  # a vector per piece of 256 tokens; before, one per
 INTEGER_TIMES_SINCE = 30  # a document's, generation's and expiry's times as epoch ms; before, ISO text
 ANCHOR_POSTINGS_SINCE = 35  # anchor rows keyed by document, texts' documents in anchor_postings
 IDENTITY_PREFIX_SINCE = 36  # documents rebuilt without the identity digest's UNIQUE index
+ANCHOR_KEYS_SINCE = 41  # anchor_texts found by a key of each text; before, by the texts' UNIQUE index
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
@@ -667,6 +668,34 @@ def test_documents_are_rebuilt_without_the_identity_digest_s_unique_index_and_ad
         assert archive.admit(other)["documentId"] != again["documentId"]
         assert conn.execute(count).fetchone()[0] == rows + 1
         assert archive.search({"project": PROJECT, "query": "multipart stream"})["results"]
+
+
+def test_the_anchor_dictionary_is_rebuilt_found_by_key_with_its_ids_and_texts_kept(tmp_path):
+    path = tmp_path / "old.db"
+    archive_at(path, ANCHOR_KEYS_SINCE - 1)
+    texts = "SELECT id, text, folded FROM anchor_texts ORDER BY id"
+    conn = apsw.Connection(str(path))
+    before = conn.execute(texts).fetchall()
+    anchors = conn.execute("SELECT * FROM anchors ORDER BY document_row, text_id").fetchall()
+    assert ("text",) in _unique_indexes(conn, "anchor_texts") and any(folded for _, _, folded in before)
+    conn.close()
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert conn.execute(texts).fetchall() == before  # same ids, texts and folded forms
+        assert conn.execute("SELECT * FROM anchors ORDER BY document_row, text_id").fetchall() == anchors
+        keys = dict(conn.execute("SELECT text, key FROM anchor_texts"))
+        assert keys == {text: anchor_keys.key(text) for _, text, _ in before}
+        assert _unique_indexes(conn, "anchor_texts") == set()
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        plan = "EXPLAIN QUERY PLAN " + queries("index")["insert_anchors"]
+        assert "anchor_texts_key" in str(conn.execute(plan, {"anchors": "[]", "row": 1}).fetchall())
+        found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "semanticPolicy": "never"})["results"]
+        assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}
+        # a document holding the same texts adds none to the dictionary
+        request = {**sample_requests(ANCHOR_KEYS_SINCE)[0], "sessionId": "after-upgrade"}
+        new_row = find_document(conn, archive.admit(request)["documentId"], 1)["row"]
+        held = conn.execute("SELECT count(*) FROM anchors WHERE document_row = ?", (new_row,)).fetchone()[0]
+        assert held and conn.execute("SELECT count(*) FROM anchor_texts").fetchone()[0] == len(before)
 
 
 def test_a_rebuild_that_fails_leaves_the_table_and_foreign_keys_as_they_were(tmp_path):

@@ -16,6 +16,7 @@ from cwa.errors import InvalidRequest, LimitExceeded
 from cwa.index import exact
 from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.retrieve.calibration import normalized_idf
+from cwa.store import anchor_keys
 
 P = "/work/app"
 
@@ -179,6 +180,32 @@ def test_a_rebuild_leaves_no_postings_of_an_anchor_the_extractor_no_longer_finds
     assert not archive.conn.execute("SELECT count(*) FROM anchor_texts WHERE id = ?", (text_id,)).fetchone()[0]
     assert archive.conn.execute("SELECT count(*) FROM anchors").fetchone()[0] > 0  # the others stay
     assert not [r for r in search(archive, "ERR_LOCK_TIMEOUT") if r["matchType"].startswith("exact")]
+
+
+def colliding_codes() -> tuple[str, str]:
+    """Two error codes whose texts share the anchor dictionary's three-byte key (one is met
+    within a few thousand codes)."""
+    seen: dict[int, str] = {}
+    for number in range(1_000_000):
+        code = f"ERR_SHARD_{number}"
+        other = seen.setdefault(anchor_keys.key(code), code)
+        if other != code:
+            return other, code
+    raise AssertionError("no two codes share a key")
+
+
+def test_two_texts_sharing_a_dictionary_key_stay_two_texts_each_found_alone(db_path):
+    first, second = colliding_codes()
+    with Archive.open(db_path) as archive:
+        one = archive.admit(doc("s1", ("toolResult", f"shard 3 failed: {first}"), kind="tool-result"))
+        two = archive.admit(doc("s2", ("toolResult", f"shard 9 failed: {second}"), kind="tool-result"))
+        again = archive.admit(doc("s3", ("user", f"{first} again, on shard 4")))
+        texts = "SELECT text, key FROM anchor_texts WHERE text IN (?, ?)"
+        stored = archive.conn.execute(texts, (first, second)).fetchall()
+        assert sorted(stored) == sorted([(first, anchor_keys.key(first)), (second, anchor_keys.key(first))])
+        for code, expected in ((first, {one["documentId"], again["documentId"]}), (second, {two["documentId"]})):
+            found = [r for r in search(archive, code) if r["matchType"].startswith("exact")]
+            assert {r["documentId"] for r in found} == expected
 
 
 def test_evidence_recomputes_identically_after_rebuild(corpus):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import apsw
 import orjson
 
+from cwa.store import anchor_keys
 from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
@@ -253,13 +254,21 @@ def document_anchors(document: SerializedDocument) -> tuple[list[tuple[Anchor, i
 
 def anchor_rows(anchors: list[tuple[Anchor, int]]) -> list[list]:
     """A document's anchors as its rows: one per text, `[text, folded or None, type bits, start,
-    end, occurrences]`, the range and count those of its most specific type."""
+    end, occurrences, dictionary key]`, the range and count those of its most specific type."""
     rows: dict[str, list] = {}
     for anchor, count in anchors:
         bit = 1 << TYPE_IDS[anchor.type]
         row = rows.get(anchor.text)
         if row is None:
-            rows[anchor.text] = [anchor.text, _folded_or_none(anchor.text), bit, anchor.start, anchor.end, count]
+            rows[anchor.text] = [
+                anchor.text,
+                _folded_or_none(anchor.text),
+                bit,
+                anchor.start,
+                anchor.end,
+                count,
+                anchor_keys.key(anchor.text),
+            ]
             continue
         if bit < row[2] & -row[2]:  # more specific than every type seen so far
             row[3:] = [anchor.start, anchor.end, count]

@@ -59,6 +59,7 @@ from cwa.retrieve.windows import (
     window_candidate,
     window_evidence,
 )
+from cwa.store import anchor_keys
 from cwa.store.connection import BOOKKEEPING_SKIPPED
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
 from cwa.store.reads import message_at, message_by_ordinal, read_bytes
@@ -415,7 +416,13 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
                 AnchorHit(*row)
                 for row in ctx.conn.execute(
                     sql["exact_anchor_hits"],
-                    {"anchor": key, "folded": int(folded), "visible": ctx.visible, **ctx.filters()},
+                    {
+                        "anchor": key,
+                        "key": anchor_keys.key(key),
+                        "folded": int(folded),
+                        "visible": ctx.visible,
+                        **ctx.filters(),
+                    },
                 )
             ]
             if hits:

@@ -18,6 +18,7 @@ from pathlib import Path
 import apsw
 
 from cwa.errors import ArchiveIncompatible
+from cwa.store import anchor_keys
 from cwa.store.sqlfiles import resource_dir
 from cwa.store.transactions import roll_back
 
@@ -82,6 +83,7 @@ def apply_pending(
     return the numbers applied. Tests stop early to build an archive as an older cwa wrote it.
     `progress` hears of a migration still running after PROGRESS_AFTER seconds."""
     applied = []
+    anchor_keys.register(conn)  # migration 0041 keys the anchor dictionary with it
     for migration in available():
         if user_version(conn) >= migration.number or (target is not None and migration.number > target):
             continue

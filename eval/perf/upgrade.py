@@ -10,7 +10,8 @@ with its handler's name, before 23 every document row with its first and last so
 before 24 an anchor row per type of each text, before 26 no project window ranges, before 27 an
 outcome row per handler of each document, before 30 times as ISO-8601 text, before 35 anchor
 rows keyed by text first, before 37 every document's text digest in its row, before 38 every chunk
-stored as its bytes, before 39 every document's id in its row), then times `open_connection` on it, which
+stored as its bytes, before 39 every document's id in its row, before 41 the anchor texts found
+by their UNIQUE index), then times `open_connection` on it, which
 applies the later migrations in the opening process: 0017 moves every anchor text into the
 `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
@@ -23,7 +24,8 @@ documents postings; 0036 makes `documents` again without its identity digest's U
 0037 leaves a one-chunk document's text digest in its chunk only; 0038 marks the chunks for
 the conversion that deflates them later (cwa/store/chunk_packing.py), and deflates none; 0039
 makes `documents` again with each id derived from its identity digest (stored only where it is
-not). With --archive,
+not); 0040 drops the index of cues by type; 0041 makes `anchor_texts` again with each text's
+key instead of the texts' UNIQUE index. With --archive,
 it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place. `--pages
 NAME` (a table or index, repeatable) also reports its pages in bytes (SQLite's dbstat) and its
@@ -50,6 +52,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cwa import contract
+from cwa.index import exact
 from cwa.index.exact import ExactHandler, anchor_rows, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
@@ -73,6 +76,7 @@ INTEGER_TIMES_UNTIL = 30  # schemas before it: a document's times as ISO-8601 te
 DIGESTS_IN_ROWS_UNTIL = 37  # schemas before it: every document's text digest in its row (tests/test_migrations.py)
 PAYLOADS_WHOLE_UNTIL = 38  # schemas before it: every chunk's payload its bytes as they are
 STORED_IDS_UNTIL = 39  # schemas before it: every document's id in its row
+UNKEYED_TEXTS_UNTIL = 41  # schemas before it: anchor texts found by their UNIQUE index, no key
 # Today's statements read a document's digest through sql/views.sql's view, which cwa makes on
 # open: `digests_view` makes it for admissions on a bare connection.
 DIGESTS_VIEW = re.search(
@@ -139,6 +143,26 @@ def ids_stored() -> Iterator[None]:
             sqlfiles.queries.cache_clear()
 
 
+# The exact handler's statements before migration 0041 found a text by its UNIQUE index, and
+# its rows had no key.
+UNKEYED_INSERT_TEXTS = (
+    "INSERT INTO anchor_texts (text, folded) SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) "
+    "WHERE true ON CONFLICT (text) DO NOTHING"
+)
+KEYED_JOIN = "t.key = j.value ->> 6 AND t.text = j.value ->> 0"
+
+
+def unkeyed_statements(name: str) -> Mapping[str, str]:
+    """The named statements of `name` as schemas 17-40 ran them: the anchor dictionary's texts
+    inserted and found by text (tests/test_migrations.py builds old archives with them too)."""
+    sql = queries(name)
+    if name != "index":
+        return sql
+    assert sql["insert_anchors"].count(KEYED_JOIN) == 1, "insert_anchors changed shape"
+    unkeyed = sql["insert_anchors"].replace(KEYED_JOIN, "t.text = j.value ->> 0")
+    return {**sql, "insert_anchor_texts": UNKEYED_INSERT_TEXTS, "insert_anchors": unkeyed}
+
+
 @contextlib.contextmanager
 def admitting_as(conn: apsw.Connection, schema: int) -> Iterator[None]:
     """Admission on a bare connection at `schema` (earlier than the latest) storing rows as that
@@ -155,6 +179,8 @@ def admitting_as(conn: apsw.Connection, schema: int) -> Iterator[None]:
         stack.enter_context(digests_view(conn))  # schemas before 37: left as they stored digests
         if schema < PAYLOADS_WHOLE_UNTIL:
             stack.enter_context(payloads_whole())
+        if schema < UNKEYED_TEXTS_UNTIL:
+            stack.enter_context(mock.patch.object(exact, "queries", unkeyed_statements))
         yield
 
 
@@ -220,8 +246,9 @@ class TextKeyedAnchors:
         anchors, _ = document_anchors(target.document)
         if anchors:
             rows = orjson.dumps(anchor_rows(anchors)).decode()
-            conn.execute(queries("index")["insert_anchor_texts"], {"anchors": rows})
-            conn.execute(queries("index")["insert_anchors"], {"anchors": rows, "row": target.document_row}).fetchall()
+            sql = unkeyed_statements("index")
+            conn.execute(sql["insert_anchor_texts"], {"anchors": rows})
+            conn.execute(sql["insert_anchors"], {"anchors": rows, "row": target.document_row}).fetchall()
         return HandlerResult("complete")
 
 
