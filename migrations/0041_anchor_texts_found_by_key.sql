@@ -3,7 +3,7 @@
 -- That index held every text again (about 170 bytes a coding document of 561 bytes of text,
 -- 0.30 × it: docs/performance.md, "Where the bytes go"); an index of `key`, the first three bytes
 -- of the text's blake3 (cwa/store/anchor_keys.py, here the SQL function `cwa_anchor_key` that cwa
--- registers on its connections), holds three bytes and the row id. Admission and exact search
+-- registers before it migrates), holds three bytes and the row id. Admission and exact search
 -- look a text up by its key and compare the text itself, so two texts sharing a key stay two
 -- rows; cwa keeps each text once (it looks before it inserts, inside its write transaction).
 -- SQL on the file that finds a text by `text = …` reads the whole dictionary.
