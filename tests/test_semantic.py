@@ -9,6 +9,7 @@ import orjson
 import pytest
 from conftest import DISK_GUARD_OFF, hermetic_env, run_cwa
 
+from cwa import models
 from cwa.api import Archive
 from cwa.config import load_settings, user_config_path
 from cwa.errors import EXIT_CODES, InvalidRequest
@@ -115,6 +116,14 @@ def test_a_long_text_is_embedded_a_piece_at_a_time_not_cut_at_its_first_256_toke
     assert len(cut) == MAX_PIECES and all(len(p) <= MAX_TOKENS and p[0] == 101 and p[-1] == 102 for p in cut)
     assert [t for p in cut for t in p[1:-1]] == ids[1 : 1 + MAX_PIECES * (MAX_TOKENS - 2)]
     assert text_pieces(ids[:MAX_TOKENS]) == [ids[:MAX_TOKENS]]
+
+
+def test_pieces_are_counted_a_batch_at_a_time_in_order_to_the_last_text(monkeypatch):
+    model = embedder(runtime_graph(locate()))
+    texts = [BACKUP, GARDEN, GARDEN + " " + BACKUP, "", BACKUP, GARDEN, GARDEN + " " + GARDEN]
+    whole = model.piece_counts(texts)
+    monkeypatch.setattr(models, "COUNT_BATCH", 3)  # three batches, the last of one text
+    assert model.piece_counts(texts) == whole == [1, 2, 2, 1, 1, 2, 3]
 
 
 def test_one_model_serves_concurrent_calls():

@@ -62,9 +62,6 @@ def run(windows: int, embed_sample: int | None = None) -> dict:
     return result
 
 
-COUNT_BATCH = 8192  # texts tokenized at a time: a million at once held over 15 GB of encodings
-
-
 def fill_synthetic(archive) -> int:
     """Seeded random unit vectors for every window content still queued, as many for each as the
     model would embed (a vector a piece of MAX_TOKENS, cwa/models.py `piece_counts`), so the
@@ -83,8 +80,7 @@ def fill_synthetic(archive) -> int:
     conn = archive.conn
     hashes = [r[0] for r in conn.execute("SELECT content_hash FROM embedding_queue")]
     texts = [window_text(conn, *conn.execute(sql["window_for_content"], {"hash": h}).fetchone()) for h in hashes]
-    model = embedder(active(archive.path))
-    counts = [n for at in range(0, len(texts), COUNT_BATCH) for n in model.piece_counts(texts[at : at + COUNT_BATCH])]
+    counts = embedder(active(archive.path)).piece_counts(texts)
     pieces = [(content_hash, piece) for content_hash, count in zip(hashes, counts) for piece in range(count)]
     vectors = numpy.random.default_rng(7).standard_normal((len(pieces), 384)).astype(numpy.float32)
     vectors /= numpy.linalg.norm(vectors, axis=1, keepdims=True)
