@@ -33,25 +33,28 @@ JOIN messages AS m ON m.document_row = q.id
 WHERE d.id = :row AND q.state IN ('live', 'superseded')
 ORDER BY q.created_at DESC, q.id DESC, m.ordinal DESC LIMIT 1;
 
+-- name: find_anchor_texts
+-- The ids of a document's anchor texts the dictionary holds (:anchors is a JSON array of
+-- [text, folded or null, type bits, start_byte, end_byte, occurrences, key], one per text): each
+-- as (position in :anchors, id). The dictionary is found by key, then text (migration 0041).
+SELECT j.key, t.id FROM json_each(:anchors) AS j
+JOIN anchor_texts AS t ON t.key = j.value ->> 6 AND t.text = j.value ->> 0;
+
 -- name: insert_anchor_texts
--- A document's anchor texts the dictionary lacks (:anchors is a JSON array of
--- [text, folded or null, type bits, start_byte, end_byte, occurrences, key], one per text; the
--- dictionary is found by key, then text: migration 0041).
+-- The texts find_anchor_texts did not find (:anchors, rows as there), each returned with its id.
 INSERT INTO anchor_texts (text, folded, key)
 SELECT j.value ->> 0, j.value ->> 1, j.value ->> 6 FROM json_each(:anchors) AS j
-WHERE NOT EXISTS (SELECT 1 FROM anchor_texts AS t WHERE t.key = j.value ->> 6 AND t.text = j.value ->> 0);
+RETURNING text, id;
 
 -- name: insert_anchors
--- Returns each row's text id, for the document's postings.
+-- The document's row for each of its texts (:anchors, rows as above, each ending in its text's id).
 INSERT INTO anchors (document_row, text_id, types, start_byte, end_byte, occurrences)
-SELECT :row, t.id, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
-FROM json_each(:anchors) AS j
-JOIN anchor_texts AS t ON t.key = j.value ->> 6 AND t.text = j.value ->> 0
-RETURNING text_id;
+SELECT :row, j.value ->> 7, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
+FROM json_each(:anchors) AS j;
 
 -- name: insert_anchor_postings
 -- The document's row under each of its anchor texts (`a<text id>`; :ids, a JSON array of the
--- ids insert_anchors returned), for exact search.
+-- ids), for exact search.
 INSERT INTO anchor_postings (rowid, texts)
 SELECT :row, group_concat('a' || value, ' ') FROM json_each(:ids);
 

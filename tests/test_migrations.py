@@ -687,7 +687,7 @@ def test_the_anchor_dictionary_is_rebuilt_found_by_key_with_its_ids_and_texts_ke
         assert keys == {text: anchor_keys.key(text) for _, text, _ in before}
         assert _unique_indexes(conn, "anchor_texts") == set()
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        plan = "EXPLAIN QUERY PLAN " + queries("index")["insert_anchors"]
+        plan = "EXPLAIN QUERY PLAN " + queries("index")["find_anchor_texts"]
         assert "anchor_texts_key" in str(conn.execute(plan, {"anchors": "[]", "row": 1}).fetchall())
         found = archive.search({"project": PROJECT, "query": "E_UPLOAD_STALL", "semanticPolicy": "never"})["results"]
         assert {r["kind"] for r in found if r["matchType"].startswith("exact")} == {"turn", "tool-result"}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import apsw
@@ -276,6 +277,20 @@ def anchor_rows(anchors: list[tuple[Anchor, int]]) -> list[list]:
     return list(rows.values())
 
 
+def text_ids(conn: apsw.Connection, sql: Mapping[str, str], rows: list[list]) -> list[int]:
+    """The dictionary id of each row's text, the texts it lacks added (in the rows' order, so ids
+    follow first appearance). Each text is looked up once; admission's write transaction keeps
+    another writer from adding it in between."""
+    ids: list[int | None] = [None] * len(rows)
+    for position, text_id in conn.execute(sql["find_anchor_texts"], {"anchors": orjson.dumps(rows).decode()}):
+        ids[position] = text_id
+    missing = [row for row, text_id in zip(rows, ids) if text_id is None]
+    if missing:
+        added = dict(conn.execute(sql["insert_anchor_texts"], {"anchors": orjson.dumps(missing).decode()}))
+        ids = [added[row[0]] if text_id is None else text_id for row, text_id in zip(rows, ids)]
+    return ids
+
+
 class ExactHandler:
     name = "exact"
 
@@ -287,11 +302,12 @@ class ExactHandler:
         anchors, cut = prepared if prepared is not None else document_anchors(target.document)
         if anchors:
             sql = queries("index")
-            rows = orjson.dumps(anchor_rows(anchors)).decode()
-            conn.execute(sql["insert_anchor_texts"], {"anchors": rows})
-            found = conn.execute(sql["insert_anchors"], {"anchors": rows, "row": target.document_row}).fetchall()
-            ids = orjson.dumps([text_id for (text_id,) in found]).decode()
-            conn.execute(sql["insert_anchor_postings"], {"ids": ids, "row": target.document_row})
+            rows = anchor_rows(anchors)
+            ids = text_ids(conn, sql, rows)
+            for row, text_id in zip(rows, ids):
+                row.append(text_id)
+            conn.execute(sql["insert_anchors"], {"anchors": orjson.dumps(rows).decode(), "row": target.document_row})
+            conn.execute(sql["insert_anchor_postings"], {"ids": orjson.dumps(ids).decode(), "row": target.document_row})
         if cut:
             return HandlerResult("partial", f"kept the {MAX_ANCHORS_PER_DOCUMENT} most specific anchors")
         return HandlerResult("complete")

@@ -149,18 +149,27 @@ UNKEYED_INSERT_TEXTS = (
     "INSERT INTO anchor_texts (text, folded) SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) "
     "WHERE true ON CONFLICT (text) DO NOTHING"
 )
-KEYED_JOIN = "t.key = j.value ->> 6 AND t.text = j.value ->> 0"
+UNKEYED_INSERT_ANCHORS = (
+    "INSERT INTO anchors (document_row, text_id, types, start_byte, end_byte, occurrences) "
+    "SELECT :row, t.id, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5 "
+    "FROM json_each(:anchors) AS j JOIN anchor_texts AS t ON t.text = j.value ->> 0"
+)
+KEYED_LOOKUP = "t.key = j.value ->> 6 AND t.text = j.value ->> 0"
 
 
 def unkeyed_statements(name: str) -> Mapping[str, str]:
-    """The named statements of `name` as schemas 17-40 ran them: the anchor dictionary's texts
-    inserted and found by text (tests/test_migrations.py builds old archives with them too)."""
+    """The named statements of `name` for schemas before 41: the anchor dictionary's texts found by
+    text and stored without a key (tests/test_migrations.py builds old archives with them too)."""
     sql = queries(name)
     if name != "index":
         return sql
-    assert sql["insert_anchors"].count(KEYED_JOIN) == 1, "insert_anchors changed shape"
-    unkeyed = sql["insert_anchors"].replace(KEYED_JOIN, "t.text = j.value ->> 0")
-    return {**sql, "insert_anchor_texts": UNKEYED_INSERT_TEXTS, "insert_anchors": unkeyed}
+    assert sql["find_anchor_texts"].count(KEYED_LOOKUP) == 1, "find_anchor_texts changed shape"
+    return {
+        **sql,
+        "find_anchor_texts": sql["find_anchor_texts"].replace(KEYED_LOOKUP, "t.text = j.value ->> 0"),
+        "insert_anchor_texts": "INSERT INTO anchor_texts (text, folded) "
+        "SELECT j.value ->> 0, j.value ->> 1 FROM json_each(:anchors) AS j RETURNING text, id",
+    }
 
 
 @contextlib.contextmanager
@@ -246,9 +255,8 @@ class TextKeyedAnchors:
         anchors, _ = document_anchors(target.document)
         if anchors:
             rows = orjson.dumps(anchor_rows(anchors)).decode()
-            sql = unkeyed_statements("index")
-            conn.execute(sql["insert_anchor_texts"], {"anchors": rows})
-            conn.execute(sql["insert_anchors"], {"anchors": rows, "row": target.document_row}).fetchall()
+            conn.execute(UNKEYED_INSERT_TEXTS, {"anchors": rows})
+            conn.execute(UNKEYED_INSERT_ANCHORS, {"anchors": rows, "row": target.document_row})
         return HandlerResult("complete")
 
 
