@@ -148,7 +148,8 @@ def ingest(archive: Archive, conversations: list[dict[str, Any]]) -> int:
     return turns
 
 
-def _session(turn_id: str) -> str:
+def session_of(turn_id: str) -> str:
+    """The LoCoMo session of a turn id (`D3:7` → `D3`)."""
     return turn_id.split(":")[0]
 
 
@@ -158,8 +159,8 @@ def score_question(wanted: set[str], ranked: list[str]) -> dict[str, float]:
         found[f"R@{k}"] = len(wanted & set(ranked[:k])) / len(wanted)
     for k in (5, 10):
         found[f"hit@{k}"] = float(bool(wanted & set(ranked[:k])))
-        sessions = {_session(t) for t in wanted}
-        found[f"sessionR@{k}"] = len(sessions & {_session(t) for t in ranked[:k]}) / len(sessions)
+        sessions = {session_of(t) for t in wanted}
+        found[f"sessionR@{k}"] = len(sessions & {session_of(t) for t in ranked[:k]}) / len(sessions)
     dcg = sum(1 / math.log2(i + 2) for i, t in enumerate(ranked[:10]) if t in wanted)
     ideal = sum(1 / math.log2(i + 2) for i in range(min(len(wanted), 10)))
     found["nDCG@10"] = dcg / ideal
