@@ -277,10 +277,10 @@ def anchor_rows(anchors: list[tuple[Anchor, int]]) -> list[list]:
     return list(rows.values())
 
 
-def text_ids(conn: apsw.Connection, sql: Mapping[str, str], rows: list[list]) -> list[int]:
-    """The dictionary id of each row's text, the texts it lacks added (in the rows' order, so ids
-    follow first appearance). Each text is looked up once; admission's write transaction keeps
-    another writer from adding it in between."""
+def add_text_ids(conn: apsw.Connection, sql: Mapping[str, str], rows: list[list]) -> list[int]:
+    """Append to each row its text's dictionary id, the texts the dictionary lacks added (in the
+    rows' order, so ids follow first appearance); the ids, in the rows' order. Each text is looked
+    up once; admission's write transaction keeps another writer from adding it in between."""
     ids: list[int | None] = [None] * len(rows)
     for position, text_id in conn.execute(sql["find_anchor_texts"], {"anchors": orjson.dumps(rows).decode()}):
         ids[position] = text_id
@@ -288,6 +288,8 @@ def text_ids(conn: apsw.Connection, sql: Mapping[str, str], rows: list[list]) ->
     if missing:
         added = dict(conn.execute(sql["insert_anchor_texts"], {"anchors": orjson.dumps(missing).decode()}))
         ids = [added[row[0]] if text_id is None else text_id for row, text_id in zip(rows, ids)]
+    for row, text_id in zip(rows, ids):
+        row.append(text_id)
     return ids
 
 
@@ -303,9 +305,7 @@ class ExactHandler:
         if anchors:
             sql = queries("index")
             rows = anchor_rows(anchors)
-            ids = text_ids(conn, sql, rows)
-            for row, text_id in zip(rows, ids):
-                row.append(text_id)
+            ids = add_text_ids(conn, sql, rows)
             conn.execute(sql["insert_anchors"], {"anchors": orjson.dumps(rows).decode(), "row": target.document_row})
             conn.execute(sql["insert_anchor_postings"], {"ids": orjson.dumps(ids).decode(), "row": target.document_row})
         if cut:

@@ -83,10 +83,11 @@ def apply_pending(
     return the numbers applied. Tests stop early to build an archive as an older cwa wrote it.
     `progress` hears of a migration still running after PROGRESS_AFTER seconds."""
     applied = []
-    anchor_keys.register(conn)  # migration 0041 keys the anchor dictionary with it
     for migration in available():
         if user_version(conn) >= migration.number or (target is not None and migration.number > target):
             continue
+        if not applied:  # only a connection that migrates needs it: 0041 keys the anchor dictionary
+            anchor_keys.register(conn)
         sql = migration.path.read_text(encoding="utf-8")
         with _foreign_keys_off(conn, sql):
             conn.execute("BEGIN IMMEDIATE")

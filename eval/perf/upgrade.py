@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cwa import contract
 from cwa.index import exact
-from cwa.index.exact import ExactHandler, anchor_rows, document_anchors
+from cwa.index.exact import ExactHandler, add_text_ids, anchor_rows, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
 from cwa.store import admission, chunk_packing, derived, migrations, sqlfiles
@@ -143,17 +143,8 @@ def ids_stored() -> Iterator[None]:
             sqlfiles.queries.cache_clear()
 
 
-# The exact handler's statements before migration 0041 found a text by its UNIQUE index, and
-# its rows had no key.
-UNKEYED_INSERT_TEXTS = (
-    "INSERT INTO anchor_texts (text, folded) SELECT value ->> 0, value ->> 1 FROM json_each(:anchors) "
-    "WHERE true ON CONFLICT (text) DO NOTHING"
-)
-UNKEYED_INSERT_ANCHORS = (
-    "INSERT INTO anchors (document_row, text_id, types, start_byte, end_byte, occurrences) "
-    "SELECT :row, t.id, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5 "
-    "FROM json_each(:anchors) AS j JOIN anchor_texts AS t ON t.text = j.value ->> 0"
-)
+# The exact handler's lookups before migration 0041 found a text by its UNIQUE index, and its
+# rows had no key.
 KEYED_LOOKUP = "t.key = j.value ->> 6 AND t.text = j.value ->> 0"
 
 
@@ -254,9 +245,10 @@ class TextKeyedAnchors:
     def index(self, conn: apsw.Connection, target) -> HandlerResult:
         anchors, _ = document_anchors(target.document)
         if anchors:
-            rows = orjson.dumps(anchor_rows(anchors)).decode()
-            conn.execute(UNKEYED_INSERT_TEXTS, {"anchors": rows})
-            conn.execute(UNKEYED_INSERT_ANCHORS, {"anchors": rows, "row": target.document_row})
+            rows = anchor_rows(anchors)
+            sql = unkeyed_statements("index")
+            add_text_ids(conn, sql, rows)
+            conn.execute(sql["insert_anchors"], {"anchors": orjson.dumps(rows).decode(), "row": target.document_row})
         return HandlerResult("complete")
 
 
