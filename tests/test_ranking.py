@@ -414,11 +414,22 @@ def test_a_message_asking_when(message, asks):
         ("We moved the mailer queue to Redis streams.", False),
         ("the retry may fail twice", False),  # "may" is a verb: months are read capitalized
         ("it takes a few minutes and runs weekly", False),  # a duration or a frequency is no time
+        ("the deploy starts at 3 p.m. on the dot", True),  # a time of day
+        ("the cron job fires at 10:30", True),
+        ("see you at noon then", True),
+        ("I ran into her the other day", True),
+        ("we talked this afternoon", True),
+        ("We met in May to plan it", True),  # "May" after a word introducing a time
+        ("On May 8 the cache broke", True),  # or before a number
+        ("it was early Jan. when we moved", True),
+        ("May I ask you about the queue?", False),  # "May" the verb
+        ("Jan said the build is green", False),  # a short form that is a name
+        ("pm2 restarted the app, the ratio is 3:1", False),
     ],
 )
 def test_what_counts_as_mentioning_a_time(text, mentions):
-    """timeMention's reading of a text: a relative day or period, a weekday, a month, a year or a
-    date."""
+    """timeMention's reading of a text: a relative day or period, a weekday, a month, a year, a
+    date or a time of day; "May" and the months' short forms only where they are a month."""
     from cwa.retrieve.ranker import mentions_time
 
     assert mentions_time(text) is mentions

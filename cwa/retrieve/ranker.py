@@ -76,7 +76,7 @@ FEATURES = (
     # the pool's other candidates created before (after) it. Never a preference for new by itself.
     "speakerFit",  # 1 when the query names the person its text opens with ("Name: …"), −1 when the
     # query names another such speaker of the pool but not its own, else 0 (no speaker named)
-    "timeMention",  # 1 when the query asks when and its text mentions a time (a date, a weekday, a
+    "timeMention",  # 1 when the query asks when and its text mentions a time (a date, a time of day, a weekday, a
     # month, "yesterday", "last week", "… ago"), −1 when it asks and the text mentions none, else 0
 )
 MODELS = ("lexical", "hybrid")
@@ -310,15 +310,23 @@ def speakers_named(names: Sequence[str], speakers: Iterable[str]) -> set[str]:
     return {name for name in speakers if (spoken := terms(name)) and wanted.issuperset(spoken)}
 
 
-# A time as a statement mentions one: a relative day or period, a weekday, a month, a year, a date.
+# A time as a statement mentions one: a relative day or period, a weekday, a month, a year, a date,
+# a time of day. "May" and the months' short forms are also a modal verb or a name ("May I ask",
+# "Jan said"): they count after a word that introduces a time ("in May") or before a number.
+_MONTH_ALONE = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?"
 _TIME_MENTION = re.compile(
-    r"(?i:\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|weekend"
+    r"(?i:\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|weekend|noon|midnight|o'clock"
     r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
-    r"|(?:last|next|this|past|coming)\s+(?:week|month|year|night|morning|evening|summer|winter|spring|fall|autumn)"
+    r"|(?:last|next|this|past|coming)\s+(?:week|month|year|night|morning|afternoon|evening|weekend"
+    r"|summer|winter|spring|fall|autumn)"
+    r"|the\s+other\s+day"
     r")\b)"
-    r"|\b(?:January|February|March|April|May|June|July|August|September|October|November|December"
-    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\b"
+    r"|\b(?:January|February|March|April|June|July|August|September|October|November|December)\b"
+    r"|\b(?i:in|on|of|since|until|till|by|during|early|late|mid|last|next|this|from|through|before|after)"
+    rf"[\s-]+{_MONTH_ALONE}(?!\w)"
+    rf"|\b{_MONTH_ALONE}\s*\d"
     r"|\b(?:19|20)\d\d\b|\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b"
+    r"|\b\d{1,2}(?::[0-5]\d)?\s*(?i:[ap]\.?m)\b\.?|\b(?:[01]?\d|2[0-3]):[0-5]\d\b"
 )
 
 

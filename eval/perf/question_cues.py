@@ -7,8 +7,8 @@ The reasons for two of the ranker's features (cwa/retrieve/ranker.py):
   conversation's two speakers (as the feature reads a name: `intent.names`, `speakers_named`), and of those questions' evidence turns, how many
   that speaker says;
 - `timeMention`: the questions asking when (`intent.asks_when`), how many of their evidence turns
-  mention a time as the feature reads one (a date, a weekday, a month, "yesterday", "last week",
-  "… ago"), and how many of all the conversations' turns do.
+  mention a time as the feature reads one (a date, a weekday, a month, a time of day,
+  "yesterday", "last week", "… ago"), and how many of all the conversations' turns do.
 Reads the data file only (no archive).
 """
 
