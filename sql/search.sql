@@ -86,6 +86,12 @@ WHERE w.id IN (SELECT value FROM json_each(:ids))
           AND m.ordinal BETWEEN w.first_message AND w.last_message
           AND m.message_key IN (SELECT value FROM json_each(:visible))));
 
+-- name: window_spans
+-- The given windows' spans, to read their text (:ids is a JSON array of window ids); any state.
+SELECT w.id, w.document_row, w.start_byte, w.end_byte, w.first_message, w.last_message
+FROM windows AS w
+WHERE w.id IN (SELECT value FROM json_each(:ids));
+
 -- name: phrase_windows
 -- Windows containing an FTS5 phrase, for verifying a quoted query verbatim.
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte

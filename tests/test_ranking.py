@@ -176,12 +176,16 @@ def test_fused_ranking_takes_no_neighbours_by_default(dialogue):
     assert all(r["modes"] != ["neighbor"] for r in response["results"])
 
 
-def test_the_learned_ranker_brings_the_reply_and_keeps_the_hit_first(dialogue):
+def test_the_learned_ranker_brings_the_reply_beside_the_hit(dialogue):
+    """The reply to the question that holds the query's words joins the results (through its
+    context field) beside it, the two first: since the ranker weighs a turn that asks a question
+    against the one that follows it, the reply comes first."""
     archive, ids = dialogue
     response = search(archive, "gaming party invite", explain=True)
     results = response["results"]
-    assert results[0]["documentId"] == ids[1] and results[0]["matchedTerms"] == ["game", "parti", "invit"]
-    reply = next(r for r in results if r["documentId"] == ids[2])  # found through its context field
+    assert ids_of(response)[:2] == [ids[2], ids[1]]
+    assert results[1]["matchedTerms"] == ["game", "parti", "invit"]
+    reply = results[0]  # found through its context field
     assert reply["matchedTerms"] == [] and reply["score"] == 0.0
     assert ids[3] not in ids_of(response)
     pool = response["ranking"]
@@ -382,6 +386,32 @@ def test_the_ranker_weighs_whether_a_turn_mentions_a_time_when_the_query_asks_wh
                     assert model.probability([with_time])[0] > model.probability([without])[0], query
 
 
+def test_the_ranker_weighs_whether_a_turn_asks_a_question_or_replies_to_one(archive):
+    """A turn that ends asking a question seldom holds what a question asks for; the turn after
+    it, its reply, often does. asksQuestion is 1 for a candidate whose text's last paragraph asks
+    (a "?" in its last 200 characters, an aside earlier does not count) and followsQuestion for
+    one whose session's document just before it ends so, whatever the query. Both shipped models give a
+    reply a higher probability than a question, every other feature held."""
+    from cwa.retrieve.ranker import FEATURES, load
+
+    said = [
+        "Melanie: What did you make at the pottery class with the kids?",
+        "Caroline: At the pottery class we made a cup with a dog face on it.",
+        "Melanie: Did the kids like it? " + "The pottery class ran late, we drove home and cooked. " * 5,
+        "Caroline: They loved the pottery class and want to go back.",
+    ]
+    ids = [archive.admit(turn("s", text, at=f"2026-11-01T10:0{i}:00Z"))["documentId"] for i, text in enumerate(said)]
+    pool = explained_pool(archive, "what did Caroline make at the pottery class")
+    assert feature_of(pool, "asksQuestion") == {ids[0]: 1.0, ids[1]: 0.0, ids[2]: 0.0, ids[3]: 0.0}
+    assert feature_of(pool, "followsQuestion") == {ids[0]: 0.0, ids[1]: 1.0, ids[2]: 0.0, ids[3]: 0.0}
+    asks, follows = FEATURES.index("asksQuestion"), FEATURES.index("followsQuestion")
+    for found in pool:
+        reply, question = list(found["features"]), list(found["features"])
+        reply[asks], reply[follows], question[asks], question[follows] = 0.0, 1.0, 1.0, 0.0
+        for model in load().models.values():
+            assert model.probability([reply])[0] > model.probability([question])[0]
+
+
 @pytest.mark.parametrize(
     ("message", "asks"),
     [
@@ -399,6 +429,24 @@ def test_a_message_asking_when(message, asks):
     from cwa.retrieve.intent import asks_when
 
     assert asks_when(message) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Melanie: What did you make at the pottery class?", True),
+        ("I went running. How about you?", True),
+        ("The answer is long.\n\nWant me to add the retry test too?\n", True),  # its last paragraph asks
+        ("Why does the upload stall?\n\nThe multipart upload retries without resetting its stream.", False),
+        ("Did you go? " + "We drove home and cooked dinner. " * 7, False),  # an aside long before the end
+    ],
+)
+def test_what_counts_as_a_window_that_ends_asking(text, asks):
+    """asksQuestion's and followsQuestion's reading of a window: its last paragraph asks a question
+    (a request and its answer in one window do not)."""
+    from cwa.retrieve.ranker import ends_asking
+
+    assert ends_asking(text) is asks
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,21 @@ def test_cues_for_single_messages(role, text, expected):
     assert {cue for cue, score in cues.items() if score >= CUE_THRESHOLD} == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("What is the file layout of the project?", True),
+        ("I went running. How about you?  \n", True),
+        ("Did you go? " + "Anyway, we drove home and cooked dinner. " * 5, False),  # an aside long before the end
+        ("We shipped the fix.", False),
+    ],
+)
+def test_a_text_that_ends_asking_a_question(text, asks):
+    from cwa.index.structure import asks_question
+
+    assert asks_question(text) is asks
+
+
 def test_answers_are_replies_to_a_user_message_in_the_same_document():
     scored = score_messages(
         "turn",

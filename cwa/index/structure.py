@@ -18,6 +18,7 @@ from cwa.store.sqlfiles import queries
 
 CUE_SCAN_CHARS = 4000  # cues live at the start of a message (and its last line for a "?")
 CUE_THRESHOLD = 0.5
+QUESTION_TAIL_CHARS = 200  # a question mark this near a text's end asks (an aside earlier does not)
 
 _QUESTION_START = re.compile(
     r"^\s*(what|why|how|when|where|which|who|whose|can|could|would|should|is|are|was|were|do|does|"
@@ -44,6 +45,11 @@ _DECISION = re.compile(
 )
 
 
+def asks_question(text: str) -> bool:
+    """Whether `text` ends asking a question: a question mark in its last QUESTION_TAIL_CHARS."""
+    return "?" in text.rstrip()[-QUESTION_TAIL_CHARS:]
+
+
 def is_request(text: str) -> bool:
     """Whether `text` opens as a request ("please …", "add …", "could you …"), also one put as a
     question."""
@@ -68,8 +74,7 @@ def score_messages(kind: str, messages: Sequence[MessageView]) -> list[dict[str,
         elif message.role in ("user", "assistant", "custom") and _DECISION.search(text):
             cues["decision"] = 0.8
         if message.role == "user":
-            tail = message.text.rstrip()[-200:]
-            if "?" in tail:
+            if asks_question(message.text):
                 cues["question"] = 0.9
             elif _QUESTION_START.search(text):
                 cues["question"] = 0.6

@@ -5,7 +5,8 @@ neighbours of the best of both. Each candidate gets FEATURES, all computed from 
 already read: its BM25F relevance (over its own fields and its context field) and rank, how much of
 the query its own text holds, its cosine similarity to the query and rank, the same evidence of
 the documents just before and after it in its session, its session's share of the pool's
-evidence, and, only when the query asks for the latest or the earliest statement, its place in
+evidence, whether it or the document just before it ends asking a question (a reply follows a
+question), and, only when the query asks for the latest or the earliest statement, its place in
 time among the pool's candidates. Small boosted trees (logistic loss) turn them into the probability that the candidate is
 what the query asks for; the tier is ordered by it (ties keep the pool order), and a neighbour
 found by neither mode is kept only at NEIGHBOR_MIN_PROBABILITY or more. The presented `score` stays the
@@ -38,6 +39,7 @@ from blake3 import blake3
 
 from cwa.errors import InvalidRequest, StorageUnavailable
 from cwa.file_writes import write_atomically
+from cwa.index.structure import asks_question
 from cwa.index.terms import terms
 from cwa.models import cache_folder
 from cwa.retrieve import calibration
@@ -45,6 +47,7 @@ from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies
 from cwa.retrieve.intent import NO_CUES, Cues
 from cwa.retrieve.neighbors import admissible_neighbors, neighbor_candidates
+from cwa.retrieve.windows import texts_of_windows
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import INT8_BYTES
 
@@ -78,6 +81,8 @@ FEATURES = (
     # query names another such speaker of the pool but not its own, else 0 (no speaker named)
     "timeMention",  # 1 when the query asks when and its text mentions a time (a date, a time of day, a weekday, a
     # month, "yesterday", "last week", "… ago"), −1 when it asks and the text mentions none, else 0
+    "asksQuestion",  # 1 when its text's last paragraph asks a question (`ends_asking`): seldom the answer
+    "followsQuestion",  # 1 when the document just before it in its session ends asking one: a reply
 )
 MODELS = ("lexical", "hybrid")
 NEIGHBOR_SOURCES = 10  # the best candidates of the pool whose neighbours join it
@@ -256,8 +261,9 @@ def order(
     fit = _time_fit(ctx, candidates, cues.direction)
     speaker = _speaker_fit(candidates, cues.names)
     when = _time_mention(candidates) if cues.asks_when else {}
+    asked = _asked(ctx, candidates, around)
     features = _features(
-        candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit, speaker, when
+        candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit, speaker, when, asked
     )
     model = "hybrid" if semantic is not None else "lexical"
     probability = weights.models[model].probability(features)
@@ -340,6 +346,23 @@ def _time_mention(candidates: list[Candidate]) -> dict[int, float]:
     return {c.document_row: 1.0 if mentions_time(c.text) else -1.0 for c in candidates}
 
 
+def _asked(ctx: Context, candidates: list[Candidate], around: dict) -> set[int]:
+    """The windows that end asking a question, of the candidates' and of the documents just
+    before them (each such document's last window, `around`)."""
+    texts = texts_of_windows(
+        ctx.conn, {around[c.document_row][1] for c in candidates if around.get(c.document_row)} - {None}
+    )
+    texts.update((c.window_id, c.text) for c in candidates if c.window_id is not None)
+    return {window for window, text in texts.items() if ends_asking(text)}
+
+
+def ends_asking(text: str) -> bool:
+    """Whether a window's last paragraph asks a question (structure.asks_question): a request
+    and its answer in one window do not ask, the question before the answer being another
+    paragraph."""
+    return asks_question(text.rstrip().rpartition("\n\n")[2])
+
+
 def _merge(lexical: list[Candidate], semantic: list[Candidate]) -> list[Candidate]:
     """One candidate per document, in pool order: the better-scored mode supplies the evidence
     shown (as fusion did), and it carries both modes' relevance."""
@@ -401,9 +424,10 @@ def _features(
     fit: dict[int, float],
     speaker: dict[int, float],
     when: dict[int, float],
+    asked: set[int],
 ) -> list[tuple[float, ...]]:
     """One row of FEATURES per candidate. For its neighbours' evidence, an exact hit counts as
-    the best BM25F candidate."""
+    the best BM25F candidate; `asked`, the windows that end asking a question (`_asked`)."""
     query_idf = sum(idf.values()) or 1.0
     best_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
     bm25 = {c.document_row: c.bm25 / best_bm25 for c in candidates}
@@ -444,6 +468,8 @@ def _features(
                 fit.get(row, -1.0),
                 speaker.get(row, 0.0),
                 when.get(row, 0.0),
+                float(c.window_id in asked),
+                float(before_window in asked),
             )
         )
     return rows

@@ -131,13 +131,24 @@ _TEXTS: WeakKeyDictionary[apsw.Connection, OrderedDict[tuple[int, int, int], str
 
 
 def cached_window_text(conn: apsw.Connection, window: WindowRow) -> str:
+    return _cached_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
+
+
+def texts_of_windows(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, str]:
+    """The text of each given window by id, whatever its document's state or scope (the turn
+    next to a candidate, as it was said)."""
+    found = conn.execute(queries("search")["window_spans"], {"ids": orjson.dumps(sorted(ids)).decode()})
+    return {window: _cached_text(conn, *span) for window, *span in found}
+
+
+def _cached_text(conn: apsw.Connection, document_row: int, start: int, end: int, first: int, last: int) -> str:
     texts = _TEXTS.setdefault(conn, OrderedDict())
-    key = (window.document_row, window.start, window.end)
+    key = (document_row, start, end)
     text = texts.get(key)
     if text is not None:
         texts.move_to_end(key)
         return text
-    text = window_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
+    text = window_text(conn, document_row, start, end, first, last)
     texts[key] = text
     if len(texts) > TERM_CACHE_WINDOWS:
         texts.popitem(last=False)

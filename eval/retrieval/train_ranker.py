@@ -4,7 +4,8 @@
     python eval/retrieval/train_ranker.py --splits [PATH]
 
 Admits the conversations into a temporary archive, embeds them, collects each question's pool
-through the public search (`explain: true`) for the lexical and the hybrid model, adds the pools
+through the public search (`explain: true`, ordered by a ranker that knows nothing: a pool's
+candidates and features do not depend on the weights) for the lexical and the hybrid model, adds the pools
 of synthetic coding facts (eval/retrieval/coding.py) and of long synthetic coding histories
 (eval/retrieval/long_history.py), each from its own training seed, and fits both models
 (cwa/evaluation/ranker_training.py). `cwa eval locomo` reports these models only out of fold.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections import Counter
@@ -25,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cwa.api import Archive
 from cwa.file_writes import write_atomically
-from cwa.retrieve.ranker import NO_SPLIT
+from cwa.retrieve.ranker import MODELS, NO_SPLIT
 from cwa_eval.retrieval import locomo
 from cwa_eval.retrieval import ranker_training as training
 
@@ -60,10 +62,18 @@ def main() -> None:
     if not args.data.exists():
         sys.exit(f"LoCoMo data not found at {args.data}; pass --data PATH")
     conversations = locomo.load(args.data)
-    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "train.db") as archive:
-        locomo.ingest(archive, conversations)
-        archive.call("index-embed", {})
-        examples = locomo.collect_examples(archive, conversations, Path(folder))
+    with tempfile.TemporaryDirectory() as folder:
+        # A pool's candidates and features do not depend on the weights that order them: every
+        # archive of this process (LoCoMo's, the synthetic sets') collects its pools with a ranker
+        # that knows nothing, so the shipped file never trains its successor, and a changed set of
+        # FEATURES, which the shipped file no longer fits, trains as well.
+        neutral = Path(folder) / "neutral.json"
+        neutral.write_bytes(training.train({name: training.Examples() for name in MODELS}, [], {}))
+        os.environ["CWA_RANKER_PATH"] = str(neutral)
+        with Archive.open(Path(folder) / "train.db") as archive:
+            locomo.ingest(archive, conversations)
+            archive.call("index-embed", {})
+            examples = locomo.collect_examples(archive, conversations, Path(folder))
         trained_on = [*(c["sample_id"] for c in conversations), *locomo.SYNTHETIC]
         data = training.train(examples, trained_on, locomo.GROUP_WEIGHTS)
     write_atomically(args.out, data)
