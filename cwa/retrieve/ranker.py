@@ -349,10 +349,9 @@ def _time_mention(candidates: list[Candidate]) -> dict[int, float]:
 def _asked(ctx: Context, candidates: list[Candidate], around: dict) -> set[int]:
     """The windows that end asking a question, of the candidates' and of the documents just
     before them (each such document's last window, `around`)."""
-    texts = texts_of_windows(
-        ctx.conn, {around[c.document_row][1] for c in candidates if around.get(c.document_row)} - {None}
-    )
-    texts.update((c.window_id, c.text) for c in candidates if c.window_id is not None)
+    texts = {c.window_id: c.text for c in candidates if c.window_id is not None}
+    before = {around[c.document_row][1] for c in candidates if around.get(c.document_row)} - {None}
+    texts.update(texts_of_windows(ctx.conn, before - texts.keys()))  # only those not in hand
     return {window for window, text in texts.items() if ends_asking(text)}
 
 

@@ -134,9 +134,11 @@ def cached_window_text(conn: apsw.Connection, window: WindowRow) -> str:
     return _cached_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
 
 
-def texts_of_windows(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, str]:
+def texts_of_windows(conn: apsw.Connection, ids: set[int]) -> dict[int, str]:
     """The text of each given window by id, whatever its document's state or scope (the turn
-    next to a candidate, as it was said)."""
+    next to a candidate, as it was said: the caller names live documents' windows)."""
+    if not ids:
+        return {}
     found = conn.execute(queries("search")["window_spans"], {"ids": orjson.dumps(sorted(ids)).decode()})
     return {window: _cached_text(conn, *span) for window, *span in found}
 
