@@ -87,8 +87,9 @@ WHERE w.id IN (SELECT value FROM json_each(:ids))
           AND m.message_key IN (SELECT value FROM json_each(:visible))));
 
 -- name: window_spans
--- The given windows' spans, to read their text (:ids is a JSON array of window ids); any state.
-SELECT w.id, w.document_row, w.start_byte, w.end_byte, w.first_message, w.last_message
+-- The given windows' content hashes and spans, to read their text and terms (:ids is a JSON
+-- array of window ids); any state.
+SELECT w.id, lower(hex(w.content_hash)), w.document_row, w.start_byte, w.end_byte, w.first_message, w.last_message
 FROM windows AS w
 WHERE w.id IN (SELECT value FROM json_each(:ids));
 

@@ -412,6 +412,35 @@ def test_the_ranker_weighs_whether_a_turn_asks_a_question_or_replies_to_one(arch
             assert model.probability([reply])[0] > model.probability([question])[0]
 
 
+def test_the_ranker_reads_a_reply_with_the_question_it_answers(archive):
+    """exchangeCoverage: the IDF-weighted share of the query terms a candidate's own text or the
+    document just before it in its session holds together. A reply naming little of the query is
+    read with the question it answers, also when that question is no candidate itself (still shown
+    in the live window); a turn first in its session, or after a turn holding none of the query,
+    has its own share."""
+    said = [
+        "Melanie: What did you make at the pottery class with the kids?",
+        "Caroline: A cup with a dog face on it, and a bowl.",
+    ]
+    admitted = [archive.admit(turn("s", text, at=f"2026-11-01T10:0{i}:00Z")) for i, text in enumerate(said)]
+    question, reply = (a["documentId"] for a in admitted)
+    elsewhere = [
+        archive.admit(turn("t", text, at=f"2026-11-02T10:0{i}:00Z"))["documentId"]
+        for i, text in enumerate(["Jon: The dance studio opens next week.", "Caroline: The pottery class was full."])
+    ]
+    query = "what did Caroline make at the pottery class"
+    pool = explained_pool(archive, query)
+    own, exchange = feature_of(pool, "idfCoverage"), feature_of(pool, "exchangeCoverage")
+    assert own[reply] < 0.5
+    assert exchange[reply] == pytest.approx(1.0, abs=1e-3)
+    for alone in (question, elsewhere[1]):
+        assert exchange[alone] == pytest.approx(own[alone], abs=1e-3)
+    shown = search(archive, query, explain=True, excludeVisibleSourceKeys=admitted[0]["messageKeys"])
+    pool = shown["ranking"]["pool"]
+    assert question not in {c["documentId"] for c in pool}
+    assert feature_of(pool, "exchangeCoverage")[reply] == pytest.approx(1.0, abs=1e-3)
+
+
 @pytest.mark.parametrize(
     ("message", "asks"),
     [

@@ -6,7 +6,7 @@ already read: its BM25F relevance (over its own fields and its context field) an
 the query its own text holds, its cosine similarity to the query and rank, the same evidence of
 the documents just before and after it in its session, its session's share of the pool's
 evidence, whether it or the document just before it ends asking a question (a reply follows a
-question), and, only when the query asks for the latest or the earliest statement, its place in
+question), how much of the query it and the document before it hold together, and, only when the query asks for the latest or the earliest statement, its place in
 time among the pool's candidates. Small boosted trees (logistic loss) turn them into the probability that the candidate is
 what the query asks for; the tier is ordered by it (ties keep the pool order), and a neighbour
 found by neither mode is kept only at NEIGHBOR_MIN_PROBABILITY or more. The presented `score` stays the
@@ -47,7 +47,7 @@ from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, frequencies
 from cwa.retrieve.intent import NO_CUES, Cues
 from cwa.retrieve.neighbors import admissible_neighbors, neighbor_candidates
-from cwa.retrieve.windows import texts_of_windows
+from cwa.retrieve.windows import terms_of_windows
 from cwa.store.sqlfiles import queries
 from cwa.store.vector_format import INT8_BYTES
 
@@ -83,6 +83,8 @@ FEATURES = (
     # month, "yesterday", "last week", "… ago"), −1 when it asks and the text mentions none, else 0
     "asksQuestion",  # 1 when its text's last paragraph asks a question (`ends_asking`): seldom the answer
     "followsQuestion",  # 1 when the document just before it in its session ends asking one: a reply
+    "exchangeCoverage",  # IDF-weighted share of the query terms its own text or the document just before
+    # it holds: a reply found with the question it answers
 )
 MODELS = ("lexical", "hybrid")
 NEIGHBOR_SOURCES = 10  # the best candidates of the pool whose neighbours join it
@@ -261,9 +263,9 @@ def order(
     fit = _time_fit(ctx, candidates, cues.direction)
     speaker = _speaker_fit(candidates, cues.names)
     when = _time_mention(candidates) if cues.asks_when else {}
-    asked = _asked(ctx, candidates, around)
+    earlier = _before(ctx, candidates, around, qterms)
     features = _features(
-        candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit, speaker, when, asked
+        candidates, around, rank_lexical, rank_semantic, cosine, idf, set(anchored), fit, speaker, when, earlier
     )
     model = "hybrid" if semantic is not None else "lexical"
     probability = weights.models[model].probability(features)
@@ -346,13 +348,24 @@ def _time_mention(candidates: list[Candidate]) -> dict[int, float]:
     return {c.document_row: 1.0 if mentions_time(c.text) else -1.0 for c in candidates}
 
 
-def _asked(ctx: Context, candidates: list[Candidate], around: dict) -> set[int]:
-    """The windows that end asking a question, of the candidates' and of the documents just
-    before them (each such document's last window, `around`)."""
+@dataclass(frozen=True)
+class Before:
+    """What the ranker reads of the documents just before the candidates in their sessions."""
+
+    asked: set[int]  # the windows that end asking a question, of the candidates and of those before them
+    held: dict[int, set[str]]  # the query terms each such window holds
+
+
+def _before(ctx: Context, candidates: list[Candidate], around: dict, qterms: list[str]) -> Before:
+    """The candidates' windows and each candidate's previous document's last window (`around`):
+    which end asking a question and which query terms each holds."""
     texts = {c.window_id: c.text for c in candidates if c.window_id is not None}
+    held = {c.window_id: set(c.matched) for c in candidates if c.window_id is not None}
     before = {around[c.document_row][1] for c in candidates if around.get(c.document_row)} - {None}
-    texts.update(texts_of_windows(ctx.conn, before - texts.keys()))  # only those not in hand
-    return {window for window, text in texts.items() if ends_asking(text)}
+    for window, read in terms_of_windows(ctx.conn, before - texts.keys()).items():  # only those not in hand
+        texts[window] = read.text
+        held[window] = {t for t in qterms if t in read.counts}
+    return Before({window for window, text in texts.items() if ends_asking(text)}, held)
 
 
 def ends_asking(text: str) -> bool:
@@ -423,10 +436,10 @@ def _features(
     fit: dict[int, float],
     speaker: dict[int, float],
     when: dict[int, float],
-    asked: set[int],
+    earlier: Before,
 ) -> list[tuple[float, ...]]:
     """One row of FEATURES per candidate. For its neighbours' evidence, an exact hit counts as
-    the best BM25F candidate; `asked`, the windows that end asking a question (`_asked`)."""
+    the best BM25F candidate; `earlier`, what the documents before the candidates hold (`_before`)."""
     query_idf = sum(idf.values()) or 1.0
     best_bm25 = max((c.bm25 for c in candidates), default=0.0) or 1.0
     bm25 = {c.document_row: c.bm25 / best_bm25 for c in candidates}
@@ -467,8 +480,9 @@ def _features(
                 fit.get(row, -1.0),
                 speaker.get(row, 0.0),
                 when.get(row, 0.0),
-                float(c.window_id in asked),
-                float(before_window in asked),
+                float(c.window_id in earlier.asked),
+                float(before_window in earlier.asked),
+                sum(idf.get(t, 0.0) for t in earlier.held.get(before_window, set()).union(c.matched)) / query_idf,
             )
         )
     return rows

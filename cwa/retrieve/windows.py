@@ -134,13 +134,22 @@ def cached_window_text(conn: apsw.Connection, window: WindowRow) -> str:
     return _cached_text(conn, window.document_row, window.start, window.end, window.first_message, window.last_message)
 
 
-def texts_of_windows(conn: apsw.Connection, ids: set[int]) -> dict[int, str]:
-    """The text of each given window by id, whatever its document's state or scope (the turn
-    next to a candidate, as it was said: the caller names live documents' windows)."""
+class WindowTerms(NamedTuple):
+    text: str
+    counts: Counter[str]  # how often each term occurs in it (`window_terms`)
+
+
+def terms_of_windows(conn: apsw.Connection, ids: set[int]) -> dict[int, WindowTerms]:
+    """The text and terms of each given window by id, whatever its document's state or scope (the
+    turn next to a candidate, as it was said: the caller names live documents' windows)."""
     if not ids:
         return {}
     found = conn.execute(queries("search")["window_spans"], {"ids": orjson.dumps(sorted(ids)).decode()})
-    return {window: _cached_text(conn, *span) for window, *span in found}
+    read = {}
+    for window, content_hash, *span in found:
+        text = _cached_text(conn, *span)
+        read[window] = WindowTerms(text, window_terms(content_hash, text))
+    return read
 
 
 def _cached_text(conn: apsw.Connection, document_row: int, start: int, end: int, first: int, last: int) -> str:

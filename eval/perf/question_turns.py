@@ -1,5 +1,6 @@
-"""Where LoCoMo's wrong "Remind me" snippets come from, and what the ranker's question features
-cost (docs/evaluation.md, "A turn that asks, and the reply after it").
+"""Where LoCoMo's wrong "Remind me" snippets come from, and what the ranker's reading of the
+turns before its candidates costs (docs/evaluation.md, "A turn that asks, and the reply after it",
+"A reply found with the question it answers").
 
     python eval/perf/question_turns.py [--data locomo10.json] [--conversations 4] [--snippets-only] [--json]
 
@@ -10,9 +11,11 @@ conversations: the figures describe where errors lie, not how well it generalize
   an evidence turn), `adjacent` (within two turns of one, in its session), `sameSession` or
   `otherSession`;
 - `cost`: every question of all ten conversations searched lexically twice, alternating per
-  question between the ranker as shipped and with its reading of questions (`ranker._asked`)
-  turned off (the two features then 0): search p50 / p95 of each, in this process. Not with
-  `--snippets-only` (which also runs on a tree from before the features, to compare).
+  question between the ranker as shipped and with its reading of the documents before its
+  candidates (`ranker._before`: which end asking a question, which query terms they hold) turned
+  off (`asksQuestion` and `followsQuestion` then 0, `exchangeCoverage` the candidate's own):
+  search p50 / p95 of each, in this process. Not with `--snippets-only` (which also runs on a
+  tree from before the features, to compare).
 """
 
 from __future__ import annotations
@@ -73,12 +76,14 @@ def cost(archive: Archive, conversations: list[dict]) -> dict[str, dict[str, flo
         for qa, wanted, _ in locomo.questions(c)
         if wanted
     ]
-    times: dict[str, list[float]] = {"shipped": [], "withoutQuestions": []}
+    times: dict[str, list[float]] = {"shipped": [], "withoutBefore": []}
     for project, question in asked * 2:
         for name in times:
             request = {"project": project, "query": question, "limit": 10, "leaseSeconds": 0, "semanticPolicy": "never"}
             with (
-                mock.patch.object(ranker, "_asked", lambda *_: set()) if name != "shipped" else contextlib.nullcontext()
+                mock.patch.object(ranker, "_before", lambda *_: ranker.Before(set(), {}))
+                if name != "shipped"
+                else contextlib.nullcontext()
             ):
                 begun = time.perf_counter()
                 archive.search(request)

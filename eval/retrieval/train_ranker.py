@@ -66,10 +66,14 @@ def main() -> None:
         # A pool's candidates and features do not depend on the weights that order them: every
         # archive of this process (LoCoMo's, the synthetic sets') collects its pools with a ranker
         # that knows nothing, so the shipped file never trains its successor, and a changed set of
-        # FEATURES, which the shipped file no longer fits, trains as well.
+        # FEATURES, which the shipped file no longer fits, trains as well. `rankerPath` is read
+        # from the user-global file only: this process's is one in the temporary folder.
         neutral = Path(folder) / "neutral.json"
         neutral.write_bytes(training.train({name: training.Examples() for name in MODELS}, [], {}))
-        os.environ["CWA_RANKER_PATH"] = str(neutral)
+        config = Path(folder) / "config" / "cwa" / "config.json"
+        config.parent.mkdir(parents=True)
+        config.write_text(json.dumps({"rankerPath": str(neutral)}))
+        os.environ["XDG_CONFIG_HOME"] = str(config.parents[1])
         with Archive.open(Path(folder) / "train.db") as archive:
             locomo.ingest(archive, conversations)
             archive.call("index-embed", {})
