@@ -183,7 +183,15 @@ def _judge(case: dict[str, Any], settings: Settings, observed: list[dict[str, An
     hit = outcome == case["expect"]
     if hit and outcome == "continuity-marker" and "spans" in case:
         hit = marker_spans(final_text) == case["spans"]
-    return {**counts, "outcome": outcome, "hit": hit, "reason": last["response"]["diagnostics"]["reason"]}
+    diagnostics = last["response"]["diagnostics"]
+    return {
+        **counts,
+        "outcome": outcome,
+        "hit": hit,
+        "reason": diagnostics["reason"],
+        # the learned ranker's share its source held (lexical only): why a marker or snippet was held back
+        "probabilityShare": diagnostics.get("metrics", {}).get("probabilityShare"),
+    }
 
 
 def _quoted_as_data(text: str) -> bool:
@@ -238,6 +246,7 @@ def evaluate(fixture: dict[str, Any]) -> dict[str, Any]:
             "expected": c["expect"],
             "outcome": j["outcome"],
             "reason": j["reason"],
+            "probabilityShare": j["probabilityShare"],
         }
         for c, j in judged
         if not j["hit"]

@@ -500,6 +500,17 @@ def test_bad_preflight_requests_are_typed_and_write_nothing(shop, params, error)
         shop.call("why", {"project": PROJECT, "sessionId": "s"})
 
 
+def test_a_missed_hint_case_says_why_with_the_share_its_source_held():
+    """A case whose outcome is not the expected one is listed with preflight's reason and, for a
+    lexical source, the learned ranker's probability share it held (what a share rule weighed)."""
+    fixture = hint_eval.load_fixture()
+    case = next(c for c in fixture["cases"] if c["name"] == "ambiguous snippet")
+    report = hint_eval.evaluate({**fixture, "cases": [{**case, "expect": "historical-snippet"}]})
+    (missed,) = report["failures"]
+    assert (missed["outcome"], missed["reason"]) == ("suppress", "ambiguous-snippet")
+    assert 0.0 < missed["probabilityShare"] < 1.0
+
+
 def test_hint_evaluation_gates_pass():
     report = hint_eval.evaluate(hint_eval.load_fixture())
     failed = [g for g in report["gates"] if not g["passed"]]

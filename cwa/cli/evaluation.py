@@ -74,6 +74,9 @@ def eval_hints(fixture, as_json) -> None:
         for gate in report["gates"]:
             click.echo(f"{'pass' if gate['passed'] else 'FAIL'}  {gate['metric']} {gate['rule']}")
         for miss in report["failures"]:
-            click.echo(f"  case {miss['case']}: expected {miss['expected']}, got {miss['outcome']} ({miss['reason']})")
+            share = "" if miss["probabilityShare"] is None else f", probability share {miss['probabilityShare']}"
+            click.echo(
+                f"  case {miss['case']}: expected {miss['expected']}, got {miss['outcome']} ({miss['reason']}{share})"
+            )
     if not report["passed"]:
         negative_answer()

@@ -1,14 +1,15 @@
 """The learned ranker: the lexical/semantic tier ordered by a small logistic model.
 
 The pool is the BM25F candidates, the embedding candidates (when asked) and the session
-neighbours of the best of both. Each candidate gets FEATURES, all computed from what search has
-already read: its BM25F relevance (over its own fields and its context field) and rank, how much of
+neighbours of the best of both. Each candidate gets FEATURES, computed from what search has
+already read (and the last window of the document before each candidate): its BM25F relevance (over its own fields and its context field) and rank, how much of
 the query its own text holds, its cosine similarity to the query and rank, the same evidence of
 the documents just before and after it in its session, its session's share of the pool's
 evidence, whether it or the document just before it ends asking a question (a reply follows a
-question), how much of the query it and the document before it hold together, and, only when the query asks for the latest or the earliest statement, its place in
-time among the pool's candidates. Small boosted trees (logistic loss) turn them into the probability that the candidate is
-what the query asks for; the tier is ordered by it (ties keep the pool order), and a neighbour
+question), how much of the query it and the document before it hold together, and, only when
+the query asks for the latest or the earliest statement, its place in time among the pool's
+candidates. Small boosted trees (logistic loss) turn them into the probability that the
+candidate is what the query asks for; the tier is ordered by it (ties keep the pool order), and a neighbour
 found by neither mode is kept only at NEIGHBOR_MIN_PROBABILITY or more. The presented `score` stays the
 candidate's own calibrated evidence (cwa/retrieve/calibration.py) and exact and structural hits
 still rank above the whole tier.
@@ -353,15 +354,15 @@ class Before:
     """What the ranker reads of the documents just before the candidates in their sessions."""
 
     asked: set[int]  # the windows that end asking a question, of the candidates and of those before them
-    held: dict[int, set[str]]  # the query terms each such window holds
+    held: dict[int, set[str]]  # the query terms each window just before a candidate holds
 
 
 def _before(ctx: Context, candidates: list[Candidate], around: dict, qterms: list[str]) -> Before:
     """The candidates' windows and each candidate's previous document's last window (`around`):
     which end asking a question and which query terms each holds."""
     texts = {c.window_id: c.text for c in candidates if c.window_id is not None}
-    held = {c.window_id: set(c.matched) for c in candidates if c.window_id is not None}
     before = {around[c.document_row][1] for c in candidates if around.get(c.document_row)} - {None}
+    held = {c.window_id: set(c.matched) for c in candidates if c.window_id in before}
     for window, read in terms_of_windows(ctx.conn, before - texts.keys()).items():  # only those not in hand
         texts[window] = read.text
         held[window] = {t for t in qterms if t in read.counts}
