@@ -2,22 +2,23 @@
 
 The pool is the BM25F candidates, the embedding candidates (when asked) and the session
 neighbours of the best of both. Each candidate gets FEATURES, computed from what search has
-already read (and the last window of the document before each candidate): its BM25F relevance (over its own fields and its context field) and rank, how much of
-the query its own text holds, its cosine similarity to the query and rank, the same evidence of
-the documents just before and after it in its session, its session's share of the pool's
-evidence, whether it or the document just before it ends asking a question (a reply follows a
-question), how much of the query it and the document before it hold together, and, only when
-the query asks for the latest or the earliest statement, its place in time among the pool's
-candidates. Small boosted trees (logistic loss) turn them into the probability that the
-candidate is what the query asks for; the tier is ordered by it (ties keep the pool order), and a neighbour
-found by neither mode is kept only at NEIGHBOR_MIN_PROBABILITY or more. The presented `score` stays the
-candidate's own calibrated evidence (cwa/retrieve/calibration.py) and exact and structural hits
-still rank above the whole tier.
+already read (and the last window of the document before each candidate): its BM25F relevance
+(over its own fields and its context field) and rank, how much of the query its own text holds,
+its cosine similarity to the query and rank, the same evidence of the documents just before and
+after it in its session, its session's share of the pool's evidence, whether it or the document
+just before it ends asking a question (a reply follows a question), how much of the query it and
+the document before it hold together, and, only when the query asks for the latest or the earliest
+statement, its place in time among the pool's candidates. Small boosted trees (logistic loss)
+turn them into the probability that the candidate is what the query asks for; the tier is
+ordered by it (ties keep the pool order), and a neighbour found by neither mode is kept only at
+NEIGHBOR_MIN_PROBABILITY or more. The presented `score` stays the candidate's own calibrated
+evidence (cwa/retrieve/calibration.py) and exact and structural hits still rank above the whole
+tier.
 
 The trees ship as package data (ranker.json: one model for the lexical pool, one for the hybrid
 pool) and are evaluated as one generated Python function per model (no numpy: a lexical search
-never imports it); `eval/retrieval/train_ranker.py` trains them again. Evaluation is out of fold: a model is
-only ever scored on conversations it was not trained on (docs/evaluation.md).
+never imports it); `eval/retrieval/train_ranker.py` trains them again. Evaluation is out of
+fold: a model is only ever scored on conversations it was not trained on (docs/evaluation.md).
 """
 
 from __future__ import annotations

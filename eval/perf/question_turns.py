@@ -52,6 +52,7 @@ def snippets(archive: Archive, conversations: list[dict]) -> dict[str, int]:
     base = archive.settings
     archive.settings = locomo.without_age_limits(base)
     found: Counter = Counter()
+    key_of = locomo.source_keys(archive)
     try:
         for conversation in conversations:
             project = f"locomo:{conversation['sample_id']}"
@@ -62,8 +63,7 @@ def snippets(archive: Archive, conversations: list[dict]) -> dict[str, int]:
                 hints = archive.call("preflight", {**request, "text": locomo.REMIND + qa["question"]})["hints"]
                 for hint in hints:
                     if hint["type"] == "historical-snippet":
-                        source = archive.get({"documentId": hint["source"]["documentId"]})["sourceKeys"]["first"]
-                        found[_place(source, wanted)] += 1
+                        found[_place(key_of(hint["source"]["documentId"]), wanted)] += 1
     finally:
         archive.settings = base
     return dict(found)

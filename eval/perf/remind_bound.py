@@ -23,26 +23,21 @@ from collections import Counter
 from pathlib import Path
 
 from cwa.api import Archive
-from cwa_eval.retrieval.locomo import MODES, REMIND, without_age_limits
+from cwa_eval.retrieval.locomo import MODES, REMIND, source_keys, without_age_limits
 from cwa_eval.retrieval.long_history import admit_histories, history, project
 
 THRESHOLDS = (0.2, 0.3, 0.4, 0.5)
+FACTS_PER_KIND = 4  # as `cwa eval long` plants by default
 SNIPPET = "historical-snippet"
 
 
 def run(tokens: int, seed: int, histories: int) -> dict:
-    made = [history(seed + i, tokens, 4, True) for i in range(histories)]
+    made = [history(seed + i, tokens, FACTS_PER_KIND, True) for i in range(histories)]
     asked = []
     with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
         admit_histories(archive, made)
         archive.settings = without_age_limits(archive.settings)
-        keys: dict[str, str] = {}
-
-        def key_of(document: str) -> str:
-            if document not in keys:
-                keys[document] = archive.get({"documentId": document})["sourceKeys"]["first"]
-            return keys[document]
-
+        key_of = source_keys(archive)
         for index, made_history in enumerate(made):
             for number, fact in enumerate(made_history.facts):
                 text = REMIND + fact.question
@@ -54,14 +49,15 @@ def run(tokens: int, seed: int, histories: int) -> dict:
                     | MODES["lexical"]
                 )
                 ranked = [r["source"]["messageKey"] for r in found["results"]]
-                pool = found["ranking"]["pool"] if found.get("ranking") else []
+                # the first result's probability: an exact hit above the ranked tier has none
+                probability = {c["messageKey"]: c["probability"] for c in found["ranking"]["pool"]}
                 asked.append(
                     {
                         "reason": answer["diagnostics"]["reason"],
                         "snippet": key_of(hints[0]["source"]["documentId"]) in fact.evidence if hints else None,
                         "topRight": bool(ranked) and ranked[0] in fact.evidence,
                         "anyRight": any(k in fact.evidence for k in ranked),
-                        "topProbability": pool[0]["probability"] if pool else 0.0,
+                        "topProbability": probability.get(ranked[0], 0.0) if ranked else 0.0,
                     }
                 )
     return _report(asked, tokens, seed, histories)

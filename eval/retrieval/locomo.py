@@ -37,6 +37,7 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -346,6 +347,19 @@ def without_age_limits(settings: Settings, **values: Any) -> Settings:
     return replace(settings, values={**settings.values, **dict.fromkeys(AGE_LIMITS, 0), **values})
 
 
+def source_keys(archive: Archive) -> Callable[[str], str]:
+    """A hint source's first source key (a LoCoMo turn's or a long history's message key) by its
+    document id, each document asked of the archive once."""
+    known: dict[str, str] = {}
+
+    def key_of(document_id: str) -> str:
+        if document_id not in known:
+            known[document_id] = archive.get({"documentId": document_id})["sourceKeys"]["first"]
+        return known[document_id]
+
+    return key_of
+
+
 SHARES = (0.0, 0.5, 0.7, 0.8)  # other snippet thresholds measured ("Remind me" only); 0.0: no share gate
 MARKER_SHARES = (0.0, 0.5, 0.7)  # other marker thresholds measured (questions as asked); 0.0: no share gate
 
@@ -360,7 +374,7 @@ def preflight_figures(
     once as asked (how many hints, snippet or marker, stand on an evidence turn?), at the shipped
     marker threshold and at the other MARKER_SHARES (`markerMinShare`)."""
     base = archive.settings
-    turn_of: dict[str, str] = {}
+    turn_of = source_keys(archive)
     shown: dict[str, list[tuple[str, bool]]] = {}  # per run, per hint: (type, source is an evidence turn)
     asked, latencies = 0, []
     runs = {
@@ -390,10 +404,9 @@ def preflight_figures(
                 if policy is None:
                     latencies.append((time.perf_counter() - begin) * 1000)
                 for hint in found["hints"]:
-                    source = hint["source"]["documentId"]
-                    if source not in turn_of:
-                        turn_of[source] = archive.get({"documentId": source})["sourceKeys"]["first"]
-                    shown.setdefault(run_name, []).append((hint["type"], turn_of[source] in wanted))
+                    shown.setdefault(run_name, []).append(
+                        (hint["type"], turn_of(hint["source"]["documentId"]) in wanted)
+                    )
     archive.settings = base
     latencies.sort()
 

@@ -31,6 +31,7 @@ from cwa_eval.retrieval.locomo import (
     bare_table,
     floor_search,
     score_question,
+    source_keys,
     without_age_limits,
 )
 from cwa_eval.retrieval.long_history import KINDS, admit_histories, history, project
@@ -113,7 +114,7 @@ def _recall(archive: Archive, made: list, mode: str) -> dict[str, Any]:
 def preflight_figures(archive: Archive, made: list, tag: str = "eval") -> dict[str, Any]:
     base = archive.settings
     archive.settings = without_age_limits(base)
-    key_of: dict[str, str] = {}
+    key_of = source_keys(archive)
     runs: dict[str, dict[str, Any]] = {name: {"hints": [], "reasons": Counter()} for name in ("remind", "plain")}
     asked = 0
     try:
@@ -132,10 +133,8 @@ def preflight_figures(archive: Archive, made: list, tag: str = "eval") -> dict[s
                     )
                     runs[name]["reasons"][answer["diagnostics"]["reason"]] += 1
                     for hint in answer["hints"]:
-                        source = hint["source"]["documentId"]
-                        if source not in key_of:
-                            key_of[source] = archive.get({"documentId": source})["sourceKeys"]["first"]
-                        runs[name]["hints"].append((hint["type"], key_of[source] in fact.evidence))
+                        right = key_of(hint["source"]["documentId"]) in fact.evidence
+                        runs[name]["hints"].append((hint["type"], right))
     finally:
         archive.settings = base
     remind = [right for kind, right in runs["remind"]["hints"] if kind == "historical-snippet"]
