@@ -47,10 +47,9 @@ SELECT j.value ->> 0, j.value ->> 1, j.value ->> 6 FROM json_each(:anchors) AS j
 RETURNING text, id;
 
 -- name: insert_anchors
--- The document's row for each of its texts (:anchors, rows as above, each ending in its text's id).
-INSERT INTO anchors (document_row, text_id, types, start_byte, end_byte, occurrences)
-SELECT :row, j.value ->> 7, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5
-FROM json_each(:anchors) AS j;
+-- The document's anchors, one row: :packed lists each text's id, types and range
+-- (cwa/store/anchor_lists.py, migration 0042).
+INSERT INTO anchors (document_row, packed) VALUES (:row, :packed);
 
 -- name: insert_anchor_postings
 -- The document's row under each of its anchor texts (`a<text id>`; :ids, a JSON array of the

@@ -148,7 +148,7 @@ DELETE FROM windows WHERE document_row = ?;
 -- name: delete_anchors_of
 -- A document's anchors, then the dictionary's texts no other document's anchor names (a purged
 -- document's paths and quoted strings leave the file with it).
-DELETE FROM anchors WHERE document_row = ? RETURNING text_id;
+DELETE FROM anchors WHERE document_row = ? RETURNING packed;
 
 -- name: delete_anchor_postings_of
 DELETE FROM anchor_postings WHERE rowid = ?;

@@ -11,11 +11,13 @@ SELECT id FROM projects WHERE identity = ?;
 -- Documents holding an anchor, case-sensitive (:folded = 0; the text found by its :key, then
 -- itself: migration 0041) or case-folded (:folded = 1; then :anchor is folded too, and a row whose
 -- text is already folded stores no separate folded form). A text's documents come from its
--- postings (`a<text id>`), oldest first; its range from its row.
-SELECT a.document_row, t.text, a.start_byte, a.end_byte
+-- postings (`a<text id>`), oldest first; its range from the document's list of anchors (migration
+-- 0042: cwa/store/anchor_lists.py reads it; `cwa_anchor_start` here, for the visible filter, read
+-- only for a document with a visible message: the key is compared first).
+SELECT a.document_row, t.text, a.packed, t.id
 FROM anchor_texts AS t
 JOIN anchor_postings AS p ON p.anchor_postings MATCH ('a' || t.id)
-JOIN anchors AS a ON a.document_row = p.rowid AND a.text_id = t.id
+JOIN anchors AS a ON a.document_row = p.rowid
 JOIN documents AS d ON d.id = a.document_row
 WHERE (t.key = :key AND t.text = :anchor AND (:folded = 0 OR t.folded IS NULL)
        OR :folded = 1 AND t.folded = :anchor)
@@ -25,8 +27,8 @@ WHERE (t.key = :key AND t.text = :anchor AND (:folded = 0 OR t.folded IS NULL)
   AND (:visible IS NULL OR NOT EXISTS (
         SELECT 1 FROM messages AS m
         WHERE m.document_row = a.document_row
-          AND m.start_byte <= a.start_byte AND a.start_byte < m.end_byte
-          AND m.message_key IN (SELECT value FROM json_each(:visible))))
+          AND m.message_key IN (SELECT value FROM json_each(:visible))
+          AND cwa_anchor_start(a.packed, t.id) BETWEEN m.start_byte AND m.end_byte - 1))
 LIMIT 1000;
 
 -- name: lexical_top

@@ -26,7 +26,7 @@ from cwa.index.semantic import BackgroundEmbedder, SemanticQueueHandler
 from cwa.index.structure import StructuralHandler
 from cwa.model_variants import active
 from cwa.models import embedder
-from cwa.store import anchor_keys, chunk_packing, doctor, migrations, payloads, retention, vector_blocks
+from cwa.store import anchor_keys, anchor_lists, chunk_packing, doctor, migrations, payloads, retention, vector_blocks
 from cwa.store.admission import admit
 from cwa.store.connection import write_transaction
 from cwa.store.derived import HandlerResult
@@ -40,6 +40,7 @@ from cwa_eval.perf.upgrade import (
     DIGEST_COLUMNS,
     DIGESTS_IN_ROWS_UNTIL,
     PAYLOADS_WHOLE_UNTIL,
+    AnchorRowsByDocument,
     PerRowAnchors,
     TextKeyedAnchors,
     TypedAnchorRows,
@@ -68,17 +69,46 @@ INTEGER_TIMES_SINCE = 30  # a document's, generation's and expiry's times as epo
 ANCHOR_POSTINGS_SINCE = 35  # anchor rows keyed by document, texts' documents in anchor_postings
 IDENTITY_PREFIX_SINCE = 36  # documents rebuilt without the identity digest's UNIQUE index
 ANCHOR_KEYS_SINCE = 41  # anchor_texts found by a key of each text; before, by the texts' UNIQUE index
+PACKED_ANCHORS_SINCE = 42  # a document's anchors one packed list; before, a row per (document, text)
 # Each project's window range as kept (0026), and as its windows lie.
 SPANS = "SELECT project_row, low, high FROM project_window_spans ORDER BY project_row"
 TRUE_SPANS = (
     "SELECT d.project_id, min(w.id), max(w.id) FROM windows AS w JOIN documents AS d ON d.id = w.document_row "
     "GROUP BY d.project_id ORDER BY d.project_id"
 )
-# An anchor row with each of its types' names (since 0024 the types are bits of one row).
+# An anchor row with each of its types' names (since 0024 the types are bits of one row), read
+# from the rows `unpacked_anchors` makes of an archive at the latest schema.
 ANCHORS_BY_TYPE = (
     "SELECT a.document_row, k.name, t.text, t.folded, a.start_byte, a.end_byte, a.occurrences "
-    "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id JOIN anchor_types AS k ON a.types & (1 << k.id)"
+    "FROM anchor_rows AS a JOIN anchor_texts AS t ON t.id = a.text_id JOIN anchor_types AS k ON a.types & (1 << k.id)"
 )
+ANCHOR_ROWS = (
+    "SELECT document_row, text_id, types, start_byte, end_byte, occurrences FROM {} ORDER BY document_row, text_id"
+)
+
+
+def anchor_rows_at(path: Path, version: int) -> list[tuple]:
+    """An archive made at `version` (35 to 41: a row per document and text), and its anchor rows."""
+    archive_at(path, version)
+    conn = apsw.Connection(str(path))
+    try:
+        return conn.execute(ANCHOR_ROWS.format("anchors")).fetchall()
+    finally:
+        conn.close()
+
+
+def unpacked_anchors(conn: apsw.Connection) -> list[tuple]:
+    """Since 0042 a document's anchors are one packed list: the rows they were before (document,
+    text id, types, range, occurrences), also as the temporary table `anchor_rows`."""
+    rows = [
+        (document_row, *entry)
+        for document_row, packed in conn.execute("SELECT document_row, packed FROM anchors").fetchall()
+        for entry in anchor_lists.unpack(packed)
+    ]
+    conn.execute("DROP TABLE IF EXISTS temp.anchor_rows")
+    conn.execute("CREATE TEMP TABLE anchor_rows (document_row, text_id, types, start_byte, end_byte, occurrences)")
+    conn.executemany("INSERT INTO temp.anchor_rows VALUES (?, ?, ?, ?, ?, ?)", rows)
+    return sorted(rows)
 
 
 # A document's digest, whether in its row or (since 0037, one chunk) in its chunk.
@@ -143,7 +173,8 @@ HANDLERS_BY_SCHEMA = (
     (2, ANCHOR_DICTIONARY_SINCE, PerRowAnchors),
     (ANCHOR_DICTIONARY_SINCE, MERGED_ANCHOR_TYPES_SINCE, TypedAnchorRows),
     (MERGED_ANCHOR_TYPES_SINCE, ANCHOR_POSTINGS_SINCE, TextKeyedAnchors),
-    (ANCHOR_POSTINGS_SINCE, None, ExactHandler),
+    (ANCHOR_POSTINGS_SINCE, PACKED_ANCHORS_SINCE, AnchorRowsByDocument),
+    (PACKED_ANCHORS_SINCE, None, ExactHandler),
     (2, PROJECT_SPANS_SINCE, UnspannedLexicalHandler),
     (PROJECT_SPANS_SINCE, None, LexicalHandler),
     (2, None, StructuralHandler),
@@ -506,6 +537,7 @@ def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
     assert len({text for _, _, text, *_ in before}) < len(before)  # some text is in two documents
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
+        unpacked_anchors(conn)
         after = sorted(conn.execute(ANCHORS_BY_TYPE))
         # every (document, type, text) is kept; the range is the most specific type's (0024)
         assert [r[:4] for r in after] == [r[:4] for r in before]
@@ -513,7 +545,7 @@ def test_anchors_move_into_the_dictionary_each_text_once(tmp_path):
             (r, t): tuple(rest)
             for r, t, *rest in conn.execute(
                 "SELECT a.document_row, t.text, a.start_byte, a.end_byte, a.occurrences "
-                "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id"
+                "FROM anchor_rows AS a JOIN anchor_texts AS t ON t.id = a.text_id"
             )
         } == {key: value[1:] for key, value in _most_specific_first(before).items()}
         # the types' names and specificities are the ones the extractor scores with
@@ -556,10 +588,11 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
     assert {k for k, _, _ in spans} == {"symbol", "quoted"} and len({(s, n) for _, s, n in spans}) == 2
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
+        unpacked_anchors(conn)
         assert sorted(r[:4] for r in conn.execute(ANCHORS_BY_TYPE)) == [r[:4] for r in before]
         rows = conn.execute(
             "SELECT a.document_row, t.text, a.start_byte, a.end_byte, a.occurrences "
-            "FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id"
+            "FROM anchor_rows AS a JOIN anchor_texts AS t ON t.id = a.text_id"
         ).fetchall()
         assert len(rows) == len(merged) and {(r, t): tuple(rest) for r, t, *rest in rows} == {
             key: value[1:] for key, value in merged.items()
@@ -570,6 +603,7 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
         old_row = find_document(conn, first, 1)["row"]
         request = {**sample_requests(MERGED_ANCHOR_TYPES_SINCE)[0], "sessionId": "after-upgrade"}
         new_row = find_document(conn, archive.admit(request)["documentId"], 1)["row"]
+        unpacked_anchors(conn)
 
         def held(row: int) -> list[tuple]:
             return sorted(
@@ -584,19 +618,15 @@ def test_a_text_s_anchor_rows_of_each_type_become_one_row_with_its_types_as_bits
 
 def test_anchor_rows_are_keyed_by_document_and_each_text_s_documents_come_from_postings(tmp_path):
     path = tmp_path / "old.db"
-    archive_at(path, ANCHOR_POSTINGS_SINCE - 1)
-    rows = "SELECT document_row, text_id, types, start_byte, end_byte, occurrences FROM anchors"
-    conn = apsw.Connection(str(path))
-    before = sorted(conn.execute(rows))
-    conn.close()
+    before = anchor_rows_at(path, ANCHOR_POSTINGS_SINCE - 1)
     held: dict[int, set[int]] = {}
     for document_row, text_id, *_ in before:
         held.setdefault(text_id, set()).add(document_row)
     assert any(len(documents) > 1 for documents in held.values())  # some text is in two documents
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
-        # the same rows, now in document order (the table's key), without an index of their own
-        assert conn.execute(rows).fetchall() == before
+        # the same rows (one packed list a document since 0042), without an index of their own
+        assert unpacked_anchors(conn) == before
         assert not conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'anchors_document'").fetchone()[0]
         # each text's postings name exactly the documents holding it, each document once
         postings = "SELECT rowid FROM anchor_postings WHERE anchor_postings MATCH ?"
@@ -607,7 +637,8 @@ def test_anchor_rows_are_keyed_by_document_and_each_text_s_documents_come_from_p
         # a document admitted now is found by a text the migrated ones hold too
         request = {**sample_requests(ANCHOR_POSTINGS_SINCE)[0], "sessionId": "after-upgrade"}
         new_row = find_document(conn, archive.admit(request)["documentId"], 1)["row"]
-        texts = [t for (t,) in conn.execute("SELECT text_id FROM anchors WHERE document_row = ?", (new_row,))]
+        unpacked_anchors(conn)
+        texts = [t for (t,) in conn.execute("SELECT text_id FROM anchor_rows WHERE document_row = ?", (new_row,))]
         assert texts and all(new_row in {r for (r,) in conn.execute(postings, (f"a{t}",))} for t in texts)
         assert any(held.get(t) for t in texts)
 
@@ -633,8 +664,9 @@ def test_documents_are_rebuilt_without_the_identity_digest_s_unique_index_and_ad
     def rows(conn: apsw.Connection) -> list[tuple]:
         return conn.execute(columns).fetchall()
 
-    referring = {
-        table: f"SELECT count(*) FROM {table} WHERE document_row IN (SELECT id FROM documents)"
+    referring = {  # documents holding anchors: one list each since 0042, rows per text before
+        table: f"SELECT count({'DISTINCT document_row' if table == 'anchors' else '*'}) FROM {table} "
+        "WHERE document_row IN (SELECT id FROM documents)"
         for table in ("messages", "document_chunks", "windows", "anchors", "expiry_schedule")
     }
     before = rows(conn)
@@ -676,13 +708,13 @@ def test_the_anchor_dictionary_is_rebuilt_found_by_key_with_its_ids_and_texts_ke
     texts = "SELECT id, text, folded FROM anchor_texts ORDER BY id"
     conn = apsw.Connection(str(path))
     before = conn.execute(texts).fetchall()
-    anchors = conn.execute("SELECT * FROM anchors ORDER BY document_row, text_id").fetchall()
+    anchors = conn.execute(ANCHOR_ROWS.format("anchors")).fetchall()
     assert ("text",) in _unique_indexes(conn, "anchor_texts") and any(folded for _, _, folded in before)
     conn.close()
     with Archive.open(path, clock=lambda: NOW) as archive:
         conn = archive.conn
         assert conn.execute(texts).fetchall() == before  # same ids, texts and folded forms
-        assert conn.execute("SELECT * FROM anchors ORDER BY document_row, text_id").fetchall() == anchors
+        assert unpacked_anchors(conn) == anchors
         keys = dict(conn.execute("SELECT text, key FROM anchor_texts"))
         assert keys == {text: anchor_keys.key(text) for _, text, _ in before}
         assert _unique_indexes(conn, "anchor_texts") == set()
@@ -694,8 +726,29 @@ def test_the_anchor_dictionary_is_rebuilt_found_by_key_with_its_ids_and_texts_ke
         # a document holding the same texts adds none to the dictionary
         request = {**sample_requests(ANCHOR_KEYS_SINCE)[0], "sessionId": "after-upgrade"}
         new_row = find_document(conn, archive.admit(request)["documentId"], 1)["row"]
-        held = conn.execute("SELECT count(*) FROM anchors WHERE document_row = ?", (new_row,)).fetchone()[0]
+        held = conn.execute("SELECT count(*) FROM anchors WHERE document_row = ?", (new_row,)).fetchone()[0]  # its list
         assert held and conn.execute("SELECT count(*) FROM anchor_texts").fetchone()[0] == len(before)
+
+
+def test_each_document_s_anchor_rows_become_one_packed_list_read_the_same(tmp_path):
+    path = tmp_path / "old.db"
+    before = anchor_rows_at(path, PACKED_ANCHORS_SINCE - 1)
+    documents = sorted({row for row, *_ in before})
+    assert 1 < len(documents) < len(before)
+    with Archive.open(path, clock=lambda: NOW) as archive:
+        conn = archive.conn
+        assert unpacked_anchors(conn) == before  # every text, its types, range and count
+        assert [row for (row,) in conn.execute("SELECT document_row FROM anchors")] == documents  # one row each
+        assert conn.execute("PRAGMA index_list(anchors)").fetchall() == []
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        # exact search reads each hit's range from the list, and leaves out a hit whose message
+        # is still in the live context (the range, read in SQL)
+        query = {"project": PROJECT, "query": "E_UPLOAD_STALL", "semanticPolicy": "never"}
+        found = [r for r in archive.search(query)["results"] if r["matchType"].startswith("exact")]
+        assert {r["kind"] for r in found} == {"turn", "tool-result"}
+        assert all("E_UPLOAD_STALL" in r["snippet"] for r in found)
+        hidden = archive.search({**query, "excludeVisibleSourceKeys": ["u1"]})["results"]
+        assert {r["kind"] for r in hidden if r["matchType"].startswith("exact")} == {"tool-result"}
 
 
 def test_a_rebuild_that_fails_leaves_the_table_and_foreign_keys_as_they_were(tmp_path):

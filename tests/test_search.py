@@ -6,6 +6,7 @@ import math
 import random
 from collections.abc import Callable
 
+import apsw
 import orjson
 import pytest
 from conftest import DISK_GUARD_OFF
@@ -16,7 +17,7 @@ from cwa.errors import InvalidRequest, LimitExceeded
 from cwa.index import exact
 from cwa.index.lexical import COLUMNS, WEIGHTS
 from cwa.retrieve.calibration import normalized_idf
-from cwa.store import anchor_keys
+from cwa.store import anchor_keys, anchor_lists
 
 P = "/work/app"
 
@@ -222,17 +223,20 @@ def test_evidence_recomputes_identically_after_rebuild(corpus):
     count = "SELECT (SELECT value FROM index_stats WHERE name = 'windows'), (SELECT count(*) FROM windows)"
     kept, counted = archive.conn.execute(count).fetchone()
     assert kept == counted > 0
-    # each text's postings name each document holding it once
-    postings = (
-        "SELECT count(*), count(DISTINCT a.document_row) FROM anchors AS a "
-        "JOIN anchor_postings AS p ON p.anchor_postings MATCH ('a' || a.text_id) AND p.rowid = a.document_row"
-    )
-    held = archive.conn.execute(postings).fetchone()
-    assert held[0] > held[1] > 0
-    assert held[0] == archive.conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
+    # each text a document's list holds has its posting: (texts listed, of them posted, documents)
+    postings = "SELECT rowid FROM anchor_postings WHERE anchor_postings MATCH ?"
+
+    def held() -> tuple[int, int, int]:
+        lists = archive.conn.execute("SELECT document_row, packed FROM anchors").fetchall()
+        pairs = [(row, text_id) for row, packed in lists for text_id in anchor_lists.text_ids(packed)]
+        posted = sum(row in {r for (r,) in archive.conn.execute(postings, (f"a{t}",))} for row, t in pairs)
+        return len(pairs), posted, len(lists)
+
+    listed = held()
+    assert listed[0] == listed[1] > listed[2] > 0
     archive.call("index-rebuild", {})
     assert archive.conn.execute(count).fetchone() == (counted, counted)
-    assert archive.conn.execute(postings).fetchone() == held  # every anchor row has its posting again
+    assert held() == listed  # every listed text has its posting again
     after = [
         [
             (r["documentId"], r["score"], r["rawScore"], r["matchedTerms"], r["maxNormalizedIdf"])
@@ -686,6 +690,13 @@ def test_the_known_count_path_finds_what_fts5_s_own_ranking_finds(tmp_path, monk
         assert all(answers[False]) and answers[True] == answers[False]
 
 
+def listed_anchors(conn: apsw.Connection) -> list[tuple[int, str, int, int, int, int]]:
+    """Every anchor the documents' lists hold: (document row, text, types, start, end, occurrences)."""
+    texts = dict(conn.execute("SELECT id, text FROM anchor_texts"))
+    lists = conn.execute("SELECT document_row, packed FROM anchors").fetchall()
+    return [(row, texts[text_id], *rest) for row, packed in lists for text_id, *rest in anchor_lists.unpack(packed)]
+
+
 def test_a_text_found_as_two_types_is_one_anchor_row_at_its_most_specific_occurrence(tmp_path):
     # `retry_policy` is a symbol twice, and quoted (more specific) only the second time: one row,
     # both types' bits, the quoted occurrence's range and count; exact search finds it either way.
@@ -693,10 +704,7 @@ def test_a_text_found_as_two_types_is_one_anchor_row_at_its_most_specific_occurr
 
     with Archive.open(tmp_path / "a.db") as archive:
         admitted = archive.admit(doc("s1", ("user", 'see retry_policy first, then "retry_policy" again')))
-        rows = archive.conn.execute(
-            "SELECT a.types, a.start_byte, a.end_byte, a.occurrences FROM anchors AS a "
-            "JOIN anchor_texts AS t ON t.id = a.text_id WHERE t.text = 'retry_policy'"
-        ).fetchall()
+        rows = [rest for _, text, *rest in listed_anchors(archive.conn) if text == "retry_policy"]
         assert len(rows) == 1
         types, start, end, occurrences = rows[0]
         assert types == (1 << TYPE_IDS["quoted"]) | (1 << TYPE_IDS["symbol"]) and occurrences == 1
@@ -714,18 +722,12 @@ def test_a_line_number_after_a_file_name_is_not_a_value_anchor_but_a_port_is(tmp
     with Archive.open(tmp_path / "a.db") as archive:
         output = archive.admit(doc("s1", ("toolResult", lint), kind="tool-result"))
         archive.admit(doc("s1", ("user", "the admin api listens on localhost:8080 now, see config.py:8080")))
-        texts = {
-            text
-            for (text,) in archive.conn.execute(
-                "SELECT t.text FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id"
-            )
-        }
+        listed = listed_anchors(archive.conn)
+        texts = {text for _, text, *_ in listed}
         assert not any(t.startswith(":") and t != ":8080" for t in texts)
         assert {":8080", "src/pkg_7/retry.py", "retry.py", "E501"} <= texts
-        port = (
-            "SELECT a.occurrences FROM anchors AS a JOIN anchor_texts AS t ON t.id = a.text_id WHERE t.text = ':8080'"
-        )
-        assert archive.conn.execute(port).fetchall() == [(1,)]  # the line 8080 of config.py is not the port
+        port = [occurrences for _, text, *_, occurrences in listed if text == ":8080"]
+        assert port == [1]  # the line 8080 of config.py is not the port
         found = archive.search({"project": P, "query": "src/pkg_7/retry.py:17", "semanticPolicy": "never"})
         assert found["results"][0]["documentId"] == output["documentId"]
         assert found["results"][0]["matchType"].startswith("exact")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import apsw
 import orjson
 
-from cwa.store import anchor_keys
+from cwa.store import anchor_keys, anchor_lists
 from cwa.store.derived import HandlerResult, IndexTarget
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
@@ -306,7 +306,8 @@ class ExactHandler:
             sql = queries("index")
             rows = anchor_rows(anchors)
             ids = add_text_ids(conn, sql, rows)
-            conn.execute(sql["insert_anchors"], {"anchors": orjson.dumps(rows).decode(), "row": target.document_row})
+            packed = anchor_lists.pack((row[7], row[2], row[3], row[4], row[5]) for row in rows)
+            conn.execute(sql["insert_anchors"], {"packed": packed, "row": target.document_row})
             conn.execute(sql["insert_anchor_postings"], {"ids": orjson.dumps(ids).decode(), "row": target.document_row})
         if cut:
             return HandlerResult("partial", f"kept the {MAX_ANCHORS_PER_DOCUMENT} most specific anchors")

@@ -59,7 +59,7 @@ from cwa.retrieve.windows import (
     window_candidate,
     window_evidence,
 )
-from cwa.store import anchor_keys
+from cwa.store import anchor_keys, anchor_lists
 from cwa.store.connection import BOOKKEEPING_SKIPPED
 from cwa.store.leases import DEFAULT_LEASE_SECONDS, grant_lease
 from cwa.store.reads import message_at, message_by_ordinal, read_bytes
@@ -413,8 +413,8 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
         for folded in (False, True):
             key = fold(anchor.text) if folded else anchor.text
             hits = [
-                AnchorHit(*row)
-                for row in ctx.conn.execute(
+                AnchorHit(row, text, *found)
+                for row, text, packed, text_id in ctx.conn.execute(
                     sql["exact_anchor_hits"],
                     {
                         "anchor": key,
@@ -424,6 +424,7 @@ def _exact_search(ctx: Context, anchors: list[Anchor], limit: int) -> list[Candi
                         **ctx.filters(),
                     },
                 )
+                if (found := anchor_lists.span(packed, text_id))  # a posting's list holds it
             ]
             if hits:
                 break

@@ -28,7 +28,7 @@ from cwa.errors import (
     StorageBusy,
     StorageUnavailable,
 )
-from cwa.store import migrations, payloads
+from cwa.store import anchor_lists, migrations, payloads
 from cwa.store.sqlfiles import resource_dir
 from cwa.store.transactions import roll_back
 
@@ -213,6 +213,7 @@ def _connect(path: Path, flags: int, create: bool) -> apsw.Connection:
         conn = apsw.Connection(str(path), flags=flags)
         conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, int(STABLE_PLANS))
         payloads.register(conn)  # the document_texts view inflates chunk payloads with it
+        anchor_lists.register(conn)  # exact search reads an anchor's range in SQL with it
         return conn
     except (apsw.Error, OSError) as exc:
         raise storage_error(exc, path) from exc

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import apsw
 import orjson
 
+from cwa.store.anchor_lists import text_ids
 from cwa.store.reads import read_bytes
 from cwa.store.serialization import SerializedDocument, SerializedMessage
 from cwa.store.sqlfiles import queries
@@ -158,7 +159,9 @@ def drop_derived(conn: apsw.Connection, document_row: int) -> list[str]:
         conn.execute(sql["delete_window_fts_row"], (window_id,))
     conn.execute(sql["delete_windows_of"], (document_row,))
     conn.execute(sql["subtract_windows"], (len(windows),))
-    texts = [text_id for (text_id,) in conn.execute(sql["delete_anchors_of"], (document_row,))]
+    texts = [
+        text_id for (packed,) in conn.execute(sql["delete_anchors_of"], (document_row,)) for text_id in text_ids(packed)
+    ]
     conn.execute(sql["delete_anchor_postings_of"], (document_row,))  # whether or not it had rows
     if texts:
         conn.execute(sql["delete_unused_anchor_texts"], {"ids": orjson.dumps(texts).decode()})

@@ -18,7 +18,7 @@ from pathlib import Path
 import apsw
 
 from cwa.errors import ArchiveIncompatible
-from cwa.store import anchor_keys
+from cwa.store import anchor_keys, anchor_lists
 from cwa.store.sqlfiles import resource_dir
 from cwa.store.transactions import roll_back
 
@@ -86,8 +86,9 @@ def apply_pending(
     for migration in available():
         if user_version(conn) >= migration.number or (target is not None and migration.number > target):
             continue
-        if not applied:  # only a connection that migrates needs it: 0041 keys the anchor dictionary
-            anchor_keys.register(conn)
+        if not applied:  # only a connection that migrates needs them: 0041 keys the anchor
+            anchor_keys.register(conn)  # dictionary, 0042 packs each document's anchors
+            anchor_lists.register(conn)
         sql = migration.path.read_text(encoding="utf-8")
         with _foreign_keys_off(conn, sql):
             conn.execute("BEGIN IMMEDIATE")

@@ -27,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 from capture_fixtures import ClaudeSession, CodexRollout
 
+from cwa.store import anchor_lists
+
 TURNS = 200
 
 
@@ -86,8 +88,9 @@ def _import(host: str, path: Path, db: Path) -> tuple[float, dict]:
 
 
 def _anchor_rows(db: Path) -> int:
+    """The (document, text) anchors the archive lists (one packed list a document: migration 0042)."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-        return conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
+        return sum(len(anchor_lists.unpack(packed)) for (packed,) in conn.execute("SELECT packed FROM anchors"))
 
 
 def run(megabytes: float) -> dict:

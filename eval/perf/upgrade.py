@@ -11,7 +11,7 @@ before 24 an anchor row per type of each text, before 26 no project window range
 outcome row per handler of each document, before 30 times as ISO-8601 text, before 35 anchor
 rows keyed by text first, before 37 every document's text digest in its row, before 38 every chunk
 stored as its bytes, before 39 every document's id in its row, before 41 the anchor texts found
-by their UNIQUE index), then times `open_connection` on it, which
+by their UNIQUE index, before 42 a row per anchor text of a document), then times `open_connection` on it, which
 applies the later migrations in the opening process: 0017 moves every anchor text into the
 `anchor_texts` dictionary; 0018 renames the vectors (none here) and converts nothing; 0019 adds
 the block table; 0020 turns every digest into its 32 bytes; 0021 rebuilds `messages` with one
@@ -25,7 +25,7 @@ documents postings; 0036 makes `documents` again without its identity digest's U
 the conversion that deflates them later (cwa/store/chunk_packing.py), and deflates none; 0039
 makes `documents` again with each id derived from its identity digest (stored only where it is
 not); 0040 drops the index of cues by type; 0041 makes `anchor_texts` again with each text's
-key instead of the texts' UNIQUE index. With --archive,
+key instead of the texts' UNIQUE index; 0042 packs each document's anchor rows into one list. With --archive,
 it times the first open of an existing
 archive (one kept by `cwa eval perf --keep` from an older tree), upgrading it in place. `--pages
 NAME` (a table or index, repeatable) also reports its pages in bytes (SQLite's dbstat) and its
@@ -56,7 +56,7 @@ from cwa.index import exact
 from cwa.index.exact import ExactHandler, add_text_ids, anchor_rows, document_anchors
 from cwa.index.lexical import LexicalHandler
 from cwa.index.structure import StructuralHandler
-from cwa.store import admission, chunk_packing, derived, migrations, sqlfiles
+from cwa.store import admission, anchor_lists, chunk_packing, derived, migrations, sqlfiles
 from cwa.store.admission import admit
 from cwa.store.connection import BulkWrites, open_connection
 from cwa.store.derived import HandlerResult
@@ -77,6 +77,12 @@ DIGESTS_IN_ROWS_UNTIL = 37  # schemas before it: every document's text digest in
 PAYLOADS_WHOLE_UNTIL = 38  # schemas before it: every chunk's payload its bytes as they are
 STORED_IDS_UNTIL = 39  # schemas before it: every document's id in its row
 UNKEYED_TEXTS_UNTIL = 41  # schemas before it: anchor texts found by their UNIQUE index, no key
+ANCHOR_ROWS_UNTIL = 42  # schemas before it: a row per (document, text) of anchors, not one list a document
+# How schemas 24-41 stored a document's anchors (anchor_rows' rows, each ending in its text's id).
+ANCHOR_ROWS_INSERT = (
+    "INSERT INTO anchors (document_row, text_id, types, start_byte, end_byte, occurrences) "
+    "SELECT :row, j.value ->> 7, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5 FROM json_each(:anchors) AS j"
+)
 # Today's statements read a document's digest through sql/views.sql's view, which cwa makes on
 # open: `digests_view` makes it for admissions on a bare connection.
 DIGESTS_VIEW = re.search(
@@ -248,8 +254,33 @@ class TextKeyedAnchors:
             rows = anchor_rows(anchors)
             sql = unkeyed_statements("index")
             add_text_ids(conn, sql, rows)
-            conn.execute(sql["insert_anchors"], {"anchors": orjson.dumps(rows).decode(), "row": target.document_row})
+            conn.execute(ANCHOR_ROWS_INSERT, {"anchors": orjson.dumps(rows).decode(), "row": target.document_row})
         return HandlerResult("complete")
+
+
+class AnchorRowsByDocument:
+    """The exact handler of schemas 35-41: a row per text of a document, keyed by the document
+    first, and each text's documents in `anchor_postings` (tests/test_migrations.py builds old
+    archives with it too)."""
+
+    name = "exact"
+
+    def index(self, conn: apsw.Connection, target) -> HandlerResult:
+        anchors, _ = document_anchors(target.document)
+        if anchors:
+            rows = anchor_rows(anchors)
+            sql = exact.queries("index")  # schemas before 41: admitting_as makes it find texts unkeyed
+            ids = add_text_ids(conn, sql, rows)
+            conn.execute(ANCHOR_ROWS_INSERT, {"anchors": orjson.dumps(rows).decode(), "row": target.document_row})
+            conn.execute(sql["insert_anchor_postings"], {"ids": orjson.dumps(ids).decode(), "row": target.document_row})
+        return HandlerResult("complete")
+
+
+def anchor_count(conn: apsw.Connection) -> int:
+    """The (document, text) anchors an archive holds: rows before schema 42, list entries since."""
+    if migrations.user_version(conn) < ANCHOR_ROWS_UNTIL:
+        return conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
+    return sum(len(anchor_lists.unpack(packed)) for (packed,) in conn.execute("SELECT packed FROM anchors"))
 
 
 def named_outcomes(conn: apsw.Connection, generation_id: int, document_row: int, recorded: list) -> None:
@@ -349,6 +380,8 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
         if schema < TYPED_ANCHORS_UNTIL
         else TextKeyedAnchors()
         if schema < TEXT_KEYED_ANCHORS_UNTIL
+        else AnchorRowsByDocument()
+        if schema < ANCHOR_ROWS_UNTIL
         else ExactHandler()
     )
     handlers = (
@@ -366,7 +399,7 @@ def old_archive(path: Path, documents: int, schema: int) -> int:
             hex_digests(conn)
         if schema < INTEGER_TIMES_UNTIL:
             iso_times(conn)
-    anchors = conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
+    anchors = anchor_count(conn)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     conn.close()
     return anchors
@@ -425,7 +458,7 @@ def first_open(path: Path, pages: tuple[str, ...] = ()) -> dict:
     conn = open_connection(path)
     seconds = time.perf_counter() - started
     found = {
-        "anchorsAfter": conn.execute("SELECT count(*) FROM anchors").fetchone()[0],
+        "anchorsAfter": anchor_count(conn),
         "anchorTexts": conn.execute("SELECT count(*) FROM anchor_texts").fetchone()[0],
         "schemaFrom": schema,
         "schemaTo": migrations.user_version(conn),

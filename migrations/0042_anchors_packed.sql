@@ -1,0 +1,21 @@
+-- cwa: rebuilds anchors
+-- A document's anchors packed into one row (cwa/store/anchor_lists.py): five varints an anchor,
+-- in text id order, instead of a row per (document, text). A coding document's 13 rows cost about
+-- 21 bytes each of SQLite's record and cell framing around 9 bytes of numbers: 0.48 × the text at
+-- a million documents, the largest part of the bytes left beside the text itself
+-- (docs/performance.md, "Where the bytes go"). The rows are packed by `cwa_pack_anchors`, which cwa
+-- registers before it migrates; the rowid table is appended in document order and fills its pages.
+-- Exact search reads a text's range with `cwa_anchor_start` / the list in Python; a text's
+-- documents still come from `anchor_postings`. One transaction: a killed process leaves schema 41,
+-- and the next open starts again.
+CREATE TABLE anchors_packed (
+  document_row  INTEGER PRIMARY KEY REFERENCES documents (id),
+  packed        BLOB NOT NULL        -- (text id delta, types, start_byte, length, occurrences) varints
+);
+
+INSERT INTO anchors_packed (document_row, packed)
+SELECT document_row, cwa_pack_anchors(text_id, types, start_byte, end_byte, occurrences)
+FROM anchors GROUP BY document_row ORDER BY document_row;
+
+DROP TABLE anchors;
+ALTER TABLE anchors_packed RENAME TO anchors;
