@@ -95,7 +95,7 @@ def span(packed: bytes, text_id: int) -> tuple[int, int] | None:
     """The byte range of `text_id` in the document, or None when the list does not hold it. Exact
     search calls it for every document holding a query's anchor (up to 1,000), so it reads no
     further than that entry (ids ascend), skips the other entries' numbers without decoding them,
-    and reads its varints inline (about twice as fast as walking `_values`)."""
+    and reads its varints inline rather than through `_values`."""
     at, end, current, entry = 0, len(packed), 0, []
     try:
         while at < end:
