@@ -306,6 +306,7 @@ class ExactHandler:
             sql = queries("index")
             rows = anchor_rows(anchors)
             ids = add_text_ids(conn, sql, rows)
+            # each row's (text id, type bits, start, end, occurrences): anchor_rows' layout, id appended
             packed = anchor_lists.pack((row[7], row[2], row[3], row[4], row[5]) for row in rows)
             conn.execute(sql["insert_anchors"], {"packed": packed, "row": target.document_row})
             conn.execute(sql["insert_anchor_postings"], {"ids": orjson.dumps(ids).decode(), "row": target.document_row})

@@ -1,10 +1,10 @@
 """A document's exact anchors packed into one row: `anchors.packed` (migration 0042).
 
-A row per (document, text) took about 20 bytes of pages (its record header, the document's and
-the text's ids, the cell's size and pointer, the pages' free space) for numbers that pack into
-6.5. At a million coding documents, 13.35 anchors each, the rows took 303.0 MB and the lists take
-97.2 MB: 0.37 × the text's 563 MB saved (docs/performance.md, "Anchors packed into one list a
-document"). A document has one row, its anchors one after another in text id order, each as five
+A row per (document, text) took 22.7 bytes of pages (its record header, the document's and the
+text's ids, the cell's size and pointer, the pages' free space); a list takes 7.3 bytes an anchor,
+its row included. At a million coding documents, 13.35 anchors each, 303.0 MB of rows became 97.2
+MB of lists: 0.37 × the text's 563 MB saved (`python eval/perf/upgrade.py --archive COPY --pages
+anchors`; docs/performance.md, "Anchors packed into one list a document"). A document has one row, its anchors one after another in text id order, each as five
 unsigned LEB128 varints:
 
     text id − the previous entry's text id (the first: the text id itself)
