@@ -261,3 +261,96 @@ def test_an_import_keeps_the_common_terms_counts_so_the_next_search_counts_none(
         assert "ledger" in terms and "shard" in terms
         again = importer.import_sources(archive, "claude", importer.sources("claude", [], {**env, "HOME": str(home)}))
         assert again.documents == 0 and importer.keep_common_terms(archive, again) == 0
+
+
+# What a turn document's indexing derives, comparable across archives (window ids included: the
+# queue is indexed in document order, as synchronous admission indexes).
+DERIVED = {
+    "windows": "SELECT id, document_row, ordinal, start_byte, end_byte, term_count, content_hash FROM windows",
+    "fts": "SELECT rowid, title, user, assistant, body, context FROM window_fts",
+    "anchors": "SELECT a.document_row, a.packed FROM anchors AS a",
+    "texts": "SELECT id, text, folded, key FROM anchor_texts",
+    "postings": "SELECT rowid, texts FROM anchor_postings",
+    "cues": "SELECT document_row, ordinal, cue, score FROM message_cues",
+    "chunks": "SELECT id, hash, byte_length, data FROM chunks",
+}
+
+
+def _derived(db: Path) -> dict[str, list]:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return {name: sorted(conn.execute(sql).fetchall()) for name, sql in DERIVED.items()}
+    finally:
+        conn.close()
+
+
+def _lint_turns(home: Path, project: Path, session_id: str, turns: int) -> None:
+    session = ClaudeSession(home, project, session_id)
+    for n in range(turns):
+        output = "\n".join(
+            f"src/ledger_{n % 7}/shard_{k}.py:{k + 3}: E501 LedgerError in ShardPolicy" for k in range(9)
+        )
+        session.write(*session.turn(f"check ledger shard {n}", "make lint", output, f"Shard {n} checked."))
+
+
+def test_an_import_indexes_its_turns_at_the_end_with_a_helper_as_admission_would(setup, tmp_path):
+    # `cwa import` archives first and indexes the queue at its end, a helper process preparing the
+    # documents: every turn is indexed, nothing is left queued, and the derived rows (window ids,
+    # BM25F rows, anchor lists and dictionary, cues, deflated chunks) are those that indexing each
+    # document as it is admitted makes.
+    from cwa.capture import importer
+    from cwa.index import queue_worker
+
+    home, project, db, env = setup
+    turns = queue_worker.HELPER_MIN_DOCUMENTS + 16  # enough for the helper
+    _lint_turns(home, project, "44444444-dddd", turns)
+    code, summary = _import(env, "claude")
+    assert code == 0 and summary["documents"] == turns and summary["indexed"] == turns
+    with Archive.open(db) as archive:
+        assert archive.status({})["indexQueue"]["documents"] == 0
+    assert _hit(db, "ShardPolicy LedgerError shard_5", project) is not None
+
+    alone = tmp_path / "alone.db"  # the same store imported in process, each turn indexed as admitted
+    with Archive.open(alone) as archive:
+        assert archive.index_worker is None
+        units = importer.sources("claude", [], {**env, "HOME": str(home)})
+        assert importer.import_sources(archive, "claude", units).documents == turns
+    assert _derived(db) == _derived(alone)
+
+
+def test_indexing_at_the_end_without_a_helper_and_what_an_earlier_import_left_queued(setup, monkeypatch):
+    # A helper that cannot start or fails leaves its documents queued: this process indexes them.
+    # Documents an earlier import left queued (it was stopped before its end) are indexed by the
+    # next one, even when it archives nothing new.
+    from cwa.capture import importer
+    from cwa.index import queue_worker
+
+    home, project, db, env = setup
+    _lint_turns(home, project, "55555555-eeee", 12)
+    units = importer.sources("claude", [], {**env, "HOME": str(home)})
+    with Archive.open(db) as archive:
+        archive.index_worker = queue_worker.IndexAtEnd()
+        assert importer.import_sources(archive, "claude", units).documents == 12
+        archive.index_worker = None
+        assert archive.status({})["indexQueue"]["documents"] == 12  # stopped here: nothing indexed yet
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("the helper died")  # as a broken process pool reports
+
+        monkeypatch.setattr(queue_worker, "HELPER_MIN_DOCUMENTS", 1)
+        monkeypatch.setattr(queue_worker, "_with_helper", broken)
+        seen = []
+        found = queue_worker.index_all_queued(
+            archive.conn, str(db), archive.handlers, archive.clock, lambda done, total: seen.append((done, total))
+        )
+        assert found == 12 and seen[-1] == (12, 12)
+        assert archive.status({})["indexQueue"]["documents"] == 0
+    assert _hit(db, "ShardPolicy LedgerError shard_5", project) is not None
+
+    _lint_turns(home, project, "66666666-ffff", 3)
+    with Archive.open(db) as archive:  # an import stopped before its end: its turns wait
+        archive.index_worker = queue_worker.IndexAtEnd()
+        later = importer.sources("claude", [], {**env, "HOME": str(home)})
+        assert importer.import_sources(archive, "claude", later).documents == 3
+    code, summary = _import(env, "claude")  # nothing new to archive: what waited is indexed
+    assert code == 0 and summary["documents"] == 0 and summary["indexed"] == 3

@@ -7,7 +7,9 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import orjson
@@ -61,26 +63,45 @@ def import_command(
     ~/.pi/agent/sessions ($PI_CODING_AGENT_DIR). Each session is archived under its working
     directory's real path, with its id, lineage and timestamps. A re-run reads only what changed
     and archives only new turns; a line still being written waits for the next run. What cannot
-    be read is named (file and line, exit 13: unsupported-format); the rest is imported.
+    be read is named (file and line, exit 13: unsupported-format); the rest is imported. Turns are
+    archived first and indexed at the end, a helper process sharing the work (`indexed`); an import
+    stopped before then leaves them queued, for the next import or serve to index.
     """
     from cwa.capture import importer
+    from cwa.index.queue_worker import IndexAtEnd
 
     started = time.monotonic()
     units = importer.sources(host, list(paths), dict(os.environ))
     total = sum(u.size for u in units)
+    shown = not as_json and sys.stderr.isatty()
     with open_archive(ctx) as archive:
-        if as_json or not sys.stderr.isatty():
-            summary = importer.import_sources(
-                archive, host, units, since=_since(since), project=project, dry_run=dry_run
-            )
-        else:
-            label = f"{host}: {len(units)} source(s), {total / MEBIBYTE:.1f} MiB"
-            with click.progressbar(length=max(total, 1), label=label, file=sys.stderr) as bar:
+        # Archived first, indexed at the end with a helper process (cwa/index/queue_worker.py): a
+        # failure before then leaves the rest queued, for the next import or serve to index.
+        archive.index_worker = None if dry_run else IndexAtEnd()
+        try:
+            if not shown:
                 summary = importer.import_sources(
-                    archive, host, units, since=_since(since), project=project, dry_run=dry_run, progress=bar.update
+                    archive, host, units, since=_since(since), project=project, dry_run=dry_run
                 )
+            else:
+                label = f"{host}: {len(units)} source(s), {total / MEBIBYTE:.1f} MiB"
+                with click.progressbar(length=max(total, 1), label=label, file=sys.stderr) as bar:
+                    summary = importer.import_sources(
+                        archive, host, units, since=_since(since), project=project, dry_run=dry_run, progress=bar.update
+                    )
+        finally:
+            archive.index_worker = None
+        archived = time.monotonic()
+        indexed = 0 if dry_run else _index_imported(archive, shown)
+        index_seconds = time.monotonic() - archived
         kept = importer.keep_common_terms(archive, summary)
-    result = {**summary.to_json(), "termCountsKept": kept, "seconds": round(time.monotonic() - started, 3)}
+    result = {
+        **summary.to_json(),
+        "indexed": indexed,
+        "indexSeconds": round(index_seconds, 3),
+        "termCountsKept": kept,
+        "seconds": round(time.monotonic() - started, 3),
+    }
     if as_json:
         click.echo(dump_json(result))
     else:
@@ -96,6 +117,21 @@ def import_command(
             click.echo(f"cwa: unsupported-format: {where}: {problem['reason']}: {problem['detail']}", err=True)
     if result["problems"]:
         sys.exit(UnsupportedFormat.exit_code)
+
+
+def _index_imported(archive: Any, shown: bool) -> int:
+    """Index what the import queued (and anything queued before it); a progress bar on a terminal."""
+    from cwa.index.queue_worker import index_all_queued
+    from cwa.store import index_queue
+
+    def run(progress: Callable[[int, int], None] | None) -> int:
+        return index_all_queued(archive.conn, str(archive.path), archive.handlers, archive.clock, progress)
+
+    queued = index_queue.lag(archive.conn, archive.clock())["documents"]
+    if not shown or not queued:
+        return run(None)
+    with click.progressbar(length=queued, label="indexing", file=sys.stderr) as bar:
+        return run(lambda done, _total: bar.update(done - bar.pos))
 
 
 @main.command("hook")

@@ -296,18 +296,22 @@ def add_text_ids(conn: apsw.Connection, sql: Mapping[str, str], rows: list[list]
 class ExactHandler:
     name = "exact"
 
-    def prepare(self, kind: str, document: SerializedDocument) -> tuple[list[tuple[Anchor, int]], bool]:
-        return document_anchors(document)
+    def prepare(self, kind: str, document: SerializedDocument) -> tuple[list[list], list[bytes], bool]:
+        """The document's anchor rows (anchor_rows), each entry's list bytes but its text id
+        (anchor_lists.tail), and whether the budget cut some: all the work that needs no
+        dictionary id, so the write lock waits for none of it."""
+        anchors, cut = document_anchors(document)
+        rows = anchor_rows(anchors)
+        return rows, [anchor_lists.tail(row[2], row[3], row[4], row[5]) for row in rows], cut
 
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult:
         prepared = target.prepared.get(self.name)
-        anchors, cut = prepared if prepared is not None else document_anchors(target.document)
-        if anchors:
+        rows, tails, cut = prepared if prepared is not None else self.prepare(target.kind, target.document)
+        if rows:
             sql = queries("index")
-            rows = anchor_rows(anchors)
+            rows = [list(row) for row in rows]  # add_text_ids appends each id: a prepared row stays as it was
             ids = add_text_ids(conn, sql, rows)
-            # each row's (text id, type bits, start, end, occurrences): anchor_rows' layout, id appended
-            packed = anchor_lists.pack((row[7], row[2], row[3], row[4], row[5]) for row in rows)
+            packed = anchor_lists.pack_tails(zip(ids, tails))
             conn.execute(sql["insert_anchors"], {"packed": packed, "row": target.document_row})
             conn.execute(sql["insert_anchor_postings"], {"ids": orjson.dumps(ids).decode(), "row": target.document_row})
         if cut:

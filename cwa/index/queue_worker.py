@@ -15,23 +15,40 @@ of in front of the request. In the same pauses it copies the WAL into the archiv
 checkpoint, which never blocks a writer), so that the commit of a request seldom finds the WAL
 full and pays for that copy itself, and it deflates the chunks stored before migration 0038, a
 batch a pause (cwa/store/chunk_packing.py).
+
+`cwa import` queues what it archives too (`IndexAtEnd`), then indexes the queue at its end with
+`index_all_queued`: a helper process (a pool of one) reads each queued document through a
+read-only connection and does its pure work (tokenizing, anchors, deflating) while this process
+writes the rows of the documents before it, so the two cores share a history's indexing.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import select
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 import apsw
 
 from cwa.index.handlers import default_handlers
 from cwa.store import chunk_packing
-from cwa.store.connection import open_connection
-from cwa.store.index_queue import BATCH_DOCUMENTS, index_queued
+from cwa.store.connection import open_connection, open_read_only
+from cwa.store.derived import IndexHandler
+from cwa.store.index_queue import (
+    BATCH_DOCUMENTS,
+    Prepared,
+    Queued,
+    index_prepared,
+    index_queued,
+    lag,
+    prepare_queued,
+    queued_documents,
+)
 from cwa.timestamps import utc_now
 
 POLL_SECONDS = 1.0  # how often the worker looks for what another process queued
@@ -185,6 +202,89 @@ def _checkpoint(conn: apsw.Connection, before: Callable[[], None]) -> None:
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
     except (apsw.BusyError, apsw.FullError, apsw.IOError):
         pass  # the next pass, or a commit past WAL_CHECKPOINT_PAGES, copies it
+
+
+class IndexAtEnd:
+    """An index worker that is no process: what is admitted meanwhile waits in the index queue for
+    `index_all_queued`, which the holder runs once it is done archiving (`cwa import`)."""
+
+    def wake(self) -> None:
+        pass
+
+
+HELPER_MIN_DOCUMENTS = 64  # fewer queued: indexed here alone (starting a helper costs about 0.3 s)
+HELPER_READ = 1024  # queued documents read from the queue at a time, the helper's work list
+HELPER_CHUNK = 8  # documents the helper prepares per exchange
+WRITE_SECONDS = 0.2  # the longest this process holds the write lock per batch (cf. cwa index rebuild)
+
+
+def index_all_queued(
+    conn: apsw.Connection,
+    path: str,
+    handlers: Sequence[IndexHandler],
+    clock: Callable[[], str],
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Index every queued document (of any project), a helper process preparing them while this one
+    writes; how many were indexed. Without a helper (too few documents, or it cannot start or
+    fails) this process does it all; documents a failure leaves are still queued, so nothing is
+    lost and nothing is indexed twice (`index_prepared`). `progress(done, total)` after each batch."""
+    total = lag(conn, clock())["documents"]
+    done = 0
+    if total >= HELPER_MIN_DOCUMENTS:
+        try:
+            done = _with_helper(conn, path, handlers, clock, total, progress)
+        except (OSError, RuntimeError, apsw.Error, EOFError):  # the helper's failures; this one's own storage errors
+            pass  # re-raised by index_queued below if they persist; what is left is still queued
+    while True:  # what the helper did not do (or every document, without one), a batch at a time
+        indexed = index_queued(conn, handlers, clock(), limit=HELPER_READ)
+        if not indexed:
+            return done
+        done += indexed
+        if progress is not None:
+            progress(min(done, total), total)
+
+
+def _with_helper(
+    conn: apsw.Connection,
+    path: str,
+    handlers: Sequence[IndexHandler],
+    clock: Callable[[], str],
+    total: int,
+    progress: Callable[[int, int], None] | None,
+) -> int:
+    done, after = 0, 0
+    context = multiprocessing.get_context("spawn")  # no fork of a process holding SQLite connections
+    with ProcessPoolExecutor(1, mp_context=context, initializer=_helper_start, initargs=(path,)) as helper:
+        while queued := queued_documents(conn, HELPER_READ, after=after):
+            after = queued[-1][0]
+            batch: list[Prepared] = []
+            began = time.monotonic()
+            for prepared in helper.map(_helper_prepare, queued, chunksize=HELPER_CHUNK):
+                batch.append(prepared)
+                if time.monotonic() - began >= WRITE_SECONDS:
+                    done += index_prepared(conn, handlers, clock(), batch)
+                    batch, began = [], time.monotonic()
+                    if progress is not None:
+                        progress(min(done, total), total)
+            if batch:
+                done += index_prepared(conn, handlers, clock(), batch)
+                if progress is not None:
+                    progress(min(done, total), total)
+    return done
+
+
+_helper: tuple[apsw.Connection, tuple[IndexHandler, ...]] | None = None  # the helper's connection
+
+
+def _helper_start(path: str) -> None:
+    global _helper
+    _helper = (open_read_only(path), default_handlers())
+
+
+def _helper_prepare(queued: Queued) -> Prepared:
+    conn, handlers = _helper
+    return prepare_queued(conn, handlers, queued)
 
 
 if __name__ == "__main__":

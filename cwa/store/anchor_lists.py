@@ -42,18 +42,32 @@ def _varint(value: int, out: bytearray) -> None:
     out.append(value)
 
 
+def tail(types: int, start: int, end: int, occurrences: int) -> bytes:
+    """An entry's numbers after its text id: what the entry holds whatever id the text gets (the
+    index queue computes it before the write lock; `pack_tails` adds the ids)."""
+    out = bytearray()
+    for value in (types, start, end - start, occurrences):
+        _varint(value, out)
+    return bytes(out)
+
+
+def pack_tails(entries: Iterable[tuple[int, bytes]]) -> bytes:
+    """The list of `entries` ((text_id, its `tail`), one per text), in text id order."""
+    out = bytearray()
+    previous = 0
+    for text_id, rest in sorted(entries):
+        if out and text_id == previous:
+            raise ValueError(f"text {text_id} is listed twice")
+        _varint(text_id - previous, out)
+        out += rest
+        previous = text_id
+    return bytes(out)
+
+
 def pack(entries: Iterable[tuple[int, int, int, int, int]]) -> bytes:
     """The list of `entries` ((text_id, types, start_byte, end_byte, occurrences), one per text),
     in text id order."""
-    out = bytearray()
-    previous = 0
-    for text_id, types, start, end, occurrences in sorted(entries):
-        if out and text_id == previous:
-            raise ValueError(f"text {text_id} is listed twice")
-        for value in (text_id - previous, types, start, end - start, occurrences):
-            _varint(value, out)
-        previous = text_id
-    return bytes(out)
+    return pack_tails((text_id, tail(*rest)) for text_id, *rest in entries)
 
 
 def _values(packed: bytes) -> Iterable[int]:

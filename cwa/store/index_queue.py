@@ -43,6 +43,10 @@ BATCH_DOCUMENTS = 8  # documents indexed in one write transaction, when that man
 BATCH_BYTES = 16 * 1024  # while their texts add up to no more than this (a larger document goes alone)
 
 
+Queued = tuple[int, str, int, bool]  # a next_queued row: document row, kind, byte length, indexable
+Prepared = tuple[int, str, "IndexTarget | None", list[dict[str, Any]]]  # prepare_queued's: row, kind, target, chunks
+
+
 def index_queued(
     conn: apsw.Connection,
     handlers: Sequence[IndexHandler],
@@ -60,34 +64,51 @@ def index_queued(
     the write lock about as long as one document of BATCH_BYTES.
     `before_lock` runs between a batch's pure work and its write transaction (the worker waits
     there for serve to go quiet)."""
-    sql = queries("index_queue")
     deadline = None if seconds is None else time.monotonic() + seconds
     done = 0
     while limit is None or done < limit:
         if deadline is not None and time.monotonic() >= deadline:
             break
         wanted = BATCH_DOCUMENTS if limit is None else min(BATCH_DOCUMENTS, limit - done)
-        queued = conn.execute(sql["next_queued"], {"project": project, "limit": wanted}).fetchall()
+        queued = queued_documents(conn, wanted, project)
         if not queued:
             break
         batch, size = [], 0
-        for document_row, kind, byte_length, indexable in queued:
-            if batch and size + byte_length > BATCH_BYTES:
+        for row in queued:
+            if batch and size + row[2] > BATCH_BYTES:
                 break
-            target = _prepared(conn, handlers, document_row, kind, byte_length, indexable)
-            batch.append((document_row, kind, target, _deflated_chunks(conn, document_row)))
-            size += byte_length
+            batch.append(prepare_queued(conn, handlers, row))
+            size += row[2]
         if before_lock is not None:
             before_lock()
-        with write_transaction(conn):
-            indexed = {
-                row for row, _, target, deflated in batch if _index_one(conn, handlers, now, row, target, deflated)
-            }
-        for document_row, kind, target, _ in batch:
-            if kind == "checkpoint-root" and target is not None and document_row in indexed:  # parts findable with it
-                checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=limits.UNBOUNDED)
-        done += len(indexed)
+        done += index_prepared(conn, handlers, now, batch)
     return done
+
+
+def queued_documents(conn: apsw.Connection, limit: int, project: str | None = None, after: int = 0) -> list[Queued]:
+    """The oldest `limit` queued documents past row `after` (of one project, or any)."""
+    params = {"project": project, "limit": limit, "after": after}
+    return conn.execute(queries("index_queue")["next_queued"], params).fetchall()
+
+
+def prepare_queued(conn: apsw.Connection, handlers: Sequence[IndexHandler], queued: Queued) -> Prepared:
+    """A queued document's pure work, before the write lock (any connection to the archive may do
+    it, a read-only one in another process too): its handlers' input and prepared rows (None when
+    it gets no derived rows) and its chunks deflated."""
+    document_row, kind, byte_length, indexable = queued
+    target = _prepared(conn, handlers, document_row, kind, byte_length, indexable)
+    return document_row, kind, target, _deflated_chunks(conn, document_row)
+
+
+def index_prepared(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, batch: list[Prepared]) -> int:
+    """Write a batch of prepared documents in one transaction, each leaving the queue (one another
+    connection indexed meanwhile is skipped: nothing is indexed twice); how many it indexed."""
+    with write_transaction(conn):
+        indexed = {row for row, _, target, deflated in batch if _index_one(conn, handlers, now, row, target, deflated)}
+    for document_row, kind, target, _ in batch:
+        if kind == "checkpoint-root" and target is not None and document_row in indexed:  # parts findable with it
+            checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=limits.UNBOUNDED)
+    return len(indexed)
 
 
 def _prepared(
@@ -144,5 +165,4 @@ def lag(conn: apsw.Connection, now: str, project: str | None = None) -> dict[str
 
 
 def pending(conn: apsw.Connection, project: str | None = None) -> bool:
-    found = conn.execute(queries("index_queue")["next_queued"], {"project": project, "limit": 1})
-    return found.fetchone() is not None
+    return bool(queued_documents(conn, 1, project))
