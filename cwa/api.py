@@ -447,7 +447,7 @@ def damaged_archive_report(path: Path, settings: Settings, error: CwaError) -> d
 def _index_rebuild(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:
     from cwa.index.rebuild import rebuild_indexes
 
-    return rebuild_indexes(archive.conn, archive.handlers, archive.clock(), archive.progress)
+    return rebuild_indexes(archive.conn, archive.handlers, archive.clock(), archive.progress, str(archive.path))
 
 
 def _session_context(archive: Archive, request: dict[str, Any]) -> dict[str, Any]:

@@ -79,8 +79,8 @@ GROUP BY d.project_id;
 
 -- name: all_documents
 -- The documents that get derived rows: live or superseded, a checkpoint part only with its root
--- (an orphan stays without them).
-SELECT id FROM documents AS d WHERE state IN ('live', 'superseded')
+-- (an orphan stays without them); each with its kind and length.
+SELECT id, kind, byte_length FROM documents AS d WHERE state IN ('live', 'superseded')
   AND (kind != 'checkpoint-part' OR EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id))
 ORDER BY id;
 

@@ -318,12 +318,17 @@ def test_an_import_indexes_its_turns_at_the_end_with_a_helper_as_admission_would
     assert _derived(db) == _derived(alone)
 
 
-def test_indexing_at_the_end_without_a_helper_and_what_an_earlier_import_left_queued(setup, monkeypatch):
-    # A helper that cannot start or fails leaves its documents queued: this process indexes them.
-    # Documents an earlier import left queued (it was stopped before its end) are indexed by the
-    # next one, even when it archives nothing new.
+def test_indexing_at_the_end_when_the_helper_fails_and_what_an_earlier_import_left_queued(setup, monkeypatch):
+    # A helper that fails part-way (its pool broken) hands over what it prepared; this process
+    # prepares the rest, and every document is indexed once. Documents an earlier import left
+    # queued (it was stopped before its end) are indexed by the next one, even when it archives
+    # nothing new.
+    from concurrent.futures import Future
+
     from cwa.capture import importer
     from cwa.index import queue_worker
+    from cwa.store.connection import open_read_only
+    from cwa.store.index_queue import prepare_queued
 
     home, project, db, env = setup
     _lint_turns(home, project, "55555555-eeee", 12)
@@ -334,17 +339,34 @@ def test_indexing_at_the_end_without_a_helper_and_what_an_earlier_import_left_qu
         archive.index_worker = None
         assert archive.status({})["indexQueue"]["documents"] == 12  # stopped here: nothing indexed yet
 
-        def broken(*args, **kwargs):
-            raise RuntimeError("the helper died")  # as a broken process pool reports
+        handed: list[int] = []
+
+        class BreakingPool:  # prepares the first exchange, then reports a broken pool
+            def __init__(self, *args, **kwargs):
+                self.conn = open_read_only(db)
+
+            def submit(self, prepare, chunk):
+                future = Future()
+                if not handed:
+                    handed.extend(q[0] for q in chunk)
+                    future.set_result([prepare_queued(self.conn, archive.handlers, q) for q in chunk])
+                else:
+                    future.set_exception(RuntimeError("A process in the process pool was terminated abruptly"))
+                return future
+
+            def shutdown(self, wait=True, cancel_futures=False):
+                self.conn.close()
 
         monkeypatch.setattr(queue_worker, "HELPER_MIN_DOCUMENTS", 1)
-        monkeypatch.setattr(queue_worker, "_with_helper", broken)
+        monkeypatch.setattr(queue_worker, "ProcessPoolExecutor", BreakingPool)
         seen = []
         found = queue_worker.index_all_queued(
             archive.conn, str(db), archive.handlers, archive.clock, lambda done, total: seen.append((done, total))
         )
-        assert found == 12 and seen[-1] == (12, 12)
+        assert len(handed) == queue_worker.HELPER_CHUNK and found == 12 and seen[-1] == (12, 12)
         assert archive.status({})["indexQueue"]["documents"] == 0
+        generations = archive.conn.execute("SELECT count(*) FROM index_generations").fetchone()[0]
+        assert generations == 12  # each indexed once (a queued document gets its generation then)
     assert _hit(db, "ShardPolicy LedgerError shard_5", project) is not None
 
     _lint_turns(home, project, "66666666-ffff", 3)

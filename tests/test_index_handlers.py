@@ -204,3 +204,46 @@ def test_the_next_documents_context_comes_from_the_last_one_indexed_and_never_fr
             (fourth_row,),
         ).fetchone()
         assert lexical.closing.get(fourth_row, *last) == context_terms(terms(f"answer to: {texts[3]}"))
+
+
+def test_a_rebuild_with_a_helper_process_writes_what_one_without_it_writes(tmp_path, monkeypatch):
+    # `cwa index rebuild` lets a helper process read and prepare each document while it writes;
+    # on two copies of one archive, a rebuild with the helper and one without it (too few
+    # documents for it) leave the same derived rows, window ids included.
+    import shutil
+
+    import apsw
+
+    from cwa.index import queue_worker
+
+    def derived(path):
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return [
+                sorted(conn.execute(sql).fetchall())
+                for sql in (
+                    "SELECT id, document_row, ordinal, start_byte, end_byte, term_count, content_hash FROM windows",
+                    "SELECT rowid, title, user, assistant, body, context FROM window_fts",
+                    "SELECT document_row, packed FROM anchors",
+                    "SELECT id, text, folded, key FROM anchor_texts",
+                    "SELECT rowid, texts FROM anchor_postings",
+                    "SELECT document_row, ordinal, cue, score FROM message_cues",
+                )
+            ]
+        finally:
+            conn.close()
+
+    first, second = tmp_path / "first.db", tmp_path / "second.db"
+    documents = queue_worker.HELPER_MIN_DOCUMENTS + 8
+    with Archive.open(first) as archive:
+        for n in range(documents):
+            text = f"RetryPolicy in src/shard_{n % 5}/ledger_{n}.py failed with LedgerError {n}: see `make lint`"
+            archive.admit(turn(text, session=f"s{n % 3}"))
+    shutil.copy(first, second)
+    with Archive.open(first) as archive:
+        assert archive.call("index-rebuild", {})["documents"] == documents  # with the helper
+    monkeypatch.setattr(queue_worker, "HELPER_MIN_DOCUMENTS", documents + 1)
+    with Archive.open(second) as archive:
+        assert archive.call("index-rebuild", {})["documents"] == documents  # alone
+    assert derived(first) == derived(second)
+    assert derived(first)[0]  # windows there are

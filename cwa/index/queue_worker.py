@@ -20,18 +20,22 @@ batch a pause (cwa/store/chunk_packing.py).
 `index_all_queued`: a helper process (a pool of one) reads each queued document through a
 read-only connection and does its pure work (tokenizing, anchors, deflating) while this process
 writes the rows of the documents before it, so the two cores share a history's indexing.
+`cwa index rebuild` uses the same helper (`prepared_documents`).
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import pickle
 import select
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 
 import apsw
 
@@ -212,10 +216,48 @@ class IndexAtEnd:
         pass
 
 
-HELPER_MIN_DOCUMENTS = 64  # fewer queued: indexed here alone (starting a helper costs about 0.3 s)
-HELPER_READ = 1024  # queued documents read from the queue at a time, the helper's work list
+HELPER_MIN_DOCUMENTS = 64  # fewer: prepared here (starting a helper costs about 0.3 s)
 HELPER_CHUNK = 8  # documents the helper prepares per exchange
-WRITE_SECONDS = 0.2  # the longest this process holds the write lock per batch (cf. cwa index rebuild)
+HELPER_AHEAD = 64  # exchanges in flight (512 documents): how far the helper may run ahead of the writes
+HELPER_READ = 1024  # queued documents read from the queue at a time
+WRITE_SECONDS = 0.2  # the longest `index_all_queued` holds the write lock per batch (cf. cwa index rebuild)
+HELPER_FAILURES = (OSError, RuntimeError, EOFError, apsw.Error, pickle.PickleError)  # a broken pool is a RuntimeError
+
+
+def prepared_documents(
+    conn: apsw.Connection,
+    path: str | None,
+    handlers: Sequence[IndexHandler],
+    documents: Iterable[Queued],
+    count: int,
+) -> Iterator[Prepared]:
+    """Each document's pure work (`prepare_queued`), in order: by a helper process reading the
+    archive at `path` when there are `count` >= HELPER_MIN_DOCUMENTS of them and `handlers`
+    prepare as the default ones do, else (and for whatever a helper that fails leaves) here. The
+    helper runs at most HELPER_AHEAD exchanges ahead of what the caller has taken."""
+    documents = iter(documents)
+    if path is not None and count >= HELPER_MIN_DOCUMENTS and _fits_helper(handlers):
+        waiting: deque[tuple[list[Queued], Future]] = deque()
+        helper = None
+        try:
+            context = multiprocessing.get_context("spawn")  # no fork of a process holding SQLite connections
+            helper = ProcessPoolExecutor(1, mp_context=context, initializer=_helper_start, initargs=(path,))
+            while True:
+                while len(waiting) < HELPER_AHEAD and (chunk := list(itertools.islice(documents, HELPER_CHUNK))):
+                    waiting.append((chunk, helper.submit(_helper_prepare, chunk)))
+                if not waiting:
+                    return
+                found = waiting[0][1].result()
+                waiting.popleft()
+                yield from found
+        except HELPER_FAILURES:
+            pass  # what it had not handed over is prepared here
+        finally:
+            if helper is not None:
+                helper.shutdown(wait=True, cancel_futures=True)  # also when the caller stops early
+        documents = itertools.chain((d for chunk, _ in waiting for d in chunk), documents)
+    for queued in documents:
+        yield prepare_queued(conn, handlers, queued)
 
 
 def index_all_queued(
@@ -225,53 +267,39 @@ def index_all_queued(
     clock: Callable[[], str],
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Index every queued document (of any project), a helper process preparing them while this one
-    writes; how many were indexed. Without a helper (too few documents, or it cannot start or
-    fails) this process does it all; documents a failure leaves are still queued, so nothing is
-    lost and nothing is indexed twice (`index_prepared`). `progress(done, total)` after each batch."""
+    """Index every queued document (of any project), oldest first, a helper process preparing them
+    while this one writes (`prepared_documents`); how many were indexed. A failure leaves what it
+    did not reach queued: nothing is lost, nothing indexed twice (`index_prepared`).
+    `progress(done, total)` after each batch."""
     total = lag(conn, clock())["documents"]
-    done = 0
-    if total >= HELPER_MIN_DOCUMENTS:
-        try:
-            done = _with_helper(conn, path, handlers, clock, total, progress)
-        except (OSError, RuntimeError, apsw.Error, EOFError):  # the helper's failures; this one's own storage errors
-            pass  # re-raised by index_queued below if they persist; what is left is still queued
-    while True:  # what the helper did not do (or every document, without one), a batch at a time
-        indexed = index_queued(conn, handlers, clock(), limit=HELPER_READ)
-        if not indexed:
-            return done
-        done += indexed
-        if progress is not None:
-            progress(min(done, total), total)
-
-
-def _with_helper(
-    conn: apsw.Connection,
-    path: str,
-    handlers: Sequence[IndexHandler],
-    clock: Callable[[], str],
-    total: int,
-    progress: Callable[[int, int], None] | None,
-) -> int:
-    done, after = 0, 0
-    context = multiprocessing.get_context("spawn")  # no fork of a process holding SQLite connections
-    with ProcessPoolExecutor(1, mp_context=context, initializer=_helper_start, initargs=(path,)) as helper:
-        while queued := queued_documents(conn, HELPER_READ, after=after):
-            after = queued[-1][0]
-            batch: list[Prepared] = []
-            began = time.monotonic()
-            for prepared in helper.map(_helper_prepare, queued, chunksize=HELPER_CHUNK):
-                batch.append(prepared)
-                if time.monotonic() - began >= WRITE_SECONDS:
-                    done += index_prepared(conn, handlers, clock(), batch)
-                    batch, began = [], time.monotonic()
-                    if progress is not None:
-                        progress(min(done, total), total)
-            if batch:
-                done += index_prepared(conn, handlers, clock(), batch)
-                if progress is not None:
-                    progress(min(done, total), total)
+    done, batch, began = 0, [], time.monotonic()
+    for prepared in prepared_documents(conn, path, handlers, _queue_in_order(conn), total):
+        batch.append(prepared)
+        if time.monotonic() - began >= WRITE_SECONDS:
+            done += index_prepared(conn, handlers, clock(), batch)
+            batch, began = [], time.monotonic()
+            if progress is not None:
+                progress(min(done, total), total)
+    if batch:
+        done += index_prepared(conn, handlers, clock(), batch)
+    done += index_queued(conn, handlers, clock())  # what was queued behind the reading (another process's)
+    if progress is not None:
+        progress(min(done, total), total)
     return done
+
+
+def _queue_in_order(conn: apsw.Connection) -> Iterator[Queued]:
+    after = 0
+    while queued := queued_documents(conn, HELPER_READ, after=after):
+        after = queued[-1][0]
+        yield from queued
+
+
+def _fits_helper(handlers: Sequence[IndexHandler]) -> bool:
+    """Whether the helper's default handlers prepare what each of `handlers` expects (same class
+    for the same name); other handlers (a test's, an old schema's) prepare here."""
+    default = {h.name: type(h) for h in default_handlers()}
+    return all(default.get(h.name) is type(h) for h in handlers if hasattr(h, "prepare"))
 
 
 _helper: tuple[apsw.Connection, tuple[IndexHandler, ...]] | None = None  # the helper's connection
@@ -282,9 +310,9 @@ def _helper_start(path: str) -> None:
     _helper = (open_read_only(path), default_handlers())
 
 
-def _helper_prepare(queued: Queued) -> Prepared:
+def _helper_prepare(chunk: list[Queued]) -> list[Prepared]:
     conn, handlers = _helper
-    return prepare_queued(conn, handlers, queued)
+    return [prepare_queued(conn, handlers, queued) for queued in chunk]
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ The rebuild works through the documents in short transactions (about BATCH_SECON
 with a pause between them), so a read's small writes (a lease, a preflight decision) and other
 writers wait at most one batch, never the whole rebuild. Each document's derived rows are
 replaced in one transaction: a reader sees a document's old rows or its new ones, never a mix;
-handlers are deterministic, so the same canonical rows give the same search results. Derived rows
+handlers are deterministic, so the same canonical rows give the same search results (a helper
+process may do each document's pure work: cwa/index/queue_worker.py). Derived rows
 of documents that no longer qualify (expired, redacted, orphan checkpoint parts) are dropped at
 the end, in batches too. Last, every common term's window count is kept again (it was forgotten:
 a new tokenizer may count otherwise), so the first searches after a rebuild count none.
@@ -13,40 +14,57 @@ a new tokenizer may count otherwise), so the first searches after a rebuild coun
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 
 import apsw
 
+from cwa.index.queue_worker import prepared_documents
 from cwa.store import term_counts
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
 from cwa.store.sqlfiles import queries
 
 BATCH_SECONDS = 0.2  # the longest a rebuild holds the write lock at a time
+FIRST_BATCH = 8  # documents taken for the first transaction; later ones as many as fit BATCH_SECONDS
+MAX_BATCH = 256  # at most half of what a helper prepares ahead (queue_worker.HELPER_AHEAD exchanges)
 YIELD_SECONDS = 0.03  # a gap for writers polling SQLite's lock (it is not a fair queue)
 
 
 def _batches(
     conn: apsw.Connection,
-    items: list,
+    items: Iterable,
+    total: int,
     work: Callable[[object], None],
     progress: Callable[[int, int], None] | None = None,
 ) -> None:
-    """Run `work` on each item inside write transactions of about BATCH_SECONDS each."""
-    done = 0
-    while done < len(items):
+    """Run `work` on each of the `total` items inside write transactions of about BATCH_SECONDS
+    each. Items are taken from `items` before each transaction (a helper preparing them may keep
+    this process waiting: never with the lock held), as many as the last one got through in
+    BATCH_SECONDS; what a transaction does not reach goes first in the next."""
+    items = iter(items)
+    waiting: deque = deque()
+    wanted, done = FIRST_BATCH, 0
+    while True:
+        waiting.extend(itertools.islice(items, max(0, wanted - len(waiting))))
+        if not waiting:
+            return
         with write_transaction(conn):
-            deadline = time.monotonic() + BATCH_SECONDS
-            while done < len(items):
-                work(items[done])
-                done += 1
-                if time.monotonic() >= deadline:
+            started = time.monotonic()
+            count = 0
+            while waiting:
+                work(waiting.popleft())
+                count += 1
+                if time.monotonic() - started >= BATCH_SECONDS:
                     break
+            spent = time.monotonic() - started
+        done += count
+        wanted = max(1, min(MAX_BATCH, round(count * BATCH_SECONDS / max(spent, 1e-3))))
         if progress:
-            progress(done, len(items))
-        if done < len(items):
-            time.sleep(YIELD_SECONDS)
+            progress(done, max(total, done))
+        time.sleep(YIELD_SECONDS)
 
 
 def rebuild_indexes(
@@ -54,31 +72,36 @@ def rebuild_indexes(
     handlers: Sequence[IndexHandler],
     now: str,
     progress: Callable[[int, int], None] | None = None,
+    path: str | None = None,
 ) -> dict:
+    """Every derived row again. With the archive's `path`, a helper process does each document's
+    pure work (reading it, tokenizing, anchors) while this one writes (`prepared_documents`)."""
     sql = queries("index")
     admission = queries("admission")
     outcomes: dict[str, dict[str, int]] = {}
     with write_transaction(conn):
         conn.execute(admission["insert_generation"], ("rebuild", now))
         generation = conn.last_insert_rowid()
-    documents = [row for (row,) in conn.execute(sql["all_documents"])]
+    documents = conn.execute(sql["all_documents"]).fetchall()
 
-    def reindex(row: object) -> None:
+    def reindex(item: object) -> None:
+        row, _, prepared, _ = item
         drop_derived(conn, row)
         found = conn.execute(sql["indexable_document"], (row,)).fetchone()
         if found is None:  # it left every mode (or lost its root) since the list was read
             return
-        target = dataclasses.replace(load_target(conn, row, found[0], found[1]), rebuild=True)
+        loaded = prepared if prepared is not None else load_target(conn, row, found[0], found[1])
+        target = dataclasses.replace(loaded, rebuild=True)
         for handler, outcome in run_handlers(conn, handlers, generation, target).items():
             counts = outcomes.setdefault(handler, {})
             counts[outcome] = counts.get(outcome, 0) + 1
         conn.execute(sql["set_generation"], (generation, row))
         conn.execute(queries("index_queue")["dequeue"], (row,))  # it needs no other indexing
 
-    _batches(conn, documents, reindex, progress)
-    _batches(
-        conn, [row for (row,) in conn.execute(sql["stale_derived_documents"])], lambda row: drop_derived(conn, row)
-    )
+    listed = ((row, kind, length, True) for row, kind, length in documents)
+    _batches(conn, prepared_documents(conn, path, handlers, listed, len(documents)), len(documents), reindex, progress)
+    stale = [row for (row,) in conn.execute(sql["stale_derived_documents"])]
+    _batches(conn, stale, len(stale), lambda row: drop_derived(conn, row))
     with write_transaction(conn):
         conn.execute(sql["drop_stray_fts_rows"])
         conn.execute(sql["recount_windows"])
