@@ -28,7 +28,6 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
-import pickle
 import select
 import subprocess
 import sys
@@ -221,7 +220,6 @@ HELPER_CHUNK = 8  # documents the helper prepares per exchange
 HELPER_AHEAD = 64  # exchanges in flight (512 documents): how far the helper may run ahead of the writes
 HELPER_READ = 1024  # queued documents read from the queue at a time
 WRITE_SECONDS = 0.2  # the longest `index_all_queued` holds the write lock per batch (cf. cwa index rebuild)
-HELPER_FAILURES = (OSError, RuntimeError, EOFError, apsw.Error, pickle.PickleError)  # a broken pool is a RuntimeError
 
 
 def prepared_documents(
@@ -250,8 +248,8 @@ def prepared_documents(
                 found = waiting[0][1].result()
                 waiting.popleft()
                 yield from found
-        except HELPER_FAILURES:
-            pass  # what it had not handed over is prepared here
+        except Exception:  # the helper's, of any kind (a broken pool, a result that would not pickle):
+            pass  # what it had not handed over is prepared here, where a real fault shows again
         finally:
             if helper is not None:
                 helper.shutdown(wait=True, cancel_futures=True)  # also when the caller stops early
