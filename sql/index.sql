@@ -79,10 +79,16 @@ GROUP BY d.project_id;
 
 -- name: all_documents
 -- The documents that get derived rows: live or superseded, a checkpoint part only with its root
--- (an orphan stays without them); each with its kind and length.
-SELECT id, kind, byte_length FROM documents AS d WHERE state IN ('live', 'superseded')
+-- (an orphan stays without them); each with its kind and length, :limit of them past row :after
+-- (a rebuild reads them a page at a time: a million at once would hold a million tuples).
+SELECT id, kind, byte_length FROM documents AS d WHERE id > :after AND state IN ('live', 'superseded')
   AND (kind != 'checkpoint-part' OR EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id))
-ORDER BY id;
+ORDER BY id LIMIT :limit;
+
+-- name: count_documents
+-- How many all_documents lists (its conditions, counted).
+SELECT count(*) FROM documents AS d WHERE state IN ('live', 'superseded')
+  AND (kind != 'checkpoint-part' OR EXISTS (SELECT 1 FROM checkpoint_parts AS c WHERE c.part_row = d.id));
 
 -- name: indexable_document
 -- One of them, still qualifying: its kind and length.

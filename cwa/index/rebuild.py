@@ -17,7 +17,7 @@ import dataclasses
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import apsw
 
@@ -25,11 +25,13 @@ from cwa.index.queue_worker import prepared_documents
 from cwa.store import term_counts
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
+from cwa.store.index_queue import leave_queue
 from cwa.store.sqlfiles import queries
 
 BATCH_SECONDS = 0.2  # the longest a rebuild holds the write lock at a time
 FIRST_BATCH = 8  # documents taken for the first transaction; later ones as many as fit BATCH_SECONDS
 MAX_BATCH = 256  # at most half of what a helper prepares ahead (queue_worker.HELPER_AHEAD exchanges)
+PAGE = 4096  # documents read at a time
 YIELD_SECONDS = 0.03  # a gap for writers polling SQLite's lock (it is not a fair queue)
 
 
@@ -82,10 +84,10 @@ def rebuild_indexes(
     with write_transaction(conn):
         conn.execute(admission["insert_generation"], ("rebuild", now))
         generation = conn.last_insert_rowid()
-    documents = conn.execute(sql["all_documents"]).fetchall()
+    documents = conn.execute(sql["count_documents"]).fetchone()[0]
 
     def reindex(item: object) -> None:
-        row, _, prepared, _ = item
+        row, _, prepared, deflated = item
         drop_derived(conn, row)
         found = conn.execute(sql["indexable_document"], (row,)).fetchone()
         if found is None:  # it left every mode (or lost its root) since the list was read
@@ -96,10 +98,9 @@ def rebuild_indexes(
             counts = outcomes.setdefault(handler, {})
             counts[outcome] = counts.get(outcome, 0) + 1
         conn.execute(sql["set_generation"], (generation, row))
-        conn.execute(queries("index_queue")["dequeue"], (row,))  # it needs no other indexing
+        leave_queue(conn, row, deflated)  # it needs no other indexing
 
-    listed = ((row, kind, length, True) for row, kind, length in documents)
-    _batches(conn, prepared_documents(conn, path, handlers, listed, len(documents)), len(documents), reindex, progress)
+    _batches(conn, prepared_documents(conn, path, handlers, _documents(conn), documents), documents, reindex, progress)
     stale = [row for (row,) in conn.execute(sql["stale_derived_documents"])]
     _batches(conn, stale, len(stale), lambda row: drop_derived(conn, row))
     with write_transaction(conn):
@@ -109,7 +110,15 @@ def rebuild_indexes(
         term_counts.forget(conn)  # a new tokenizer may count otherwise
         conn.execute(admission["finish_generation"], (now, generation))
     kept = term_counts.refresh(conn)  # read without the write lock, like a maintenance pass
-    return {"generation": generation, "documents": len(documents), "outcomes": outcomes, "termCountsKept": kept}
+    return {"generation": generation, "documents": documents, "outcomes": outcomes, "termCountsKept": kept}
+
+
+def _documents(conn: apsw.Connection) -> Iterator[tuple[int, str, int, bool]]:
+    """The documents a rebuild indexes, in row order, as the index queue lists them (indexable)."""
+    after = 0
+    while page := conn.execute(queries("index")["all_documents"], {"after": after, "limit": PAGE}).fetchall():
+        after = page[-1][0]
+        yield from ((row, kind, length, True) for row, kind, length in page)
 
 
 def backfill_if_needed(

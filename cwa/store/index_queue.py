@@ -150,11 +150,18 @@ def _index_one(
     leaves the queue; False when another connection indexed it meanwhile."""
     if conn.execute(queries("index_queue")["still_queued"], (document_row,)).fetchone() is None:
         return False
-    conn.executemany(queries("payloads")["store_deflated"], deflated)
     if target is not None:
         index_deferred(conn, handlers, now, target)
-    conn.execute(queries("index_queue")["dequeue"], (document_row,))
+    leave_queue(conn, document_row, deflated)
     return True
+
+
+def leave_queue(conn: apsw.Connection, document_row: int, deflated: list[dict[str, Any]]) -> None:
+    """Inside the write transaction that gave the document its derived rows (the queue's, or a
+    rebuild's): the chunks admission left as their bytes stored deflated (`prepare_queued` made
+    them), and its queue row, if it had one, gone."""
+    conn.executemany(queries("payloads")["store_deflated"], deflated)
+    conn.execute(queries("index_queue")["dequeue"], (document_row,))
 
 
 def lag(conn: apsw.Connection, now: str, project: str | None = None) -> dict[str, Any]:
