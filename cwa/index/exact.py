@@ -309,7 +309,6 @@ class ExactHandler:
         rows, tails, cut = prepared if prepared is not None else self.prepare(target.kind, target.document)
         if rows:
             sql = queries("index")
-            rows = [list(row) for row in rows]  # add_text_ids appends each id: a prepared row stays as it was
             ids = add_text_ids(conn, sql, rows)
             packed = anchor_lists.pack_tails(zip(ids, tails))
             conn.execute(sql["insert_anchors"], {"packed": packed, "row": target.document_row})
