@@ -345,11 +345,11 @@ def test_indexing_at_the_end_when_the_helper_fails_and_what_an_earlier_import_le
             def __init__(self, *args, **kwargs):
                 self.conn = open_read_only(db)
 
-            def submit(self, prepare, chunk):
+            def submit(self, prepare, chunk, deflate):
                 future = Future()
                 if not handed:
                     handed.extend(q[0] for q in chunk)
-                    future.set_result([prepare_queued(self.conn, archive.handlers, q) for q in chunk])
+                    future.set_result([prepare_queued(self.conn, archive.handlers, q, deflate) for q in chunk])
                 else:
                     future.set_exception(RuntimeError("A process in the process pool was terminated abruptly"))
                 return future

@@ -99,12 +99,6 @@ def test_a_queued_document_s_chunks_are_stored_whole_then_deflated_with_its_deri
         assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 1
         assert [data for (data,) in archive.conn.execute(payloads_of)] == deflated
         assert archive.get({"documentId": admitted["documentId"]})["text"] == text
-    with Archive.open(tmp_path / "rebuilt.db") as archive:  # a rebuild that takes it off the queue deflates too
-        admitted = _queued(archive, request)
-        assert archive.call("index-rebuild", {})["documents"] == 1
-        assert not index_queue.pending(archive.conn)
-        assert [data for (data,) in archive.conn.execute(payloads_of)] == deflated
-        assert archive.get({"documentId": admitted["documentId"]})["text"] == text
 
 
 def test_small_queued_documents_share_a_transaction_and_a_large_one_goes_alone(tmp_path):

@@ -228,8 +228,9 @@ def prepared_documents(
     handlers: Sequence[IndexHandler],
     documents: Iterable[Queued],
     count: int,
+    deflate: bool = True,
 ) -> Iterator[Prepared]:
-    """Each document's pure work (`prepare_queued`), in order: by a helper process reading the
+    """Each document's pure work (`prepare_queued`, `deflate` as there), in order: by a helper process reading the
     archive at `path` when there are `count` >= HELPER_MIN_DOCUMENTS of them and `handlers`
     prepare as the default ones do, else (and for whatever a helper that fails leaves) here. The
     helper runs at most HELPER_AHEAD exchanges ahead of what the caller has taken."""
@@ -242,7 +243,7 @@ def prepared_documents(
             helper = ProcessPoolExecutor(1, mp_context=context, initializer=_helper_start, initargs=(path,))
             while True:
                 while len(waiting) < HELPER_AHEAD and (chunk := list(itertools.islice(documents, HELPER_CHUNK))):
-                    waiting.append((chunk, helper.submit(_helper_prepare, chunk)))
+                    waiting.append((chunk, helper.submit(_helper_prepare, chunk, deflate)))
                 if not waiting:
                     return
                 found = waiting[0][1].result()
@@ -255,7 +256,7 @@ def prepared_documents(
                 helper.shutdown(wait=True, cancel_futures=True)  # also when the caller stops early
         documents = itertools.chain((d for chunk, _ in waiting for d in chunk), documents)
     for queued in documents:
-        yield prepare_queued(conn, handlers, queued)
+        yield prepare_queued(conn, handlers, queued, deflate)
 
 
 def index_all_queued(
@@ -308,9 +309,9 @@ def _helper_start(path: str) -> None:
     _helper = (open_read_only(path), default_handlers())
 
 
-def _helper_prepare(chunk: list[Queued]) -> list[Prepared]:
+def _helper_prepare(chunk: list[Queued], deflate: bool) -> list[Prepared]:
     conn, handlers = _helper
-    return [prepare_queued(conn, handlers, queued) for queued in chunk]
+    return [prepare_queued(conn, handlers, queued, deflate) for queued in chunk]
 
 
 if __name__ == "__main__":

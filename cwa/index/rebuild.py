@@ -98,9 +98,10 @@ def rebuild_indexes(
             counts = outcomes.setdefault(handler, {})
             counts[outcome] = counts.get(outcome, 0) + 1
         conn.execute(sql["set_generation"], (generation, row))
-        leave_queue(conn, row, deflated)  # it needs no other indexing
+        leave_queue(conn, row, deflated)  # it needs no other indexing (its chunks stay as they are)
 
-    _batches(conn, prepared_documents(conn, path, handlers, _documents(conn), documents), documents, reindex, progress)
+    stream = prepared_documents(conn, path, handlers, _documents(conn), documents, deflate=False)
+    _batches(conn, stream, documents, reindex, progress)
     stale = [row for (row,) in conn.execute(sql["stale_derived_documents"])]
     _batches(conn, stale, len(stale), lambda row: drop_derived(conn, row))
     with write_transaction(conn):

@@ -91,13 +91,16 @@ def queued_documents(conn: apsw.Connection, limit: int, project: str | None = No
     return conn.execute(queries("index_queue")["next_queued"], params).fetchall()
 
 
-def prepare_queued(conn: apsw.Connection, handlers: Sequence[IndexHandler], queued: Queued) -> Prepared:
+def prepare_queued(
+    conn: apsw.Connection, handlers: Sequence[IndexHandler], queued: Queued, deflate: bool = True
+) -> Prepared:
     """A queued document's pure work, before the write lock (any connection to the archive may do
     it, a read-only one in another process too): its handlers' input and prepared rows (None when
-    it gets no derived rows) and its chunks deflated."""
+    it gets no derived rows) and, with `deflate`, the chunks admission stored as their bytes
+    deflated (a rebuild leaves chunks as they are: cwa/store/chunk_packing.py converts old ones)."""
     document_row, kind, byte_length, indexable = queued
     target = _prepared(conn, handlers, document_row, kind, byte_length, indexable)
-    return document_row, kind, target, _deflated_chunks(conn, document_row)
+    return document_row, kind, target, _deflated_chunks(conn, document_row) if deflate else []
 
 
 def index_prepared(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, batch: list[Prepared]) -> int:
@@ -158,8 +161,7 @@ def _index_one(
 
 def leave_queue(conn: apsw.Connection, document_row: int, deflated: list[dict[str, Any]]) -> None:
     """Inside the write transaction that gave the document its derived rows (the queue's, or a
-    rebuild's): the chunks admission left as their bytes stored deflated (`prepare_queued` made
-    them), and its queue row, if it had one, gone."""
+    rebuild's): the chunks `prepare_queued` deflated stored, and its queue row, if it had one, gone."""
     conn.executemany(queries("payloads")["store_deflated"], deflated)
     conn.execute(queries("index_queue")["dequeue"], (document_row,))
 
