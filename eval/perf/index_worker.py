@@ -4,8 +4,10 @@
 
 Admits the `logs` scenario's build logs (eval/perf/session.py: 50–225 KB each) deferred, as
 `cwa serve` does, then indexes each from the queue (cwa/store/index_queue.py) and reports per
-document its size, the whole time, and the time inside the write transaction (the handlers'
-inserts): the wait a request that writes meanwhile may meet. With `--drain N`, also N synthetic
+document its size, the whole time, and the time its write transaction takes, BEGIN to COMMIT
+(`index_prepared`): the wait a request that writes meanwhile may meet. (Before 2026-12-06 this
+timed only the handlers inside the transaction, `index_deferred`, not what follows them: the
+queue row, the deflated chunks, FTS5's writes at the commit, the commit itself.) With `--drain N`, also N synthetic
 coding turn documents (eval/retrieval/sessions.py) admitted deferred, then the whole queue indexed
 at once, as a search or the worker finds it after a burst: documents a second, and the longest
 write transaction (a batch of small documents shares one, cwa/store/index_queue.py).
@@ -14,11 +16,11 @@ write transaction (a batch of small documents shares one, cwa/store/index_queue.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -36,24 +38,31 @@ from cwa.store import index_queue
 from cwa.store.admission import admit
 
 
-def run(count: int) -> dict:
-    rng = random.Random(5)
-    logs = [log_output(rng) for _ in range(count)]
-    locked: list[float] = []
-    handlers_of = index_queue.index_deferred
+def _timed_transactions(held: list[float]) -> Callable[[], None]:
+    """Time each of the index queue's write transactions (`index_prepared`: BEGIN to COMMIT) into
+    `held`, in milliseconds; returns what undoes it."""
+    transaction = index_queue.index_prepared
 
     def timed(*args, **kwargs):
         started = time.perf_counter()
         try:
-            return handlers_of(*args, **kwargs)
+            return transaction(*args, **kwargs)
         finally:
-            locked.append((time.perf_counter() - started) * 1000)
+            held.append((time.perf_counter() - started) * 1000)
 
+    index_queue.index_prepared = timed
+    return lambda: setattr(index_queue, "index_prepared", transaction)
+
+
+def run(count: int) -> dict:
+    rng = random.Random(5)
+    logs = [log_output(rng) for _ in range(count)]
+    locked: list[float] = []
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         settings = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})
         with Archive.open(Path(folder) / "archive.db", settings=settings) as archive:
-            index_queue.index_deferred = timed  # the same function, timed: it runs inside the transaction
+            undo = _timed_transactions(locked)
             try:
                 for number, text in enumerate(logs):
                     request = {
@@ -68,7 +77,7 @@ def run(count: int) -> dict:
                     whole = (time.perf_counter() - started) * 1000
                     rows.append({"bytes": len(text), "wholeMs": round(whole, 1), "lockedMs": round(locked[-1], 1)})
             finally:
-                index_queue.index_deferred = handlers_of
+                undo()
     held = [r["lockedMs"] for r in rows]
     return {
         "documents": rows,
@@ -83,14 +92,6 @@ def drain(count: int) -> dict:
     source = synthetic_sessions(10**9, project="/bench/drain")
     documents = [next(source) for _ in range(count)]
     held: list[float] = []
-    transaction = index_queue.write_transaction
-
-    @contextlib.contextmanager
-    def timed(conn):
-        started = time.perf_counter()
-        with transaction(conn):
-            yield
-        held.append((time.perf_counter() - started) * 1000)
 
     with tempfile.TemporaryDirectory() as folder:
         settings = load_settings(None, env={"CWA_DISK_CRITICAL_MEBIBYTES": "0"})
@@ -98,13 +99,13 @@ def drain(count: int) -> dict:
             for document in documents:
                 document = contract.validate(contract.ADMIT, document)  # as Archive.admit does
                 admit(archive.conn, document, handlers=archive.handlers, now=archive.clock(), deferred=True)
-            index_queue.write_transaction = timed
+            undo = _timed_transactions(held)
             try:
                 started = time.perf_counter()
                 done = index_queue.index_queued(archive.conn, archive.handlers, archive.clock())
                 seconds = time.perf_counter() - started
             finally:
-                index_queue.write_transaction = transaction
+                undo()
     return {
         "documents": done,
         "documentsPerSecond": round(done / seconds, 1),

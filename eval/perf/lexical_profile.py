@@ -37,8 +37,8 @@ def timed_rankings(calls: list[dict]) -> None:
     the newest-id slice it was scored over, rows and milliseconds."""
     original = search_module._bm25f
 
-    def bm25f(ctx, match: str, expected: float, *rest):
-        rank = original(ctx, match, expected, *rest)
+    def bm25f(ctx, match: str, expected: float, *rest, **options):
+        rank = original(ctx, match, expected, *rest, **options)
 
         def timed_rank(k: int):
             started = time.perf_counter()

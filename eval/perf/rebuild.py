@@ -68,31 +68,41 @@ def probe(path: str, stop, waits) -> None:
     conn.close()
 
 
+def measure(path: Path, documents: int, runs: int) -> tuple[list[float], list[float]]:
+    """Seed an archive at `path`, then time `runs` rebuilds with the probe writing beside each:
+    the seconds of each, and the longest the probe waited during each."""
+    archive = Archive.open(path, settings=load_settings(None, env=QUIET))
+    seed(archive, documents)
+    archive.conn.execute("CREATE TABLE probe (at REAL)")  # the probe's own table (this archive is a throwaway)
+    seconds, longest = [], []
+    spawn = multiprocessing.get_context("spawn")
+    try:
+        for _ in range(runs):
+            with spawn.Manager() as manager:
+                waits, stop = manager.list(), manager.Event()
+                prober = spawn.Process(target=probe, args=(str(path), stop, waits))
+                prober.start()
+                while not len(waits):  # the probe is writing before the rebuild starts
+                    time.sleep(0.01)
+                started = time.perf_counter()
+                archive.call("index-rebuild", {})
+                seconds.append(time.perf_counter() - started)
+                stop.set()
+                prober.join()
+                longest.append(max(waits))
+    finally:
+        archive.close()
+    return seconds, longest
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=3000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    path = Path(tempfile.mkdtemp(prefix="cwa-rebuild-")) / "archive.db"
-    archive = Archive.open(path, settings=load_settings(None, env=QUIET))
-    seed(archive, args.documents)
-    archive.conn.execute("CREATE TABLE probe (at REAL)")  # the probe's own table (this archive is a throwaway)
-    seconds, longest = [], []
-    spawn = multiprocessing.get_context("spawn")
-    for _ in range(args.runs):
-        with spawn.Manager() as manager:
-            waits, stop = manager.list(), manager.Event()
-            prober = spawn.Process(target=probe, args=(str(path), stop, waits))
-            prober.start()
-            while not len(waits):  # the probe is writing before the rebuild starts
-                time.sleep(0.01)
-            started = time.perf_counter()
-            archive.call("index-rebuild", {})
-            seconds.append(time.perf_counter() - started)
-            stop.set()
-            prober.join()
-            longest.append(max(waits))
+    with tempfile.TemporaryDirectory(prefix="cwa-rebuild-") as folder:  # gone afterwards, whatever happens
+        seconds, longest = measure(Path(folder) / "archive.db", args.documents, args.runs)
     result = {
         "documents": args.documents,
         "rebuildSeconds": [round(s, 2) for s in seconds],
