@@ -319,14 +319,13 @@ def test_an_import_indexes_its_turns_at_the_end_with_a_helper_as_admission_would
 
 
 def test_indexing_at_the_end_when_the_helper_fails_and_what_an_earlier_import_left_queued(setup, monkeypatch):
-    # A helper that fails part-way (its pool broken) hands over what it prepared; this process
+    # A helper that fails part-way (it ends) hands over what it prepared; this process
     # prepares the rest, and every document is indexed once. Documents an earlier import left
     # queued (it was stopped before its end) are indexed by the next one, even when it archives
     # nothing new.
-    from concurrent.futures import Future
-
     from cwa.capture import importer
     from cwa.index import queue_worker
+    from cwa.index.prepare_helper import HelperFailed
     from cwa.store.connection import open_read_only
     from cwa.store.index_queue import prepare_queued
 
@@ -341,24 +340,25 @@ def test_indexing_at_the_end_when_the_helper_fails_and_what_an_earlier_import_le
 
         handed: list[int] = []
 
-        class BreakingPool:  # prepares the first exchange, then reports a broken pool
-            def __init__(self, *args, **kwargs):
-                self.conn = open_read_only(db)
+        class BreakingHelper:  # answers the first exchange, then ends as a helper that died would
+            def __init__(self, path):
+                self.conn, self.sent = open_read_only(path), []
 
-            def submit(self, prepare, chunk, deflate):
-                future = Future()
-                if not handed:
-                    handed.extend(q[0] for q in chunk)
-                    future.set_result([prepare_queued(self.conn, archive.handlers, q, deflate) for q in chunk])
-                else:
-                    future.set_exception(RuntimeError("A process in the process pool was terminated abruptly"))
-                return future
+            def send(self, chunk, deflate):
+                self.sent.append((chunk, deflate))
 
-            def shutdown(self, wait=True, cancel_futures=False):
+            def receive(self):
+                chunk, deflate = self.sent.pop(0)
+                if handed:
+                    raise HelperFailed("the helper ended")
+                handed.extend(q[0] for q in chunk)
+                return [prepare_queued(self.conn, archive.handlers, q, deflate) for q in chunk]
+
+            def close(self):
                 self.conn.close()
 
         monkeypatch.setattr(queue_worker, "HELPER_MIN_DOCUMENTS", 1)
-        monkeypatch.setattr(queue_worker, "ProcessPoolExecutor", BreakingPool)
+        monkeypatch.setattr(queue_worker, "Helper", BreakingHelper)
         seen = []
         found = queue_worker.index_all_queued(
             archive.conn, str(db), archive.handlers, archive.clock, lambda done, total: seen.append((done, total))

@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "cwa.file_writes",
             "cwa.hook_failures",
             "cwa.archive_path",
+            "cwa.child_process",
         ),
     ),
     ("store", ("cwa.store",)),

@@ -17,16 +17,16 @@ full and pays for that copy itself, and it deflates the chunks stored before mig
 batch a pause (cwa/store/chunk_packing.py).
 
 `cwa import` queues what it archives too (`IndexAtEnd`), then indexes the queue at its end with
-`index_all_queued`: a helper process (a pool of one) reads each queued document through a
-read-only connection and does its pure work (tokenizing, anchors, deflating) while this process
-writes the rows of the documents before it, so the two cores share a history's indexing.
-`cwa index rebuild` uses the same helper (`prepared_documents`).
+`index_all_queued`: a helper process (cwa/index/prepare_helper.py) reads each queued document
+through a read-only connection and does its pure work (tokenizing, anchors, deflating) while this
+process writes the rows of the documents before it, so the two cores share a history's indexing.
+`cwa index rebuild` uses the same helper (`prepared_documents`). Both children, the worker and
+the helper, run this cwa as a module (cwa/child_process.py).
 """
 
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 import select
 import subprocess
@@ -34,13 +34,14 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 
 import apsw
 
+from cwa.child_process import python_module
 from cwa.index.handlers import default_handlers
+from cwa.index.prepare_helper import Helper
 from cwa.store import chunk_packing
-from cwa.store.connection import open_connection, open_read_only
+from cwa.store.connection import open_connection
 from cwa.store.derived import IndexHandler
 from cwa.store.index_queue import (
     BATCH_DOCUMENTS,
@@ -72,11 +73,9 @@ class IndexProcess:
         self.child: subprocess.Popen | None = None
 
     def start(self) -> IndexProcess:
+        command, env = python_module("cwa.index.queue_worker", self.path)
         self.child = subprocess.Popen(
-            [sys.executable, "-m", "cwa.index.queue_worker", self.path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
         )
         os.set_blocking(self.child.stdin.fileno(), False)
         return self
@@ -236,25 +235,25 @@ def prepared_documents(
     helper runs at most HELPER_AHEAD exchanges ahead of what the caller has taken."""
     documents = iter(documents)
     if path is not None and count >= HELPER_MIN_DOCUMENTS and _fits_helper(handlers):
-        waiting: deque[tuple[list[Queued], Future]] = deque()
+        waiting: deque[list[Queued]] = deque()  # the chunks sent, not yet answered
         helper = None
         try:
-            context = multiprocessing.get_context("spawn")  # no fork of a process holding SQLite connections
-            helper = ProcessPoolExecutor(1, mp_context=context, initializer=_helper_start, initargs=(path,))
+            helper = Helper(path)
             while True:
                 while len(waiting) < HELPER_AHEAD and (chunk := list(itertools.islice(documents, HELPER_CHUNK))):
-                    waiting.append((chunk, helper.submit(_helper_prepare, chunk, deflate)))
+                    helper.send(chunk, deflate)
+                    waiting.append(chunk)
                 if not waiting:
                     return
-                found = waiting[0][1].result()
+                found = helper.receive()
                 waiting.popleft()
                 yield from found
-        except Exception:  # the helper's, of any kind (a broken pool, a result that would not pickle):
+        except Exception:  # the helper's, of any kind (it could not start, failed, ended):
             pass  # what it had not handed over is prepared here, where a real fault shows again
         finally:
             if helper is not None:
-                helper.shutdown(wait=True, cancel_futures=True)  # also when the caller stops early
-        documents = itertools.chain((d for chunk, _ in waiting for d in chunk), documents)
+                helper.close()  # also when the caller stops early
+        documents = itertools.chain((d for chunk in waiting for d in chunk), documents)
     for queued in documents:
         yield prepare_queued(conn, handlers, queued, deflate)
 
@@ -299,19 +298,6 @@ def _fits_helper(handlers: Sequence[IndexHandler]) -> bool:
     for the same name); other handlers (a test's, an old schema's) prepare here."""
     default = {h.name: type(h) for h in default_handlers()}
     return all(default.get(h.name) is type(h) for h in handlers if hasattr(h, "prepare"))
-
-
-_helper: tuple[apsw.Connection, tuple[IndexHandler, ...]] | None = None  # the helper's connection
-
-
-def _helper_start(path: str) -> None:
-    global _helper
-    _helper = (open_read_only(path), default_handlers())
-
-
-def _helper_prepare(chunk: list[Queued], deflate: bool) -> list[Prepared]:
-    conn, handlers = _helper
-    return [prepare_queued(conn, handlers, queued, deflate) for queued in chunk]
 
 
 if __name__ == "__main__":
