@@ -64,7 +64,7 @@ def _exchange(path: Path, request: bytes, seconds: float) -> dict | None:
 
 def _start_server(db: Path, path: Path) -> None:
     subprocess.Popen(
-        [sys.executable, "-m", "cwa", "--db", str(db), "hook-server", "--socket", str(path)],
+        [sys.executable, "-P", "-m", "cwa", "--db", str(db), "hook-server", "--socket", str(path)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

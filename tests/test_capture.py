@@ -50,7 +50,7 @@ def test_claude_hooks_are_added_once_beside_the_users_and_removed_exactly(tmp_pa
     assert data["model"] == "opus" and data["hooks"]["PreToolUse"] == [mine]
     ours = [c for c in _hook_commands(settings) if "hook_client" in c]
     assert len(ours) == len(hook_config.CLAUDE_EVENTS)
-    assert ours[0] == f"{sys.executable} -m cwa.hook_client --db {db} claude"  # the archive is named
+    assert ours[0] == f"{sys.executable} -P -m cwa.hook_client --db {db} claude"  # the archive is named
     assert data["hooks"]["Stop"][0] == mine  # the user's hook first, as it was
 
     hook_config.uninstall("claude", None, env, db, write=True)
@@ -72,7 +72,7 @@ def test_codex_gets_notify_unless_the_user_has_one_and_a_prompt_hook(tmp_path):
     import tomllib
 
     data = tomllib.loads(config.read_text())
-    assert data["notify"] == [sys.executable, "-m", "cwa.hook_client", "--db", str(db), "codex"]
+    assert data["notify"] == [sys.executable, "-P", "-m", "cwa.hook_client", "--db", str(db), "codex"]
     assert data["model"] == "m" and data["profiles"] == {"x": {"model": "y"}}
     hooks = json.loads((tmp_path / "codex" / "hooks.json").read_text())["hooks"]
     assert list(hooks) == ["UserPromptSubmit"]
@@ -97,7 +97,9 @@ def test_opencode_plugin_names_the_hook_client_and_is_removed(tmp_path):
     db = tmp_path / "a.db"
     hook_config.install("opencode", tmp_path / "project", env, db, write=True)
     plugin = tmp_path / "project" / ".opencode" / "plugin" / "cwa.ts"
-    assert json.dumps([sys.executable, "-m", "cwa.hook_client", "--db", str(db), "opencode"]) in plugin.read_text()
+    assert (
+        json.dumps([sys.executable, "-P", "-m", "cwa.hook_client", "--db", str(db), "opencode"]) in plugin.read_text()
+    )
     hook_config.uninstall("opencode", tmp_path / "project", env, db, write=True)
     assert not plugin.exists()
     hook_config.install("opencode", None, env, db, write=True)

@@ -68,3 +68,19 @@ def test_a_script_without_a_main_guard_runs_once_and_a_cwa_in_the_working_folder
     assert (rebuilt, helped, match) == ("20", "20", "exact-path")  # every document prepared by the helper
     assert (tmp_path / "runs.txt").read_text() == "ran\n"  # the script's top level ran once
     assert not (tmp_path / "shadowed.txt").exists()
+
+
+def test_a_client_starts_this_cwa_from_a_project_whose_own_package_is_named_cwa(tmp_path):
+    from cwa.integrations.launch import cwa_command
+
+    work = tmp_path / "project"
+    (work / "cwa").mkdir(parents=True)
+    (work / "cwa" / "__init__.py").write_text(
+        f"open({str(tmp_path / 'shadowed.txt')!r}, 'a').write('imported\\n')\nraise ImportError('not cwa')\n"
+    )
+    env = {"HOME": str(tmp_path), "CWA_DISK_CRITICAL_MEBIBYTES": "0"}
+    command = cwa_command(tmp_path / "archive.db", env, "status", "--json")  # as an MCP client's config has it
+    done = subprocess.run(command, cwd=work, capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert '"documents"' in done.stdout.decode()
+    assert not (tmp_path / "shadowed.txt").exists()

@@ -171,7 +171,7 @@ def test_install_prints_or_merges_the_entry_idempotently(tmp_path, client):
         data = tomllib.loads(text)
         assert data["model"] == "x" and data["profiles"]["fast"]["model"] == "y"
         assert data["mcp_servers"]["other"]["command"] == "other"
-        assert data["mcp_servers"]["cwa"] == {"command": sys.executable, "args": ["-m", "cwa", "mcp"]}
+        assert data["mcp_servers"]["cwa"] == {"command": sys.executable, "args": ["-P", "-m", "cwa", "mcp"]}
     else:
         data = json.loads(text)
         section = data["mcpServers"] if client == "claude" else data["mcp"]
@@ -319,7 +319,7 @@ def test_install_keeps_the_users_keys_names_the_archive_and_offers_user_scope(tm
     mcp_clients.install("claude", project, env, write=True, db=db)
     entry = json.loads(claude.read_text())["mcpServers"]["cwa"]
     assert entry["env"] == {"CWA_PROJECT": "p1"}  # the user's key is kept
-    assert [entry["command"], *entry["args"]] == [sys.executable, "-m", "cwa", "--db", str(db), "mcp"]
+    assert [entry["command"], *entry["args"]] == [sys.executable, "-P", "-m", "cwa", "--db", str(db), "mcp"]
 
     codex = tmp_path / "codex" / "config.toml"
     codex.parent.mkdir()
@@ -329,12 +329,13 @@ def test_install_keeps_the_users_keys_names_the_archive_and_offers_user_scope(tm
 
     data = tomllib.loads(codex.read_text())
     assert data["mcp_servers"]["cwa"]["startup_timeout_sec"] == 30 and data["other"] == {"x": 1}
-    assert data["mcp_servers"]["cwa"]["args"] == ["-m", "cwa", "--db", str(db), "mcp"]
+    assert data["mcp_servers"]["cwa"]["args"] == ["-P", "-m", "cwa", "--db", str(db), "mcp"]
     assert mcp_clients.install("codex", project, env, write=True, db=db)["changed"] is False
 
     user = mcp_clients.install("claude", project, env, write=True, scope="user")
     assert user["config"] == str(tmp_path / "home" / ".claude.json")
     assert json.loads((tmp_path / "home" / ".claude.json").read_text())["mcpServers"]["cwa"]["args"] == [
+        "-P",
         "-m",
         "cwa",
         "mcp",
