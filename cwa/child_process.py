@@ -4,7 +4,8 @@ interpreter running `-P -m MODULE`, with this cwa's folder first on PYTHONPATH.
 `-m` alone would put the working directory first on the child's path, so a `cwa` package there
 (a checkout of another version, a project's own module) would be imported instead of this one;
 `-P` leaves it out. This cwa's folder goes first because the parent may have found cwa through a
-path it set itself (a script's `sys.path.insert`). And a child started this way runs only its
+path it set itself (a script's `sys.path.insert`); not when it is a site-packages folder, which
+the child finds anyway and which must not come before the standard library. And a child started this way runs only its
 module: multiprocessing's `spawn` would import the parent's `__main__` again in the child, running
 a user's unguarded script a second time.
 """
@@ -12,6 +13,7 @@ a user's unguarded script a second time.
 from __future__ import annotations
 
 import os
+import site
 import sys
 from pathlib import Path
 
@@ -22,6 +24,14 @@ CWA_FOLDER = str(Path(cwa.__file__).resolve().parent.parent)  # the folder `impo
 
 def python_module(module: str, *args: str) -> tuple[list[str], dict[str, str]]:
     """The command and environment that run `python -m module args` with this process's cwa."""
-    path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": CWA_FOLDER + (os.pathsep + path if path else "")}
+    env = dict(os.environ)
+    if not _installed():
+        path = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = CWA_FOLDER + (os.pathsep + path if path else "")
     return [sys.executable, "-P", "-m", module, *args], env
+
+
+def _installed() -> bool:
+    """Whether cwa was found in a site-packages folder of this interpreter (an installed wheel)."""
+    folders = [*site.getsitepackages(), site.getusersitepackages()]
+    return CWA_FOLDER in {str(Path(folder).resolve()) for folder in folders}
