@@ -5,9 +5,9 @@ interpreter running `-P -m MODULE`, with this cwa's folder first on PYTHONPATH.
 (a checkout of another version, a project's own module) would be imported instead of this one;
 `-P` leaves it out. This cwa's folder goes first because the parent may have found cwa through a
 path it set itself (a script's `sys.path.insert`); not when it is a site-packages folder, which
-the child finds anyway and which must not come before the standard library. And a child started this way runs only its
-module: multiprocessing's `spawn` would import the parent's `__main__` again in the child, running
-a user's unguarded script a second time.
+the child finds anyway and which must not come before the standard library. And a child started
+this way runs only its module: multiprocessing's `spawn` would import the parent's `__main__`
+again in the child, running a user's unguarded script a second time.
 """
 
 from __future__ import annotations
