@@ -33,5 +33,5 @@ def python_module(module: str, *args: str) -> tuple[list[str], dict[str, str]]:
 
 def _installed() -> bool:
     """Whether cwa was found in a site-packages folder of this interpreter (an installed wheel)."""
-    folders = [*site.getsitepackages(), site.getusersitepackages()]
+    folders = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]  # absent in some embeddings
     return CWA_FOLDER in {str(Path(folder).resolve()) for folder in folders}
