@@ -22,13 +22,19 @@ import cwa
 CWA_FOLDER = str(Path(cwa.__file__).resolve().parent.parent)  # the folder `import cwa` found cwa in
 
 
+def module_command(module: str, *args: str) -> list[str]:
+    """This interpreter running `module` with `-P` (the command alone: what a client's
+    configuration holds, cwa/integrations/launch.py)."""
+    return [sys.executable, "-P", "-m", module, *args]
+
+
 def python_module(module: str, *args: str) -> tuple[list[str], dict[str, str]]:
     """The command and environment that run `python -m module args` with this process's cwa."""
     env = dict(os.environ)
     if not _installed():
         path = env.get("PYTHONPATH")
         env["PYTHONPATH"] = CWA_FOLDER + (os.pathsep + path if path else "")
-    return [sys.executable, "-P", "-m", module, *args], env
+    return module_command(module, *args), env
 
 
 def _installed() -> bool:

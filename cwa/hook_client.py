@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from cwa.archive_path import default_archive_path
+from cwa.child_process import module_command
 from cwa.vocabulary import HOOK_HOSTS
 
 HOSTS = HOOK_HOSTS
@@ -64,7 +65,7 @@ def _exchange(path: Path, request: bytes, seconds: float) -> dict | None:
 
 def _start_server(db: Path, path: Path) -> None:
     subprocess.Popen(
-        [sys.executable, "-P", "-m", "cwa", "--db", str(db), "hook-server", "--socket", str(path)],
+        module_command("cwa", "--db", str(db), "hook-server", "--socket", str(path)),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -47,6 +47,7 @@ from cwa.store.index_queue import (
     BATCH_DOCUMENTS,
     Prepared,
     Queued,
+    by_row,
     index_prepared,
     index_queued,
     lag,
@@ -270,8 +271,9 @@ def index_all_queued(
     did not reach queued: nothing is lost, nothing indexed twice (`index_prepared`).
     `progress(done, total)` after each batch."""
     total = lag(conn, clock())["documents"]
+    queue = by_row(lambda after: queued_documents(conn, HELPER_READ, after=after))
     done, batch, began = 0, [], time.monotonic()
-    for prepared in prepared_documents(conn, path, handlers, _queue_in_order(conn), total):
+    for prepared in prepared_documents(conn, path, handlers, queue, total):
         batch.append(prepared)
         if time.monotonic() - began >= WRITE_SECONDS:
             done += index_prepared(conn, handlers, clock(), batch)
@@ -284,13 +286,6 @@ def index_all_queued(
     if progress is not None:
         progress(min(done, total), total)
     return done
-
-
-def _queue_in_order(conn: apsw.Connection) -> Iterator[Queued]:
-    after = 0
-    while queued := queued_documents(conn, HELPER_READ, after=after):
-        after = queued[-1][0]
-        yield from queued
 
 
 def _fits_helper(handlers: Sequence[IndexHandler]) -> bool:

@@ -25,7 +25,7 @@ from cwa.index.queue_worker import prepared_documents
 from cwa.store import term_counts
 from cwa.store.connection import write_transaction
 from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
-from cwa.store.index_queue import leave_queue
+from cwa.store.index_queue import by_row, leave_queue
 from cwa.store.sqlfiles import queries
 
 BATCH_SECONDS = 0.2  # the longest a rebuild holds the write lock at a time
@@ -53,6 +53,8 @@ def _batches(
         waiting.extend(itertools.islice(items, max(0, wanted - len(waiting))))
         if not waiting:
             return
+        if done:
+            time.sleep(YIELD_SECONDS)  # between transactions, not after the last
         with write_transaction(conn):
             started = time.monotonic()
             count = 0
@@ -66,7 +68,6 @@ def _batches(
         wanted = max(1, min(MAX_BATCH, round(count * BATCH_SECONDS / max(spent, 1e-3))))
         if progress:
             progress(done, max(total, done))
-        time.sleep(YIELD_SECONDS)
 
 
 def rebuild_indexes(
@@ -116,10 +117,9 @@ def rebuild_indexes(
 
 def _documents(conn: apsw.Connection) -> Iterator[tuple[int, str, int, bool]]:
     """The documents a rebuild indexes, in row order, as the index queue lists them (indexable)."""
-    after = 0
-    while page := conn.execute(queries("index")["all_documents"], {"after": after, "limit": PAGE}).fetchall():
-        after = page[-1][0]
-        yield from ((row, kind, length, True) for row, kind, length in page)
+    sql = queries("index")["all_documents"]
+    pages = by_row(lambda after: conn.execute(sql, {"after": after, "limit": PAGE}).fetchall())
+    return ((row, kind, length, True) for row, kind, length in pages)
 
 
 def backfill_if_needed(

@@ -7,11 +7,11 @@ the MCP Inspector), so a `CWA_DB` or `XDG_DATA_HOME` of the user's shell would n
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from cwa.archive_path import builtin_archive
+from cwa.child_process import module_command
 
 
 def _named(db: Path, env: Mapping[str, str]) -> list[str]:
@@ -20,9 +20,9 @@ def _named(db: Path, env: Mapping[str, str]) -> list[str]:
 
 
 def cwa_command(db: Path, env: Mapping[str, str], *args: str) -> list[str]:
-    return [sys.executable, "-P", "-m", "cwa", *_named(db, env), *args]
+    return module_command("cwa", *_named(db, env), *args)
 
 
 def hook_command(db: Path, env: Mapping[str, str], host: str) -> list[str]:
     """What a client's hook runs: the light hook client (cwa/hook_client.py), not the CLI."""
-    return [sys.executable, "-P", "-m", "cwa.hook_client", *_named(db, env), host]
+    return module_command("cwa.hook_client", *_named(db, env), host)

@@ -20,7 +20,7 @@ bytes: cwa/store/payloads.py) runs before the write lock is taken.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import apsw
@@ -83,6 +83,16 @@ def index_queued(
             before_lock()
         done += index_prepared(conn, handlers, now, batch)
     return done
+
+
+def by_row(read: Callable[[int], list[tuple]]) -> Iterator[tuple]:
+    """Every row `read(after)` gives, a page at a time: each page read past the previous page's
+    last row (its first column), until one is empty (a queue or a rebuild of a million documents
+    holds one page of tuples, not a million)."""
+    after = 0
+    while page := read(after):
+        after = page[-1][0]
+        yield from page
 
 
 def queued_documents(conn: apsw.Connection, limit: int, project: str | None = None, after: int = 0) -> list[Queued]:
