@@ -16,6 +16,7 @@ write transaction (a batch of small documents shares one, cwa/store/index_queue.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 import tempfile
@@ -39,19 +40,32 @@ from cwa.store.admission import admit
 
 
 def _timed_transactions(held: list[float]) -> Callable[[], None]:
-    """Time each of the index queue's write transactions (`index_prepared`: BEGIN to COMMIT) into
-    `held`, in milliseconds; returns what undoes it."""
-    transaction = index_queue.index_prepared
+    """Time each of the index queue's write transactions, BEGIN to COMMIT, into `held` in
+    milliseconds; returns what undoes it. `index_prepared` is one transaction; a tree from before
+    it (727f982 and earlier: this script copied into that checkout) has `index_queued` open
+    `write_transaction` itself, which is timed instead."""
+    if hasattr(index_queue, "index_prepared"):
+        name, transaction = "index_prepared", index_queue.index_prepared
 
-    def timed(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return transaction(*args, **kwargs)
-        finally:
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return transaction(*args, **kwargs)
+            finally:
+                held.append((time.perf_counter() - started) * 1000)
+
+    else:
+        name, transaction = "write_transaction", index_queue.write_transaction
+
+        @contextlib.contextmanager
+        def timed(conn):
+            started = time.perf_counter()
+            with transaction(conn):
+                yield
             held.append((time.perf_counter() - started) * 1000)
 
-    index_queue.index_prepared = timed
-    return lambda: setattr(index_queue, "index_prepared", transaction)
+    setattr(index_queue, name, timed)
+    return lambda: setattr(index_queue, name, transaction)
 
 
 def run(count: int) -> dict:
