@@ -45,6 +45,32 @@ def turn(text: str = "hello", session: str = "s1", project: str = "/work/p", **e
     return request
 
 
+# Every derived row a document's indexing writes. The FTS5 tables are contentless (their columns
+# read as NULL): their rows are compared term by term through an 'instance' vocabulary.
+DERIVED = {
+    "windows": "SELECT id, document_row, ordinal, start_byte, end_byte, term_count, content_hash FROM windows",
+    "fts": "SELECT term, doc, col, offset FROM temp.window_instances",
+    "anchors": "SELECT a.document_row, a.packed FROM anchors AS a",
+    "texts": "SELECT id, text, folded, key FROM anchor_texts",
+    "postings": "SELECT term, doc, col, offset FROM temp.posting_instances",
+    "cues": "SELECT document_row, ordinal, cue, score FROM message_cues",
+    "chunks": "SELECT id, hash, byte_length, data FROM chunks",
+}
+
+
+def derived_rows(db: Path) -> dict[str, list]:
+    """The archive's DERIVED rows, each table's sorted, read without writing to the archive."""
+    import apsw
+
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.window_instances USING fts5vocab (main, window_fts, 'instance')")
+        conn.execute("CREATE VIRTUAL TABLE temp.posting_instances USING fts5vocab (main, anchor_postings, 'instance')")
+        return {name: sorted(conn.execute(sql).fetchall()) for name, sql in DERIVED.items()}
+    finally:
+        conn.close()
+
+
 def hermetic_settings(folder: Path, **env: str):
     """Settings read from `folder` only (no user or Pi files), the disk guard off, `env` on top
     (CWA_* variables)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import apsw
 import pytest
 from capture_fixtures import ClaudeSession, CodexRollout, OpenCodeStore, pi_session, stamp
-from conftest import hermetic_env, row_counts, run_cwa
+from conftest import derived_rows, hermetic_env, row_counts, run_cwa
 
 from cwa.api import Archive
 
@@ -265,25 +265,6 @@ def test_an_import_keeps_the_common_terms_counts_so_the_next_search_counts_none(
 
 # What a turn document's indexing derives, comparable across archives (window ids included: the
 # queue is indexed in document order, as synchronous admission indexes).
-DERIVED = {
-    "windows": "SELECT id, document_row, ordinal, start_byte, end_byte, term_count, content_hash FROM windows",
-    "fts": "SELECT rowid, title, user, assistant, body, context FROM window_fts",
-    "anchors": "SELECT a.document_row, a.packed FROM anchors AS a",
-    "texts": "SELECT id, text, folded, key FROM anchor_texts",
-    "postings": "SELECT rowid, texts FROM anchor_postings",
-    "cues": "SELECT document_row, ordinal, cue, score FROM message_cues",
-    "chunks": "SELECT id, hash, byte_length, data FROM chunks",
-}
-
-
-def _derived(db: Path) -> dict[str, list]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return {name: sorted(conn.execute(sql).fetchall()) for name, sql in DERIVED.items()}
-    finally:
-        conn.close()
-
-
 def _lint_turns(home: Path, project: Path, session_id: str, turns: int) -> None:
     session = ClaudeSession(home, project, session_id)
     for n in range(turns):
@@ -315,7 +296,7 @@ def test_an_import_indexes_its_turns_at_the_end_with_a_helper_as_admission_would
         assert archive.index_worker is None
         units = importer.sources("claude", [], {**env, "HOME": str(home)})
         assert importer.import_sources(archive, "claude", units).documents == turns
-    assert _derived(db) == _derived(alone)
+    assert derived_rows(db) == derived_rows(alone)
 
 
 def test_indexing_at_the_end_when_the_helper_fails_and_what_an_earlier_import_left_queued(setup, monkeypatch):
