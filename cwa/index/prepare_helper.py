@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
@@ -42,14 +43,20 @@ class Helper:
         self.child = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
+        # Answers are read unbuffered, so `ready` sees in the pipe all there is to read.
+        self.answers = self.child.stdout.raw
 
     def send(self, chunk: list[Queued], deflate: bool) -> None:
         """Ask for `chunk`'s documents prepared (`prepare_queued`, `deflate` as there)."""
         _write_frame(self.child.stdin, pickle.dumps((chunk, deflate), protocol=pickle.HIGHEST_PROTOCOL))
 
+    def ready(self) -> bool:
+        """Whether an answer (or the helper's end) waits to be received."""
+        return bool(select.select([self.answers], [], [], 0)[0])
+
     def receive(self) -> list[Prepared]:
         """The answer to the oldest exchange not yet received (HelperFailed if it failed)."""
-        status, value = pickle.loads(_read_frame(self.child.stdout))
+        status, value = pickle.loads(_read_frame(self.answers))
         if status != "ok":
             raise HelperFailed(value)
         return value
@@ -73,14 +80,26 @@ def _write_frame(stream: IO[bytes], data: bytes) -> None:
 
 
 def _read_frame(stream: IO[bytes]) -> bytes:
-    head = stream.read(FRAME.size)
+    head = _read_exactly(stream, FRAME.size)
     if len(head) < FRAME.size:
         raise HelperFailed("the helper ended")
     (size,) = FRAME.unpack(head)
-    data = stream.read(size)
+    data = _read_exactly(stream, size)
     if len(data) < size:
         raise HelperFailed("the helper ended mid-answer")
     return data
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    """`size` bytes, or fewer where the stream ends (an unbuffered one may return less a read)."""
+    parts, left = [], size
+    while left:
+        part = stream.read(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 def main(path: str) -> None:

@@ -47,7 +47,6 @@ from cwa.store.index_queue import (
     BATCH_DOCUMENTS,
     Prepared,
     Queued,
-    by_row,
     index_prepared,
     index_queued,
     lag,
@@ -222,6 +221,61 @@ HELPER_READ = 1024  # queued documents read from the queue at a time
 WRITE_SECONDS = 0.2  # the longest `index_all_queued` holds the write lock per batch (cf. cwa index rebuild)
 
 
+class Preparer:
+    """Documents' pure work (`prepare_queued`, `deflate` as there), taken in the order given: by a
+    helper process reading the archive at `path` once started (`start`; only when `handlers`
+    prepare as the default ones do), else, and for whatever a failed helper leaves, here."""
+
+    def __init__(
+        self, conn: apsw.Connection, path: str | None, handlers: Sequence[IndexHandler], deflate: bool = True
+    ) -> None:
+        self.conn, self.handlers, self.deflate = conn, handlers, deflate
+        self.path = path if path is not None and _fits_helper(handlers) else None
+        self.helper: Helper | None = None
+        self.waiting: deque[tuple[list[Queued], bool]] = deque()  # each chunk added, and whether the helper has it
+
+    def start(self) -> None:
+        if self.helper is None and self.path is not None:
+            try:
+                self.helper = Helper(self.path)
+            except Exception:  # it could not start: everything is prepared here
+                self.path = None
+
+    def add(self, chunk: list[Queued]) -> None:
+        sent = False
+        if self.helper is not None:
+            try:
+                self.helper.send(chunk, self.deflate)
+                sent = True
+            except Exception:
+                self._failed()
+        self.waiting.append((chunk, sent))
+
+    def ready(self) -> bool:
+        """Whether the helper has answered for the oldest chunk (taking it would not wait)."""
+        return bool(self.waiting) and self.waiting[0][1] and self.helper is not None and self.helper.ready()
+
+    def take(self) -> list[Prepared]:
+        """The oldest chunk's documents prepared."""
+        chunk, sent = self.waiting.popleft()
+        if sent and self.helper is not None:
+            try:
+                return self.helper.receive()
+            except Exception:  # the helper's, of any kind (it failed, ended): what it had is prepared
+                self._failed()  # here, where a real fault shows again
+        return [prepare_queued(self.conn, self.handlers, queued, self.deflate) for queued in chunk]
+
+    def _failed(self) -> None:
+        self.close()
+        self.path = None
+        self.waiting = deque((chunk, False) for chunk, _ in self.waiting)
+
+    def close(self) -> None:
+        if self.helper is not None:
+            self.helper.close()  # also when the caller stops early
+            self.helper = None
+
+
 def prepared_documents(
     conn: apsw.Connection,
     path: str | None,
@@ -230,33 +284,97 @@ def prepared_documents(
     count: int,
     deflate: bool = True,
 ) -> Iterator[Prepared]:
-    """Each document's pure work (`prepare_queued`, `deflate` as there), in order: by a helper process reading the
-    archive at `path` when there are `count` >= HELPER_MIN_DOCUMENTS of them and `handlers`
-    prepare as the default ones do, else (and for whatever a helper that fails leaves) here. The
-    helper runs at most HELPER_AHEAD exchanges ahead of what the caller has taken."""
+    """Each document's pure work, in order (`Preparer`): by a helper process when there are
+    `count` >= HELPER_MIN_DOCUMENTS of them, which runs at most HELPER_AHEAD exchanges ahead of
+    what the caller has taken."""
+    preparer = Preparer(conn, path if count >= HELPER_MIN_DOCUMENTS else None, handlers, deflate)
     documents = iter(documents)
-    if path is not None and count >= HELPER_MIN_DOCUMENTS and _fits_helper(handlers):
-        waiting: deque[list[Queued]] = deque()  # the chunks sent, not yet answered
-        helper = None
+    try:
+        preparer.start()
+        while True:
+            while len(preparer.waiting) < HELPER_AHEAD and (chunk := list(itertools.islice(documents, HELPER_CHUNK))):
+                preparer.add(chunk)
+            if not preparer.waiting:
+                return
+            yield from preparer.take()
+    finally:
+        preparer.close()
+
+
+class QueueIndexer:
+    """Index every queued document (of any project), oldest first, a helper process preparing
+    them while this process writes. A bulk admission (`Archive.admit_many`) calls `step` after
+    each batch it commits, so the helper prepares what the batch queued while the next one is
+    archived; `finish` indexes all that is left. A failure leaves what it did not reach queued:
+    nothing is lost, nothing indexed twice (`index_prepared`)."""
+
+    def __init__(
+        self, conn: apsw.Connection, path: str, handlers: Sequence[IndexHandler], clock: Callable[[], str]
+    ) -> None:
+        self.conn, self.handlers, self.clock = conn, handlers, clock
+        self.preparer = Preparer(conn, path, handlers)
+        self.read: deque[Queued] = deque()  # read from the queue, not yet handed to the preparer
+        self.after = 0  # the last queued row read
+        self.done = 0
+
+    def step(self, seconds: float) -> None:
+        """Between a bulk admission's batches, for at most about `seconds`: once enough waits,
+        start the helper; hand it what was queued since and write the documents it has prepared,
+        never waiting for it."""
+        if self.preparer.helper is None and lag(self.conn, self.clock())["documents"] >= HELPER_MIN_DOCUMENTS:
+            self.preparer.start()
+        if self.preparer.helper is None:
+            return
+        began = time.monotonic()
+        self._hand_over()
+        ready: list[Prepared] = []
+        while self.preparer.ready() and time.monotonic() - began < seconds:
+            ready += self.preparer.take()
+            self._hand_over()  # the helper is kept busy while this process writes
+            if len(ready) >= HELPER_CHUNK * HELPER_AHEAD // 4 or not self.preparer.ready():
+                self.done += index_prepared(self.conn, self.handlers, self.clock(), ready)
+                ready = []
+        if ready:
+            self.done += index_prepared(self.conn, self.handlers, self.clock(), ready)
+
+    def finish(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Index everything still queued, writing a batch a transaction of about WRITE_SECONDS;
+        how many documents this indexer indexed. `progress(done, total)` after each batch."""
+        total = self.done + lag(self.conn, self.clock())["documents"]
+        if total - self.done >= HELPER_MIN_DOCUMENTS:
+            self.preparer.start()
+        batch: list[Prepared] = []
+        began = time.monotonic()
         try:
-            helper = Helper(path)
-            while True:
-                while len(waiting) < HELPER_AHEAD and (chunk := list(itertools.islice(documents, HELPER_CHUNK))):
-                    helper.send(chunk, deflate)
-                    waiting.append(chunk)
-                if not waiting:
-                    return
-                found = helper.receive()
-                waiting.popleft()
-                yield from found
-        except Exception:  # the helper's, of any kind (it could not start, failed, ended):
-            pass  # what it had not handed over is prepared here, where a real fault shows again
+            while self._hand_over() or self.preparer.waiting:
+                batch += self.preparer.take()
+                if time.monotonic() - began >= WRITE_SECONDS:
+                    self.done += index_prepared(self.conn, self.handlers, self.clock(), batch)
+                    batch, began = [], time.monotonic()
+                    if progress is not None:
+                        progress(min(self.done, total), total)
+            if batch:
+                self.done += index_prepared(self.conn, self.handlers, self.clock(), batch)
         finally:
-            if helper is not None:
-                helper.close()  # also when the caller stops early
-        documents = itertools.chain((d for chunk in waiting for d in chunk), documents)
-    for queued in documents:
-        yield prepare_queued(conn, handlers, queued, deflate)
+            self.preparer.close()
+        self.done += index_queued(self.conn, self.handlers, self.clock())  # what another process queued behind
+        if progress is not None:
+            progress(min(self.done, total), total)
+        return self.done
+
+    def _hand_over(self) -> bool:
+        """Hand the preparer what was queued past the last row it has, up to HELPER_AHEAD chunks
+        in its hands; whether there was any."""
+        handed = False
+        while len(self.preparer.waiting) < HELPER_AHEAD:
+            if not self.read:
+                self.read.extend(queued_documents(self.conn, HELPER_READ, after=self.after))
+                if not self.read:
+                    break
+                self.after = self.read[-1][0]
+            self.preparer.add([self.read.popleft() for _ in range(min(HELPER_CHUNK, len(self.read)))])
+            handed = True
+        return handed
 
 
 def index_all_queued(
@@ -266,26 +384,10 @@ def index_all_queued(
     clock: Callable[[], str],
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Index every queued document (of any project), oldest first, a helper process preparing them
-    while this one writes (`prepared_documents`); how many were indexed. A failure leaves what it
-    did not reach queued: nothing is lost, nothing indexed twice (`index_prepared`).
-    `progress(done, total)` after each batch."""
-    total = lag(conn, clock())["documents"]
-    queue = by_row(lambda after: queued_documents(conn, HELPER_READ, after=after))
-    done, batch, began = 0, [], time.monotonic()
-    for prepared in prepared_documents(conn, path, handlers, queue, total):
-        batch.append(prepared)
-        if time.monotonic() - began >= WRITE_SECONDS:
-            done += index_prepared(conn, handlers, clock(), batch)
-            batch, began = [], time.monotonic()
-            if progress is not None:
-                progress(min(done, total), total)
-    if batch:
-        done += index_prepared(conn, handlers, clock(), batch)
-    done += index_queued(conn, handlers, clock())  # what was queued behind the reading (another process's)
-    if progress is not None:
-        progress(min(done, total), total)
-    return done
+    """Index every queued document (of any project), oldest first, a helper process preparing
+    them while this one writes (`QueueIndexer`); how many were indexed. `progress(done, total)`
+    after each batch."""
+    return QueueIndexer(conn, path, handlers, clock).finish(progress)
 
 
 def _fits_helper(handlers: Sequence[IndexHandler]) -> bool:

@@ -276,14 +276,22 @@ def _savepoint(conn: apsw.Connection) -> Iterator[None]:
     conn.execute("RELEASE nested_write")
 
 
+# Many small admissions (an import's turn documents, `admit_many`) are committed in batches of
+# about this long: one commit each was a quarter of an import's time; a live host's write waits
+# at most about this long for them.
+BULK_SECONDS = 0.5
+
+
 class BulkWrites:
     """Many small write transactions (an import's turn documents) folded into batches: one
     IMMEDIATE transaction committed whenever `due()` is called at least `seconds` after the
     batch began, and at the end; rolled back on an exception (what was committed stays). Other
-    writers wait for at most about `seconds` plus the unit of work in progress."""
+    writers wait for at most about `seconds` plus the unit of work in progress. `committed` runs
+    after each commit `due()` makes, inside the next batch's transaction (a bulk admission
+    indexes there what the helper prepared: cwa/index/queue_worker.py `QueueIndexer`)."""
 
-    def __init__(self, conn: apsw.Connection, seconds: float) -> None:
-        self.conn, self.seconds = conn, seconds
+    def __init__(self, conn: apsw.Connection, seconds: float, committed: Callable[[], None] | None = None) -> None:
+        self.conn, self.seconds, self.committed = conn, seconds, committed
         self.began = 0.0
 
     def __enter__(self) -> BulkWrites:
@@ -295,9 +303,12 @@ class BulkWrites:
         self.began = time.monotonic()
 
     def due(self) -> None:
+        """Commit the batch (and begin the next) once it is `seconds` old."""
         if time.monotonic() - self.began >= self.seconds:
             self.conn.execute("COMMIT")
             self._begin()
+            if self.committed is not None:
+                self.committed()
 
     def __exit__(self, kind: object, *rest: object) -> None:
         if kind is None:
