@@ -9,7 +9,7 @@ failure to a typed error, so each host rejects the same payloads the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,60 @@ class Archive:
 
     def admit(self, params: Any) -> dict[str, Any]:
         return self.call("admit", params)
+
+    def admit_many(self, requests: Iterable[Any], *, index: bool = True) -> list[dict[str, Any]]:
+        """Admit many documents as `cwa import` archives a history: each request checked as
+        `admit` checks it and archived durable-first (its exact bytes; the derived rows wait in
+        the index queue), in transactions of about BULK_SECONDS (cwa/store/connection.py). With
+        `index`, a helper process prepares what each committed batch queued while the next batch
+        is archived, this process writes its rows between batches, and what is left is indexed at
+        the end (cwa/index/queue_worker.py `QueueIndexer`). Each result is `admit`'s for a queued
+        document (`generation` null, `indexPending`); with `index` all are indexed when this
+        returns. The first failing request stops the run: its error, with its position in
+        `details["request"]`, is raised once every earlier one is committed (and indexed). A
+        process killed part-way leaves what it committed queued, never lost: `get` and `recall`
+        read it, and the next import, serve or project search indexes it."""
+        from cwa.index.queue_worker import QueueIndexer
+        from cwa.store.connection import BULK_SECONDS, BulkWrites
+        from cwa.store.disk_guard import check_free_space
+        from cwa.store.retention import plan_of
+
+        plan, results, failure = plan_of(self.settings), [], None
+        indexer = QueueIndexer(self.conn, str(self.path), self.handlers, self.clock) if index else None
+        try:
+            try:
+                committed = (lambda: indexer.step(BULK_SECONDS)) if indexer is not None else None
+                with BulkWrites(self.conn, BULK_SECONDS, committed) as batch:
+                    for position, params in enumerate(requests):
+                        try:
+                            request = contract.validate(contract.ADMIT, params)
+                            check_free_space(self.path, self.settings["diskCriticalMebibytes"])
+                            now = self.clock()
+                            results.append(
+                                admit(
+                                    self.conn,
+                                    request,
+                                    handlers=self.handlers,
+                                    now=now,
+                                    retention_plan=plan,
+                                    deferred=True,
+                                )
+                            )
+                        except CwaError as error:
+                            error.details["request"] = position
+                            failure = error
+                            break
+                        batch.due()
+                if indexer is not None and results:
+                    indexer.finish(self.progress)
+            finally:
+                if indexer is not None:
+                    indexer.preparer.close()
+        except (apsw.Error, OSError) as exc:
+            raise storage_error(exc, self.path) from exc
+        if failure is not None:
+            raise failure
+        return results
 
     def get(self, params: Any) -> dict[str, Any]:
         return self.call("get", params)

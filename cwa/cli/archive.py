@@ -19,7 +19,13 @@ from cwa.cli.formatters import (
     print_status,
 )
 from cwa.cli.root import main
-from cwa.cli.shared import archive_command, command_line, open_archive, project_option, run_method
+from cwa.cli.shared import (
+    archive_command,
+    command_line,
+    open_archive,
+    project_option,
+    run_method,
+)
 from cwa.errors import CwaError, Internal, InvalidRequest
 from cwa.exits import dump_json
 from cwa.input_files import read_file, read_stream
@@ -95,8 +101,12 @@ def _read_requests(source: Path | None) -> list[tuple[int, Any]]:
 def admit_command(ctx: click.Context, source: Path | None, project: str | None, as_json: bool) -> None:
     """Archive documents from an admit request (see docs/contract.md).
 
-    Admission is idempotent: re-running the same input stores nothing new. With JSON lines,
-    documents are admitted in order and the first failure stops the run, naming its line.
+    Admission is idempotent: re-running the same input stores nothing new. JSON lines are
+    admitted in order as `cwa import` archives a history: each document's exact bytes first, in
+    batches of one transaction, and indexed meanwhile, a helper process sharing the work (each
+    result is then that of a queued admission: `generation` null, `indexPending`); all are
+    indexed when it ends. The first failure stops the run, naming its line, once every earlier
+    line is archived and indexed.
 
     \b
     Example:
@@ -105,22 +115,31 @@ def admit_command(ctx: click.Context, source: Path | None, project: str | None, 
     """
     requests = _read_requests(source)
     explicit = ctx.get_parameter_source("project") is click.core.ParameterSource.COMMANDLINE
-    results = []
-    with (
-        open_archive(ctx) as archive,
-        click.progressbar(requests, label="admitting", file=sys.stderr, show_pos=True)
-        if len(requests) > 1 and not as_json
-        else contextlib.nullcontext(requests) as items,
-    ):
-        for number, request in items:
-            if isinstance(request, dict) and (explicit or "project" not in request):
-                request = {**request, "project": project}
+
+    def with_project(request: Any) -> Any:
+        return (
+            {**request, "project": project}
+            if isinstance(request, dict) and (explicit or "project" not in request)
+            else request
+        )
+
+    shown = len(requests) > 1 and not as_json and sys.stderr.isatty()
+    with open_archive(ctx) as archive:
+        if len(requests) == 1:
+            results = [archive.admit(with_project(requests[0][1]))]
+        else:
             try:
-                results.append(archive.admit(request))
+                with (
+                    click.progressbar(requests, label="admitting", file=sys.stderr, show_pos=True)
+                    if shown
+                    else contextlib.nullcontext(requests) as items
+                ):
+                    results = archive.admit_many(with_project(request) for _, request in items)
             except CwaError as error:
-                if len(requests) > 1:
-                    error.details["line"] = number
-                    error.message = f"line {number}: {error.message}"
+                position = error.details.pop("request", None)
+                if position is not None:  # a line's failure, not the archive's
+                    error.details["line"] = requests[position][0]
+                    error.message = f"line {error.details['line']}: {error.message}"
                 raise
     if as_json:
         click.echo(dump_json(results[0] if len(results) == 1 else results))
