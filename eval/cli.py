@@ -205,9 +205,16 @@ def eval_long(sizes, histories, facts_per_kind, modes, seed, inside, as_json) ->
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep each measured archive in this folder as CORPUS-SIZE.db (deleted otherwise).",
 )
+@click.option(
+    "--bulk",
+    is_flag=True,
+    help="Build each archive with `Archive.admit_many` (as `cwa import` and `cwa admit` with JSON "
+    "lines archive: first in batches, then indexed with a helper process) instead of one `admit` "
+    "call a document.",
+)
 @json_option
 @handles_errors
-def eval_perf(sizes, corpora, count, embed_sample, keep, as_json) -> None:
+def eval_perf(sizes, corpora, count, embed_sample, keep, bulk, as_json) -> None:
     """Admission, search, preflight, recall and gather cost, archive bytes by kind, serve RSS
     and cold start at each size, against a bare-FTS5 floor of the same texts (temporary
     archives; docs/performance.md)."""
@@ -230,5 +237,5 @@ def eval_perf(sizes, corpora, count, embed_sample, keep, as_json) -> None:
             reason="unknown-corpus",
         )
     say = (lambda _: None) if as_json else (lambda line: click.echo(f"… {line}", err=True))
-    report = run(chosen_sizes, chosen, count, embed_sample, say, keep)
+    report = run(chosen_sizes, chosen, count, embed_sample, say, keep, bulk)
     print_answer(report, as_json, print_report)

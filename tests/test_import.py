@@ -299,6 +299,39 @@ def test_an_import_indexes_its_turns_at_the_end_with_a_helper_as_admission_would
     assert derived_rows(db) == derived_rows(alone)
 
 
+def test_an_import_indexes_between_its_batches_what_the_helper_prepared(setup, tmp_path, monkeypatch):
+    # A batch a group of turns: after each commit the import hands the helper what it queued and
+    # writes what the helper prepared (QueueIndexer.step, as `cwa import` runs it), the end indexes
+    # the rest; the derived rows are those of indexing each turn as it is admitted.
+    from cwa.capture import importer
+    from cwa.index import queue_worker
+
+    monkeypatch.setattr(importer, "BULK_SECONDS", 0.0)
+    home, project, db, env = setup
+    turns = 3 * queue_worker.HELPER_MIN_DOCUMENTS
+    _lint_turns(home, project, "66666666-ffff", turns)
+    units = importer.sources("claude", [], {**env, "HOME": str(home)})
+    with Archive.open(db) as archive:
+        archive.index_worker = queue_worker.IndexAtEnd()
+        indexer = queue_worker.QueueIndexer(archive.conn, str(archive.path), archive.handlers, archive.clock)
+        stepped: list[int] = []
+
+        def committed() -> None:
+            indexer.step(0.5)
+            stepped.append(indexer.done)
+
+        assert importer.import_sources(archive, "claude", units, committed=committed).documents == turns
+        assert indexer.preparer.helper is not None  # started once HELPER_MIN_DOCUMENTS waited
+        assert indexer.finish() == turns and archive.status({})["indexQueue"]["documents"] == 0
+    assert len(stepped) >= turns - 1
+    assert "shard 150" in _hit(db, "check ledger shard 150", project)["snippet"]
+
+    alone = tmp_path / "alone.db"
+    with Archive.open(alone) as archive:
+        assert importer.import_sources(archive, "claude", units).documents == turns
+    assert derived_rows(db) == derived_rows(alone)
+
+
 def test_indexing_at_the_end_when_the_helper_fails_and_what_an_earlier_import_left_queued(setup, monkeypatch):
     # A helper that fails part-way (it ends) hands over what it prepared; this process
     # prepares the rest, and every document is indexed once. Documents an earlier import left

@@ -26,16 +26,13 @@ from cwa.capture.transcripts import Problem, Transcript, Unit
 from cwa.errors import InvalidRequest, UnsupportedFormat
 from cwa.limits import MAX_VISIBLE_KEYS
 from cwa.store import imports, term_counts
-from cwa.store.connection import BulkWrites, write_transaction
+from cwa.store.connection import BULK_SECONDS, BulkWrites, write_transaction
 from cwa.timestamps import shift
 
 READERS: dict[str, ModuleType] = {"claude": claude, "codex": codex, "opencode": opencode, "pi": pi}
 # A session quiet this long is over: its last turn is archived even if it ended mid-way (an
 # interrupted answer, a prompt never answered), so an import of the past loses nothing.
 OVER_AFTER_SECONDS = 3600
-# Turn documents are committed in batches of about this long (one commit each is a quarter of an
-# import's time); a live host's write waits at most that long for an import.
-BATCH_SECONDS = 0.5
 
 
 @dataclass
@@ -102,9 +99,11 @@ def import_sources(
     project: str | None = None,
     dry_run: bool = False,
     progress: Callable[[int], None] = lambda _bytes: None,
+    committed: Callable[[], None] | None = None,
 ) -> Summary:
+    """`committed` runs after each batch commits, in the next one's transaction (BulkWrites)."""
     summary = Summary(host, dry_run, sources=len(units))
-    with BulkWrites(archive.conn, BATCH_SECONDS) as batch:
+    with BulkWrites(archive.conn, BULK_SECONDS, committed) as batch:
         for unit in units:
             try:
                 if imports.fingerprint(archive.conn, unit.source) == unit.fingerprint:

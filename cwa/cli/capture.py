@@ -7,7 +7,6 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +63,13 @@ def import_command(
     directory's real path, with its id, lineage and timestamps. A re-run reads only what changed
     and archives only new turns; a line still being written waits for the next run. What cannot
     be read is named (file and line, exit 13: unsupported-format); the rest is imported. Turns are
-    archived first and indexed at the end, a helper process sharing the work (`indexed`); an import
-    stopped before then leaves them queued, for the next import or serve to index.
+    archived first, in batches, and indexed between batches and at the end, a helper process
+    sharing the work (`indexed`); an import stopped before then leaves what it archived queued,
+    for the next import or serve to index.
     """
     from cwa.capture import importer
-    from cwa.index.queue_worker import IndexAtEnd
+    from cwa.index.queue_worker import IndexAtEnd, QueueIndexer
+    from cwa.store.connection import BULK_SECONDS
 
     started = time.monotonic()
     units = importer.sources(host, list(paths), dict(os.environ))
@@ -77,22 +78,27 @@ def import_command(
     with open_archive(ctx) as archive:
         # Archived first, indexed at the end with a helper process (cwa/index/queue_worker.py): a
         # failure before then leaves the rest queued, for the next import or serve to index.
+        # A helper prepares what each committed batch queued while the next is archived, and
+        # this process writes its rows between batches (QueueIndexer).
         archive.index_worker = None if dry_run else IndexAtEnd()
+        indexer = None if dry_run else QueueIndexer(archive.conn, str(archive.path), archive.handlers, archive.clock)
+        committed = (lambda: indexer.step(BULK_SECONDS)) if indexer is not None else None
+        options = {"since": _since(since), "project": project, "dry_run": dry_run, "committed": committed}
         try:
             if not shown:
-                summary = importer.import_sources(
-                    archive, host, units, since=_since(since), project=project, dry_run=dry_run
-                )
+                summary = importer.import_sources(archive, host, units, **options)
             else:
                 label = f"{host}: {len(units)} source(s), {total / MEBIBYTE:.1f} MiB"
                 with click.progressbar(length=max(total, 1), label=label, file=sys.stderr) as bar:
-                    summary = importer.import_sources(
-                        archive, host, units, since=_since(since), project=project, dry_run=dry_run, progress=bar.update
-                    )
+                    summary = importer.import_sources(archive, host, units, progress=bar.update, **options)
+        except BaseException:
+            if indexer is not None:
+                indexer.preparer.close()
+            raise
         finally:
             archive.index_worker = None
         archived = time.monotonic()
-        indexed = 0 if dry_run else _index_imported(archive, shown)
+        indexed = 0 if indexer is None else _index_imported(indexer, shown)
         index_seconds = time.monotonic() - archived
         kept = importer.keep_common_terms(archive, summary)
     result = {
@@ -119,19 +125,17 @@ def import_command(
         sys.exit(UnsupportedFormat.exit_code)
 
 
-def _index_imported(archive: Any, shown: bool) -> int:
-    """Index what the import queued (and anything queued before it); a progress bar on a terminal."""
-    from cwa.index.queue_worker import index_all_queued
+def _index_imported(indexer: Any, shown: bool) -> int:
+    """Index what the import left queued (and anything queued before it); how many documents the
+    import indexed in all. A progress bar on a terminal."""
     from cwa.store import index_queue
 
-    def run(progress: Callable[[int, int], None] | None) -> int:
-        return index_all_queued(archive.conn, str(archive.path), archive.handlers, archive.clock, progress)
-
-    queued = index_queue.lag(archive.conn, archive.clock())["documents"]
+    queued = index_queue.lag(indexer.conn, indexer.clock())["documents"]
     if not shown or not queued:
-        return run(None)
+        return indexer.finish()
     with click.progressbar(length=queued, label="indexing", file=sys.stderr) as bar:
-        return run(lambda done, _total: bar.update(done - bar.pos))
+        start = indexer.done
+        return indexer.finish(lambda done, _total: bar.update(done - start - bar.pos))
 
 
 @main.command("hook")

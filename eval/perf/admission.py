@@ -19,7 +19,7 @@ belongs to (SQLite's dbstat) and is timed (wall and this process's CPU). Into a 
 quarter as many documents first warm it and are not counted), or with `--into` into ARCHIVE,
 which keeps them (give it a copy, e.g. of one `cwa eval perf --keep` built; a `--seed` other than
 the build's 7 makes new text). With `--bulk`, in the batches `cwa import` commits (one every
-BATCH_SECONDS, cwa/capture/importer.py), instead of one a transaction.
+BULK_SECONDS, cwa/store/connection.py), instead of one a transaction.
 """
 
 from __future__ import annotations
@@ -45,8 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import CountingVFS, percentile, timed
 
 from cwa.api import Archive
-from cwa.capture.importer import BATCH_SECONDS
-from cwa.store.connection import WAL_CHECKPOINT_PAGES, BulkWrites
+from cwa.store.connection import BULK_SECONDS, WAL_CHECKPOINT_PAGES, BulkWrites
 from cwa_eval.retrieval.sessions import synthetic_sessions
 
 
@@ -216,7 +215,7 @@ def wal_frames(count: int, into: Path | None = None, seed: int = 7, bulk: bool =
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             conn.set_wal_hook(committed)
             start = time.perf_counter()
-            with BulkWrites(conn, BATCH_SECONDS) if bulk else contextlib.nullcontext() as batch:
+            with BulkWrites(conn, BULK_SECONDS) if bulk else contextlib.nullcontext() as batch:
                 while state["documents"] < count or state["covered"] < state["documents"]:
                     state["documents"] += 1
                     archive.admit(next(source))

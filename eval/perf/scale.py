@@ -3,8 +3,10 @@
 For each corpus (`coding`: synthetic coding sessions; `chat`: LoCoMo-shaped short turns) and each
 size, one process:
 1. admits documents through the public API (`Archive.admit`, every derived index written in the
-   same transaction) until the archive holds the requested number of windows: windows/s, MB/s
-   over the admission calls alone (`seconds`; `wallSeconds` adds making up the synthetic corpus);
+   same transaction; with `--bulk`, `Archive.admit_many`: archived first in batches, then indexed
+   with a helper process preparing) until the archive holds the requested number of windows:
+   windows/s, MB/s over the admission calls alone (`seconds`; `wallSeconds` adds making up the
+   synthetic corpus);
 2. embeds `embedSample` windows with the installed model (embedding throughput, reported apart)
    and gives every other window seeded random unit vectors through the same tables, one a piece
    as the model would embed it, so that a search scans as many vectors as a fully embedded
@@ -102,8 +104,16 @@ def preflight_messages(count: int, seed: int = 5) -> list[str]:
     return [rng.choice(shapes)() for _ in range(count)]
 
 
-def admit_until(archive: Archive, corpus: str, windows: int, progress: Callable[[str], None]) -> dict:
-    """Admit documents of `corpus` until the archive holds `windows` windows."""
+BULK_DOCUMENTS = 50_000  # documents made up, then admitted, per `admit_many` call of a bulk build
+
+
+def admit_until(
+    archive: Archive, corpus: str, windows: int, progress: Callable[[str], None], bulk: bool = False
+) -> dict:
+    """Admit documents of `corpus` until the archive holds `windows` windows: one `admit` call
+    each, or with `bulk` through `admit_many` (archived first in batches, indexed at the end of
+    each call with a helper process preparing), as many documents a call as windows are still
+    wanted (each corpus's documents have about one window each), at most BULK_DOCUMENTS."""
     source = CORPORA[corpus](10**9, project=PROJECTS[corpus])
     documents = text_bytes = 0
     count = 0
@@ -112,17 +122,18 @@ def admit_until(archive: Archive, corpus: str, windows: int, progress: Callable[
     while count < windows:
         # The synthetic corpus is made before the clock starts: writing its text is not
         # admission (a short chat turn takes longer to make up than to admit).
-        batch = [next(source) for _ in range(500)]
+        wanted = min(BULK_DOCUMENTS, max(500, windows - count)) if bulk else 500
+        batch = [next(source) for _ in range(wanted)]
         text_bytes += sum(len(m["text"].encode()) for document in batch for m in document["messages"])
         begun = time.perf_counter()
-        for document in batch:
-            archive.admit(document)
+        admit_documents(archive, batch, bulk)
         seconds += time.perf_counter() - begun
         documents += len(batch)
         before, count = count, archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
-        if count * 10 // windows > before * 10 // windows:  # every tenth of the way
+        if count * 10 // windows > before * 10 // windows or bulk:  # every tenth of the way
             progress(f"admitted {documents:,} documents, {count:,} windows")
     return {
+        "bulk": bulk,
         "documents": documents,
         "windows": count,
         "textBytes": text_bytes,
@@ -132,6 +143,15 @@ def admit_until(archive: Archive, corpus: str, windows: int, progress: Callable[
         "documentsPerSecond": round(documents / seconds, 1),
         "megabytesPerSecond": round(text_bytes / 1e6 / seconds, 3),
     }
+
+
+def admit_documents(archive: Archive, documents: list[dict], bulk: bool) -> None:
+    """One `admit` call a document, or with `bulk` one `admit_many` call for all."""
+    if bulk:
+        archive.admit_many(documents)
+        return
+    for document in documents:
+        archive.admit(document)
 
 
 def embed(archive: Archive, sample: int) -> dict:
@@ -381,12 +401,13 @@ def measure(
     embed_sample: int,
     progress: Callable[[str], None],
     keep: Path | None = None,
+    bulk: bool = False,
 ) -> dict:
     project = PROJECTS[corpus]
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "archive.db"
         with Archive.open(db) as archive:
-            admission = admit_until(archive, corpus, windows, progress)
+            admission = admit_until(archive, corpus, windows, progress, bulk)
             texts = window_texts(archive.conn)
             without_vectors = bytes_by_kind(db, admission["textBytes"])  # checkpoints the WAL itself
             progress(f"embedding {embed_sample:,} windows")
@@ -446,6 +467,7 @@ def run(
     embed_sample: int,
     progress: Callable[[str], None] = lambda _: None,
     keep: Path | None = None,
+    bulk: bool = False,
 ) -> dict:
     report = {
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "sqlite": apsw.sqlite_lib_version()},
@@ -457,7 +479,7 @@ def run(
     for corpus in corpora:
         for windows in sizes:
             progress(f"{corpus} at {windows:,} windows")
-            report["runs"].append(measure(corpus, windows, count, embed_sample, progress, keep))
+            report["runs"].append(measure(corpus, windows, count, embed_sample, progress, keep, bulk))
     return report
 
 
@@ -473,7 +495,8 @@ def print_report(report: dict) -> None:
             f"{a['textBytes'] / 2**20:.1f} MiB of text"
         )
         print(
-            f"  admission {a['windowsPerSecond']:,.0f} windows/s ({a['megabytesPerSecond']} MB/s); floor insert "
+            f"  admission{' (admit_many)' if a.get('bulk') else ''} {a['windowsPerSecond']:,.0f} windows/s "
+            f"({a['megabytesPerSecond']} MB/s, {a['seconds']:,} s); floor insert "
             f"{f['windowsPerSecond']:,.0f} windows/s; ratio {found['ratios']['admissionOverFloorInsert']}"
         )
         e = found["embedding"]

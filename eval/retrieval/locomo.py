@@ -37,7 +37,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -110,8 +110,21 @@ def turn_text(turn: dict[str, Any]) -> str:
     return text
 
 
-def ingest(archive: Archive, conversations: list[dict[str, Any]]) -> int:
+def ingest(archive: Archive, conversations: list[dict[str, Any]], bulk: bool = False) -> int:
+    """Admit every dialog turn, one document each (`turn_requests`); how many. One `admit` call a
+    turn, or with `bulk` one `admit_many` for all (archived first in batches, then indexed)."""
+    if bulk:
+        return len(archive.admit_many(turn_requests(conversations)))
     turns = 0
+    for request in turn_requests(conversations):
+        archive.admit(request)
+        turns += 1
+    return turns
+
+
+def turn_requests(conversations: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The admit request of every dialog turn: a document of kind `turn` in its conversation's
+    project and its session, dated as the session, keyed by its turn id."""
     for conversation in conversations:
         project = f"locomo:{conversation['sample_id']}"
         dialog = conversation["conversation"]
@@ -133,20 +146,15 @@ def ingest(archive: Archive, conversations: list[dict[str, Any]]) -> int:
                     reason="not-locomo",
                 )
             for turn in value:
-                text = turn_text(turn)
-                archive.admit(
-                    {
-                        "project": project,
-                        "sessionId": key,
-                        "kind": "turn",
-                        "createdAt": created,
-                        "messages": [
-                            {"key": normal_id(turn["dia_id"]) or turn["dia_id"], "role": "custom", "text": text}
-                        ],
-                    }
-                )
-                turns += 1
-    return turns
+                yield {
+                    "project": project,
+                    "sessionId": key,
+                    "kind": "turn",
+                    "createdAt": created,
+                    "messages": [
+                        {"key": normal_id(turn["dia_id"]) or turn["dia_id"], "role": "custom", "text": turn_text(turn)}
+                    ],
+                }
 
 
 def session_of(turn_id: str) -> str:

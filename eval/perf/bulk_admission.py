@@ -1,0 +1,80 @@
+"""One `admit` call a document against `admit_many`, in one process, alternately.
+
+    python eval/perf/bulk_admission.py [--data ../shared/data/locomo/locomo10.json]
+                                       [--coding 20000] [--rounds 2] [--json]
+
+Each round builds, into new archives, LoCoMo's 5,882 dialog turns (one document each) and
+`--coding` documents of the synthetic coding corpus `cwa eval perf` admits (a document about one
+window), once with one `Archive.admit` call a document and once with one `Archive.admit_many`
+call for all (archived first in batches, a helper process preparing what each batch queued while
+the next is archived, the rest indexed at the end). The documents are made before the clock
+starts; each rate is documents a second over the call(s) alone. Every build ends with the same
+derived rows (tests/test_bulk_admission.py checks it), so only the time differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cwa.api import Archive
+from cwa_eval.perf.scale import CORPORA, PROJECTS, admit_documents
+from cwa_eval.retrieval import locomo
+
+
+def rate(documents: list[dict], bulk: bool) -> float:
+    """Documents a second admitting `documents` into a new archive."""
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "a.db") as archive:
+        started = time.perf_counter()
+        admit_documents(archive, documents, bulk)
+        seconds = time.perf_counter() - started
+        assert archive.status({})["indexQueue"]["documents"] == 0
+    return len(documents) / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
+    parser.add_argument("--coding", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    source = CORPORA["coding"](10**9, project=PROJECTS["coding"])
+    sets = {
+        "locomo": list(locomo.turn_requests(locomo.load(args.data))),
+        "coding": [next(source) for _ in range(args.coding)],
+    }
+    found: dict[str, dict[str, list[float]]] = {name: {"admit": [], "admitMany": []} for name in sets}
+    for _ in range(args.rounds):
+        for name, documents in sets.items():
+            for way, bulk in (("admit", False), ("admitMany", True)):
+                found[name][way].append(round(rate(documents, bulk), 1))
+    report = {
+        name: {
+            "documents": len(sets[name]),
+            "documentsPerSecond": ways,
+            "ratioOfMedians": round(statistics.median(ways["admitMany"]) / statistics.median(ways["admit"]), 2),
+        }
+        for name, ways in found.items()
+    }
+    if args.json:
+        print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+        return
+    for name, row in report.items():
+        ways = row["documentsPerSecond"]
+        print(
+            f"{name}: {row['documents']:,} documents; admit {ways['admit']} /s, admit_many {ways['admitMany']} /s "
+            f"(× {row['ratioOfMedians']})"
+        )
+
+
+if __name__ == "__main__":
+    main()
