@@ -150,6 +150,7 @@ class Archive:
                                     now=now,
                                     retention_plan=plan,
                                     deferred=True,
+                                    deflate=True,  # no request waits: each chunk written once
                                 )
                             )
                         except CwaError as error:

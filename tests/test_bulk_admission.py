@@ -104,10 +104,54 @@ def test_documents_admit_many_left_unindexed_are_read_exactly_and_indexed_later(
     with Archive.open(tmp_path / "a.db", settings=hermetic_settings(tmp_path)) as archive:
         results = archive.admit_many(turns, index=False)
         assert archive.status({})["indexQueue"]["documents"] == 6
+        # stored deflated already (no request waits on a bulk admission): the queue rewrites none
+        whole = archive.conn.execute("SELECT count(*) FROM chunks WHERE length(data) = byte_length").fetchone()[0]
+        assert whole == 0
         text = archive.get({"documentId": results[3]["documentId"]})["text"]
         assert "marmalade3 holds" in text and "VaultLeaseError" in text
         assert _found(archive, "marmalade3")[:1] == [results[3]["documentId"]]
         assert archive.status({})["indexQueue"]["documents"] == 0
+
+
+KILLED = """
+import os, sys, time
+sys.path.insert(0, sys.argv[2])
+from test_bulk_admission import _turn
+from cwa.api import Archive
+
+def requests():
+    for n in range(200):
+        if n == 100:
+            time.sleep(0.6)  # the batch of the first 100 commits with the next admission
+        if n == 150:
+            os._exit(9)  # killed mid-batch: the 49 admitted since that commit were never acknowledged
+        yield _turn(n)
+
+with Archive.open(sys.argv[1]) as archive:
+    archive.admit_many(requests())
+"""
+
+
+def test_a_killed_admit_many_loses_nothing_it_committed_and_it_is_indexed_later(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    db = tmp_path / "a.db"
+    tests = str(Path(__file__).parent)
+    env = hermetic_env(tmp_path, db)
+    killed = subprocess.run([sys.executable, "-c", KILLED, str(db), tests], env=env, capture_output=True)
+    assert killed.returncode == 9, killed.stderr.decode()
+    with Archive.open(db, settings=hermetic_settings(tmp_path)) as archive:
+        assert archive.status({})["documents"]["total"] == 101  # the first batch, and the admission that committed it
+        assert archive.get({"documentId": _id(archive, 42)})["text"].count("marmalade42") == 1
+        assert _found(archive, "marmalade99")  # the project's search indexes what still waits first
+        assert archive.status({})["indexQueue"]["documents"] == 0
+        assert not _found(archive, "marmalade120")
+
+
+def _id(archive: Archive, n: int) -> str:
+    return archive.admit(_turn(n))["documentId"]  # idempotent: the id of what is there
 
 
 def test_cwa_admit_json_lines_are_archived_then_indexed_and_a_bad_line_keeps_the_earlier_ones(tmp_path):

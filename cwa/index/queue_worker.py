@@ -66,7 +66,10 @@ WAKE, ANSWERED = b"w", b"."  # what serve writes: a document was queued; a reque
 
 class IndexProcess:
     """The parent's handle on its worker: started with serve, woken per deferred admission,
-    started again if it died, closed (and waited for) when serve ends."""
+    started again if it died, closed (and waited for) when serve ends. A request waits on each
+    admission, so the worker deflates the chunks, not the admission."""
+
+    deflate_on_admission = False
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -208,7 +211,10 @@ def _checkpoint(conn: apsw.Connection, before: Callable[[], None]) -> None:
 
 class IndexAtEnd:
     """An index worker that is no process: what is admitted meanwhile waits in the index queue for
-    `index_all_queued`, which the holder runs once it is done archiving (`cwa import`)."""
+    the holder's `QueueIndexer` (`cwa import`). No request waits on such an admission, so its
+    chunks are deflated as they are stored, not rewritten deflated by the queue."""
+
+    deflate_on_admission = True
 
     def wake(self) -> None:
         pass

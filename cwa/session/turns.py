@@ -51,6 +51,7 @@ def admitter(host: Any, defer: bool = True) -> Admit:
             now=host.clock(),
             retention_plan=plan_of(host.settings),
             deferred=deferred,
+            deflate=deferred and host.index_worker.deflate_on_admission,
         )
         if deferred:
             host.index_worker.wake()

@@ -50,11 +50,14 @@ def admit(
     now: str,
     retention_plan: dict[str, int] | None = None,
     deferred: bool = False,
+    deflate: bool = False,
 ) -> dict[str, Any]:
     """Admit one validated request; see docs/contract.md for the response. With a retention plan
     (days per class, cwa/store/retention.py) the new document's expiry is scheduled in the same
     transaction. `deferred`: the derived rows wait in the index queue (cwa/store/index_queue.py)
-    instead of being made in this transaction; the response has `indexPending: true`."""
+    instead of being made in this transaction; the response has `indexPending: true`. A deferred
+    document's chunks are stored as their bytes, for the queue to deflate, unless `deflate` (a
+    bulk writer, whom no request waits for: each chunk is then written once, deflated)."""
     sql = queries("admission")
     request = dict(request)
     created_explicit = "createdAt" in request
@@ -86,8 +89,9 @@ def admit(
     indexed_now = not part and not deferred
     queued = deferred and not part
     # Deflated before the lock (cwa/store/payloads.py); a queued document's bytes are stored as they
-    # are and the index queue deflates them with its derived rows, off the request that waits here.
-    stored = pieces if queued else [packed(piece) for piece in pieces]
+    # are and the index queue deflates them with its derived rows, off the request that waits here
+    # (unless `deflate`: rewriting them deflated leaves the chunk pages underfilled).
+    stored = pieces if queued and not deflate else [packed(piece) for piece in pieces]
     prepared = prepare_handlers(handlers, request["kind"], document) if indexed_now else {}  # before the lock
 
     with write_transaction(conn):
