@@ -280,6 +280,7 @@ def _savepoint(conn: apsw.Connection) -> Iterator[None]:
 # about this long: one commit each was a quarter of an import's time; a live host's write waits
 # at most about this long for them.
 BULK_SECONDS = 0.5
+BULK_GAP_SECONDS = 2 * BUSY_POLL_SECONDS  # the lock left free between two batches
 
 
 class BulkWrites:
@@ -303,9 +304,13 @@ class BulkWrites:
         self.began = time.monotonic()
 
     def due(self) -> None:
-        """Commit the batch (and begin the next) once it is `seconds` old."""
+        """Commit the batch (and begin the next) once it is `seconds` old. Between the two, the
+        lock is left free for BULK_GAP_SECONDS: a writer waiting for it retries every
+        BUSY_POLL_SECONDS, and the next BEGIN would otherwise take it back at once (a live host's
+        write beside an import could wait for many batches)."""
         if time.monotonic() - self.began >= self.seconds:
             self.conn.execute("COMMIT")
+            time.sleep(BULK_GAP_SECONDS)
             self._begin()
             if self.committed is not None:
                 self.committed()
