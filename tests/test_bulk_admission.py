@@ -151,7 +151,9 @@ def test_a_killed_admit_many_loses_nothing_it_committed_and_it_is_indexed_later(
 
 
 def _id(archive: Archive, n: int) -> str:
-    return archive.admit(_turn(n))["documentId"]  # idempotent: the id of what is there
+    found = archive.admit(_turn(n))  # idempotent: the id of what is there, and it must be there
+    assert found["created"] is False
+    return found["documentId"]
 
 
 def test_cwa_admit_json_lines_are_archived_then_indexed_and_a_bad_line_keeps_the_earlier_ones(tmp_path):

@@ -16,10 +16,12 @@ checkpoint, which never blocks a writer), so that the commit of a request seldom
 full and pays for that copy itself, and it deflates the chunks stored before migration 0038, a
 batch a pause (cwa/store/chunk_packing.py).
 
-`cwa import` queues what it archives too (`IndexAtEnd`), then indexes the queue at its end with
-`index_all_queued`: a helper process (cwa/index/prepare_helper.py) reads each queued document
-through a read-only connection and does its pure work (tokenizing, anchors, deflating) while this
-process writes the rows of the documents before it, so the two cores share a history's indexing.
+`cwa import` and `Archive.admit_many` queue what they archive too (`IndexAtEnd`), in batches, and
+a `QueueIndexer` indexes the queue: a helper process (cwa/index/prepare_helper.py) reads each
+queued document through a read-only connection and does its pure work (tokenizing, anchors,
+deflating) while the next batch is archived; this process writes the rows of what it prepared
+between batches (`step`) and of what is left at the end (`finish`), so the two cores share a
+history's indexing.
 `cwa index rebuild` uses the same helper (`prepared_documents`). Both children, the worker and
 the helper, run this cwa as a module (cwa/child_process.py).
 """
