@@ -52,10 +52,10 @@ RETURNING text, id;
 INSERT INTO anchors (document_row, packed) VALUES (:row, :packed);
 
 -- name: insert_anchor_postings
--- The document's row under each of its anchor texts (`a<text id>`; :ids, a JSON array of the
--- ids), for exact search.
-INSERT INTO anchor_postings (rowid, texts)
-SELECT :row, group_concat('a' || value, ' ') FROM json_each(:ids);
+-- The document's row under each of its anchor texts (:texts, `a<text id>` each, space-separated),
+-- for exact search. VALUES, not a SELECT: a statement that may write many rows opens a statement
+-- journal, at which FTS5 writes what it holds as a segment (cwa/store/derived.py, FullTextRows).
+INSERT INTO anchor_postings (rowid, texts) VALUES (:row, :texts);
 
 -- name: insert_cue
 INSERT INTO message_cues (document_row, ordinal, cue, score) VALUES (?, ?, ?, ?);

@@ -239,3 +239,25 @@ def test_a_rebuild_with_a_helper_process_writes_what_one_without_it_writes(tmp_p
     rebuilt = derived_rows(first)
     assert rebuilt == derived_rows(second)
     assert rebuilt["windows"] and rebuilt["fts"] and rebuilt["postings"]  # there are rows to compare
+
+
+def test_a_rebuild_keeps_every_anchor_text_its_documents_share(tmp_path):
+    # A rebuild drops and indexes again each document of a transaction while the transaction's
+    # FTS5 rows wait for its end; dropping one document must not take from the dictionary a text
+    # that a document indexed earlier in the same transaction names again.
+    from cwa.store.anchor_lists import text_ids
+
+    with Archive.open(tmp_path / "archive.db") as archive:
+        ids = [
+            archive.admit(turn(f"E_SHARED_42 again in src/shared_{n % 2}.py, note {n}", session=f"s{n}"))["documentId"]
+            for n in range(6)
+        ]
+        assert archive.call("index-rebuild", {})["documents"] == 6
+        conn = archive.conn
+        named = {text_id for (packed,) in conn.execute("SELECT packed FROM anchors") for text_id in text_ids(packed)}
+        stored = {text_id for (text_id,) in conn.execute("SELECT id FROM anchor_texts")}
+        assert named and named <= stored  # every text a list names is in the dictionary
+        found = archive.search({"project": "/work/p", "query": "E_SHARED_42", "limit": 10})["results"]
+        assert {hit["documentId"] for hit in found if hit["matchType"].startswith("exact")} == set(ids)
+        found = archive.search({"project": "/work/p", "query": "src/shared_1.py", "limit": 10})["results"]
+        assert {hit["documentId"] for hit in found if hit["matchType"].startswith("exact")} == set(ids[1::2])

@@ -13,6 +13,8 @@ from session_helpers import Serve, Transcript
 from cwa.api import Archive
 from cwa.store import index_queue, payloads
 from cwa.store.admission import admit
+from cwa.store.derived import HandlerResult, add_full_text
+from cwa.store.sqlfiles import queries
 
 PROJECT = "/work/queue"
 MARKER = "zq-7781-flux-capacitor"
@@ -127,6 +129,58 @@ def test_small_queued_documents_share_a_transaction_and_a_large_one_goes_alone(t
             assert windows >= 1 and outcomes >= 1 and queued == 0
         rows = "SELECT count(*) FROM window_fts WHERE window_fts MATCH 'rotor'"
         assert archive.conn.execute(rows).fetchone()[0] == len(texts)  # each turn's window, once
+
+
+def _segments(conn, table: str) -> int:
+    """How many segments an FTS5 table's index holds (each has rows in its `_idx` table)."""
+    return conn.execute(f"SELECT count(DISTINCT segid) FROM {table}_idx").fetchone()[0]
+
+
+def test_a_batch_of_queued_documents_writes_each_fts5_index_one_segment(tmp_path):
+    # FTS5 writes what it holds as a new segment at every savepoint; a document's handlers run
+    # a savepoint each. The batch holds its FTS5 rows to its end: one segment a table, which
+    # holds every document's terms.
+    with Archive.open(tmp_path / "archive.db") as archive:
+        ids = [
+            _queued(archive, turn(f"turn {n} reads src/rotor_{n}.py for {MARKER}", project=PROJECT)) for n in range(24)
+        ]
+        conn, handlers = archive.conn, archive.handlers
+        batch = [index_queue.prepare_queued(conn, handlers, q) for q in index_queue.queued_documents(conn, 100)]
+        assert index_queue.index_prepared(conn, handlers, archive.clock(), batch) == len(ids)
+        assert _segments(conn, "window_fts") == 1 and _segments(conn, "anchor_postings") == 1
+        assert conn.execute("SELECT count(*) FROM window_fts WHERE window_fts MATCH 'rotor'").fetchone()[0] == 24
+        found = archive.search({"project": PROJECT, "query": "src/rotor_17.py", "limit": 1})["results"]
+        assert [hit["documentId"] for hit in found] == [ids[17]["documentId"]]
+
+
+class _HoldsThenFails:
+    """A handler that holds an FTS5 row in its batch, then fails or gives up."""
+
+    name = "holds"
+
+    def __init__(self, outcome: str) -> None:
+        self.outcome = outcome
+
+    def index(self, conn, target):
+        row = (10**9 + target.document_row, "zqheld", "", "", "", "")
+        add_full_text(conn, target, queries("index")["insert_window_fts"], row)
+        if self.outcome == "error":
+            raise RuntimeError("gave out after holding a row")
+        return HandlerResult(self.outcome)
+
+
+def test_a_handler_that_fails_or_gives_up_leaves_none_of_the_fts5_rows_its_batch_held(tmp_path):
+    with Archive.open(tmp_path / "archive.db") as archive:
+        for n, outcome in enumerate(["error", "skipped"]):
+            _queued(archive, turn(f"turn {n} about the {MARKER} rotor", project=PROJECT))
+            conn, handlers = archive.conn, [*archive.handlers, _HoldsThenFails(outcome)]
+            batch = [index_queue.prepare_queued(conn, handlers, q) for q in index_queue.queued_documents(conn, 10)]
+            assert index_queue.index_prepared(conn, handlers, archive.clock(), batch) == 1
+            held = "SELECT count(*) FROM window_fts WHERE window_fts MATCH 'zqheld'"
+            assert conn.execute(held).fetchone()[0] == 0  # its savepoint and its held rows undone
+            assert conn.execute("SELECT count(*) FROM window_fts WHERE window_fts MATCH 'rotor'").fetchone()[0] == n + 1
+            outcomes = "SELECT outcome FROM index_status WHERE handler = 'holds'"
+            assert conn.execute(outcomes).fetchall() == [("skipped",)] * (n + 1)
 
 
 def test_a_search_indexes_its_own_project_first_within_its_bound(tmp_path, monkeypatch):
@@ -271,3 +325,27 @@ def test_the_worker_copies_the_wal_into_the_file_in_a_pause(tmp_path):
             assert archive.path.stat().st_size > before  # and copied into the file
         finally:
             worker.close()
+
+
+def test_a_damaged_fts5_index_costs_a_batch_only_its_lexical_rows(tmp_path):
+    # The batch's held FTS5 rows are refused by a damaged index: the batch is written again, each
+    # document's rows in its handlers' savepoints, so every document leaves the queue with its
+    # other handlers' rows, its lexical handler recorded `skipped` with the error (as one
+    # document alone would be; `cwa doctor` reports the damage, `cwa index rebuild` repairs it).
+    with Archive.open(tmp_path / "archive.db") as archive:
+        archive.admit(turn("first turn about the rotor", project=PROJECT))
+        archive.conn.execute("UPDATE window_fts_data SET block = x'ffffffffffff' WHERE id = 10")  # its structure
+        ids = [_queued(archive, turn(f"turn {n} hit E_ROTOR_{n}", project=PROJECT))["documentId"] for n in range(3)]
+        assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 3
+        for n, document in enumerate(ids):
+            outcomes = archive.get({"documentId": document})["indexOutcomes"]
+            assert outcomes["lexical"] == "skipped" and outcomes["exact"] == "complete"
+            assert _derived(archive, document)[2] == 0  # out of the queue
+        postings = "SELECT count(*) FROM anchor_postings WHERE anchor_postings MATCH ?"
+        for n in range(3):  # each document's anchor found in the FTS5 index that is intact
+            (text_id,) = archive.conn.execute(
+                "SELECT id FROM anchor_texts WHERE text = ?", (f"E_ROTOR_{n}",)
+            ).fetchone()
+            assert archive.conn.execute(postings, (f"a{text_id}",)).fetchone()[0] == 1
+        details = "SELECT DISTINCT detail FROM index_status WHERE handler = 'lexical' AND outcome = 'skipped'"
+        assert ["CorruptError" in detail for (detail,) in archive.conn.execute(details)] == [True]

@@ -30,7 +30,7 @@ import apsw
 import orjson
 
 from cwa.store import anchor_keys, anchor_lists
-from cwa.store.derived import HandlerResult, IndexTarget
+from cwa.store.derived import HandlerResult, IndexTarget, add_full_text
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
 
@@ -312,7 +312,8 @@ class ExactHandler:
             ids = add_text_ids(conn, sql, rows)
             packed = anchor_lists.pack_tails(zip(ids, tails))
             conn.execute(sql["insert_anchors"], {"packed": packed, "row": target.document_row})
-            conn.execute(sql["insert_anchor_postings"], {"ids": orjson.dumps(ids).decode(), "row": target.document_row})
+            postings = {"texts": " ".join(f"a{text_id}" for text_id in ids), "row": target.document_row}
+            add_full_text(conn, target, sql["insert_anchor_postings"], postings)
         if cut:
             return HandlerResult("partial", f"kept the {MAX_ANCHORS_PER_DOCUMENT} most specific anchors")
         return HandlerResult("complete")

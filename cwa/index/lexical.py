@@ -35,7 +35,7 @@ import blake3
 
 from cwa.index.structure import CUE_THRESHOLD, message_views, score_messages
 from cwa.index.terms import context_term, term_starts
-from cwa.store.derived import HandlerResult, IndexTarget
+from cwa.store.derived import HandlerResult, IndexTarget, add_full_text
 from cwa.store.reads import read_bytes
 from cwa.store.serialization import SerializedDocument
 from cwa.store.sqlfiles import queries
@@ -228,7 +228,9 @@ class LexicalHandler:
             )
             last = conn.last_insert_rowid()
             first = last if first is None else first
-            conn.execute(sql["insert_window_fts"], (last, *(" ".join(window.columns[c]) for c in COLUMNS)))
+            add_full_text(
+                conn, target, sql["insert_window_fts"], (last, *(" ".join(window.columns[c]) for c in COLUMNS))
+            )
         conn.execute(sql["add_windows"], (len(windows),))  # rolled back with the savepoint if skipped
         if first is not None:
             self.widen_span(conn, target.document_row, first, last)

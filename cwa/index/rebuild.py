@@ -24,7 +24,7 @@ import apsw
 from cwa.index.queue_worker import prepared_documents
 from cwa.store import term_counts
 from cwa.store.connection import write_transaction
-from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
+from cwa.store.derived import FullTextRows, IndexHandler, drop_derived, load_target, run_handlers
 from cwa.store.index_queue import by_row, leave_queue
 from cwa.store.sqlfiles import queries
 
@@ -41,11 +41,13 @@ def _batches(
     total: int,
     work: Callable[[object], None],
     progress: Callable[[int, int], None] | None = None,
+    full_text: FullTextRows | None = None,
 ) -> None:
     """Run `work` on each of the `total` items inside write transactions of about BATCH_SECONDS
     each. Items are taken from `items` before each transaction (a helper preparing them may keep
     this process waiting: never with the lock held), as many as the last one got through in
-    BATCH_SECONDS; what a transaction does not reach goes first in the next."""
+    BATCH_SECONDS; what a transaction does not reach goes first in the next. The FTS5 rows `work`
+    holds in `full_text` are written at the end of each transaction."""
     items = iter(items)
     waiting: deque = deque()
     wanted, done = FIRST_BATCH, 0
@@ -63,6 +65,8 @@ def _batches(
                 count += 1
                 if time.monotonic() - started >= BATCH_SECONDS:
                     break
+            if full_text is not None:
+                full_text.write(conn)  # what `work` held of the transaction's FTS5 rows
             spent = time.monotonic() - started
         done += count
         wanted = max(1, min(MAX_BATCH, round(count * BATCH_SECONDS / max(spent, 1e-3))))
@@ -86,15 +90,16 @@ def rebuild_indexes(
         conn.execute(admission["insert_generation"], ("rebuild", now))
         generation = conn.last_insert_rowid()
     documents = conn.execute(sql["count_documents"]).fetchone()[0]
+    full_text = FullTextRows()  # a transaction's FTS5 rows, one segment (cwa/store/derived.py)
 
     def reindex(item: object) -> None:
         row, _, prepared, deflated = item
-        drop_derived(conn, row)
+        drop_derived(conn, row, full_text)
         found = conn.execute(sql["indexable_document"], (row,)).fetchone()
         if found is None:  # it left every mode (or lost its root) since the list was read
             return
         loaded = prepared if prepared is not None else load_target(conn, row, found[0], found[1])
-        target = dataclasses.replace(loaded, rebuild=True)
+        target = dataclasses.replace(loaded, rebuild=True, full_text=full_text)
         for handler, outcome in run_handlers(conn, handlers, generation, target).items():
             counts = outcomes.setdefault(handler, {})
             counts[outcome] = counts.get(outcome, 0) + 1
@@ -102,7 +107,7 @@ def rebuild_indexes(
         leave_queue(conn, row, deflated)  # it needs no other indexing (its chunks stay as they are)
 
     stream = prepared_documents(conn, path, handlers, _documents(conn), documents, deflate=False)
-    _batches(conn, stream, documents, reindex, progress)
+    _batches(conn, stream, documents, reindex, progress, full_text)
     stale = [row for (row,) in conn.execute(sql["stale_derived_documents"])]
     _batches(conn, stale, len(stale), lambda row: drop_derived(conn, row))
     with write_transaction(conn):

@@ -9,6 +9,12 @@ and the canonical document commits either way.
 A handler may also have `prepare(kind, document)`: pure work (tokenizing, extracting anchors)
 that admission runs before it takes the write lock, so other writers wait only for the inserts.
 Its result reaches `index` as `target.prepared[handler.name]`.
+
+A handler writes its FTS5 rows through `add_full_text`. FTS5 writes the terms it holds as a new
+segment of its index at every savepoint and every statement that opens a statement journal, so a
+document's handlers (a savepoint each) leave a segment a document in each FTS5 table, which its
+automatic merges then rewrite again and again. A batch writer (the index queue, a rebuild) gives
+its targets one `FullTextRows`: their rows wait there and go in at the batch's end, one segment.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ class IndexTarget:
     prepared: dict[str, Any] = field(default_factory=dict)  # handler name → its prepare() result
     text_digest: bytes | None = None  # documents.text_digest (32 bytes), when the caller has it already
     rebuild: bool = False  # `cwa index rebuild` replaces every document's rows (new ids may move)
+    full_text: FullTextRows | None = None  # a batch's FTS5 rows, written at its end; None: at once
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,38 @@ class IndexHandler(Protocol):
     name: str
 
     def index(self, conn: apsw.Connection, target: IndexTarget) -> HandlerResult: ...
+
+
+class FullTextRows:
+    """FTS5 rows held to the end of a batch: (statement, parameters) in the order the handlers
+    gave them. Nothing in a batch may read FTS5 rows the batch wrote: the one reader,
+    `drop_derived`'s cleanup of the anchor dictionary, is held to the end too (`dropped_texts`)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, Any]] = []
+        self.dropped_texts: list[int] = []  # anchor texts a dropped document named
+
+    def write(self, conn: apsw.Connection) -> None:
+        """Inside the batch's transaction, after its last handler: every held row, then the
+        dropped documents' anchor texts no document names any more deleted; then none held."""
+        by_statement: dict[str, list[Any]] = {}
+        for statement, params in self.rows:  # each table's rows together, in the order given
+            by_statement.setdefault(statement, []).append(params)
+        for statement, rows in by_statement.items():
+            conn.executemany(statement, rows)
+        self.rows.clear()
+        if self.dropped_texts:
+            unused = {"ids": orjson.dumps(self.dropped_texts).decode()}
+            conn.execute(queries("lifecycle")["delete_unused_anchor_texts"], unused)
+            self.dropped_texts.clear()
+
+
+def add_full_text(conn: apsw.Connection, target: IndexTarget, statement: str, params: Any) -> None:
+    """A handler's FTS5 row: held in the target's batch, or written now when it has none."""
+    if target.full_text is None:
+        conn.execute(statement, params)
+    else:
+        target.full_text.rows.append((statement, params))
 
 
 class _PrepareFailed:
@@ -96,6 +135,7 @@ def run_handlers(
     for handler in handlers:
         savepoint = f"handler_{len(outcomes)}"
         conn.execute(f"SAVEPOINT {savepoint}")
+        held = None if target.full_text is None else len(target.full_text.rows)
         try:
             failed = target.prepared.get(handler.name)
             if isinstance(failed, _PrepareFailed):
@@ -104,11 +144,11 @@ def run_handlers(
             if result.outcome not in INDEX_OUTCOMES:
                 raise ValueError(f"handler {handler.name} returned outcome {result.outcome!r}")
             if result.outcome == "skipped":
-                conn.execute(f"ROLLBACK TO {savepoint}")  # a skipped handler publishes nothing
+                _roll_back(conn, savepoint, target, held)  # a skipped handler publishes nothing
         except (apsw.FullError, apsw.IOError):
             raise  # the storage failed, not the handler: the whole admission fails with it
         except Exception as exc:  # a failing handler must never cost the canonical document
-            conn.execute(f"ROLLBACK TO {savepoint}")
+            _roll_back(conn, savepoint, target, held)
             result = HandlerResult("skipped", f"error: {type(exc).__name__}: {exc}"[:1000])
         conn.execute(f"RELEASE {savepoint}")
         recorded.append((handler.name, result.outcome, result.detail))
@@ -116,6 +156,13 @@ def run_handlers(
     if recorded:
         record_outcomes(conn, generation_id, target.document_row, recorded)
     return outcomes
+
+
+def _roll_back(conn: apsw.Connection, savepoint: str, target: IndexTarget, held: int | None) -> None:
+    """Undo a handler's rows: those written, and those its batch holds."""
+    conn.execute(f"ROLLBACK TO {savepoint}")
+    if held is not None:
+        del target.full_text.rows[held:]
 
 
 def record_outcomes(
@@ -150,9 +197,10 @@ def load_target(conn: apsw.Connection, document_row: int, kind: str, byte_length
     return IndexTarget(document_row, kind, SerializedDocument(text, messages))
 
 
-def drop_derived(conn: apsw.Connection, document_row: int) -> list[str]:
+def drop_derived(conn: apsw.Connection, document_row: int, full_text: FullTextRows | None = None) -> list[str]:
     """Delete one document's derived rows (windows and their BM25F rows, anchors, cues, index
-    outcomes), inside the caller's transaction; return the content hashes of its windows."""
+    outcomes), inside the caller's transaction; return the content hashes of its windows. In a
+    batch that holds FTS5 rows (`full_text`), the anchor texts it leaves unnamed go at its end."""
     sql = queries("lifecycle")
     windows = conn.execute(sql["windows_of"], (document_row,)).fetchall()
     for window_id, _ in windows:
@@ -163,7 +211,9 @@ def drop_derived(conn: apsw.Connection, document_row: int) -> list[str]:
         text_id for (packed,) in conn.execute(sql["delete_anchors_of"], (document_row,)) for text_id in text_ids(packed)
     ]
     conn.execute(sql["delete_anchor_postings_of"], (document_row,))  # whether or not it had rows
-    if texts:
+    if full_text is not None:
+        full_text.dropped_texts += texts  # a held posting may name one of them
+    elif texts:
         conn.execute(sql["delete_unused_anchor_texts"], {"ids": orjson.dumps(texts).decode()})
     conn.execute(sql["delete_cues_of"], (document_row,))
     conn.execute(sql["delete_outcomes_of"], (document_row,))

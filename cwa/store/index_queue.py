@@ -19,6 +19,7 @@ bytes: cwa/store/payloads.py) runs before the write lock is taken.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -28,7 +29,14 @@ import apsw
 from cwa import limits
 from cwa.store import checkpoint_parts
 from cwa.store.connection import write_transaction
-from cwa.store.derived import IndexHandler, IndexTarget, index_deferred, load_target, prepare_handlers
+from cwa.store.derived import (
+    FullTextRows,
+    IndexHandler,
+    IndexTarget,
+    index_deferred,
+    load_target,
+    prepare_handlers,
+)
 from cwa.store.payloads import deflated_rows
 from cwa.store.sqlfiles import queries
 from cwa.timestamps import to_datetime
@@ -115,13 +123,41 @@ def prepare_queued(
 
 def index_prepared(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, batch: list[Prepared]) -> int:
     """Write a batch of prepared documents in one transaction, each leaving the queue (one another
-    connection indexed meanwhile is skipped: nothing is indexed twice); how many it indexed."""
-    with write_transaction(conn):
-        indexed = {row for row, _, target, deflated in batch if _index_one(conn, handlers, now, row, target, deflated)}
+    connection indexed meanwhile is skipped: nothing is indexed twice); how many it indexed.
+    The batch's FTS5 rows are written together at its end, one segment (cwa/store/derived.py); if
+    a damaged FTS5 index refuses them, the batch is written again with each document's rows in
+    its handlers' savepoints, so the handler that meets the damage is recorded `skipped`, as one
+    document alone would be, and the rest is indexed."""
+    try:
+        indexed = _write_batch(conn, handlers, now, batch, FullTextRows())
+    except (apsw.BusyError, apsw.FullError, apsw.IOError):
+        raise
+    except apsw.Error:
+        indexed = _write_batch(conn, handlers, now, batch, None)
     for document_row, kind, target, _ in batch:
         if kind == "checkpoint-root" and target is not None and document_row in indexed:  # parts findable with it
             checkpoint_parts.index_linked(conn, handlers, now, root_row=document_row, limit=limits.UNBOUNDED)
     return len(indexed)
+
+
+def _write_batch(
+    conn: apsw.Connection,
+    handlers: Sequence[IndexHandler],
+    now: str,
+    batch: list[Prepared],
+    full_text: FullTextRows | None,
+) -> set[int]:
+    """One transaction: each document's derived rows, its FTS5 rows held in `full_text` (if any)
+    and written at the end; the rows of the documents it indexed."""
+    with write_transaction(conn):
+        indexed = {
+            row
+            for row, _, target, deflated in batch
+            if _index_one(conn, handlers, now, row, target, deflated, full_text)
+        }
+        if full_text is not None:
+            full_text.write(conn)
+    return indexed
 
 
 def _prepared(
@@ -158,13 +194,15 @@ def _index_one(
     document_row: int,
     target: IndexTarget | None,
     deflated: list[dict[str, Any]],
+    full_text: FullTextRows | None,
 ) -> bool:
-    """Inside the batch's transaction: the document's derived rows and deflated chunks, and it
-    leaves the queue; False when another connection indexed it meanwhile."""
+    """Inside the batch's transaction: the document's derived rows (its FTS5 rows held in the
+    batch's `full_text`) and deflated chunks, and it leaves the queue; False when another
+    connection indexed it meanwhile."""
     if conn.execute(queries("index_queue")["still_queued"], (document_row,)).fetchone() is None:
         return False
     if target is not None:
-        index_deferred(conn, handlers, now, target)
+        index_deferred(conn, handlers, now, dataclasses.replace(target, full_text=full_text))
     leave_queue(conn, document_row, deflated)
     return True
 
