@@ -337,7 +337,7 @@ def test_a_damaged_fts5_index_costs_a_batch_only_its_lexical_rows(tmp_path):
         archive.conn.execute("UPDATE window_fts_data SET block = x'ffffffffffff' WHERE id = 10")  # its structure
         ids = [_queued(archive, turn(f"turn {n} hit E_ROTOR_{n}", project=PROJECT))["documentId"] for n in range(3)]
         assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 3
-        for n, document in enumerate(ids):
+        for document in ids:
             outcomes = archive.get({"documentId": document})["indexOutcomes"]
             assert outcomes["lexical"] == "skipped" and outcomes["exact"] == "complete"
             assert _derived(archive, document)[2] == 0  # out of the queue
