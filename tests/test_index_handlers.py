@@ -78,6 +78,36 @@ def test_outcomes_are_recorded_and_the_document_commits_in_every_case(db_path):
         assert again["created"] is False and again["indexOutcomes"] == result["indexOutcomes"]
 
 
+def test_in_a_batch_a_failing_handler_costs_only_its_own_rows_and_none_is_written_twice(db_path):
+    # A batch runs a document's handlers together in one savepoint first; one that fails or gives
+    # up undoes that, and each runs again in its own: the outcomes and rows are those of one
+    # `admit` a document (above), and no handler's rows are written twice.
+    from cwa.store import index_queue
+    from cwa.store.admission import admit
+
+    handlers = [WordIndex("full"), WordIndex("budgeted", budget=2), WordIndex("broken", fail=True)]
+    with Archive.open(db_path, handlers=handlers) as archive:
+        for handler in [*handlers, WordIndex("quitter")]:
+            archive.conn.execute(f"CREATE TABLE words_{handler.name} (document_row, word)")
+        conn = archive.conn
+        words = 0
+        for text, batch in (("one two three four five", handlers), ("six seven", handlers[:2])):
+            queued = admit(conn, turn(text), handlers=batch, now=archive.clock(), deferred=True)
+            assert index_queue.index_queued(conn, batch, archive.clock()) == 1
+            words += len(archive.get({"documentId": queued["documentId"]})["text"].split())
+
+        def count(name):
+            return conn.execute(f"SELECT count(*) FROM words_{name}").fetchone()[0]
+
+        assert count("full") == words  # each document's serialized words, once
+        assert count("budgeted") == 2 + 2 and count("broken") == 0
+        outcomes = conn.execute("SELECT handler, outcome FROM index_status").fetchall()
+        assert sorted(outcomes) == sorted(
+            [("full", "complete"), ("budgeted", "partial"), ("broken", "skipped")]
+            + [("full", "complete"), ("budgeted", "partial")]
+        )
+
+
 def test_each_admission_gets_its_own_generation(archive):
     first = archive.admit(turn("a"))
     second = archive.admit(turn("b"))

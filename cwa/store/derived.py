@@ -129,33 +129,68 @@ def run_handlers(
     generation_id: int,
     target: IndexTarget,
 ) -> dict[str, str]:
-    """Run each handler in its own savepoint and record its outcome; return name → outcome."""
-    outcomes: dict[str, str] = {}
-    recorded: list[tuple[str, str, str | None]] = []
-    for handler in handlers:
-        savepoint = f"handler_{len(outcomes)}"
-        conn.execute(f"SAVEPOINT {savepoint}")
-        held = None if target.full_text is None else len(target.full_text.rows)
-        try:
-            failed = target.prepared.get(handler.name)
-            if isinstance(failed, _PrepareFailed):
-                raise failed.error
-            result = handler.index(conn, target)
-            if result.outcome not in INDEX_OUTCOMES:
-                raise ValueError(f"handler {handler.name} returned outcome {result.outcome!r}")
-            if result.outcome == "skipped":
-                _roll_back(conn, savepoint, target, held)  # a skipped handler publishes nothing
-        except (apsw.FullError, apsw.IOError):
-            raise  # the storage failed, not the handler: the whole admission fails with it
-        except Exception as exc:  # a failing handler must never cost the canonical document
-            _roll_back(conn, savepoint, target, held)
-            result = HandlerResult("skipped", f"error: {type(exc).__name__}: {exc}"[:1000])
-        conn.execute(f"RELEASE {savepoint}")
-        recorded.append((handler.name, result.outcome, result.detail))
-        outcomes[handler.name] = result.outcome
+    """Run each handler in its own savepoint and record its outcome; return name → outcome.
+    In a batch (`target.full_text`) a document's handlers first run together in one savepoint,
+    since a savepoint's release costs about as much as a handler's rows (cf. FullTextRows); if
+    one of them fails or gives up, that is undone and they run again, each in its own."""
+    recorded = _run_together(conn, handlers, target) if target.full_text is not None else None
+    if recorded is None:
+        recorded = [_run_alone(conn, handler, target, f"handler_{n}") for n, handler in enumerate(handlers)]
     if recorded:
         record_outcomes(conn, generation_id, target.document_row, recorded)
-    return outcomes
+    return {name: outcome for name, outcome, _ in recorded}
+
+
+def _run_together(
+    conn: apsw.Connection, handlers: Sequence[IndexHandler], target: IndexTarget
+) -> list[tuple[str, str, str | None]] | None:
+    """Every handler in one savepoint, each outcome (name, outcome, detail); None, with nothing
+    kept, when one fails or gives up."""
+    conn.execute("SAVEPOINT handlers")
+    held = len(target.full_text.rows)
+    recorded: list[tuple[str, str, str | None]] = []
+    try:
+        for handler in handlers:
+            if isinstance(target.prepared.get(handler.name), _PrepareFailed):
+                break
+            result = handler.index(conn, target)
+            if result.outcome not in INDEX_OUTCOMES or result.outcome == "skipped":
+                break
+            recorded.append((handler.name, result.outcome, result.detail))
+        else:
+            conn.execute("RELEASE handlers")
+            return recorded
+    except (apsw.FullError, apsw.IOError):
+        raise  # the storage failed, not a handler: the whole batch fails with it
+    except Exception:
+        pass  # each handler again in its own savepoint, where this one is recorded `skipped`
+    _roll_back(conn, "handlers", target, held)
+    conn.execute("RELEASE handlers")
+    return None
+
+
+def _run_alone(
+    conn: apsw.Connection, handler: IndexHandler, target: IndexTarget, savepoint: str
+) -> tuple[str, str, str | None]:
+    """One handler in its own savepoint: what it wrote kept unless it gave up or failed."""
+    conn.execute(f"SAVEPOINT {savepoint}")
+    held = None if target.full_text is None else len(target.full_text.rows)
+    try:
+        failed = target.prepared.get(handler.name)
+        if isinstance(failed, _PrepareFailed):
+            raise failed.error
+        result = handler.index(conn, target)
+        if result.outcome not in INDEX_OUTCOMES:
+            raise ValueError(f"handler {handler.name} returned outcome {result.outcome!r}")
+        if result.outcome == "skipped":
+            _roll_back(conn, savepoint, target, held)  # a skipped handler publishes nothing
+    except (apsw.FullError, apsw.IOError):
+        raise  # the storage failed, not the handler: the whole admission fails with it
+    except Exception as exc:  # a failing handler must never cost the canonical document
+        _roll_back(conn, savepoint, target, held)
+        result = HandlerResult("skipped", f"error: {type(exc).__name__}: {exc}"[:1000])
+    conn.execute(f"RELEASE {savepoint}")
+    return handler.name, result.outcome, result.detail
 
 
 def _roll_back(conn: apsw.Connection, savepoint: str, target: IndexTarget, held: int | None) -> None:

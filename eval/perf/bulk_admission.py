@@ -10,6 +10,13 @@ call for all (archived first in batches, a helper process preparing what each ba
 the next is archived, the rest indexed at the end). The documents are made before the clock
 starts; each rate is documents a second over the call(s) alone. Every build ends with the same
 derived rows (tests/test_bulk_admission.py checks it), so only the time differs.
+
+    python eval/perf/bulk_admission.py --into ARCHIVE [--coding 20000] [--seed 8] [--json]
+
+admits `--coding` new documents of the coding corpus (another `--seed` than the build's 7, in
+sessions of their own) into ARCHIVE's coding project with one `admit_many` call: bulk admission
+into a large archive without building one (give it a copy, e.g. of the 1M archive `cwa eval perf
+--sizes 1000000 --corpora coding --keep DIR` builds; it keeps what it admits).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from itertools import islice
 from pathlib import Path
 
 import orjson
@@ -28,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from cwa.api import Archive
 from cwa_eval.perf.scale import CORPORA, PROJECTS, admit_documents
 from cwa_eval.retrieval import locomo
+from cwa_eval.retrieval.sessions import synthetic_sessions
 
 
 def rate(documents: list[dict], bulk: bool) -> float:
@@ -40,13 +49,32 @@ def rate(documents: list[dict], bulk: bool) -> float:
     return len(documents) / seconds
 
 
+def into(path: Path, count: int, seed: int) -> dict:
+    """`count` new coding documents admitted into the archive at `path` with one `admit_many`."""
+    source = synthetic_sessions(10**9, seed=seed, project=PROJECTS["coding"])
+    documents = [
+        {**document, "sessionId": f"into-{seed}-{document['sessionId']}"} for document in islice(source, count)
+    ]
+    with Archive.open(path) as archive:
+        started = time.perf_counter()
+        archive.admit_many(documents)
+        seconds = time.perf_counter() - started
+    return {"documents": count, "seconds": round(seconds, 2), "documentsPerSecond": round(count / seconds, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
     parser.add_argument("--coding", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--into", type=Path, help="an archive (a copy) to admit new coding documents into")
+    parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.into is not None:
+        found = into(args.into, args.coding, args.seed)
+        print(orjson.dumps(found).decode() if args.json else f"{found['documentsPerSecond']} documents a second")
+        return
     source = CORPORA["coding"](10**9, project=PROJECTS["coding"])
     sets = {
         "locomo": list(locomo.turn_requests(locomo.load(args.data))),
