@@ -132,8 +132,8 @@ def run_handlers(
     target: IndexTarget,
 ) -> dict[str, str]:
     """Run each handler in its own savepoint and record its outcome; return name → outcome.
-    In a batch (`target.full_text`) a document's handlers first run together in one savepoint,
-    since a savepoint's release costs about as much as a handler's rows (cf. FullTextRows); if
+    In a batch (`target.full_text`) a document's handlers first run together in one savepoint
+    (releasing four a document was 7 % of a 1M bulk build's writing, docs/performance.md); if
     one of them fails or gives up, that is undone and they run again, each in its own."""
     recorded = _run_together(conn, handlers, target) if target.full_text is not None else None
     if recorded is None:
