@@ -13,7 +13,6 @@ from session_helpers import Serve, Transcript
 from cwa.api import Archive
 from cwa.store import index_queue, payloads
 from cwa.store.admission import admit
-from cwa.store.anchor_lists import text_ids
 from cwa.store.derived import HandlerResult, add_full_text
 from cwa.store.sqlfiles import queries
 
@@ -326,38 +325,6 @@ def test_the_worker_copies_the_wal_into_the_file_in_a_pause(tmp_path):
             assert archive.path.stat().st_size > before  # and copied into the file
         finally:
             worker.close()
-
-
-class _FailsOn:
-    """A handler that fails for the documents whose text holds `word`."""
-
-    name = "fails-on"
-
-    def __init__(self, word: str) -> None:
-        self.word = word
-
-    def index(self, conn, target):
-        if self.word.encode() in target.document.text:
-            raise RuntimeError(f"{self.word} seen")
-        return HandlerResult("complete")
-
-
-def test_a_document_whose_handler_fails_in_a_batch_names_only_anchor_ids_that_stayed(tmp_path):
-    # A batch runs a document's handlers together first. The second document's exact handler
-    # adds a new text, then another of its handlers fails: all of that is undone, the added id
-    # with it, and its handlers run again each alone; its list and the third's (the same text)
-    # must name ids the dictionary holds.
-    with Archive.open(tmp_path / "archive.db") as archive:
-        texts = ["turn 0 reads src/known.py", "turn 1 reads src/fresh_9.py BREAK", "turn 2 reads src/fresh_9.py"]
-        ids = [_queued(archive, turn(text, project=PROJECT))["documentId"] for text in texts]
-        conn, handlers = archive.conn, [*archive.handlers, _FailsOn("BREAK")]
-        batch = [index_queue.prepare_queued(conn, handlers, q) for q in index_queue.queued_documents(conn, 10)]
-        assert index_queue.index_prepared(conn, handlers, archive.clock(), batch) == 3
-        named = {text_id for (packed,) in conn.execute("SELECT packed FROM anchors") for text_id in text_ids(packed)}
-        stored = {text_id for (text_id,) in conn.execute("SELECT id FROM anchor_texts")}
-        assert named and named <= stored  # every id a list names is in the dictionary
-        found = archive.search({"project": PROJECT, "query": "src/fresh_9.py", "limit": 5, "semanticPolicy": "never"})
-        assert {hit["documentId"] for hit in found["results"] if hit["matchType"].startswith("exact")} == set(ids[1:])
 
 
 def test_a_damaged_fts5_index_costs_a_batch_only_its_lexical_rows(tmp_path):

@@ -312,7 +312,7 @@ class ExactHandler:
             ids = add_text_ids(conn, sql, rows)
             packed = anchor_lists.pack_tails(zip(ids, tails))
             conn.execute(sql["insert_anchors"], {"packed": packed, "row": target.document_row})
-            postings = {"texts": " ".join(f"a{text_id}" for text_id in ids), "row": target.document_row}
+            postings = {"texts": anchor_lists.posting_tokens(ids), "row": target.document_row}
             add_full_text(conn, target, sql["insert_anchor_postings"], postings)
         if cut:
             return HandlerResult("partial", f"kept the {MAX_ANCHORS_PER_DOCUMENT} most specific anchors")

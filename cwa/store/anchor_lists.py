@@ -100,6 +100,12 @@ def unpack(packed: bytes) -> list[tuple[int, int, int, int, int]]:
     return entries
 
 
+def posting_tokens(text_ids: Iterable[int]) -> str:
+    """A document's `anchor_postings` column: the token `a<id>` of each of its texts (the SQL
+    that searches the postings spells the same token as `'a' || id`)."""
+    return " ".join(f"a{text_id}" for text_id in text_ids)
+
+
 def text_ids(packed: bytes) -> list[int]:
     """The texts the document holds, in id order (a purge checks whether any other holds them)."""
     return [entry[0] for entry in unpack(packed)]

@@ -133,8 +133,8 @@ def run_handlers(
 ) -> dict[str, str]:
     """Run each handler in its own savepoint and record its outcome; return name → outcome.
     In a batch (`target.full_text`) a document's handlers first run together in one savepoint
-    (releasing four a document was 7 % of a 1M bulk build's writing, docs/performance.md); if
-    one of them fails or gives up, that is undone and they run again, each in its own."""
+    (three releases fewer a document: docs/performance.md, "A batch's FTS5 rows written as one
+    segment"); if one of them fails or gives up, that is undone and they run again, each alone."""
     recorded = _run_together(conn, handlers, target) if target.full_text is not None else None
     if recorded is None:
         recorded = [_run_alone(conn, handler, target, f"handler_{n}") for n, handler in enumerate(handlers)]

@@ -272,7 +272,7 @@ class AnchorRowsByDocument:
             sql = exact.queries("index")  # schemas before 41: admitting_as makes it find texts unkeyed
             ids = add_text_ids(conn, sql, rows)
             conn.execute(ANCHOR_ROWS_INSERT, {"anchors": orjson.dumps(rows).decode(), "row": target.document_row})
-            postings = {"texts": " ".join(f"a{text_id}" for text_id in ids), "row": target.document_row}
+            postings = {"texts": anchor_lists.posting_tokens(ids), "row": target.document_row}
             conn.execute(sql["insert_anchor_postings"], postings)
         return HandlerResult("complete")
 
