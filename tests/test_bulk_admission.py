@@ -72,17 +72,6 @@ def test_a_helper_prepares_what_each_committed_batch_queued_while_the_next_is_ar
         return finish(self, progress)
 
     monkeypatch.setattr(queue_worker.QueueIndexer, "finish", finish_seen)
-    # Each step runs between two batches, in no transaction: its writes are transactions of
-    # their own, not a savepoint of the next batch (whose every inner savepoint would walk its
-    # journal: cwa/store/connection.py `BulkWrites`).
-    stepped: list[bool] = []
-    step = queue_worker.QueueIndexer.step
-
-    def step_seen(self, seconds):
-        stepped.append(self.conn.in_transaction)
-        step(self, seconds)
-
-    monkeypatch.setattr(queue_worker.QueueIndexer, "step", step_seen)
     turns = [_turn(n) for n in range(3 * queue_worker.HELPER_MIN_DOCUMENTS)]
     many, alone = tmp_path / "many.db", tmp_path / "alone.db"
     settings = hermetic_settings(tmp_path)
@@ -91,7 +80,6 @@ def test_a_helper_prepares_what_each_committed_batch_queued_while_the_next_is_ar
         assert archive.status({})["indexQueue"]["documents"] == 0
         assert _found(archive, "marmalade150")[:1] == [results[150]["documentId"]]
     assert started == [True]  # the helper had work in hand before the archiving ended
-    assert len(stepped) == len(turns) and not any(stepped)  # a step after each batch
     with Archive.open(alone, settings=settings) as archive:
         for turn in turns:
             archive.admit(turn)

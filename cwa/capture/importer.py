@@ -101,7 +101,7 @@ def import_sources(
     progress: Callable[[int], None] = lambda _bytes: None,
     committed: Callable[[], None] | None = None,
 ) -> Summary:
-    """`committed` runs after each batch commits, before the next one begins (BulkWrites)."""
+    """`committed` runs after each batch commits, in the next one's transaction (BulkWrites)."""
     summary = Summary(host, dry_run, sources=len(units))
     with BulkWrites(archive.conn, BULK_SECONDS, committed) as batch:
         for unit in units:

@@ -326,9 +326,9 @@ class QueueIndexer:
         self.done = 0
 
     def step(self, seconds: float) -> None:
-        """Between a bulk admission's batches (outside its transactions), for at most about
-        `seconds`: once enough waits, start the helper; hand it what was queued since and write
-        the documents it has prepared, in one transaction, never waiting for it."""
+        """Between a bulk admission's batches, for at most about `seconds`: once enough waits,
+        start the helper; hand it what was queued since and write the documents it has prepared,
+        never waiting for it."""
         if self.preparer.helper is None and lag(self.conn, self.clock())["documents"] >= HELPER_MIN_DOCUMENTS:
             self.preparer.start()
         if self.preparer.helper is None:
@@ -339,7 +339,10 @@ class QueueIndexer:
         while self.preparer.ready() and time.monotonic() - began < seconds:
             ready += self.preparer.take()
             self._hand_over()  # the helper is kept busy while this process writes
-        if ready:  # one transaction (each commit writes its pages again)
+            if len(ready) >= HELPER_CHUNK * HELPER_AHEAD // 4 or not self.preparer.ready():
+                self.done += index_prepared(self.conn, self.handlers, self.clock(), ready)
+                ready = []
+        if ready:
             self.done += index_prepared(self.conn, self.handlers, self.clock(), ready)
 
     def finish(self, progress: Callable[[int, int], None] | None = None) -> int:

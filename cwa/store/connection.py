@@ -288,12 +288,8 @@ class BulkWrites:
     IMMEDIATE transaction committed whenever `due()` is called at least `seconds` after the
     batch began, and at the end; rolled back on an exception (what was committed stays). Other
     writers wait for at most about `seconds` plus the unit of work in progress. `committed` runs
-    after each commit `due()` makes, before the next batch begins, outside any transaction (a
-    bulk admission indexes there, in transactions of its own, what the helper prepared:
-    cwa/index/queue_worker.py `QueueIndexer`). Not inside the next batch: there its writes were a
-    savepoint of many documents, and SQLite's in-memory savepoint journal, which keeps each page
-    such a savepoint changes, is a list that every inner savepoint's release walks (a document's
-    admission and index handlers each have one), so each document's cost grew with the batch."""
+    after each commit `due()` makes, inside the next batch's transaction (a bulk admission
+    indexes there what the helper prepared: cwa/index/queue_worker.py `QueueIndexer`)."""
 
     def __init__(self, conn: apsw.Connection, seconds: float, committed: Callable[[], None] | None = None) -> None:
         self.conn, self.seconds, self.committed = conn, seconds, committed
@@ -314,10 +310,10 @@ class BulkWrites:
         write beside an import could wait for many batches)."""
         if time.monotonic() - self.began >= self.seconds:
             self.conn.execute("COMMIT")
-            if self.committed is not None:
-                self.committed()
             time.sleep(BULK_GAP_SECONDS)
             self._begin()
+            if self.committed is not None:
+                self.committed()
 
     def __exit__(self, kind: object, *rest: object) -> None:
         if kind is None:

@@ -12,12 +12,17 @@ starts; each rate is documents a second over the call(s) alone. Every build ends
 derived rows (tests/test_bulk_admission.py checks it), so only the time differs.
 
     python eval/perf/bulk_admission.py --into ARCHIVE [--coding 20000] [--seed 8] [--json]
+    python eval/perf/bulk_admission.py --statements 12 [--coding 10000] [--json]
 
 admits `--coding` new documents of the coding corpus (another `--seed` than the build's 7, in
 sessions of their own) into ARCHIVE's coding project with one `admit_many` call: bulk admission
 into a large archive without building one (give it a copy, e.g. of the 1M archive `cwa eval perf
 --sizes 1000000 --corpora coding --keep DIR` builds; it keeps what it admits). It also reports
 the CPU time a document took in this process (the writer) and in the helper preparing.
+
+`--statements N` admits `--coding` documents into a new archive with one `admit_many` and lists
+the N write statements (not the reads) that took the writer the most time, each with its count
+and mean (each call timed around `execute`; the run is a little slower for it).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from itertools import islice
 from pathlib import Path
 
@@ -71,6 +77,46 @@ def into(path: Path, count: int, seed: int) -> dict:
     }
 
 
+class _TimedConnection:
+    """The archive's connection, every write statement timed (the first 60 characters of its
+    SQL, comments and spacing folded, as its name)."""
+
+    def __init__(self, conn) -> None:
+        self.conn, self.spent, self.calls = conn, Counter(), Counter()
+
+    def __getattr__(self, name: str):
+        return getattr(self.conn, name)
+
+    def execute(self, sql: str, *args, **kwargs):
+        started = time.perf_counter_ns()
+        cursor = self.conn.execute(sql, *args, **kwargs)
+        name = " ".join(line for line in sql.split("\n") if not line.lstrip().startswith("--"))
+        name = " ".join(name.split())[:60]
+        if not name.upper().startswith(("SELECT", "WITH")):
+            self.spent[name] += time.perf_counter_ns() - started
+            self.calls[name] += 1
+        return cursor
+
+
+def statements(count: int, top: int) -> list[dict]:
+    """The `top` write statements of one `admit_many` of `count` coding documents by time spent."""
+    documents = list(islice(CORPORA["coding"](10**9, project=PROJECTS["coding"]), count))
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "a.db") as archive:
+        timed = _TimedConnection(archive.conn)
+        archive.conn = timed
+        archive.admit_many(documents)
+        archive.conn = timed.conn
+    return [
+        {
+            "statement": name,
+            "calls": timed.calls[name],
+            "seconds": round(spent / 1e9, 3),
+            "meanMicroseconds": round(spent / timed.calls[name] / 1e3, 1),
+        }
+        for name, spent in timed.spent.most_common(top)
+    ]
+
+
 def _cpu_seconds() -> tuple[float, float]:
     """CPU seconds used so far by this process and by its ended children (the helper)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -85,7 +131,15 @@ def main() -> None:
     parser.add_argument("--into", type=Path, help="an archive (a copy) to admit new coding documents into")
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--statements", type=int, metavar="N", help="the N costliest write statements instead")
     args = parser.parse_args()
+    if args.statements:
+        found = statements(args.coding, args.statements)
+        for row in found if not args.json else []:
+            print(f"{row['seconds']:8.3f} s {row['calls']:7,} × {row['meanMicroseconds']:7.1f} µs  {row['statement']}")
+        if args.json:
+            print(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
+        return
     if args.into is not None:
         found = into(args.into, args.coding, args.seed)
         print(orjson.dumps(found).decode() if args.json else f"{found['documentsPerSecond']} documents a second")
