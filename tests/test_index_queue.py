@@ -129,6 +129,12 @@ def test_small_queued_documents_share_a_transaction_and_a_large_one_goes_alone(t
             assert windows >= 1 and outcomes >= 1 and queued == 0
         rows = "SELECT count(*) FROM window_fts WHERE window_fts MATCH 'rotor'"
         assert archive.conn.execute(rows).fetchone()[0] == len(texts)  # each turn's window, once
+        # one index generation a batch (as a rebuild has one), begun and finished with it
+        generations = [archive.get({"documentId": d})["generation"] for d in [*ids, log["documentId"]]]
+        assert generations == [generations[0]] * 3 + [generations[3]] * 7 + [generations[10]]
+        assert len(set(generations)) == 3
+        finished = "SELECT count(*) FROM index_generations WHERE finished_at IS NOT NULL AND handlers != 0"
+        assert archive.conn.execute(finished).fetchone()[0] == 3
 
 
 def _segments(conn, table: str) -> int:
@@ -213,6 +219,7 @@ def test_a_document_that_leaves_every_mode_before_its_turn_leaves_the_queue_with
         archive.call("redact", {"project": PROJECT, "sessionId": "s1", "confirm": asked["confirm"]})
         assert index_queue.index_queued(archive.conn, archive.handlers, archive.clock()) == 1
         assert _derived(archive, admitted["documentId"]) == (0, 0, 0)
+        assert archive.conn.execute("SELECT count(*) FROM index_generations").fetchone()[0] == 0  # none begun
         assert not archive.search({"project": PROJECT, "query": MARKER})["results"]
 
 

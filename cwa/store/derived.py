@@ -114,15 +114,42 @@ def prepare_handlers(handlers: Sequence[IndexHandler], kind: str, document: Seri
     return prepared
 
 
-def index_deferred(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, target: IndexTarget) -> None:
+class Generation:
+    """An index generation begun when first used, inside the caller's transaction: one for a
+    deferred document, or one for a batch of them (the index queue's, as a rebuild has one for
+    all its documents), which `finish` closes; none if it was never used."""
+
+    def __init__(self, conn: apsw.Connection, now: str) -> None:
+        self.conn, self.now, self._id = conn, now, None
+
+    def id(self) -> int:
+        if self._id is None:
+            self.conn.execute(queries("admission")["insert_generation"], ("admit", self.now))
+            self._id = self.conn.last_insert_rowid()
+        return self._id
+
+    def finish(self) -> None:
+        if self._id is not None:
+            self.conn.execute(queries("admission")["finish_generation"], (self.now, self._id))
+
+
+def index_deferred(
+    conn: apsw.Connection,
+    handlers: Sequence[IndexHandler],
+    now: str,
+    target: IndexTarget,
+    generation: Generation | None = None,
+) -> None:
     """The deferred part of a document's admission (a queued document, a checkpoint's part), inside
-    the caller's transaction: a generation of its own, the handlers' rows, the document marked."""
-    admission = queries("admission")
-    conn.execute(admission["insert_generation"], ("admit", now))
-    generation = conn.last_insert_rowid()
-    run_handlers(conn, handlers, generation, target)
-    conn.execute(queries("index")["set_generation"], (generation, target.document_row))
-    conn.execute(admission["finish_generation"], (now, generation))
+    the caller's transaction: the handlers' rows and the document marked, in a generation of its
+    own or in the batch's `generation` (which the caller finishes)."""
+    own = generation is None
+    if generation is None:
+        generation = Generation(conn, now)
+    run_handlers(conn, handlers, generation.id(), target)
+    conn.execute(queries("index")["set_generation"], (generation.id(), target.document_row))
+    if own:
+        generation.finish()
 
 
 def run_handlers(

@@ -31,6 +31,7 @@ from cwa.store import checkpoint_parts
 from cwa.store.connection import write_transaction
 from cwa.store.derived import (
     FullTextRows,
+    Generation,
     IndexHandler,
     IndexTarget,
     index_deferred,
@@ -147,14 +148,17 @@ def _write_batch(
     batch: list[Prepared],
     full_text: FullTextRows | None,
 ) -> set[int]:
-    """One transaction: each document's derived rows, its FTS5 rows held in `full_text` (if any)
-    and written at the end; the rows of the documents it indexed."""
+    """One transaction: each document's derived rows, in one index generation for the batch, its
+    FTS5 rows held in `full_text` (if any) and written at the end; the rows of the documents it
+    indexed."""
     with write_transaction(conn):
+        generation = Generation(conn, now)  # two statements a batch, not two a document
         indexed = {
             row
             for row, _, target, deflated in batch
-            if _index_one(conn, handlers, now, row, target, deflated, full_text)
+            if _index_one(conn, handlers, now, row, target, deflated, full_text, generation)
         }
+        generation.finish()
         if full_text is not None:
             full_text.write(conn)
     return indexed
@@ -195,14 +199,15 @@ def _index_one(
     target: IndexTarget | None,
     deflated: list[dict[str, Any]],
     full_text: FullTextRows | None,
+    generation: Generation,
 ) -> bool:
-    """Inside the batch's transaction: the document's derived rows (its FTS5 rows held in the
-    batch's `full_text`) and deflated chunks, and it leaves the queue; False when another
-    connection indexed it meanwhile."""
+    """Inside the batch's transaction: the document's derived rows (in the batch's `generation`,
+    its FTS5 rows held in the batch's `full_text`) and deflated chunks, and it leaves the queue;
+    False when another connection indexed it meanwhile."""
     if conn.execute(queries("index_queue")["still_queued"], (document_row,)).fetchone() is None:
         return False
     if target is not None:
-        index_deferred(conn, handlers, now, dataclasses.replace(target, full_text=full_text))
+        index_deferred(conn, handlers, now, dataclasses.replace(target, full_text=full_text), generation)
     leave_queue(conn, document_row, deflated)
     return True
 
