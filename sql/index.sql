@@ -120,6 +120,11 @@ FROM messages WHERE document_row = ? ORDER BY ordinal;
 -- name: set_generation
 UPDATE documents SET index_generation = ? WHERE id = ?;
 
+-- name: set_generations
+-- The documents one generation indexed (:rows, a JSON array of document rows), marked with it in
+-- one statement as it finishes (cwa/store/derived.py `Generation`).
+UPDATE documents SET index_generation = :generation WHERE id IN (SELECT value FROM json_each(:rows));
+
 -- name: backfill_needed
 -- Set by migration 0007 when documents from schema 1 have no derived rows yet.
 SELECT count(*) FROM meta WHERE key = 'index_backfill';

@@ -117,10 +117,12 @@ def prepare_handlers(handlers: Sequence[IndexHandler], kind: str, document: Seri
 class Generation:
     """An index generation begun when first used, inside the caller's transaction: one for a
     deferred document, or one for a batch of them (the index queue's, as a rebuild has one for
-    all its documents), which `finish` closes; none if it was never used."""
+    all its documents); `finish` marks the documents it indexed (`mark`) with it, in one
+    statement, and closes it. None if it was never used."""
 
     def __init__(self, conn: apsw.Connection, now: str) -> None:
         self.conn, self.now, self._id = conn, now, None
+        self.documents: list[int] = []
 
     def id(self) -> int:
         if self._id is None:
@@ -128,9 +130,15 @@ class Generation:
             self._id = self.conn.last_insert_rowid()
         return self._id
 
+    def mark(self, document_row: int) -> None:
+        self.documents.append(document_row)
+
     def finish(self) -> None:
-        if self._id is not None:
-            self.conn.execute(queries("admission")["finish_generation"], (self.now, self._id))
+        if self._id is None:
+            return
+        rows = orjson.dumps(self.documents).decode()
+        self.conn.execute(queries("index")["set_generations"], {"generation": self._id, "rows": rows})
+        self.conn.execute(queries("admission")["finish_generation"], (self.now, self._id))
 
 
 def index_deferred(
@@ -142,12 +150,12 @@ def index_deferred(
 ) -> None:
     """The deferred part of a document's admission (a queued document, a checkpoint's part), inside
     the caller's transaction: the handlers' rows and the document marked, in a generation of its
-    own or in the batch's `generation` (which the caller finishes)."""
+    own or in the batch's `generation` (which marks it when the caller finishes it)."""
     own = generation is None
     if generation is None:
         generation = Generation(conn, now)
     run_handlers(conn, handlers, generation.id(), target)
-    conn.execute(queries("index")["set_generation"], (generation.id(), target.document_row))
+    generation.mark(target.document_row)
     if own:
         generation.finish()
 
