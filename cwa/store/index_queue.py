@@ -152,7 +152,7 @@ def _write_batch(
     FTS5 rows held in `full_text` (if any) and written at the end; the rows of the documents it
     indexed."""
     with write_transaction(conn):
-        generation = Generation(conn, now)  # two statements a batch, not two a document
+        generation = Generation(conn, now)  # its three statements once a batch, not once a document
         indexed = {
             row
             for row, _, target, deflated in batch
