@@ -22,7 +22,8 @@ the CPU time a document took in this process (the writer) and in the helper prep
 
 `--statements N` admits `--coding` documents into a new archive with one `admit_many` and lists
 the N write statements (not the reads) that took the writer the most time, each with its count
-and mean (each call timed around `execute`; the run is a little slower for it).
+and mean (each call timed around `execute` or `executemany`, one call however many rows; the run
+is a little slower for it).
 """
 
 from __future__ import annotations
@@ -72,14 +73,14 @@ def into(path: Path, count: int, seed: int) -> dict:
         "documents": count,
         "seconds": round(seconds, 2),
         "documentsPerSecond": round(count / seconds, 1),
-        # on a busy machine steadier than the rate: the writer (this process) is the bottleneck
+        # which of the two processes a document's time went to (the helper's once it has ended)
         "cpuMicrosecondsPerDocument": {"writer": spent[0], "helper": spent[1]},
     }
 
 
 class _TimedConnection:
-    """The archive's connection, every write statement timed (the first 60 characters of its
-    SQL, comments and spacing folded, as its name)."""
+    """The archive's connection, every write statement it runs (`execute`, `executemany`) timed,
+    named by the first 60 characters of its SQL, comments and spacing folded."""
 
     def __init__(self, conn) -> None:
         self.conn, self.spent, self.calls = conn, Counter(), Counter()
@@ -88,8 +89,14 @@ class _TimedConnection:
         return getattr(self.conn, name)
 
     def execute(self, sql: str, *args, **kwargs):
+        return self._timed(self.conn.execute, sql, *args, **kwargs)
+
+    def executemany(self, sql: str, *args, **kwargs):
+        return self._timed(self.conn.executemany, sql, *args, **kwargs)
+
+    def _timed(self, run, sql: str, *args, **kwargs):
         started = time.perf_counter_ns()
-        cursor = self.conn.execute(sql, *args, **kwargs)
+        cursor = run(sql, *args, **kwargs)
         name = " ".join(line for line in sql.split("\n") if not line.lstrip().startswith("--"))
         name = " ".join(name.split())[:60]
         if not name.upper().startswith(("SELECT", "WITH")):
