@@ -906,3 +906,74 @@ def test_a_document_holding_an_embedded_content_and_a_new_one_gets_the_first_sca
     bits = "SELECT count(*) FROM window_vector_bits AS b JOIN projects AS p ON p.id = b.project_id WHERE p.identity = ?"
     assert conn.execute(bits, ("/mixed",)).fetchone()[0] == 1  # the shared content, scanned here too
     assert conn.execute("SELECT count(*) FROM embedding_queue").fetchone()[0] >= 1  # the new ones wait
+
+
+CHAT_TOPICS = [
+    ("I finally planted tomatoes and basil in the backyard beds this weekend.", "What vegetables did Melanie grow?"),
+    ("My sister and I watched a documentary about deep sea creatures.", "What did Melanie watch with her sister?"),
+    ("I adopted a rescue puppy named Biscuit, she loves long walks.", "What pet did Melanie get?"),
+    ("I started learning the violin, my fingers hurt after practice.", "Which instrument is Melanie learning?"),
+    ("I signed up for a half marathon in the spring.", "Which race is Melanie training for?"),
+    ("Our book club is reading a mystery novel set in Venice.", "What is Melanie's book club reading?"),
+    ("I have been volunteering at the animal shelter on Saturdays.", "Where does Melanie volunteer?"),
+    ("I fixed the leaking faucet in the bathroom myself.", "What did Melanie fix at home?"),
+    ("We are planning a trip to Japan to see the cherry blossoms.", "Where is Melanie travelling to see flowers?"),
+]
+CHAT_REPLIES = [
+    "Melanie, that is wonderful news!",
+    "Wow Melanie, good for you!",
+    "Melanie, you always surprise me.",
+    "Thanks for telling me, Melanie!",
+    "Melanie, I am so happy for you.",
+]
+
+
+def _chat_context(opened, project):
+    from cwa.retrieve.context import make_context
+    from cwa.retrieve.scope import resolve_scope
+
+    scope = resolve_scope(opened.conn, "project", project, None, "all")
+    return make_context(opened.conn, scope, [], "2026-12-01T00:00:00.000Z", None)
+
+
+def test_the_query_is_embedded_without_the_words_most_of_its_scope_holds(tmp_path):
+    # A chat whose every turn names Melanie: asked about her by name, the name would weigh in
+    # the query's embedding as much as the words that tell her turns apart. Scoped: another
+    # project's windows do not count, nor does a scope too small to say.
+    from cwa.retrieve.semantic import COMMON_MIN_WINDOWS, embedded_query
+
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        for number, (text, _) in enumerate(CHAT_TOPICS * 2):  # 36 distinct turns (a day each pair)
+            opened.admit(_turn("/chat", "s1", f"Melanie: {text} Day {number}."))
+            opened.admit(_turn("/chat", "s1", f"Caroline: {CHAT_REPLIES[number % len(CHAT_REPLIES)]} Day {number}."))
+            opened.admit(_turn("/other", f"o{number}", f"Melanie and Caroline met for lunch ({number})."))
+        for number in range(COMMON_MIN_WINDOWS - 1):
+            opened.admit(_turn("/small", "s1", f"Melanie: a note {number}"))
+        chat = _chat_context(opened, "/chat")
+        assert embedded_query(chat, "What pet did Melanie get?") == "What pet did get?"
+        assert embedded_query(chat, "Did Caroline's puppy meet Melanie's?") == "Did Caroline's puppy meet"
+        assert embedded_query(chat, "Melanie?") == "Melanie?"  # nothing would be left
+        assert embedded_query(_chat_context(opened, "/small"), "What did Melanie note?") == "What did Melanie note?"
+        # Caroline is in half the chat's windows, not more; /other's 18 windows that name her too
+        # are not the chat's
+        assert embedded_query(chat, "Caroline's lunch") == "Caroline's lunch"
+
+
+def test_semantic_candidates_of_a_chat_are_the_turns_on_the_topic_not_the_ones_naming_its_speaker(tmp_path):
+    from cwa.index.terms import terms
+    from cwa.retrieve import semantic
+
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        topical = {}
+        for number, (text, question) in enumerate(CHAT_TOPICS):
+            topical[question] = f"Melanie: {text}"
+            opened.admit(_turn("/chat", "s1", topical[question]))
+            opened.admit(_turn("/chat", "s1", f"Caroline: {CHAT_REPLIES[number % len(CHAT_REPLIES)]} ({number})"))
+        for greeting in ("Melanie: Good morning!", "Melanie: Talk soon, bye!"):  # 20 windows: enough to count
+            opened.admit(_turn("/chat", "s1", greeting))
+        opened.call("index-embed", {})
+        context = _chat_context(opened, "/chat")
+        for question, turn in topical.items():
+            vector = semantic.query_vector(context, question)
+            nearest = semantic.semantic_candidates(context, vector, terms(question), 1, set())
+            assert nearest[0].text == turn, question

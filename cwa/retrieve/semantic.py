@@ -5,6 +5,11 @@ their sign bits (48 bytes a vector), rescored with the int8 vectors (384 bytes),
 semantic.sql `nearest`); those contents' windows are then kept, in SQL, when live, in scope and
 not visible (cwa/retrieve/windows.py widens the batch until enough pass). Anything that keeps the model from answering (not installed, failing, vectors
 of another model) yields None: search then stays lexical.
+
+The model reads the query without its words found in more than half of the scope's windows
+(`embedded_query`): BM25 gives such a term no weight, and in a short query's mean-pooled
+embedding it would weigh as much as the words that tell the windows apart (a chat whose every
+turn begins with its speaker's name, asked about one of them by name).
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ from typing import TYPE_CHECKING
 import orjson
 
 from cwa.index import semantic as semantic_index
+from cwa.index.terms import terms
 from cwa.model_variants import active
 from cwa.models import ModelUnavailable, embedder
 from cwa.retrieve import calibration
 from cwa.retrieve.candidate import Candidate
-from cwa.retrieve.context import Context
+from cwa.retrieve.context import Context, frequencies, scope_frequencies, scope_windows
 from cwa.retrieve.windows import best_admissible, distinct_candidates, window_candidate, window_evidence
 from cwa.store.sqlfiles import queries
 
@@ -29,8 +35,33 @@ SEMANTIC_POOL = 40  # nearest contents asked for first (at least 8 × limit)
 MAX_K = 4096  # nearest contents asked for at most, however far the batch widens
 
 
+COMMON_SHARE = 0.5  # a word in more than this share of the scope's windows is not embedded
+COMMON_MIN_WINDOWS = 20  # with fewer windows in scope a word's share says little: all are kept
+
+
+def embedded_query(ctx: Context, query: str) -> str:
+    """The query as the embedding model reads it: without the words whose terms are in more than
+    COMMON_SHARE of the scope's windows; the whole query when that would leave nothing. A term
+    the whole archive holds no more often than that is not counted in the scope."""
+    words = query.split()
+    word_terms = [terms(word) for word in words]
+    distinct = list(dict.fromkeys(t for found in word_terms for t in found))
+    size = scope_windows(ctx)
+    if not distinct or size < COMMON_MIN_WINDOWS:
+        return query
+    most = int(size * COMMON_SHARE)
+    archive, _ = frequencies(ctx, distinct)
+    candidates = [t for t in distinct if archive[t] > most]
+    if not candidates:
+        return query
+    df, _ = scope_frequencies(ctx, candidates, cap=most + 1)
+    common = {t for t in candidates if df[t] > most}
+    kept = [word for word, found in zip(words, word_terms) if not common.intersection(found)]
+    return " ".join(kept) if kept else query
+
+
 def query_vector(ctx: Context, query: str) -> np.ndarray | None:
-    """The query's embedding; None when the embeddings cannot answer (not installed, failing,
+    """The query's embedding (of `embedded_query`); None when the embeddings cannot answer (not installed, failing,
     nothing embedded yet, or vectors of another model: never mixed)."""
     stored = semantic_index.stored_fingerprint(ctx.conn)
     try:
@@ -41,8 +72,9 @@ def query_vector(ctx: Context, query: str) -> np.ndarray | None:
         model = embedder(files)
     except ModelUnavailable:
         return None
+    text = embedded_query(ctx, query)  # an archive error here is not the model's: it is raised
     try:
-        return model.embed([query])[0]
+        return model.embed([text])[0]
     except Exception:  # a failing model degrades to the lexical result
         return None
 

@@ -1,0 +1,105 @@
+"""What the embedding model finds on its own when the query's most common words are left out
+(docs/evaluation.md, "The query embedded without the words most of its scope holds").
+
+    python eval/perf/embedded_query.py [--data locomo10.json] [--shares 1,0.5,0.3,0.2,0.1] [--json]
+
+Reads the data in place into a temporary archive (one document a turn, embedded) and asks every
+question with evidence of its conversation's project through the semantic path alone
+(`semantic.query_vector`, then `semantic.semantic_candidates`: no lexical candidate, no ranker),
+once per share: a query word whose terms are in more than that share of the project's windows is
+left out of the text the model reads (`semantic.COMMON_SHARE`; 1 leaves every word in). Reports
+R@1 / R@5 / R@10 of the evidence turns for each share, and the words left out most often at the
+shipped share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cwa.api import Archive
+from cwa.index.terms import terms
+from cwa.retrieve import semantic
+from cwa.retrieve.context import make_context
+from cwa.retrieve.scope import resolve_scope
+from cwa_eval.retrieval import locomo
+
+KS = (1, 5, 10)
+SHIPPED = semantic.COMMON_SHARE
+
+
+def _context(archive: Archive, project: str):
+    scope = resolve_scope(archive.conn, "project", project, None, "all")
+    return make_context(archive.conn, scope, [], "2030-01-01T00:00:00Z", None)
+
+
+def nearest_turns(archive: Archive, project: str, question: str) -> list[str]:
+    """The message keys of the ten turns whose embedding is nearest the question's."""
+    conn = archive.conn
+    context = _context(archive, project)
+    vector = semantic.query_vector(context, question)
+    found = semantic.semantic_candidates(context, vector, terms(question), max(KS), set())[: max(KS)]
+    keys = dict(
+        conn.execute(
+            "SELECT document_row, message_key FROM messages WHERE ordinal = 0 AND document_row IN"
+            " (SELECT value FROM json_each(?))",
+            (json.dumps([c.document_row for c in found]),),
+        ).fetchall()
+    )
+    return [keys[c.document_row] for c in found]
+
+
+def run(data: Path, shares: list[float]) -> dict:
+    conversations = locomo.load(data)
+    report: dict = {"questions": 0, "shares": {}}
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "locomo.db") as archive:
+        locomo.ingest(archive, conversations)
+        archive.call("index-embed", {})
+        left_out: Counter = Counter()
+        for share in shares:
+            found = {k: 0.0 for k in KS}
+            asked = 0
+            with mock.patch.object(semantic, "COMMON_SHARE", share):
+                for conversation in conversations:
+                    project = f"locomo:{conversation['sample_id']}"
+                    for qa, wanted, _ in locomo.questions(conversation):
+                        if not wanted:
+                            continue
+                        ranked = nearest_turns(archive, project, qa["question"])
+                        for k in KS:
+                            found[k] += len(wanted & set(ranked[:k])) / len(wanted)
+                        asked += 1
+                        if share == SHIPPED:
+                            kept = semantic.embedded_query(_context(archive, project), qa["question"]).split()
+                            left_out.update(w for w in qa["question"].split() if w not in kept)
+            report["questions"] = asked
+            report["shares"][str(share)] = {f"R@{k}": round(found[k] / asked, 4) for k in KS}
+        report["leftOutMost"] = left_out.most_common(12)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
+    parser.add_argument("--shares", default="1,0.5,0.3,0.2,0.1")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report = run(args.data, [float(s) for s in args.shares.split(",")])
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"{report['questions']} questions, semantic candidates alone")
+    for share, figures in report["shares"].items():
+        print(f"  share {share:>4}: " + " / ".join(f"{k} {v:.4f}" for k, v in figures.items()))
+    print("  left out most at the shipped share:", ", ".join(f"{w} ({n})" for w, n in report["leftOutMost"]))
+
+
+if __name__ == "__main__":
+    main()
