@@ -2,6 +2,7 @@
 (docs/evaluation.md, "The query embedded without the words most of its scope holds").
 
     python eval/perf/embedded_query.py [--data locomo10.json] [--shares 1,0.5,0.3,0.2,0.1] [--json]
+    python eval/perf/embedded_query.py --long 100000 [--histories 8] [--seed 41] [--json]
 
 Reads the data in place into a temporary archive (one document a turn, embedded) and asks every
 question with evidence of its conversation's project through the semantic path alone
@@ -9,7 +10,9 @@ question with evidence of its conversation's project through the semantic path a
 once per share: a query word whose terms are in more than that share of the project's windows is
 left out of the text the model reads (`semantic.COMMON_SHARE`; 1 leaves every word in). Reports
 R@1 / R@5 / R@10 of the evidence turns for each share, and the words left out most often at the
-shipped share.
+shipped share. With `--long TOKENS`, instead: how many questions of `cwa eval long --inside`'s
+histories of that size (as that command makes them) have a word left out at the shipped share,
+and which (nothing is embedded: the words depend on the counts only).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from cwa.retrieve import semantic
 from cwa.retrieve.context import make_context
 from cwa.retrieve.scope import resolve_scope
 from cwa_eval.retrieval import locomo
+from cwa_eval.retrieval.long_history import admit_histories, history
+from cwa_eval.retrieval.long_history import project as history_project
 
 KS = (1, 5, 10)
 SHIPPED = semantic.COMMON_SHARE
@@ -85,12 +90,39 @@ def run(data: Path, shares: list[float]) -> dict:
     return report
 
 
+def long_histories(tokens: int, histories: int, seed: int) -> dict:
+    """The questions of `histories` long histories whose embedded text leaves a word out."""
+    made = [history(seed + i, tokens, 4, inside=True) for i in range(histories)]
+    changed = []
+    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
+        admit_histories(archive, made)
+        for number, made_history in enumerate(made):
+            context = _context(archive, history_project(number))
+            for fact in made_history.facts:
+                embedded = semantic.embedded_query(context, fact.question)
+                if embedded != fact.question:
+                    changed.append({"question": fact.question, "embedded": embedded})
+    return {"questions": sum(len(h.facts) for h in made), "wordsLeftOut": len(changed), "changed": changed}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
     parser.add_argument("--shares", default="1,0.5,0.3,0.2,0.1")
+    parser.add_argument("--long", type=int, default=None, metavar="TOKENS")
+    parser.add_argument("--histories", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=41)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.long:
+        found = long_histories(args.long, args.histories, args.seed)
+        if args.json:
+            print(json.dumps(found, indent=2))
+        else:
+            print(f"{found['wordsLeftOut']} of {found['questions']} questions embedded without a word")
+            for item in found["changed"]:
+                print(f"  {item['question']!r} -> {item['embedded']!r}")
+        return
     report = run(args.data, [float(s) for s in args.shares.split(",")])
     if args.json:
         print(json.dumps(report, indent=2))
