@@ -61,8 +61,9 @@ def embedded_query(ctx: Context, query: str) -> str:
 
 
 def query_vector(ctx: Context, query: str) -> np.ndarray | None:
-    """The query's embedding (of `embedded_query`); None when the embeddings cannot answer (not installed, failing,
-    nothing embedded yet, or vectors of another model: never mixed)."""
+    """The query's embedding (of its `embedded_query` text); None when the embeddings cannot
+    answer (not installed, failing, nothing embedded yet, or vectors of another model: never
+    mixed)."""
     stored = semantic_index.stored_fingerprint(ctx.conn)
     try:
         files = active(ctx.conn.filename)
