@@ -32,6 +32,7 @@ from cwa.index.terms import terms
 from cwa.retrieve import semantic
 from cwa.retrieve.context import make_context
 from cwa.retrieve.scope import resolve_scope
+from cwa.store.sqlfiles import queries
 from cwa_eval.retrieval import locomo
 from cwa_eval.retrieval.long_history import admit_histories, history
 from cwa_eval.retrieval.long_history import project as history_project
@@ -51,14 +52,8 @@ def nearest_turns(archive: Archive, project: str, question: str) -> list[str]:
     context = _context(archive, project)
     vector = semantic.query_vector(context, question)
     found = semantic.semantic_candidates(context, vector, terms(question), max(KS), set())[: max(KS)]
-    keys = dict(
-        conn.execute(
-            "SELECT document_row, message_key FROM messages WHERE ordinal = 0 AND document_row IN"
-            " (SELECT value FROM json_each(?))",
-            (json.dumps([c.document_row for c in found]),),
-        ).fetchall()
-    )
-    return [keys[c.document_row] for c in found]
+    first_key = queries("admission")["message_keys"]  # a LoCoMo turn is one message
+    return [conn.execute(first_key, (c.document_row,)).fetchone()[0] for c in found]
 
 
 def run(data: Path, shares: list[float]) -> dict:
