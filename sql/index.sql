@@ -117,12 +117,10 @@ SELECT message_key, role, tool_name, tool_call_id, strftime('%Y-%m-%dT%H:%M:%fZ'
        end_byte
 FROM messages WHERE document_row = ? ORDER BY ordinal;
 
--- name: set_generation
-UPDATE documents SET index_generation = ? WHERE id = ?;
-
 -- name: set_generations
 -- The documents one generation indexed (:rows, a JSON array of document rows), marked with it in
--- one statement as it finishes (cwa/store/derived.py `Generation`).
+-- one statement (cwa/store/derived.py `Generation`: as it finishes, or at the end of each of a
+-- rebuild's transactions).
 UPDATE documents SET index_generation = :generation WHERE id IN (SELECT value FROM json_each(:rows));
 
 -- name: backfill_needed

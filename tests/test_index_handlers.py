@@ -291,3 +291,30 @@ def test_a_rebuild_keeps_every_anchor_text_its_documents_share(tmp_path):
         assert {hit["documentId"] for hit in found if hit["matchType"].startswith("exact")} == set(ids)
         found = archive.search({"project": "/work/p", "query": "src/shared_1.py", "limit": 10})["results"]
         assert {hit["documentId"] for hit in found if hit["matchType"].startswith("exact")} == set(ids[1::2])
+
+
+def test_a_rebuild_marks_the_documents_each_of_its_transactions_indexed(tmp_path, monkeypatch):
+    # A rebuild spans many short transactions; each marks the documents it indexed with the
+    # rebuild's generation before it commits (in one statement), so what a rebuild killed midway
+    # has done is said by the documents themselves, and at the end every one carries it.
+    from cwa.index import rebuild
+
+    monkeypatch.setattr(rebuild, "FIRST_BATCH", 2)
+    monkeypatch.setattr(rebuild, "MAX_BATCH", 3)  # at least four transactions for ten documents
+    with Archive.open(tmp_path / "archive.db") as archive:
+        ids = [archive.admit(turn(f"note {n} on src/mod_{n}.py", session=f"s{n % 2}"))["documentId"] for n in range(10)]
+        earlier = max(archive.get({"documentId": i})["generation"] for i in ids)
+        conn = archive.conn
+        marked_after_each = []
+
+        def progress(done, total):  # after each transaction's commit
+            newest = conn.execute("SELECT max(id) FROM index_generations").fetchone()[0]
+            marked = conn.execute("SELECT count(*) FROM documents WHERE index_generation = ?", (newest,))
+            marked_after_each.append((done, marked.fetchone()[0]))
+
+        result = rebuild.rebuild_indexes(conn, archive.handlers, archive.clock(), progress)
+        assert result["documents"] == 10 and result["generation"] > earlier
+        assert len(marked_after_each) >= 4 and all(done == marked for done, marked in marked_after_each)
+        assert {archive.get({"documentId": i})["generation"] for i in ids} == {result["generation"]}
+        finished = "SELECT finished_at IS NOT NULL FROM index_generations WHERE id = ?"
+        assert conn.execute(finished, (result["generation"],)).fetchone()[0] == 1

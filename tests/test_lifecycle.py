@@ -532,8 +532,12 @@ def test_a_gone_document_stays_unfindable_through_the_next_one_s_context(archive
     tool = admit(archive, "zanzibar quartz ledger: 3 entries reconciled", kind="tool-result", role="toolResult")
     reply = admit(archive, "All of them balance now.", role="assistant")
     assert found(archive, "zanzibar quartz") == {tool, reply}  # the reply through its context field
+    indexed = archive.get({"documentId": reply})["generation"]
     clock.at(15)  # the tool result's class expires; the reply's does not
     maintain_all(archive)
     assert state(archive, tool) == "expired" and state(archive, reply) == "live"
     assert found(archive, "zanzibar quartz") == set()  # the purge indexed the reply again
+    again = archive.get({"documentId": reply})["generation"]  # and marked it with a finished generation
+    finished = "SELECT finished_at IS NOT NULL FROM index_generations WHERE id = ?"
+    assert again > indexed and archive.conn.execute(finished, (again,)).fetchone()[0] == 1
     assert found(archive, "balance") == {reply}

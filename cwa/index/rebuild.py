@@ -24,7 +24,7 @@ import apsw
 from cwa.index.queue_worker import prepared_documents
 from cwa.store import term_counts
 from cwa.store.connection import write_transaction
-from cwa.store.derived import FullTextRows, IndexHandler, drop_derived, load_target, run_handlers
+from cwa.store.derived import FullTextRows, Generation, IndexHandler, drop_derived, load_target, run_handlers
 from cwa.store.index_queue import by_row, leave_queue
 from cwa.store.sqlfiles import queries
 
@@ -41,13 +41,13 @@ def _batches(
     total: int,
     work: Callable[[object], None],
     progress: Callable[[int, int], None] | None = None,
-    full_text: FullTextRows | None = None,
+    ending: Callable[[], None] | None = None,
 ) -> None:
     """Run `work` on each of the `total` items inside write transactions of about BATCH_SECONDS
     each. Items are taken from `items` before each transaction (a helper preparing them may keep
     this process waiting: never with the lock held), as many as the last one got through in
-    BATCH_SECONDS; what a transaction does not reach goes first in the next. The FTS5 rows `work`
-    holds in `full_text` are written at the end of each transaction."""
+    BATCH_SECONDS; what a transaction does not reach goes first in the next. `ending` runs at the
+    end of each transaction (writing what `work` held for it)."""
     items = iter(items)
     waiting: deque = deque()
     wanted, done = FIRST_BATCH, 0
@@ -65,8 +65,8 @@ def _batches(
                 count += 1
                 if time.monotonic() - started >= BATCH_SECONDS:
                     break
-            if full_text is not None:
-                full_text.write(conn)  # what `work` held of the transaction's FTS5 rows
+            if ending is not None:
+                ending()
             spent = time.monotonic() - started
         done += count
         wanted = max(1, min(MAX_BATCH, round(count * BATCH_SECONDS / max(spent, 1e-3))))
@@ -84,11 +84,10 @@ def rebuild_indexes(
     """Every derived row again. With the archive's `path`, a helper process does each document's
     pure work (reading it, tokenizing, anchors) while this one writes (`prepared_documents`)."""
     sql = queries("index")
-    admission = queries("admission")
     outcomes: dict[str, dict[str, int]] = {}
+    generation = Generation(conn, now, "rebuild")
     with write_transaction(conn):
-        conn.execute(admission["insert_generation"], ("rebuild", now))
-        generation = conn.last_insert_rowid()
+        generation.id()
     documents = conn.execute(sql["count_documents"]).fetchone()[0]
     full_text = FullTextRows()  # a transaction's FTS5 rows, one segment (cwa/store/derived.py)
 
@@ -100,14 +99,19 @@ def rebuild_indexes(
             return
         loaded = prepared if prepared is not None else load_target(conn, row, found[0], found[1])
         target = dataclasses.replace(loaded, rebuild=True, full_text=full_text)
-        for handler, outcome in run_handlers(conn, handlers, generation, target).items():
+        for handler, outcome in run_handlers(conn, handlers, generation.id(), target).items():
             counts = outcomes.setdefault(handler, {})
             counts[outcome] = counts.get(outcome, 0) + 1
-        conn.execute(sql["set_generation"], (generation, row))
+        generation.mark(row)
         leave_queue(conn, row, deflated)  # it needs no other indexing (its chunks stay as they are)
 
     stream = prepared_documents(conn, path, handlers, _documents(conn), documents, deflate=False)
-    _batches(conn, stream, documents, reindex, progress, full_text)
+
+    def ending() -> None:  # the transaction's FTS5 rows, and its documents marked in one statement
+        full_text.write(conn)
+        generation.write_marks()
+
+    _batches(conn, stream, documents, reindex, progress, ending)
     stale = [row for (row,) in conn.execute(sql["stale_derived_documents"])]
     _batches(conn, stale, len(stale), lambda row: drop_derived(conn, row))
     with write_transaction(conn):
@@ -115,9 +119,9 @@ def rebuild_indexes(
         conn.execute(sql["recount_windows"])
         conn.execute(sql["recompute_project_spans"])  # the old ids' ranges go
         term_counts.forget(conn)  # a new tokenizer may count otherwise
-        conn.execute(admission["finish_generation"], (now, generation))
+        generation.finish()
     kept = term_counts.refresh(conn)  # read without the write lock, like a maintenance pass
-    return {"generation": generation, "documents": documents, "outcomes": outcomes, "termCountsKept": kept}
+    return {"generation": generation.id(), "documents": documents, "outcomes": outcomes, "termCountsKept": kept}
 
 
 def _documents(conn: apsw.Connection) -> Iterator[tuple[int, str, int, bool]]:

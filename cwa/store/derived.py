@@ -116,28 +116,35 @@ def prepare_handlers(handlers: Sequence[IndexHandler], kind: str, document: Seri
 
 class Generation:
     """An index generation begun when first used, inside the caller's transaction: one for a
-    deferred document, or one for a batch of them (the index queue's, as a rebuild has one for
-    all its documents); `finish` marks the documents it indexed (`mark`) with it, in one
-    statement, and closes it. None if it was never used."""
+    deferred document, or one for a batch of them (the index queue's), or a rebuild's for all its
+    documents. The documents it indexed (`mark`) are marked with it in one statement
+    (`write_marks`: a rebuild's at the end of each of its transactions); `finish` marks the rest
+    and closes it. None if it was never used."""
 
-    def __init__(self, conn: apsw.Connection, now: str) -> None:
-        self.conn, self.now, self._id = conn, now, None
+    def __init__(self, conn: apsw.Connection, now: str, reason: str = "admit") -> None:
+        self.conn, self.now, self.reason, self._id = conn, now, reason, None
         self.documents: list[int] = []
 
     def id(self) -> int:
         if self._id is None:
-            self.conn.execute(queries("admission")["insert_generation"], ("admit", self.now))
+            self.conn.execute(queries("admission")["insert_generation"], (self.reason, self.now))
             self._id = self.conn.last_insert_rowid()
         return self._id
 
     def mark(self, document_row: int) -> None:
         self.documents.append(document_row)
 
+    def write_marks(self) -> None:
+        if not self.documents:
+            return
+        rows = orjson.dumps(self.documents).decode()
+        self.conn.execute(queries("index")["set_generations"], {"generation": self.id(), "rows": rows})
+        self.documents.clear()
+
     def finish(self) -> None:
         if self._id is None:
             return
-        rows = orjson.dumps(self.documents).decode()
-        self.conn.execute(queries("index")["set_generations"], {"generation": self._id, "rows": rows})
+        self.write_marks()
         self.conn.execute(queries("admission")["finish_generation"], (self.now, self._id))
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import apsw
 
 from cwa.store import term_counts
-from cwa.store.derived import IndexHandler, drop_derived, load_target, run_handlers
+from cwa.store.derived import Generation, IndexHandler, drop_derived, load_target, run_handlers
 from cwa.store.sqlfiles import queries
 
 
@@ -50,17 +50,16 @@ def purge(conn: apsw.Connection, limit: int, handlers: Sequence[IndexHandler] = 
 
 def _reindex(conn: apsw.Connection, handlers: Sequence[IndexHandler], now: str, rows: list[int]) -> None:
     """Index again the documents whose lexical context came from a purged one."""
-    admission, index = queries("admission"), queries("index")
-    conn.execute(admission["insert_generation"], ("rebuild", now))
-    generation = conn.last_insert_rowid()
+    indexable = queries("index")["indexable_document"]
+    generation = Generation(conn, now, "rebuild")
     for row in rows:
-        found = conn.execute(index["indexable_document"], (row,)).fetchone()
+        found = conn.execute(indexable, (row,)).fetchone()
         if found is None:  # gone too (a session purged together)
             continue
         drop_derived(conn, row)
-        run_handlers(conn, handlers, generation, load_target(conn, row, found[0], found[1]))
-        conn.execute(index["set_generation"], (generation, row))
-    conn.execute(admission["finish_generation"], (now, generation))
+        run_handlers(conn, handlers, generation.id(), load_target(conn, row, found[0], found[1]))
+        generation.mark(row)
+    generation.finish()
 
 
 def _forget_embedding(conn: apsw.Connection, content_hash: str, row: int) -> None:
