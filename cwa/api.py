@@ -9,6 +9,7 @@ failure to a typed error, so each host rejects the same payloads the same way.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -128,10 +129,10 @@ class Archive:
         read it, and the next import, serve or project search indexes it."""
         from cwa.index.queue_worker import QueueIndexer
         from cwa.store.connection import BULK_SECONDS, BulkWrites
-        from cwa.store.disk_guard import check_free_space
+        from cwa.store.disk_guard import BULK_CHECK_SECONDS, check_free_space
         from cwa.store.retention import plan_of
 
-        plan, results, failure = plan_of(self.settings), [], None
+        plan, results, failure, disk_checked = plan_of(self.settings), [], None, -BULK_CHECK_SECONDS
         indexer = QueueIndexer(self.conn, str(self.path), self.handlers, self.clock) if index else None
         try:
             try:
@@ -140,7 +141,9 @@ class Archive:
                     for position, params in enumerate(requests):
                         try:
                             request = contract.validate(contract.ADMIT, params)
-                            check_free_space(self.path, self.settings["diskCriticalMebibytes"])
+                            if time.monotonic() - disk_checked >= BULK_CHECK_SECONDS:
+                                check_free_space(self.path, self.settings["diskCriticalMebibytes"])
+                                disk_checked = time.monotonic()
                             now = self.clock()
                             results.append(
                                 admit(

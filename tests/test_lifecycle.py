@@ -356,6 +356,13 @@ def test_disk_low_refuses_admission_before_writing_and_reads_still_work(tmp_path
         with pytest.raises(DiskLow) as raised:
             admit(archive, "refused")
         assert raised.value.code == "disk-low" and raised.value.details["criticalBytes"] == huge << 20
+        many = [
+            {"project": "/p", "sessionId": "s", "kind": "turn", "messages": [{"role": "user", "text": f"bulk {n}"}]}
+            for n in range(3)
+        ]
+        with pytest.raises(DiskLow) as raised:  # a bulk admission checks before its first document too
+            archive.admit_many(many)
+        assert raised.value.details["request"] == 0
         assert (
             archive.conn.execute("SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)").fetchone()
             == counts

@@ -168,7 +168,7 @@ def admit(
             ],
         )
         if retention_plan is not None:
-            retention.schedule(conn, document_row, request["retentionClass"], retention_plan)
+            retention.schedule(conn, document_row, request["retentionClass"], retention_plan, new=True)
             retention.adopt_plan_if_unset(conn, retention_plan)
         outcomes = (
             run_handlers(

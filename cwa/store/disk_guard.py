@@ -13,6 +13,10 @@ from pathlib import Path
 
 from cwa.errors import DiskLow
 
+# A bulk admission (`Archive.admit_many`, `cwa import`) asks at most this often, not once a
+# document (a `statvfs` each): between two checks it writes far less than any sensible limit.
+BULK_CHECK_SECONDS = 0.1
+
 
 def check_free_space(archive_path: Path | str, critical_mib: int) -> None:
     if critical_mib <= 0:

@@ -215,7 +215,8 @@ def _index_one(
 def leave_queue(conn: apsw.Connection, document_row: int, deflated: list[dict[str, Any]]) -> None:
     """Inside the write transaction that gave the document its derived rows (the queue's, or a
     rebuild's): the chunks `prepare_queued` deflated stored, and its queue row, if it had one, gone."""
-    conn.executemany(queries("payloads")["store_deflated"], deflated)
+    if deflated:
+        conn.executemany(queries("payloads")["store_deflated"], deflated)
     conn.execute(queries("index_queue")["dequeue"], (document_row,))
 
 

@@ -45,10 +45,14 @@ def _encoded(plan: dict[str, int]) -> str:
     return orjson.dumps(plan, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def schedule(conn: apsw.Connection, document_row: int, retention_class: str, plan: dict[str, int]) -> None:
-    """(Re)compute one document's entry: none for durable, pinned or 0-day classes."""
+def schedule(
+    conn: apsw.Connection, document_row: int, retention_class: str, plan: dict[str, int], new: bool = False
+) -> None:
+    """(Re)compute one document's entry: none for durable, pinned or 0-day classes. A `new`
+    document (admitted in this transaction) has none to remove."""
     sql = queries("lifecycle")
-    conn.execute(sql["unschedule_document"], (document_row,))
+    if not new:
+        conn.execute(sql["unschedule_document"], (document_row,))
     days = plan.get(retention_class, 0)
     if days:
         conn.execute(sql["schedule_document"], {"row": document_row, "days": days})
