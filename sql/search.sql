@@ -35,11 +35,15 @@ LIMIT 1000;
 -- Phase 1: the best windows by BM25F (most negative first), straight from FTS5, among those with
 -- an id above :low and at most :high (FTS5 seeks to :low in each posting list and stops after
 -- :high: the scope's window range, or a newest slice of it), each with its BM25F without the
--- context field (the column weights :title … :body, context 0; FTS5 computes it for the rows
--- returned only, with the phrase counts the rank already read).
-SELECT rowid, rank, bm25(window_fts, :title, :user, :assistant, :body, 0.0) FROM window_fts
-WHERE window_fts MATCH :match AND rank MATCH :ranking AND rowid > :low AND rowid <= :high
-ORDER BY rank
+-- context field (the column weights :title … :body, context 0; bm25() reads the phrase counts
+-- once a statement, for both). Ordered by the bm25() call, not by FTS5's `rank` column: FTS5
+-- sorts by rank through a statement of its own, which took a third to a half longer for the
+-- same rows on the 1M archive (docs/performance.md, "Ranked by the bm25() call").
+SELECT rowid, bm25(window_fts, :title, :user, :assistant, :body, :context) AS score,
+       bm25(window_fts, :title, :user, :assistant, :body, 0.0)
+FROM window_fts
+WHERE window_fts MATCH :match AND rowid > :low AND rowid <= :high
+ORDER BY score
 LIMIT :k;
 
 -- name: lexical_top_known_idf

@@ -610,7 +610,7 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
     # and so is the score without the context field each path keeps beside it.
     from cwa.index.terms import context_term
     from cwa.retrieve import bm25
-    from cwa.retrieve.search import OWN_WEIGHTS, RANKING
+    from cwa.retrieve.search import RANKING_WEIGHTS
     from cwa.store.sqlfiles import queries
 
     sql = queries("search")
@@ -637,9 +637,7 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
             # all, a newest slice, a part of a project's range
             for low, high in ((0, 1 << 62), (base + 150, 1 << 62), (base + 40, base + 200)):
                 bounds = {"low": low, "high": high}
-                fts5 = conn.execute(
-                    sql["lexical_top"], {"match": match, "ranking": RANKING, **OWN_WEIGHTS, "k": 25, **bounds}
-                )
+                fts5 = conn.execute(sql["lexical_top"], {"match": match, **RANKING_WEIGHTS, "k": 25, **bounds})
                 known = conn.execute(
                     sql["lexical_top_known_idf"],
                     {

@@ -6,7 +6,7 @@ scoring, is most of a query made only of common terms: with two terms each in tw
 million windows, ranking the newest 5,000 ids takes 78 ms where fetching them takes 9
 (eval/perf/idf_scan.py). `cwa_bm25` is the same formula (k1 1.2, b 0.75, the column weights of
 cwa/index/lexical.py, IDF floored at 1e-6, row length over the index's average) fed the counts
-search already holds (`frequencies`), scoring each matched row in Python at two to three times
+search already holds (`frequencies`), scoring each matched row in Python at about twice
 FTS5's cost a row; `cheaper` says when that trade wins. Given exact counts it returns bm25()'s
 float; a common term's count may be up to a tenth stale (cwa/retrieve/context.py), and its
 IDF with it. Asked to (its third argument), it also keeps each row's score without the context
@@ -27,14 +27,14 @@ from cwa.index.lexical import COLUMNS, WEIGHTS
 FUNCTION = "cwa_bm25"
 K1, B = 1.2, 0.75
 TITLE, USER, ASSISTANT, BODY, CONTEXT = (WEIGHTS[c] for c in COLUMNS)
-# Microseconds, measured on the 100,000-window coding archive of `cwa eval perf --keep` (2-core
-# machine) by `python eval/perf/lexical_profile.py ARCHIVE --calibrate`: FTS5 counting one
-# posting and scoring one matched row, and this function scoring one matched row, plus its cost
-# per phrase.
-COUNT_POSTING_US = 0.05
-FTS5_ROW_US = 1.3
-PYTHON_ROW_US = 1.6
-PYTHON_PHRASE_US = 0.6
+# Microseconds, measured on the 100,000- and 1,000,000-window coding archives of `cwa eval perf
+# --keep` (2-core machine) by `python eval/perf/lexical_profile.py ARCHIVE --calibrate`: FTS5
+# counting one posting and scoring one matched row (ordered by the bm25() call, sql/search.sql
+# `lexical_top`), and this function scoring one matched row, plus its cost per phrase.
+COUNT_POSTING_US = 0.025
+FTS5_ROW_US = 1.0
+PYTHON_ROW_US = 1.8
+PYTHON_PHRASE_US = 0.7
 
 # Per connection: the latest statement's rows scored without the context field, by rowid.
 _OWN: WeakKeyDictionary[apsw.Connection, dict[int, float]] = WeakKeyDictionary()

@@ -140,7 +140,7 @@ def calibrate(db: Path) -> dict:
                         "rows": rows,
                         "fts5Us": best(
                             sql["lexical_top"],
-                            {**shared, "ranking": search_module.RANKING, **search_module.OWN_WEIGHTS},
+                            {**shared, **search_module.RANKING_WEIGHTS},
                         ),
                         "knownUs": best(
                             sql["lexical_top_known_idf"], {**shared, "hits": orjson.dumps(hits).decode(), "own": 0}
