@@ -77,9 +77,16 @@ SELECT count(*) FROM (
 
 -- name: admissible_windows
 -- Phase 2 of BM25F and semantic search: which of those windows are live, in scope and not visible
--- (:ids is a JSON array of window ids).
+-- (:ids is a JSON array of window ids). Each with a key its document shares with every document
+-- of the same text: its text digest, or for a text of one chunk (whose digest is that chunk's
+-- hash, migration 0037) the chunk's id, which documents of one text share (chunks are stored
+-- once per hash) and which needs no read of the chunk's row and payload.
 SELECT w.id, w.document_row, w.ordinal, w.start_byte, w.end_byte, w.first_message,
-       w.last_message, lower(hex(w.content_hash)), d.created_at, d.session_id, lower(hex((SELECT text_digest FROM document_digests WHERE document_row = d.id))), d.kind
+       w.last_message, lower(hex(w.content_hash)), d.created_at, d.session_id,
+       CASE WHEN d.text_digest != x'' THEN lower(hex(d.text_digest))
+            ELSE (SELECT 'chunk ' || dc.chunk_id FROM document_chunks AS dc
+                  WHERE dc.document_row = d.id AND dc.ordinal = 0) END,
+       d.kind
 FROM windows AS w
 JOIN documents AS d ON d.id = w.document_row
 WHERE w.id IN (SELECT value FROM json_each(:ids))

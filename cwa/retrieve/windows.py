@@ -45,7 +45,7 @@ class WindowRow(NamedTuple):
     content_hash: str
     created_ms: int  # the document's creation time as stored (epoch milliseconds)
     session_row: int
-    text_digest: str
+    text_key: str  # the same for documents of the same text (sql/search.sql `admissible_windows`)
     kind: str
     score: float = 0.0  # higher is better: BM25F relevance, cosine similarity
 
@@ -87,10 +87,10 @@ def distinct_candidates(
     found: list[Candidate] = []
     seen_rows, seen_content = set(taken), set()
     for row in rows:
-        if row.document_row in seen_rows or row.content_hash in seen_content or row.text_digest in seen_content:
+        if row.document_row in seen_rows or row.content_hash in seen_content or row.text_key in seen_content:
             continue
         seen_rows.add(row.document_row)
-        seen_content.update((row.content_hash, row.text_digest))
+        seen_content.update((row.content_hash, row.text_key))
         found.append(make(row))
         if len(found) > limit + NEAR_DUPLICATE_SLACK:
             break

@@ -5,8 +5,9 @@
 
 Runs `cwa eval perf`'s lexical queries (eval/perf/scale.py, the same seed) as `search` with
 `semanticPolicy: never` on ARCHIVE (e.g. one kept by `cwa eval perf --keep`), with its FTS5
-ranking statements timed, and reports the latency percentiles (whole search, its FTS5 ranking
-statements, the rest), then for the slowest tenth of the queries each ranking statement: its
+ranking statements and its reads of which windows are admissible (`windows.admissible`) timed,
+and reports the latency percentiles (whole search, its FTS5 ranking statements, its admissible
+reads, the rest), then for the slowest tenth of the queries each ranking statement: its
 match expression, expected and actual matches, rows, milliseconds, and the milliseconds FTS5
 takes to walk its posting lists without ranking (a count of every window it matches).
 --fts5-only ranks every expression with FTS5's bm25(), as search did before cwa_bm25: the
@@ -59,6 +60,23 @@ def timed_rankings(calls: list[dict]) -> None:
     search_module._bm25f = bm25f
 
 
+def timed_admissible(spent: list[float]) -> None:
+    """Add the milliseconds of each `windows.admissible` call (which windows are live, in scope and
+    not visible, with their rows) to `spent`."""
+    from cwa.retrieve import neighbors, windows
+
+    original = windows.admissible
+
+    def admissible(ctx, scores):
+        started = time.perf_counter()
+        try:
+            return original(ctx, scores)
+        finally:
+            spent.append((time.perf_counter() - started) * 1000)
+
+    windows.admissible = neighbors.admissible = admissible
+
+
 # Every window an expression matches, counted without ranking: FTS5's walk of its posting lists.
 WALK = "SELECT count(*) FROM window_fts WHERE window_fts MATCH ?"
 
@@ -66,6 +84,8 @@ WALK = "SELECT count(*) FROM window_fts WHERE window_fts MATCH ?"
 def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict:
     calls: list[dict] = []
     timed_rankings(calls)
+    reads: list[float] = []
+    timed_admissible(reads)
     if fts5_only:  # FTS5's bm25() for every expression, as before cwa_bm25 (the baseline)
         from cwa.retrieve import bm25
 
@@ -75,6 +95,7 @@ def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict
         archive.call("search", {"project": project, "query": "warm up", "semanticPolicy": "never", "leaseSeconds": 0})
         for query in lexical_queries(count):
             calls.clear()
+            reads.clear()
             started = time.perf_counter()
             archive.call(
                 "search",
@@ -82,7 +103,15 @@ def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict
             )
             elapsed = (time.perf_counter() - started) * 1000
             ranking = round(sum(c["ms"] for c in calls), 2)
-            found.append({"query": query, "ms": round(elapsed, 2), "rankingMs": ranking, "rankings": list(calls)})
+            found.append(
+                {
+                    "query": query,
+                    "ms": round(elapsed, 2),
+                    "rankingMs": ranking,
+                    "admissibleMs": round(sum(reads), 2),
+                    "rankings": list(calls),
+                }
+            )
         slowest = sorted(found, key=lambda f: -f["ms"])[: max(1, count // 10)]
         for ranking in (r for f in slowest for r in f["rankings"]):  # FTS5 walking the lists alone
             started = time.perf_counter()
@@ -91,6 +120,7 @@ def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict
     return {
         "latency": latency([f["ms"] for f in found]),
         "rankingLatency": latency([f["rankingMs"] for f in found]),
+        "admissibleLatency": latency([f["admissibleMs"] for f in found]),
         "outsideRankingLatency": latency([f["ms"] - f["rankingMs"] for f in found]),
         "slowest": slowest,
     }
@@ -186,7 +216,7 @@ def main() -> None:
     if args.json:
         print(orjson.dumps(report).decode())
         return
-    for label in ("latency", "rankingLatency", "outsideRankingLatency"):
+    for label in ("latency", "rankingLatency", "admissibleLatency", "outsideRankingLatency"):
         print(f"{label}: p50 / p95 {report[label]['p50_ms']} / {report[label]['p95_ms']} ms")
     for f in report["slowest"]:
         print(f"{f['ms']:8.1f} ms (FTS5 ranking {f['rankingMs']} ms)  {f['query']!r}")
