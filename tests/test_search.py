@@ -608,9 +608,9 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
     # cwa_bm25 is bm25() fed the phrases' window counts instead of counting them: given exact
     # counts, every score is the same float, for AND and for OR expressions with context twins,
     # and so is the score without the context field each path keeps beside it.
+    from cwa.index.lexical import WEIGHTS
     from cwa.index.terms import context_term
     from cwa.retrieve import bm25
-    from cwa.retrieve.search import RANKING_WEIGHTS
     from cwa.store.sqlfiles import queries
 
     sql = queries("search")
@@ -637,7 +637,7 @@ def test_bm25_with_known_counts_scores_exactly_as_fts5(tmp_path):
             # all, a newest slice, a part of a project's range
             for low, high in ((0, 1 << 62), (base + 150, 1 << 62), (base + 40, base + 200)):
                 bounds = {"low": low, "high": high}
-                fts5 = conn.execute(sql["lexical_top"], {"match": match, **RANKING_WEIGHTS, "k": 25, **bounds})
+                fts5 = conn.execute(sql["lexical_top"], {"match": match, **WEIGHTS, "k": 25, **bounds})
                 known = conn.execute(
                     sql["lexical_top_known_idf"],
                     {

@@ -17,7 +17,7 @@ import orjson
 
 from cwa.config import Settings
 from cwa.index.exact import Anchor, fold, query_anchors
-from cwa.index.lexical import COLUMNS, PROJECT_BLOCK_BITS, WEIGHTS
+from cwa.index.lexical import PROJECT_BLOCK_BITS, WEIGHTS
 from cwa.index.semantic import pending
 from cwa.index.structure import CUE_THRESHOLD
 from cwa.index.terms import (
@@ -562,10 +562,6 @@ def match_expressions(
     return [(broad, float(spent), phrases)]
 
 
-OWN_WEIGHTS = {c: WEIGHTS[c] for c in COLUMNS if c != "context"}  # lexical_top's own-text weights
-RANKING_WEIGHTS = {**OWN_WEIGHTS, "context": WEIGHTS["context"]}  # and its BM25F's, every column
-
-
 def _lexical_search(
     ctx: Context,
     qterms: list[str],
@@ -701,7 +697,7 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     span = 0  # a selective expression: the whole range at once
     if expected > SLICE_MATCHES:  # the newest windows expected to hold POSTINGS_BUDGET matches
         span = max(1, int((last - first if bounded else total) * POSTINGS_BUDGET / expected))
-    statement, ranking = sql["lexical_top"], RANKING_WEIGHTS
+    statement, ranking = sql["lexical_top"], WEIGHTS  # each column's weight, by its name
     known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
     python = bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected)
     long_history = scope_windows(ctx) >= OWN_TEXT_MIN_WINDOWS
