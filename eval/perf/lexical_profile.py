@@ -1,6 +1,7 @@
 """Where lexical search's time goes on an existing archive, query by query.
 
-    python eval/perf/lexical_profile.py ARCHIVE [--project P] [--queries 100] [--fts5-only] [--json]
+    python eval/perf/lexical_profile.py ARCHIVE [--project P] [--queries 100] [--fts5-only]
+                                        [--results FILE] [--json]
     python eval/perf/lexical_profile.py ARCHIVE --calibrate
 
 Runs `cwa eval perf`'s lexical queries (eval/perf/scale.py, the same seed) as `search` with
@@ -11,7 +12,8 @@ reads, the rest), then for the slowest tenth of the queries each ranking stateme
 match expression, expected and actual matches, rows, milliseconds, and the milliseconds FTS5
 takes to walk its posting lists without ranking (a count of every window it matches).
 --fts5-only ranks every expression with FTS5's bm25(), as search did before cwa_bm25: the
-baseline. With --calibrate, it measures the constants of the rule that picks between FTS5's
+baseline. --results FILE writes each query's result documents, a JSON line a query: two trees'
+files on the same archive compare with `cmp`. With --calibrate, it measures the constants of the rule that picks between FTS5's
 bm25() and cwa_bm25 (cwa/retrieve/bm25.py).
 """
 
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import cwa.retrieve.search as search_module
 from cwa.api import Archive
+from cwa.index.lexical import WEIGHTS
 from cwa.store.sqlfiles import queries
 from cwa_eval.perf.bench import latency
 from cwa_eval.perf.scale import PROJECTS, lexical_queries
@@ -81,7 +84,7 @@ def timed_admissible(spent: list[float]) -> None:
 WALK = "SELECT count(*) FROM window_fts WHERE window_fts MATCH ?"
 
 
-def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict:
+def profile(db: Path, project: str, count: int, fts5_only: bool = False, results: Path | None = None) -> dict:
     calls: list[dict] = []
     timed_rankings(calls)
     reads: list[float] = []
@@ -90,18 +93,19 @@ def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict
         from cwa.retrieve import bm25
 
         bm25.cheaper = lambda *_: False
-    found = []
+    found, shown = [], []
     with Archive.open(db) as archive:
         archive.call("search", {"project": project, "query": "warm up", "semanticPolicy": "never", "leaseSeconds": 0})
         for query in lexical_queries(count):
             calls.clear()
             reads.clear()
             started = time.perf_counter()
-            archive.call(
+            answer = archive.call(
                 "search",
                 {"project": project, "query": query, "limit": 10, "semanticPolicy": "never", "leaseSeconds": 0},
             )
             elapsed = (time.perf_counter() - started) * 1000
+            shown.append({"query": query, "documents": [hit["documentId"] for hit in answer["results"]]})
             ranking = round(sum(c["ms"] for c in calls), 2)
             found.append(
                 {
@@ -113,6 +117,8 @@ def profile(db: Path, project: str, count: int, fts5_only: bool = False) -> dict
                 }
             )
         slowest = sorted(found, key=lambda f: -f["ms"])[: max(1, count // 10)]
+        if results is not None:  # two trees' files compare with `cmp`
+            results.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in shown))
         for ranking in (r for f in slowest for r in f["rankings"]):  # FTS5 walking the lists alone
             started = time.perf_counter()
             matches = archive.conn.execute(WALK, (ranking["match"],)).fetchone()[0]
@@ -170,7 +176,7 @@ def calibrate(db: Path) -> dict:
                         "rows": rows,
                         "fts5Us": best(
                             sql["lexical_top"],
-                            {**shared, **search_module.RANKING_WEIGHTS},
+                            {**shared, **WEIGHTS},
                         ),
                         "knownUs": best(
                             sql["lexical_top_known_idf"], {**shared, "hits": orjson.dumps(hits).decode(), "own": 0}
@@ -207,12 +213,13 @@ def main() -> None:
         "--calibrate", action="store_true", help="measure cwa/retrieve/bm25.py's cost constants instead"
     )
     parser.add_argument("--fts5-only", action="store_true", help="rank every expression with FTS5's bm25()")
+    parser.add_argument("--results", type=Path, help="write each query's result documents here, a JSON line each")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.calibrate:
         print(orjson.dumps(calibrate(args.archive), option=orjson.OPT_INDENT_2).decode())
         return
-    report = profile(args.archive, args.project, args.queries, args.fts5_only)
+    report = profile(args.archive, args.project, args.queries, args.fts5_only, args.results)
     if args.json:
         print(orjson.dumps(report).decode())
         return
