@@ -74,9 +74,21 @@ def _kill_hook_server(db: Path) -> int:
     return len(found)
 
 
-def _wait_for_failure_log(db: Path, seconds: float = 30) -> None:
+def _wait_for_failure_log(db: Path, code: str, seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not hook_failures.recent(db):
+    while time.monotonic() < deadline and not any(f.get("code") == code for f in hook_failures.recent(db)):
+        time.sleep(0.1)
+
+
+def _wait_for_hooks_done(db: Path, seconds: float = 60) -> None:
+    """Until no hook of this archive is running: Codex's notify hook may outlive its client, and one
+    still running while the test moves the archive's files would write to them half moved."""
+    deadline = time.monotonic() + seconds
+    pattern = f"cwa.hook_client --db {db} "
+    while (
+        time.monotonic() < deadline
+        and subprocess.run(["pgrep", "-f", "--", pattern], capture_output=True).returncode == 0
+    ):
         time.sleep(0.1)
 
 
@@ -85,6 +97,7 @@ def _break_and_check(db: Path, env: dict, run_client) -> None:
     failure is logged beside the archive and `cwa doctor` names it once the archive is back."""
     assert _kill_hook_server(db) == 1
     assert "Done." in run_client()  # a new server starts
+    _wait_for_hooks_done(db)  # none of them writing to the files about to be moved
     files = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
     for path in files:
         if path.exists():
@@ -92,7 +105,8 @@ def _break_and_check(db: Path, env: dict, run_client) -> None:
     db.write_bytes(b"this is not an SQLite database\n" * 100)
     try:
         assert "Done." in run_client()
-        _wait_for_failure_log(db)  # Codex's notify hook may still run after the client exits
+        _wait_for_failure_log(db, "archive-incompatible")  # Codex's notify hook may run after the client exits
+        _wait_for_hooks_done(db)
     finally:
         db.unlink()
         for path in files:
