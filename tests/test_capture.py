@@ -202,6 +202,29 @@ def test_the_hook_client_never_fails_its_client_and_doctor_names_the_failure(tmp
     assert repaired.returncode == 0 and hook_failures.recent(db) == []
 
 
+def test_hooks_failing_side_by_side_lose_none_of_their_lines(tmp_path):
+    """Eight processes log 40 failures each at once: every line is kept, whole, and once the file
+    is cut back the newest MAX_LINES are what is read."""
+    db = tmp_path / "a.db"
+    writer = (
+        "import sys\nfrom pathlib import Path\nfrom cwa import hook_failures\n"
+        "for n in range(40):\n"
+        "    hook_failures.failed(Path(sys.argv[1]), 'claude', 'Stop', 'internal', sys.argv[2] + ':' + str(n) + 'x' * 600)\n"
+    )
+    writers = [subprocess.Popen([sys.executable, "-c", writer, str(db), str(w)]) for w in range(8)]
+    assert all(p.wait(timeout=60) == 0 for p in writers)
+    lines = hook_failures.log_path(db).read_bytes().splitlines()
+    assert len(lines) == 320 and all(json.loads(line)["code"] == "internal" for line in lines)
+    assert {json.loads(line)["message"].rstrip("x") for line in lines} == {
+        f"{w}:{n}" for w in range(8) for n in range(40)
+    }
+    assert len(hook_failures.recent(db)) == hook_failures.MAX_LINES
+    for n in range(200):  # past TRIM_BYTES: cut back to the newest lines, the last one among them
+        hook_failures.failed(db, "codex", None, "internal", f"late {n}" + "x" * 600)
+    assert len(hook_failures.log_path(db).read_bytes().splitlines()) <= 2 * hook_failures.MAX_LINES
+    assert hook_failures.recent(db)[-1]["message"].startswith("late 199")
+
+
 def test_the_server_is_alone_per_archive_and_leaves_when_idle(tmp_path):
     env = hermetic_env(tmp_path)
     db = tmp_path / "a.db"
