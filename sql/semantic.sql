@@ -239,3 +239,20 @@ SELECT 1 FROM embedding_refresh WHERE content_hash = ?;
 
 -- name: refreshed
 DELETE FROM embedding_refresh WHERE content_hash = ?;
+
+-- name: near_windows
+-- The live windows of session :session with ids from :low to :high (cwa/retrieve/semantic.py
+-- `common_near`): read by that id range (`+` keeps a long session's documents from being walked).
+SELECT count(*)
+FROM windows AS w
+JOIN documents AS d ON d.id = w.document_row
+WHERE w.id BETWEEN :low AND :high AND +d.session_id = :session AND d.state = 'live';
+
+-- name: near_term_windows
+-- Of those, the windows whose own text holds :term (an FTS5 phrase).
+SELECT count(*)
+FROM window_fts
+JOIN windows AS w ON w.id = window_fts.rowid
+JOIN documents AS d ON d.id = w.document_row
+WHERE window_fts MATCH :term AND window_fts.rowid BETWEEN :low AND :high
+  AND d.session_id = :session AND d.state = 'live';

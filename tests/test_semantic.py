@@ -959,6 +959,43 @@ def test_the_query_is_embedded_without_the_words_most_of_its_scope_holds(tmp_pat
         assert embedded_query(chat, "Caroline's lunch") == "Caroline's lunch"
 
 
+def test_the_query_is_embedded_without_the_words_most_windows_around_its_best_candidates_hold(tmp_path):
+    # The same chat inside a longer project: Melanie is in every turn of the chat's session but
+    # in fewer than half of the project's windows. Around lexical search's best candidates (the
+    # chat's turns) the name tells nothing apart, so it is left out there; around candidates
+    # whose sessions are too small to say, or without candidates, it stays.
+    from cwa.retrieve.semantic import COMMON_MIN_WINDOWS, embedded_query
+
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        for number in range(60):
+            opened.admit(_turn("/long", f"o{number}", f"The deploy script retried upload {number} twice."))
+        for number, (text, _) in enumerate(CHAT_TOPICS * 2):
+            opened.admit(_turn("/long", "s1", f"Melanie: {text} Day {number}."))
+            opened.admit(_turn("/long", "s1", f"Caroline: {CHAT_REPLIES[number % len(CHAT_REPLIES)]} Day {number}."))
+        for number in range(60, 120):
+            opened.admit(_turn("/long", f"o{number}", f"The deploy script retried upload {number} twice."))
+        conn = opened.conn
+        spans = conn.execute(
+            "SELECT s.session_key, w.id, d.session_id FROM windows AS w JOIN documents AS d ON d.id = w.document_row"
+            " JOIN sessions AS s ON s.id = d.session_id ORDER BY w.id"
+        ).fetchall()
+        chat = [(window, session) for key, window, session in spans if key == "s1"]
+        others = [(window, session) for key, window, session in spans if key != "s1"]
+        assert len(chat) == 36 and len(others) == 120  # Melanie in 36 of 156 windows: kept by the scope's count
+        long = _chat_context(opened, "/long")
+        question = "What pet did Melanie get?"
+        assert embedded_query(long, question) == question
+        assert embedded_query(long, question, [chat[20], others[0]]) == "What pet did get?"
+        assert embedded_query(long, question, [others[0], chat[0], chat[1]]) == "What pet did get?"
+        # one window a session: three candidates' sessions hold too few windows to say
+        assert len(others[:3]) < COMMON_MIN_WINDOWS
+        assert embedded_query(long, question, others[:3]) == question
+        # around the chat's first turn only windows of its own session count: the 120 sessions
+        # within reach of the span either side do not dilute the name's share
+        assert embedded_query(long, question, [chat[0]]) == "What pet did get?"
+        assert embedded_query(long, "Melanie?", [chat[20]]) == "Melanie?"  # nothing would be left
+
+
 def test_semantic_candidates_of_a_chat_are_the_turns_on_the_topic_not_the_ones_naming_its_speaker(tmp_path):
     from cwa.index.terms import terms
     from cwa.retrieve import semantic

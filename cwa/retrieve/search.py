@@ -382,7 +382,10 @@ def _ask_embeddings(
     if not (policy == "always" or stages.weak()) or len(stages.exact) >= limit:
         return Embeddings(report)
     report["pendingWindows"] = pending(ctx.conn)  # counted only when the embeddings are asked
-    vector = query_vector(ctx, query)
+    near = [
+        (c.window_id, c.session_row) for c in stages.ranked if c.window_id is not None and c.session_row is not None
+    ]
+    vector = query_vector(ctx, query, near)
     if vector is None:
         report["unavailable"] = True
         return Embeddings(report)

@@ -3,6 +3,7 @@
 
     python eval/perf/embedded_query.py [--data locomo10.json] [--shares 1,0.5,0.3,0.2,0.1] [--json]
     python eval/perf/embedded_query.py --long 100000 [--histories 8] [--seed 41] [--json]
+    python eval/perf/embedded_query.py --cost ARCHIVE [--queries 100] [--json]
 
 Reads the data in place into a temporary archive (one document a turn, embedded) and asks every
 question with evidence of its conversation's project through the semantic path alone
@@ -12,7 +13,11 @@ left out of the text the model reads (`semantic.COMMON_SHARE`; 1 leaves every wo
 R@1 / R@5 / R@10 of the evidence turns for each share, and the words left out most often at the
 shipped share. With `--long TOKENS`, instead: how many questions of `cwa eval long --inside`'s
 histories of that size (as that command makes them) have a word left out at the shipped share,
-and which (nothing is embedded: the words depend on the counts only).
+and which (nothing is embedded: the words depend on the counts only). With `--cost ARCHIVE` (e.g.
+one `cwa eval perf --keep` kept), instead: what counting the words around the best lexical
+candidates (`semantic.common_near`) costs a query, over `cwa eval perf`'s lexical queries in
+its coding project, each first searched lexically as hybrid search does before it embeds; and
+how many queries it leaves a word out of.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from unittest import mock
@@ -33,6 +39,8 @@ from cwa.retrieve import semantic
 from cwa.retrieve.context import make_context
 from cwa.retrieve.scope import resolve_scope
 from cwa.store.sqlfiles import queries
+from cwa_eval.perf.bench import latency
+from cwa_eval.perf.scale import PROJECTS, lexical_queries
 from cwa_eval.retrieval import locomo
 from cwa_eval.retrieval.long_history import admit_histories, history
 from cwa_eval.retrieval.long_history import project as history_project
@@ -100,6 +108,29 @@ def long_histories(tokens: int, histories: int, seed: int) -> dict:
     return {"questions": sum(len(h.facts) for h in made), "wordsLeftOut": len(changed), "changed": changed}
 
 
+def near_cost(db: Path, count: int) -> dict:
+    """The milliseconds `common_near` takes a query, after the query's lexical search (as
+    `cwa/retrieve/search.py` asks it before embedding), and the queries it leaves a word out of."""
+    from cwa.retrieve.intent import answer_words, cues
+    from cwa.retrieve.search import RANKER_POOL, find_candidates
+
+    spent, changed = [], 0
+    with Archive.open(db) as archive:
+        context = None
+        for query in ["warm up", *lexical_queries(count)]:
+            context = _context(archive, PROJECTS["coding"])
+            answers = answer_words(query, cues(query).direction)
+            _, qterms, stages = find_candidates(context, query, 10, pool=RANKER_POOL, answers=answers)
+            near = [(c.window_id, c.session_row) for c in stages.ranked if c.window_id is not None]
+            distinct = list(dict.fromkeys(qterms))
+            started = time.perf_counter()
+            common = semantic.common_near(context, distinct, near)
+            if query != "warm up":
+                spent.append((time.perf_counter() - started) * 1000)
+                changed += bool(common)
+    return {"queries": count, "commonNearLatency": latency(spent), "queriesWithAWordLeftOut": changed}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
@@ -107,8 +138,14 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=None, metavar="TOKENS")
     parser.add_argument("--histories", type=int, default=8)
     parser.add_argument("--seed", type=int, default=41)
+    parser.add_argument("--cost", type=Path, default=None, metavar="ARCHIVE")
+    parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.cost:
+        found = near_cost(args.cost, args.queries)
+        print(json.dumps(found, indent=2) if args.json else found)
+        return
     if args.long:
         found = long_histories(args.long, args.histories, args.seed)
         if args.json:
