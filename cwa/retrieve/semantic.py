@@ -96,8 +96,9 @@ def common_near(ctx: Context, distinct: list[str], near: Sequence[tuple[int, int
     if total < COMMON_MIN_WINDOWS:
         return set()
     most = int(total * COMMON_SHARE)
+    archive, _ = frequencies(ctx, distinct)  # a term no more common in the archive is not counted
     found = set()
-    for term in distinct:
+    for term in (t for t in distinct if archive[t] > most):
         held = sum(
             ctx.conn.execute(sql["near_term_windows"], {"term": fts_phrase(term), **span}).fetchone()[0]
             for span in spans
