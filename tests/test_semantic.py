@@ -996,6 +996,23 @@ def test_the_query_is_embedded_without_the_words_most_windows_around_its_best_ca
         assert embedded_query(long, "Melanie?", [chat[20]]) == "Melanie?"  # nothing would be left
 
 
+def test_hybrid_search_embeds_the_query_without_the_name_its_best_lexical_candidates_all_hold(tmp_path):
+    # The wiring: search hands its lexical candidates to the embedding step, and `explain` shows
+    # the text the model read (the real model; Melanie's chat inside a longer project).
+    with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
+        for number in range(60):
+            opened.admit(_turn("/long", f"o{number}", f"The deploy script retried upload {number} twice."))
+        for number, (text, _) in enumerate(CHAT_TOPICS * 2):
+            opened.admit(_turn("/long", "s1", f"Melanie: {text} Day {number}."))
+            opened.admit(_turn("/long", "s1", f"Caroline: {CHAT_REPLIES[number % len(CHAT_REPLIES)]} Day {number}."))
+        opened.call("index-embed", {})
+        request = {"project": "/long", "query": "What pet did Melanie get?", "semanticPolicy": "always"}
+        explained = opened.call("search", {**request, "explain": True})
+        assert explained["semantic"]["used"] is True
+        assert explained["semantic"]["embeddedQuery"] == "What pet did get?"
+        assert "embeddedQuery" not in opened.call("search", request)["semantic"]
+
+
 def test_semantic_candidates_of_a_chat_are_the_turns_on_the_topic_not_the_ones_naming_its_speaker(tmp_path):
     from cwa.index.terms import terms
     from cwa.retrieve import semantic

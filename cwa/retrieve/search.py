@@ -390,6 +390,8 @@ def _ask_embeddings(
         report["unavailable"] = True
         return Embeddings(report)
     report["used"] = True
+    if request.get("explain"):
+        report["embeddedQuery"] = ctx.embedded
     return Embeddings(report, semantic_candidates(ctx, vector, qterms, size, stages.taken()), vector)
 
 

@@ -121,7 +121,7 @@ def query_vector(ctx: Context, query: str, near: Sequence[tuple[int, int]] = ())
         model = embedder(files)
     except ModelUnavailable:
         return None
-    text = embedded_query(ctx, query, near)  # an archive error here is not the model's: it is raised
+    text = ctx.embedded = embedded_query(ctx, query, near)  # an archive error here is not the model's: raised
     try:
         return model.embed([text])[0]
     except Exception:  # a failing model degrades to the lexical result
