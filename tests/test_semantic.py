@@ -959,6 +959,18 @@ def test_the_query_is_embedded_without_the_words_most_of_its_scope_holds(tmp_pat
         assert embedded_query(chat, "Caroline's lunch") == "Caroline's lunch"
 
 
+def _chat_in_a_long_project(opened, project: str) -> None:
+    """Melanie's 36-turn chat (session s1, every turn naming her) between 60 one-window sessions
+    before it and 60 after, so that she is in fewer than half of the project's windows."""
+    for number in range(60):
+        opened.admit(_turn(project, f"o{number}", f"The deploy script retried upload {number} twice."))
+    for number, (text, _) in enumerate(CHAT_TOPICS * 2):
+        opened.admit(_turn(project, "s1", f"Melanie: {text} Day {number}."))
+        opened.admit(_turn(project, "s1", f"Caroline: {CHAT_REPLIES[number % len(CHAT_REPLIES)]} Day {number}."))
+    for number in range(60, 120):
+        opened.admit(_turn(project, f"o{number}", f"The deploy script retried upload {number} twice."))
+
+
 def test_the_query_is_embedded_without_the_words_most_windows_around_its_best_candidates_hold(tmp_path):
     # The same chat inside a longer project: Melanie is in every turn of the chat's session but
     # in fewer than half of the project's windows. Around lexical search's best candidates (the
@@ -967,13 +979,7 @@ def test_the_query_is_embedded_without_the_words_most_windows_around_its_best_ca
     from cwa.retrieve.semantic import COMMON_MIN_WINDOWS, embedded_query
 
     with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
-        for number in range(60):
-            opened.admit(_turn("/long", f"o{number}", f"The deploy script retried upload {number} twice."))
-        for number, (text, _) in enumerate(CHAT_TOPICS * 2):
-            opened.admit(_turn("/long", "s1", f"Melanie: {text} Day {number}."))
-            opened.admit(_turn("/long", "s1", f"Caroline: {CHAT_REPLIES[number % len(CHAT_REPLIES)]} Day {number}."))
-        for number in range(60, 120):
-            opened.admit(_turn("/long", f"o{number}", f"The deploy script retried upload {number} twice."))
+        _chat_in_a_long_project(opened, "/long")
         conn = opened.conn
         spans = conn.execute(
             "SELECT s.session_key, w.id, d.session_id FROM windows AS w JOIN documents AS d ON d.id = w.document_row"
@@ -1000,11 +1006,7 @@ def test_hybrid_search_embeds_the_query_without_the_name_its_best_lexical_candid
     # The wiring: search hands its lexical candidates to the embedding step, and `explain` shows
     # the text the model read (the real model; Melanie's chat inside a longer project).
     with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
-        for number in range(60):
-            opened.admit(_turn("/long", f"o{number}", f"The deploy script retried upload {number} twice."))
-        for number, (text, _) in enumerate(CHAT_TOPICS * 2):
-            opened.admit(_turn("/long", "s1", f"Melanie: {text} Day {number}."))
-            opened.admit(_turn("/long", "s1", f"Caroline: {CHAT_REPLIES[number % len(CHAT_REPLIES)]} Day {number}."))
+        _chat_in_a_long_project(opened, "/long")
         opened.call("index-embed", {})
         request = {"project": "/long", "query": "What pet did Melanie get?", "semanticPolicy": "always"}
         explained = opened.call("search", {**request, "explain": True})
