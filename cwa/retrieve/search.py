@@ -49,7 +49,7 @@ from cwa.retrieve.intent import NO_ANSWER_WORDS, AnswerWords, Cues, answer_words
 from cwa.retrieve.locators import Locator, sign
 from cwa.retrieve.near_duplicates import collapse
 from cwa.retrieve.scope import resolve_scope
-from cwa.retrieve.semantic import query_vector, semantic_candidates
+from cwa.retrieve.semantic import near_candidates, query_vector, semantic_candidates
 from cwa.retrieve.summary import document_summary
 from cwa.retrieve.windows import (
     Ranking,
@@ -382,10 +382,7 @@ def _ask_embeddings(
     if not (policy == "always" or stages.weak()) or len(stages.exact) >= limit:
         return Embeddings(report)
     report["pendingWindows"] = pending(ctx.conn)  # counted only when the embeddings are asked
-    near = [
-        (c.window_id, c.session_row) for c in stages.ranked if c.window_id is not None and c.session_row is not None
-    ]
-    vector = query_vector(ctx, query, near)
+    vector = query_vector(ctx, query, near_candidates(stages.ranked))
     if vector is None:
         report["unavailable"] = True
         return Embeddings(report)

@@ -77,6 +77,11 @@ def common_in_scope(ctx: Context, distinct: list[str]) -> set[str]:
     return {t for t in candidates if df[t] > most}
 
 
+def near_candidates(candidates: Sequence[Candidate]) -> list[tuple[int, int]]:
+    """Lexical candidates as `common_near` reads them, best first: (window id, session row)."""
+    return [(c.window_id, c.session_row) for c in candidates if c.window_id is not None and c.session_row is not None]
+
+
 def common_near(ctx: Context, distinct: list[str], near: Sequence[tuple[int, int]]) -> set[str]:
     """The terms in more than COMMON_SHARE of the windows around the best lexical candidates: each
     candidate's session's live windows within NEAR_SPAN ids of it, candidate after candidate (at

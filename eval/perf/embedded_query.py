@@ -2,7 +2,8 @@
 (docs/evaluation.md, "The query embedded without the words most of its scope holds").
 
     python eval/perf/embedded_query.py [--data locomo10.json] [--shares 1,0.5,0.3,0.2,0.1] [--json]
-    python eval/perf/embedded_query.py --long 100000 [--histories 8] [--seed 41] [--json]
+    python eval/perf/embedded_query.py --long 100000 [--histories 8] [--seed 41] [--shares S] [--json]
+    python eval/perf/embedded_query.py --speakers [--data locomo10.json] [--json]
     python eval/perf/embedded_query.py --cost ARCHIVE [--queries 100] [--json]
 
 Reads the data in place into a temporary archive (one document a turn, embedded) and asks every
@@ -12,12 +13,13 @@ once per share: a query word whose terms are in more than that share of the proj
 left out of the text the model reads (`semantic.COMMON_SHARE`; 1 leaves every word in). Reports
 R@1 / R@5 / R@10 of the evidence turns for each share, and the words left out most often at the
 shipped share. With `--long TOKENS`, instead: how many questions of `cwa eval long --inside`'s
-histories of that size (as that command makes them) have a word left out at the shipped share,
-and which (nothing is embedded: the words depend on the counts only). With `--cost ARCHIVE` (e.g.
+histories of that size (as that command makes them) have a word left out at the shipped share
+(or `--shares`' first), and which (nothing is embedded: the words depend on the counts only). With `--cost ARCHIVE` (e.g.
 one `cwa eval perf --keep` kept), instead: what counting the words around the best lexical
 candidates (`semantic.common_near`) costs a query, over `cwa eval perf`'s lexical queries in
 its coding project, each first searched lexically as hybrid search does before it embeds; and
-how many queries it leaves a word out of.
+how many queries it leaves a word out of. With `--speakers`: each LoCoMo conversation's share of
+turns holding each speaker's name (nothing embedded).
 """
 
 from __future__ import annotations
@@ -93,11 +95,29 @@ def run(data: Path, shares: list[float]) -> dict:
     return report
 
 
-def long_histories(tokens: int, histories: int, seed: int) -> dict:
-    """The questions of `histories` long histories whose embedded text leaves a word out."""
+def speaker_shares(data: Path) -> list[dict]:
+    """Each LoCoMo conversation's share of turns (as archived, "Speaker: words") holding each
+    speaker's name: what a speaker's name weighs among its own conversation's windows."""
+    found = []
+    for conversation in locomo.load(data):
+        turns = [set(terms(text)) for _, _, text in locomo.dialog_turns(conversation)]
+        shares = {}
+        for speaker in (conversation["conversation"]["speaker_a"], conversation["conversation"]["speaker_b"]):
+            term = terms(speaker)[0]
+            shares[speaker] = round(sum(term in found_terms for found_terms in turns) / len(turns), 3)
+        found.append({"conversation": conversation["sample_id"], "turns": len(turns), "shares": shares})
+    return found
+
+
+def long_histories(tokens: int, histories: int, seed: int, share: float = SHIPPED) -> dict:
+    """The questions of `histories` long histories whose embedded text leaves a word out, at `share`."""
     made = [history(seed + i, tokens, 4, inside=True) for i in range(histories)]
     changed = []
-    with tempfile.TemporaryDirectory() as folder, Archive.open(Path(folder) / "long.db") as archive:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        Archive.open(Path(folder) / "long.db") as archive,
+        mock.patch.object(semantic, "COMMON_SHARE", share),
+    ):
         admit_histories(archive, made)
         for number, made_history in enumerate(made):
             context = _context(archive, history_project(number))
@@ -116,12 +136,11 @@ def near_cost(db: Path, count: int) -> dict:
 
     spent, changed = [], 0
     with Archive.open(db) as archive:
-        context = None
         for query in ["warm up", *lexical_queries(count)]:
             context = _context(archive, PROJECTS["coding"])
             answers = answer_words(query, cues(query).direction)
             _, qterms, stages = find_candidates(context, query, 10, pool=RANKER_POOL, answers=answers)
-            near = [(c.window_id, c.session_row) for c in stages.ranked if c.window_id is not None]
+            near = semantic.near_candidates(stages.ranked)
             distinct = list(dict.fromkeys(qterms))
             started = time.perf_counter()
             common = semantic.common_near(context, distinct, near)
@@ -134,20 +153,28 @@ def near_cost(db: Path, count: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
-    parser.add_argument("--shares", default="1,0.5,0.3,0.2,0.1")
+    parser.add_argument(
+        "--shares", default=None, help="default 1,0.5,0.3,0.2,0.1; with --long one share (default: shipped)"
+    )
     parser.add_argument("--long", type=int, default=None, metavar="TOKENS")
     parser.add_argument("--histories", type=int, default=8)
     parser.add_argument("--seed", type=int, default=41)
     parser.add_argument("--cost", type=Path, default=None, metavar="ARCHIVE")
+    parser.add_argument("--speakers", action="store_true", help="each speaker's share of its conversation's turns")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.speakers:
+        found = speaker_shares(args.data)
+        print(json.dumps(found, indent=2) if args.json else "\n".join(str(f) for f in found))
+        return
     if args.cost:
         found = near_cost(args.cost, args.queries)
         print(json.dumps(found, indent=2) if args.json else found)
         return
     if args.long:
-        found = long_histories(args.long, args.histories, args.seed)
+        share = float(args.shares.split(",")[0]) if args.shares else SHIPPED
+        found = long_histories(args.long, args.histories, args.seed, share)
         if args.json:
             print(json.dumps(found, indent=2))
         else:
@@ -155,7 +182,7 @@ def main() -> None:
             for item in found["changed"]:
                 print(f"  {item['question']!r} -> {item['embedded']!r}")
         return
-    report = run(args.data, [float(s) for s in args.shares.split(",")])
+    report = run(args.data, [float(s) for s in (args.shares or "1,0.5,0.3,0.2,0.1").split(",")])
     if args.json:
         print(json.dumps(report, indent=2))
         return
