@@ -60,3 +60,60 @@ def test_answers_are_replies_to_a_user_message_in_the_same_document():
 def test_every_message_of_a_decision_document_is_a_decision():
     scored = score_messages("decision", [MessageView("custom", "RetryPolicy backs off exponentially")])
     assert scored == [{"decision": 1.0}]
+
+
+LONG_CASES = [  # the phrase past a message's opening, where only the scan of the whole text finds it
+    ("user", "Here is the log again. I meant the staging server.", {"correction", "request"}),
+    ("user", "Here is the log again. İ MEANT the staging server.", {"correction", "request"}),
+    ("user", "Here is the log again; ı said staging.", {"correction", "request"}),
+    ("user", "Here is the log again, instead, a misunderstanding of mine.", set()),
+    ("assistant", "After the review WE AGREED to keep the queue.", {"decision"}),
+    ("assistant", "After the review we decıded to keep the queue.", {"decision"}),
+    ("assistant", "After the review the deciſion is final.", {"decision"}),
+    ("assistant", "After the review we went with the queue.", set()),
+]
+
+
+@pytest.mark.parametrize("role, text, expected", LONG_CASES, ids=[c[1][23:50] for c in LONG_CASES])
+def test_corrections_and_decisions_said_anywhere_in_a_message(role, text, expected):
+    (cues,) = score_messages("turn", [MessageView(role, text)])
+    assert {cue for cue, score in cues.items() if score >= CUE_THRESHOLD} == expected
+
+
+def test_corrections_and_decisions_are_found_as_one_pattern_scanning_the_whole_text_finds_them():
+    """`corrects` and `decides` skip the scan of a text that holds none of its phrases' words: they
+    must answer as the one pattern each was before, in every case re.I folds."""
+    import random
+    import re
+
+    from cwa.index.structure import corrects, decides
+
+    correction = re.compile(
+        r"^\s*(no\b(?![\s,]+(problem|worries|thanks|rush|need|idea))|nope\b|wrong\b|actually\b|instead\b|"
+        r"not\s(?!sure\b)|don'?t\b|do not\b|stop\b|undo\b|revert\b|"
+        r"that'?s (not|wrong)|that is (not|wrong)|wait\b)"
+        r"|\b(instead of|i said|i meant|not what i|you misunderstood|that'?s incorrect)\b",
+        re.I,
+    )
+    decision = re.compile(
+        r"^\s*decision\s*:|\b(we decided|we'?ll go with|let'?s go with|decided to|the decision is|"
+        r"we agreed|agreed to)\b",
+        re.I,
+    )
+    pieces = [
+        "instead of", "i said", "I Meant", "not what i", "you misunderstood", "that's incorrect", "thats incorrect",
+        "we decided", "we'll go with", "lets go with", "decided to", "the decision is", "we agreed", "agreed to",
+        "no", "wait", "Decision:", "decision", "agreed", "said", "meant", "go", "with", "the", "we", "xi",
+    ]  # fmt: skip
+    spellings = {"i": ["i", "I", "ı", "İ"], "s": ["s", "S", "ſ"], "k": ["k", "K", "\u212a"]}
+    rng = random.Random(7)
+    found = {"correction": 0, "decision": 0}
+    for _ in range(4000):
+        words = [rng.choice(pieces) for _ in range(rng.randint(1, 6))]
+        text = rng.choice(["", " ", "x "]) + rng.choice([" ", ", ", "_", ""]).join(words)
+        text = "".join(rng.choice(spellings.get(c.lower(), [c])) if rng.random() < 0.3 else c for c in text)
+        assert corrects(text) is bool(correction.search(text)), text
+        assert decides(text) is bool(decision.search(text)), text
+        found["correction"] += corrects(text)
+        found["decision"] += decides(text)
+    assert min(found.values()) > 400  # both ways of answering were met many times
