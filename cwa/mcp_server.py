@@ -31,6 +31,7 @@ from cwa import agent_tools, routing
 from cwa.api import Archive
 from cwa.errors import CwaError, Internal, InvalidRequest
 from cwa.json_input import check_depth, parse_json_body
+from cwa.protocol_output import claimed_stdout
 from cwa.serve import oversized_line, read_lines
 
 HOST = "mcp"
@@ -236,15 +237,16 @@ class Server:
 def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> int:
     """Serve MCP on stdin/stdout until the client closes stdin."""
     archive = open_archive()
-    server = Server(archive, identity(env), sys.stdout.buffer)
-    try:
-        for line in read_lines(sys.stdin.buffer):
-            if line is not None and not line.strip():
-                continue
-            server.receive(line)
-            if server.gone:
-                break
-    finally:
-        server.close()
-        archive.close()
+    with claimed_stdout() as replies:  # what else writes to stdout goes where stderr goes
+        server = Server(archive, identity(env), replies)
+        try:
+            for line in read_lines(sys.stdin.buffer):
+                if line is not None and not line.strip():
+                    continue
+                server.receive(line)
+                if server.gone:
+                    break
+        finally:
+            server.close()
+            archive.close()
     return 0

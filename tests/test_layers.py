@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "cwa.hook_failures",
             "cwa.archive_path",
             "cwa.child_process",
+            "cwa.protocol_output",
         ),
     ),
     ("store", ("cwa.store",)),

@@ -69,18 +69,19 @@ def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> 
     Meanwhile, queued windows are embedded in small background batches (--no-background: not),
     and every --maintenance-interval seconds one bounded maintenance pass runs (as `cwa maintain`).
     """
+    from cwa.protocol_output import claimed_stdout
     from cwa.serve import serve_archive
 
     try:
-        sys.exit(
-            serve_archive(
+        with claimed_stdout() as replies:  # what else writes to stdout goes where stderr goes
+            code = serve_archive(
                 lambda: open_archive(ctx),
                 sys.stdin.buffer,
-                sys.stdout.buffer,
+                replies,
                 background=background,
                 maintenance_interval=maintenance_interval,
             )
-        )
+        sys.exit(code)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:

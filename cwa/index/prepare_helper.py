@@ -24,6 +24,7 @@ from typing import IO
 
 from cwa.child_process import python_module
 from cwa.index.handlers import default_handlers
+from cwa.protocol_output import claimed_stdout
 from cwa.store.connection import open_read_only
 from cwa.store.index_queue import Prepared, Queued, prepare_queued
 
@@ -104,6 +105,11 @@ def _read_exactly(stream: IO[bytes], size: int) -> bytes:
 
 def main(path: str) -> None:
     """The child: answer each exchange until the parent closes its end."""
+    with claimed_stdout() as frames:  # what else writes to stdout goes where stderr goes, not into an answer
+        _answer(path, frames)
+
+
+def _answer(path: str, frames: IO[bytes]) -> None:
     conn = open_read_only(path)
     handlers = default_handlers()
     answers: queue.Queue[bytes | None] = queue.Queue()
@@ -111,7 +117,7 @@ def main(path: str) -> None:
     def write() -> None:
         while (data := answers.get()) is not None:
             try:
-                _write_frame(sys.stdout.buffer, data)
+                _write_frame(frames, data)
             except OSError:  # the parent stopped reading (it stopped early): nothing to answer
                 return
 
