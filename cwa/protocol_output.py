@@ -18,12 +18,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
+from cwa.errors import InvalidRequest
+
 
 @contextmanager
 def claimed_stdout() -> Iterator[BinaryIO]:
     """The stream the protocol writes to (buffered: flush each message); descriptor 1 is given
     back at the end. Where stdout is no file descriptor (a test runner's capture), `sys.stdout`'s
-    own buffer."""
+    own buffer. InvalidRequest when the process was started with stdout closed: it could answer
+    nothing."""
+    if sys.stdout is None:
+        raise InvalidRequest("stdout is closed: there is nowhere to answer", field="stdout", reason="closed")
     try:
         descriptor = sys.stdout.fileno()
     except (AttributeError, ValueError, io.UnsupportedOperation):

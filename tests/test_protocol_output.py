@@ -118,3 +118,15 @@ def test_a_rebuilds_helper_answers_its_parent_while_something_else_prints(tmp_pa
     # answers, the parent would have prepared them itself, printing to its own stdout here.
     assert b"stray" not in done.stdout
     assert json.loads(done.stdout)["documents"] == 100
+
+
+def test_serve_started_with_stdout_closed_says_so_without_a_traceback(tmp_path):
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m cwa serve >&-', sys.executable],
+        input=b'{"id": 1, "method": "status"}\n',
+        capture_output=True,
+        env=hermetic_env(tmp_path, tmp_path / "archive.db"),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == "cwa: invalid-request: stdout is closed: there is nowhere to answer"

@@ -58,6 +58,7 @@ def call(ctx: click.Context, method: str) -> None:
     help="Seconds between bounded maintenance passes while serving (0: none).",
 )
 @click.pass_context
+@handles_errors
 def serve(ctx: click.Context, background: bool, maintenance_interval: float) -> None:
     """Serve methods as JSON lines on stdin/stdout until end of input.
 
