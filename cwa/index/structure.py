@@ -47,9 +47,9 @@ _DECISION_ANYWHERE = re.compile(
     re.I,
 )
 # Words one of the ANYWHERE patterns' phrases holds whenever it matches: a message holding none
-# (most do) is not scanned, which costs a pattern of alternatives tried at every word boundary
-# (about 70 µs a 1,750-character message each). `_folded` folds every character re.I matches to
-# an ASCII letter to that letter (casefold, and two re.I equates that casefold does not).
+# (most do) is not scanned, a pattern of alternatives tried at every word boundary (nearly all
+# of the cues' cost before: eval/perf/prepare_cost.py). `_folded` folds every character re.I
+# matches to an ASCII letter to that letter (casefold, and two re.I equates casefold does not).
 _FOLD_FIXES = str.maketrans({"\u0131": "i", "\u0307": ""})  # dotless ı; İ casefolds to i + U+0307
 _CORRECTION_WORDS = ("instead of", "i said", "i meant", "not what i", "misunderstood", "incorrect")
 _DECISION_WORDS = ("decided", "go with", "decision", "agreed")
