@@ -33,12 +33,14 @@ def call_method(db: Path, method: str) -> None:
     from cwa.api import method_named
     from cwa.input_files import read_stream
     from cwa.json_input import parse_json_body
+    from cwa.protocol_output import claimed_stdout
 
     method_named(method)  # an unknown method fails before stdin is read
     # the contract bounds the params' nesting (bounded=False: checked once)
     params = parse_json_body(read_stream(sys.stdin.buffer, limits.MAX_REQUEST_BYTES, "params"), "params", bounded=False)
-    with open_archive(db) as archive:
+    # the answer alone on stdout (a failure's JSON is printed there once this has given it back)
+    with claimed_stdout() as out, open_archive(db) as archive:
         result = archive.call(method, params)
         # answered before the archive closes: closing may still archive a long history (catch-up)
-        sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
-        sys.stdout.buffer.flush()
+        out.write(orjson.dumps(result) + b"\n")
+        out.flush()

@@ -1,5 +1,5 @@
-"""Standard output kept for a protocol: serve's JSON lines, the MCP server's messages, a bulk
-index's helper answering its parent.
+"""Standard output kept for a protocol: serve's JSON lines, the MCP server's messages, `cwa
+call`'s answer, a bulk index's helper answering its parent.
 
 While such a process serves, it writes its protocol to a duplicate of descriptor 1 and points
 descriptor 1 itself where stderr goes. Anything else that writes to stdout meanwhile (a `print` in

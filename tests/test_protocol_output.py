@@ -130,3 +130,22 @@ def test_serve_started_with_stdout_closed_says_so_without_a_traceback(tmp_path):
     )
     assert done.returncode == 2
     assert done.stderr.decode().strip() == "cwa: invalid-request: stdout is closed: there is nowhere to answer"
+
+
+def test_call_prints_only_its_answer_or_its_error_while_something_else_prints(tmp_path):
+    env = noisy_env(tmp_path, "requests")
+    done = subprocess.run(
+        [sys.executable, "-m", "cwa", "call", "status"], input=b"{}", capture_output=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert "schemaVersion" in json.loads(done.stdout)  # stdout is the answer alone
+    assert "stray write" in done.stderr.decode()
+    failed = subprocess.run(
+        [sys.executable, "-m", "cwa", "call", "get"],
+        input=b'{"documentId": "doc-0000"}',
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert failed.returncode != 0
+    assert json.loads(failed.stdout)["error"]["code"] == "not-found"  # the failure's JSON still on stdout
