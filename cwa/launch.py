@@ -28,7 +28,22 @@ def _one_call(arguments: list[str]) -> tuple[Path | None, str] | None:
     return (Path(db) if db is not None else None), arguments[1]
 
 
+def _closed_streams_to_null() -> None:
+    """A process started with stdin or stderr closed (a daemon's habit) gets the null device there:
+    every read and message meets a stream (a message printed to a missing stderr would go to
+    stdout), and no file the process opens takes descriptor 0 or 2. A closed stdout is left to
+    the commands, which say so (cwa/protocol_output.py)."""
+    for number, name, mode in ((0, "stdin", "r"), (2, "stderr", "w")):
+        if getattr(sys, name) is None:
+            null = os.open(os.devnull, os.O_RDONLY if mode == "r" else os.O_WRONLY)
+            if null != number:
+                os.dup2(null, number)
+                os.close(null)
+            setattr(sys, name, open(number, mode, closefd=False))  # noqa: SIM115 (for the process's life)
+
+
 def main() -> None:
+    _closed_streams_to_null()
     one_call = _one_call(sys.argv[1:])
     if one_call is not None:
         from cwa.archive_path import default_archive_path

@@ -36,7 +36,7 @@ def claimed_stdout() -> Iterator[BinaryIO]:
         return
     sys.stdout.flush()
     stream = os.fdopen(os.dup(descriptor), "wb")
-    os.dup2(sys.stderr.fileno(), descriptor)
+    _point_at_stderr(descriptor)
     try:
         yield stream
     finally:
@@ -50,3 +50,13 @@ def claimed_stdout() -> Iterator[BinaryIO]:
             stream.close()
         except OSError:
             pass
+
+
+def _point_at_stderr(descriptor: int) -> None:
+    """Descriptor 1 to where stderr goes, or to the null device when stderr is closed."""
+    try:
+        os.dup2(sys.stderr.fileno(), descriptor)
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, descriptor)
+        os.close(null)

@@ -149,3 +149,21 @@ def test_call_prints_only_its_answer_or_its_error_while_something_else_prints(tm
     )
     assert failed.returncode != 0
     assert json.loads(failed.stdout)["error"]["code"] == "not-found"  # the failure's JSON still on stdout
+
+
+def test_serve_started_with_stderr_or_stdin_closed_answers_or_ends_cleanly(tmp_path):
+    env = hermetic_env(tmp_path, tmp_path / "archive.db")
+    request = b'{"id": 1, "method": "status"}\n'
+    no_stderr = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m cwa serve 2>&-', sys.executable],
+        input=request,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert no_stderr.returncode == 0
+    assert json.loads(no_stderr.stdout)["id"] == 1  # its messages went to the null device, not stdout
+    no_stdin = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m cwa serve <&-', sys.executable], capture_output=True, env=env, timeout=60
+    )
+    assert (no_stdin.returncode, no_stdin.stdout, no_stdin.stderr) == (0, b"", b"")  # end of input at once
