@@ -236,8 +236,8 @@ class Server:
 
 def serve_stdio(open_archive: Callable[[], Archive], env: Mapping[str, str]) -> int:
     """Serve MCP on stdin/stdout until the client closes stdin."""
-    archive = open_archive()
     with claimed_stdout() as replies:  # what else writes to stdout goes where stderr goes
+        archive = open_archive()
         server = Server(archive, identity(env), replies)
         try:
             for line in read_lines(sys.stdin.buffer):
