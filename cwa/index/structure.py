@@ -63,19 +63,21 @@ def _folded(text: str) -> str:
 def corrects(text: str) -> bool:
     """Whether `text` corrects: it opens with "no", "actually", "don't" … or says "I meant",
     "instead of" … anywhere."""
-    if _CORRECTION_START.search(text):
-        return True
-    folded = _folded(text)
-    return any(word in folded for word in _CORRECTION_WORDS) and bool(_CORRECTION_ANYWHERE.search(text))
+    return _says(text, _CORRECTION_START, _CORRECTION_WORDS, _CORRECTION_ANYWHERE)
 
 
 def decides(text: str) -> bool:
     """Whether `text` states a decision: it opens with "Decision:" or says "we decided", "let's go
     with", "agreed to" … anywhere."""
-    if _DECISION_START.search(text):
+    return _says(text, _DECISION_START, _DECISION_WORDS, _DECISION_ANYWHERE)
+
+
+def _says(text: str, start: re.Pattern[str], words: tuple[str, ...], anywhere: re.Pattern[str]) -> bool:
+    """`start` matches its opening, or `anywhere` somewhere, scanned only when one of `words` is in it."""
+    if start.search(text):
         return True
     folded = _folded(text)
-    return any(word in folded for word in _DECISION_WORDS) and bool(_DECISION_ANYWHERE.search(text))
+    return any(word in folded for word in words) and bool(anywhere.search(text))
 
 
 def asks_question(text: str) -> bool:
