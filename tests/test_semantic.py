@@ -630,8 +630,9 @@ def test_the_shortlist_rescored_gives_exact_cosines_and_nearly_the_exhaustive_or
         context = make_context(conn, scope, [], "2026-12-01T00:00:00.000Z", None)
         overlaps = []
         for query in queries:
-            vector = semantic.query_vector(context, query)
-            assert vector is not None
+            embedded = semantic.query_vector(context, query)
+            assert embedded is not None
+            vector = embedded.vector
             k = 5  # shortlist 80 of 125: the sign bits choose
             found = semantic_index.nearest_contents(conn, scope.project_row, vector, k)
             asked = np.frombuffer(quantized(vector), dtype="i1").astype("<f4")
@@ -700,7 +701,7 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
         monkeypatch.setattr(vector_blocks, "BLOCK_VECTORS", 32)
         scope = resolve_scope(conn, "project", PROJECT, None, "all")
         context = make_context(conn, scope, [], "2026-12-01T00:00:00.000Z", None)
-        vectors = [semantic.query_vector(context, q) for q in queries]
+        vectors = [semantic.query_vector(context, q).vector for q in queries]
         row_scan = [semantic_index.nearest_contents(conn, scope.project_row, v, 8) for v in vectors]  # shortlist: all
         everywhere = [semantic_index.nearest_contents(conn, None, v, 8) for v in vectors]
         assert vector_blocks.shortlist(conn, scope.project_row, vectors[0].astype("<f4").tobytes(), 48) is None
@@ -732,7 +733,7 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
 
         # the session holding the content /other shares forgotten here: the vector stays (/other
         # holds it), its bits leave this project's rows but stay in this project's block
-        mine = semantic.query_vector(context, texts[0])
+        mine = semantic.query_vector(context, texts[0]).vector
         first = semantic_index.nearest_contents(conn, scope.project_row, mine, 1)[0][0]
         session = "s0"
         asked = opened.call("redact", {"project": PROJECT, "sessionId": session})
@@ -750,7 +751,7 @@ def test_packed_sign_bits_give_the_row_scans_shortlist_and_never_a_vector_the_pr
         third = resolve_scope(conn, "project", "/third", None, "all")
         (row_bits,) = conn.execute("SELECT bits FROM window_vector_bits WHERE project_id = ?", (third.project_row,))
         assert len(row_bits[0]) == vector_blocks.BITS_WIDTH
-        near = semantic.query_vector(context, texts[1])
+        near = semantic.query_vector(context, texts[1]).vector
         assert (
             semantic_index.nearest_contents(conn, third.project_row, near, 1)[0][0]
             == (semantic_index.nearest_contents(conn, scope.project_row, near, 1)[0][0])
@@ -1030,6 +1031,6 @@ def test_semantic_candidates_of_a_chat_are_the_turns_on_the_topic_not_the_ones_n
         opened.call("index-embed", {})
         context = _chat_context(opened, "/chat")
         for question, turn in topical.items():
-            vector = semantic.query_vector(context, question)
+            vector = semantic.query_vector(context, question).vector
             nearest = semantic.semantic_candidates(context, vector, terms(question), 1, set())
             assert nearest[0].text == turn, question

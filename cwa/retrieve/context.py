@@ -35,7 +35,6 @@ class Context:
     window_span: tuple[int, int] | None = None  # the scope's window ids, as FTS5 bounds (window_span)
     scoped: dict[str, tuple[int, int]] = field(default_factory=dict)  # term → (windows within window_span, count cap)
     include_superseded: bool = False  # preflight looks at them only to name its reason
-    embedded: str | None = None  # the query's text as the embedding model read it (semantic.query_vector)
 
     @cached_property
     def now_ms(self) -> int:

@@ -382,14 +382,15 @@ def _ask_embeddings(
     if not (policy == "always" or stages.weak()) or len(stages.exact) >= limit:
         return Embeddings(report)
     report["pendingWindows"] = pending(ctx.conn)  # counted only when the embeddings are asked
-    vector = query_vector(ctx, query, near_candidates(stages.ranked))
-    if vector is None:
+    embedded = query_vector(ctx, query, near_candidates(stages.ranked))
+    if embedded is None:
         report["unavailable"] = True
         return Embeddings(report)
     report["used"] = True
     if request.get("explain"):
-        report["embeddedQuery"] = ctx.embedded
-    return Embeddings(report, semantic_candidates(ctx, vector, qterms, size, stages.taken()), vector)
+        report["embeddedQuery"] = embedded.text
+    candidates = semantic_candidates(ctx, embedded.vector, qterms, size, stages.taken())
+    return Embeddings(report, candidates, embedded.vector)
 
 
 # --- exact -------------------------------------------------------------------------------------

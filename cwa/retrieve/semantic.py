@@ -17,7 +17,7 @@ them by name, whether the chat is the whole project or one part of a long one).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
 
@@ -113,10 +113,15 @@ def common_near(ctx: Context, distinct: list[str], near: Sequence[tuple[int, int
     return found
 
 
-def query_vector(ctx: Context, query: str, near: Sequence[tuple[int, int]] = ()) -> np.ndarray | None:
-    """The query's embedding (of its `embedded_query` text, `near` the best lexical candidates);
-    None when the embeddings cannot answer (not installed, failing, nothing embedded yet, or
-    vectors of another model: never mixed)."""
+class QueryEmbedding(NamedTuple):
+    vector: np.ndarray
+    text: str  # what the model read (`embedded_query`)
+
+
+def query_vector(ctx: Context, query: str, near: Sequence[tuple[int, int]] = ()) -> QueryEmbedding | None:
+    """The query's embedding and the text it is of (`embedded_query`, `near` the best lexical
+    candidates); None when the embeddings cannot answer (not installed, failing, nothing embedded
+    yet, or vectors of another model: never mixed)."""
     stored = semantic_index.stored_fingerprint(ctx.conn)
     try:
         files = active(ctx.conn.filename)
@@ -126,9 +131,9 @@ def query_vector(ctx: Context, query: str, near: Sequence[tuple[int, int]] = ())
         model = embedder(files)
     except ModelUnavailable:
         return None
-    text = ctx.embedded = embedded_query(ctx, query, near)  # an archive error here is not the model's: raised
+    text = embedded_query(ctx, query, near)  # an archive error here is not the model's: it is raised
     try:
-        return model.embed([text])[0]
+        return QueryEmbedding(model.embed([text])[0], text)
     except Exception:  # a failing model degrades to the lexical result
         return None
 

@@ -60,7 +60,7 @@ def nearest_turns(archive: Archive, project: str, question: str) -> list[str]:
     """The message keys of the ten turns whose embedding is nearest the question's."""
     conn = archive.conn
     context = _context(archive, project)
-    vector = semantic.query_vector(context, question)
+    vector = semantic.query_vector(context, question).vector
     found = semantic.semantic_candidates(context, vector, terms(question), max(KS), set())[: max(KS)]
     first_key = queries("admission")["message_keys"]  # a LoCoMo turn is one message
     return [conn.execute(first_key, (c.document_row,)).fetchone()[0] for c in found]
