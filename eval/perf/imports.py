@@ -30,16 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from capture_fixtures import ClaudeSession, CodexRollout
 
 from cwa.store import anchor_lists
+from cwa_eval.retrieval.sessions import lint_turn
 
 TURNS = 200
-
-
-def _output(rng: random.Random, number: int) -> str:
-    lines = rng.randint(15, 180)
-    return "\n".join(
-        f"src/module_{rng.randint(0, 400)}/file_{number}.py:{k}: {rng.choice(['ok', 'warn', 'E501 line too long', 'passed'])}"
-        for k in range(lines)
-    )
 
 
 def write_stores(root: Path, megabytes: float) -> dict[str, Path]:
@@ -51,27 +44,13 @@ def write_stores(root: Path, megabytes: float) -> dict[str, Path]:
     while claude_size < megabytes * 1e6:
         transcript = ClaudeSession(home, project, f"{session:08d}-bench")
         for number in range(TURNS):
-            transcript.write(
-                *transcript.turn(
-                    f"step {number}: check module {rng.randint(0, 400)}",
-                    "make lint",
-                    _output(rng, number),
-                    f"Step {number} done.",
-                )
-            )
+            transcript.write(*transcript.turn(*lint_turn(rng, number)))
         claude_size += transcript.path.stat().st_size
         session += 1
     while codex_size < megabytes * 1e6:
         rollout = CodexRollout(home / ".codex", project, f"0199{session:08d}-bench")
         for number in range(TURNS):
-            rollout.write(
-                *rollout.turn(
-                    f"step {number}: check module {rng.randint(0, 400)}",
-                    "make lint",
-                    _output(rng, number),
-                    f"Step {number} done.",
-                )
-            )
+            rollout.write(*rollout.turn(*lint_turn(rng, number)))
         codex_size += rollout.path.stat().st_size
         session += 1
     return {"home": home, "claude": home / ".claude" / "projects", "codex": home / ".codex"}

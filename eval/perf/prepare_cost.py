@@ -8,15 +8,14 @@ reads them back as the helper does (`load_target`), then times each handler's `p
 of them, `--rounds` times; reports the best round's microseconds a document per handler. Corpora:
 `prose`, the documents `eval/perf/rebuild.py` times (two messages of 200 words, about 1,750
 characters each); `coding`, the synthetic coding sessions of `cwa eval perf`; `import`, the turns
-of `eval/perf/imports.py` (a request, a tool output naming a file and line on each of 15–180
-lines, an answer). Run it with `PYTHONPATH` naming a checkout to measure that checkout's handlers.
+`eval/perf/imports.py` writes as transcripts, as admit requests (its prompt, the tool output naming
+a file and line on each of 15–180 lines, its answer; the command left out). Run it with `PYTHONPATH` naming a checkout to measure that checkout's handlers.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,47 +24,33 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # imports.py; cwa as installed or on PYTHONPATH
-
 from cwa.api import Archive
 from cwa.config import load_settings
 from cwa.index.handlers import default_handlers
 from cwa.store.derived import load_target
-from cwa_eval.retrieval.sessions import synthetic_sessions
+from cwa_eval.retrieval.sessions import lint_turn, prose_turns, synthetic_sessions
 
 QUIET = {"CWA_SEMANTIC_RETRIEVAL": "false", "CWA_DISK_CRITICAL_MEBIBYTES": "0"}
+IMPORT_TURNS = 200  # a session's turns in eval/perf/imports.py
 
 
 def documents(corpus: str, count: int) -> Iterator[dict]:
     if corpus == "prose":
-        rng = random.Random(count)
-        vocabulary = [f"term{i}" for i in range(4000)]
-        for number in range(count):
-            words = [" ".join(rng.choice(vocabulary) for _ in range(200)) for _ in range(2)]
-            yield {
-                "project": "/bench/prepare",
-                "sessionId": f"s{number % 10}",
-                "kind": "turn",
-                "messages": [
-                    {"role": "user", "text": f"retry budget {number} " + words[0]},
-                    {"role": "assistant", "text": words[1]},
-                ],
-            }
+        yield from prose_turns(count)
     elif corpus == "coding":
         yield from islice(synthetic_sessions(10**9, project="/bench/prepare"), count)
     else:
-        from imports import _output
-
-        rng = random.Random(3)
+        rng = random.Random(7)
         for number in range(count):
+            prompt, _, output, answer = lint_turn(rng, number)
             yield {
                 "project": "/bench/prepare",
-                "sessionId": f"s{number % 5}",
+                "sessionId": f"s{number // IMPORT_TURNS}",
                 "kind": "turn",
                 "messages": [
-                    {"role": "user", "text": f"Please run the linter on module {number} and fix what it reports"},
-                    {"role": "toolResult", "toolName": "bash", "text": _output(rng, number)},
-                    {"role": "assistant", "text": f"The linter reported long lines in src/module_{number}.py; fixed."},
+                    {"role": "user", "text": prompt},
+                    {"role": "toolResult", "toolName": "bash", "text": output},
+                    {"role": "assistant", "text": answer},
                 ],
             }
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import random
 import statistics
 import sys
 import tempfile
@@ -24,28 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cwa.api import Archive
 from cwa.config import load_settings
+from cwa_eval.retrieval.sessions import prose_turns
 
 QUIET = {"CWA_SEMANTIC_RETRIEVAL": "false", "CWA_DISK_CRITICAL_MEBIBYTES": "0"}
 
 
 def seed(archive: Archive, documents: int) -> None:
-    rng = random.Random(documents)
-    vocabulary = [f"term{i}" for i in range(4000)]
-    for number in range(documents):
-        archive.admit(
-            {
-                "project": "/bench/rebuild",
-                "sessionId": f"s{number % 10}",
-                "kind": "turn",
-                "messages": [
-                    {
-                        "role": "user",
-                        "text": f"retry budget {number} " + " ".join(rng.choice(vocabulary) for _ in range(200)),
-                    },
-                    {"role": "assistant", "text": " ".join(rng.choice(vocabulary) for _ in range(200))},
-                ],
-            }
-        )
+    for document in prose_turns(documents):
+        archive.admit(document)
 
 
 def probe(path: str, stop, waits) -> None:

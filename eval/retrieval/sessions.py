@@ -182,3 +182,36 @@ def chat_sessions(documents: int, seed: int = 7, project: str = "/bench/chat") -
             "createdAt": 1793527200000 + n * 60_000,
             "messages": [{"role": "custom", "text": f"{pair[n % 2]}: {' '.join(words)}"}],
         }
+
+
+def prose_turns(count: int, project: str = "/bench/rebuild") -> Iterator[dict]:
+    """`count` turns of two messages of 200 words each drawn from 4,000 (`term0` …), ten
+    sessions: long prose without structure (what eval/perf/rebuild.py rebuilds). The same for the
+    same count."""
+    rng = random.Random(count)
+    vocabulary = [f"term{i}" for i in range(4000)]
+    for number in range(count):
+        yield {
+            "project": project,
+            "sessionId": f"s{number % 10}",
+            "kind": "turn",
+            "messages": [
+                {
+                    "role": "user",
+                    "text": f"retry budget {number} " + " ".join(rng.choice(vocabulary) for _ in range(200)),
+                },
+                {"role": "assistant", "text": " ".join(rng.choice(vocabulary) for _ in range(200))},
+            ],
+        }
+
+
+def lint_turn(rng: random.Random, number: int) -> tuple[str, str, str, str]:
+    """One turn of a linting session (what eval/perf/imports.py writes as client transcripts): the
+    prompt, the shell command, its output (a file and line on each of 15–180 lines), the answer."""
+    prompt = f"step {number}: check module {rng.randint(0, 400)}"
+    lines = rng.randint(15, 180)
+    output = "\n".join(
+        f"src/module_{rng.randint(0, 400)}/file_{number}.py:{k}: {rng.choice(['ok', 'warn', 'E501 line too long', 'passed'])}"
+        for k in range(lines)
+    )
+    return prompt, "make lint", output, f"Step {number} done."
