@@ -179,6 +179,20 @@ def rebuilds_started(db: str) -> int:
         conn.close()
 
 
+def merges_held(db: str) -> bool:
+    """Whether FTS5's merges of deleted rows are held for a rebuild (cwa/store/full_text_merges.py):
+    'deletemerge' 0 in the window index and a lease in `meta`."""
+    import apsw
+
+    conn = apsw.Connection(db, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        option = conn.execute("SELECT v FROM window_fts_config WHERE k = 'deletemerge'").fetchone()
+        lease = conn.execute("SELECT count(*) FROM meta WHERE key = 'full_text_merges_held_until'").fetchone()[0]
+        return option == (0,) and lease == 1
+    finally:
+        conn.close()
+
+
 def integrity(db: str) -> str:
     """PRAGMA integrity_check from a new connection (FTS5 included)."""
     import apsw
@@ -462,6 +476,7 @@ def rebuild_kills(folder: Path, env: dict[str, str], kills: int, rng, documents:
         done += kill_after(process, rng.uniform(0.05, 0.7) * whole)
         broken += integrity(db) != "ok"  # from a new connection (docs/reliability.md)
         blind += not all(_search_ids(archive, q) for q in queries)
+    held = merges_held(db)  # the last attempt was killed
     rerun = subprocess.run([sys.executable, "-m", "cwa", "index", "rebuild"], env=env, capture_output=True)
     same = [_search_ids(archive, q) for q in queries] == before
     archive.close()
@@ -471,6 +486,8 @@ def rebuild_kills(folder: Path, env: dict[str, str], kills: int, rng, documents:
         "searchesFindingNothing": blind,
         "rerunExit": rerun.returncode,
         "sameResultsAfterRerun": same,
+        "mergesHeldAfterKills": held,
+        "mergesHeldAfterRerun": merges_held(db),
     }
 
 

@@ -44,3 +44,5 @@ def test_sigkill_during_index_rebuild_leaves_search_working_and_a_rerun_gives_th
     assert found["kills"] == REBUILD_KILLS and found["integrityFailures"] == 0
     assert found["searchesFindingNothing"] == 0  # mid-rebuild, every document is still findable
     assert found["rerunExit"] == 0 and found["sameResultsAfterRerun"] is True
+    # a killed rebuild leaves FTS5's merges of deleted rows held, a complete one gives them back
+    assert found["mergesHeldAfterKills"] is True and found["mergesHeldAfterRerun"] is False

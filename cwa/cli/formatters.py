@@ -153,6 +153,8 @@ def print_maintenance(result: dict[str, Any]) -> None:
         click.echo(f"deflated the chunks stored before schema 38: {result['chunksLookedAt']} looked at")
     if result["vectorsPacked"]:
         click.echo(f"packed the sign bits of {result['vectorsPacked']} vector(s) in blocks")
+    if result["fullTextMergeSteps"]:
+        click.echo(f"merged the full-text rows a stopped rebuild deleted: {result['fullTextMergeSteps']} step(s)")
     if result["termCountsKept"]:
         click.echo(f"kept the window counts of {result['termCountsKept']} common term(s)")
     if "embedded" in result:

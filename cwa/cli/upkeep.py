@@ -64,7 +64,7 @@ def index_rebuild(ctx, as_json) -> None:
         )
         click.echo(
             f"rebuilt {result['documents']} document(s) in generation {result['generation']}; {outcomes}; "
-            f"{result['termCountsKept']} common term(s) kept"
+            f"{result['fullTextMergeSteps']} full-text merging step(s); {result['termCountsKept']} common term(s) kept"
         )
 
     run_method(ctx, "index-rebuild", {}, as_json, show, progress="indexing")

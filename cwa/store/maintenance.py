@@ -11,7 +11,8 @@ work left. In order:
 3. vectors stored as float32 before migration 0018 moved into `window_vectors` as int8,
    20 × `limit` a pass (cwa/store/vector_format.py); then as many sign bits packed in blocks
    (cwa/store/vector_blocks.py); then chunks stored before migration 0038 deflated, as many
-   (cwa/store/chunk_packing.py);
+   (cwa/store/chunk_packing.py); then the FTS5 merges a rebuild that died held, caught up
+   (at most `limit` short steps; cwa/store/full_text_merges.py);
 4. clean-ups: expired search leases, the preflight ledgers (exposures past
    their cooldown tombstoned, old tombstones deleted, hint records idle for 30 days reclaimed);
 5. space: when at least RECLAIM_MIN_BYTES of free pages exist, `PRAGMA incremental_vacuum` gives
@@ -32,6 +33,7 @@ from cwa.store import (
     checkpoint_parts,
     chunk_packing,
     exposure_ledger,
+    full_text_merges,
     hint_ledger,
     index_queue,
     protection,
@@ -83,6 +85,7 @@ def maintain(
         if batch < wanted:  # the queue ran dry
             break
         time.sleep(YIELD_SECONDS)  # a gap for writers polling SQLite's lock (it is not a fair queue)
+    merges = full_text_merges.release_lapsed(conn, limit)
     terms = term_counts.refresh(conn)
     converted = vector_format.convert(conn, limit * VECTORS_PER_STEP)
     packed = vector_blocks.pack(conn, limit * VECTORS_PER_STEP)
@@ -110,11 +113,13 @@ def maintain(
     more = any(count >= limit for count in done.values()) or purge.pending(conn) > 0
     more = more or retention.due_count(conn, now) > 0 or vector_format.vectors_to_convert(conn) > 0
     more = more or packed >= limit * VECTORS_PER_STEP or chunk_packing.chunks_to_pack(conn) > 0
+    more = more or (merges is not None and not merges["done"])
     return {
         **done,
         "vectorsConverted": converted,
         "vectorsPacked": packed,
         "chunksLookedAt": deflated,
+        "fullTextMergeSteps": 0 if merges is None else merges["steps"],
         "termCountsKept": terms,
         "replannedClasses": replanned,
         "space": _reclaim(conn, vacuum),
