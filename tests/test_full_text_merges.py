@@ -132,3 +132,22 @@ def test_maintenance_leaves_the_merges_a_live_rebuild_holds(tmp_path):
         assert result["fullTextMergeSteps"] >= 1
         assert _delete_merge(conn) == {"window_fts": 10, "anchor_postings": 10}
         assert full_text_merges.held(conn) is None
+
+
+def test_a_rebuild_stopped_while_catching_up_leaves_the_rest_to_maintenance(tmp_path, monkeypatch):
+    with _archive(tmp_path / "archive.db") as archive:
+        step, taken = full_text_merges._merge_step, []
+
+        def stopped(conn, statement, pages):  # the user's Ctrl-C during the first merging step
+            taken.append(pages)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(full_text_merges, "_merge_step", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            archive.call("index-rebuild", {})
+        assert taken and full_text_merges.held(archive.conn) == 0  # lapsed: no holder is coming back
+        assert _delete_merge(archive.conn) == {"window_fts": 0, "anchor_postings": 0}
+        monkeypatch.setattr(full_text_merges, "_merge_step", step)
+        assert archive.call("maintain", {})["fullTextMergeSteps"] >= 1
+        assert _delete_merge(archive.conn) == {"window_fts": 10, "anchor_postings": 10}
+        assert _merging_owed(archive.conn) == []

@@ -93,10 +93,10 @@ def rebuild_indexes(
         full_text_merges.hold(conn)
     try:
         result = _reindex_all(conn, handlers, generation, progress, path)
-    except BaseException:
+        merged = full_text_merges.release(conn)
+    except BaseException:  # interrupted, or failed (a full disk): a maintenance pass catches up
         _lapse_quietly(conn)
         raise
-    merged = full_text_merges.release(conn)
     kept = term_counts.refresh(conn)  # read without the write lock, like a maintenance pass
     return {**result, "fullTextMergeSteps": merged["steps"], "termCountsKept": kept}
 
