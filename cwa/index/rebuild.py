@@ -12,7 +12,7 @@ a new tokenizer may count otherwise), so the first searches after a rebuild coun
 
 While it runs, FTS5's merges of deleted rows are held, and caught up once at its end
 (cwa/store/full_text_merges.py): each document's old rows are deleted, and merging the levels
-they leave tombstoned again and again was a quarter of a 1M rebuild's time.
+they leave tombstoned again and again was a third of a 1M rebuild's time (docs/performance.md).
 """
 
 from __future__ import annotations

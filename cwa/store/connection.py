@@ -333,11 +333,11 @@ def in_short_transactions(
     left: Callable[[apsw.Connection], int],
     stopped: Callable[[], bool] = lambda: False,
 ) -> int:
-    """A background conversion (vectors to int8, chunks deflated): `step(conn, limit)` in its own
-    short write transaction, up to `batch` items each, with a gap after it for other writers, until
-    `budget` items are done, `left(conn)` says none is left, `stopped()`, or a step does nothing;
-    how many. With none left it only reads: no write lock is taken, and `stopped` is not asked
-    (serve's index worker waits for a pause there)."""
+    """A background conversion (vectors to int8, chunks deflated, a rebuild's FTS5 merges caught
+    up): `step(conn, limit)` in its own short write transaction, up to `batch` items each, with a
+    gap after it for other writers, until `budget` items are done, `left(conn)` says none is
+    left, `stopped()`, or a step does nothing; how many. With none left it only reads: no write
+    lock is taken, and `stopped` is not asked (serve's index worker waits for a pause there)."""
     done = 0
     while done < budget and left(conn) and not stopped():
         with write_transaction(conn):

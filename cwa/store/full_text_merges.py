@@ -16,18 +16,19 @@ time: it says whether the holder still lives, not an archive date.
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Callable
 
 import apsw
 
-from cwa.store.connection import write_transaction
+from cwa.store.connection import in_short_transactions, write_transaction
 from cwa.store.sqlfiles import queries
 
 DEFAULT_DELETE_MERGE = 10  # FTS5's own default, which cwa otherwise never changes
 LEASE_SECONDS = 300.0  # a holder that has not renewed for this long has died
-STEP_SECONDS = 0.2  # about as long as one merging transaction holds the write lock
+STEP_SECONDS = 0.2  # about as long as one merging transaction is meant to hold the write lock
 FIRST_PAGES, MIN_PAGES, MAX_PAGES = 64, 16, 4096  # leaf pages a merging step asks for
-YIELD_SECONDS = 0.03  # a gap between steps for writers polling SQLite's lock
 TABLES = ("window_fts", "anchor_postings")
 
 
@@ -57,25 +58,20 @@ def held(conn: apsw.Connection) -> float | None:
 
 
 def release(conn: apsw.Connection, steps: int | None = None) -> dict[str, int | bool]:
-    """Catch up on the merges held, in transactions of about STEP_SECONDS each, then let FTS5
-    merge deleted rows again and end the lease. Each step allows those merges inside its own
-    transaction only: until the backlog is gone, no other writer's merging meets it. With
-    `steps`, at most that many steps that merged; what is left waits for a maintenance pass (the
-    lease lapsed). Returns the steps that merged and whether merging is `done`."""
+    """Catch up on the merges held, a step of about STEP_SECONDS a transaction with a gap after it
+    (`in_short_transactions`), then let FTS5 merge deleted rows again and end the lease. Each step
+    allows those merges inside its own transaction only: until the backlog is gone, no other
+    writer's merging meets it. With `steps`, at most that many steps that merged; what may be left
+    waits for a maintenance pass (the lease lapsed). Returns the steps that merged and whether
+    merging is `done`."""
     sql = queries("full_text_merges")
+    budget = steps if steps is not None else sys.maxsize
     taken = 0
     for table in TABLES:
-        pages = FIRST_PAGES
-        while True:
-            if steps is not None and taken >= steps:
-                lapse(conn)
-                return {"steps": taken, "done": False}
-            merged, spent = _merge_step(conn, sql[f"merge_{table}"], pages)
-            if not merged:
-                break
-            taken += 1
-            pages = _next_pages(pages, spent)
-            time.sleep(YIELD_SECONDS)
+        taken += in_short_transactions(conn, budget - taken, 1, _merging(sql[f"merge_{table}"]), lambda _: 1)
+        if taken >= budget:
+            lapse(conn)
+            return {"steps": taken, "done": False}
     with write_transaction(conn):
         conn.execute(sql["set_delete_merge"], {"percent": DEFAULT_DELETE_MERGE})
         conn.execute(sql["end_lease"])
@@ -91,6 +87,21 @@ def release_lapsed(conn: apsw.Connection, steps: int) -> dict[str, int | bool] |
     return release(conn, steps)
 
 
+def _merging(statement: str) -> Callable[[apsw.Connection, int], int]:
+    """A merging step for `in_short_transactions` (1 when FTS5 found work, 0 when none is left),
+    each asking for as many leaf pages as the last one's pace fits in STEP_SECONDS."""
+    pages = FIRST_PAGES
+
+    def step(conn: apsw.Connection, _: int) -> int:
+        nonlocal pages
+        started = time.monotonic()
+        merged = _merge_step(conn, statement, pages)
+        pages = _next_pages(pages, time.monotonic() - started)
+        return int(merged)
+
+    return step
+
+
 def _next_pages(pages: int, spent: float) -> int:
     """The pages the next step asks for: as many as fit STEP_SECONDS at the last step's pace, at
     most twice as many (a page's cost varies: reading segments whose rows are all deleted writes
@@ -99,15 +110,14 @@ def _next_pages(pages: int, spent: float) -> int:
     return max(MIN_PAGES, min(MAX_PAGES, 2 * pages, fitting))
 
 
-def _merge_step(conn: apsw.Connection, statement: str, pages: int) -> tuple[bool, float]:
-    """One merging transaction, deleted rows' merges allowed inside it: whether FTS5 found work
-    (its 'merge' changes nothing else when it finds none), and the seconds it took."""
+def _merge_step(conn: apsw.Connection, statement: str, pages: int) -> bool:
+    """Up to `pages` leaf pages of merging inside the caller's transaction, deleted rows' merges
+    allowed for it alone: whether FTS5 found work (its 'merge' changes nothing else when it finds
+    none)."""
     set_delete_merge = queries("full_text_merges")["set_delete_merge"]
-    started = time.monotonic()
-    with write_transaction(conn):
-        conn.execute(set_delete_merge, {"percent": DEFAULT_DELETE_MERGE})
-        before = conn.total_changes()
-        conn.execute(statement, {"pages": pages})
-        merged = conn.total_changes() - before > 1
-        conn.execute(set_delete_merge, {"percent": 0})
-    return merged, time.monotonic() - started
+    conn.execute(set_delete_merge, {"percent": DEFAULT_DELETE_MERGE})
+    before = conn.total_changes()
+    conn.execute(statement, {"pages": pages})
+    merged = conn.total_changes() - before > 1
+    conn.execute(set_delete_merge, {"percent": 0})
+    return merged

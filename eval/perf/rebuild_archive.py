@@ -49,14 +49,14 @@ def probe(path: str, project: str, phase, samples) -> None:
 def file_pages(path: Path) -> dict:
     import apsw
 
+    from cwa.store.status import file_pages as pages_of
+
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        size = conn.execute("PRAGMA page_size").fetchone()[0]
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size, free = pages_of(conn)
     finally:
         conn.close()
-    return {"fileBytes": size * pages, "freeBytes": size * free}
+    return {"fileBytes": size, "freeBytes": free}
 
 
 def measure(path: Path, corpus: str, after: int) -> dict:
