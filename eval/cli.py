@@ -146,9 +146,16 @@ def eval_coding(documents, facts, seed, as_json) -> None:
     help="Plant each fact inside a long message of its role (an answer of several paragraphs, a "
     "request with detail, a tool's output among others) rather than as a message of its own.",
 )
+@click.option(
+    "--echo/--no-echo",
+    default=False,
+    show_default=True,
+    help='The assistant\'s reply to a planted user statement restates it ("Got it: you prefer …"), as chat '
+    "assistants do; the evidence stays the user's message.",
+)
 @json_option
 @handles_errors
-def eval_long(sizes, histories, facts_per_kind, modes, seed, inside, as_json) -> None:
+def eval_long(sizes, histories, facts_per_kind, modes, seed, inside, echo, as_json) -> None:
     """Recall on long synthetic coding histories with planted facts asked in other words (a
     choice later reversed, an error and its fix, a preference, a setting, an instruction): R@1/5/10
     by kind against the bare FTS5 floor in the same run, and preflight's hints and silences."""
@@ -166,7 +173,7 @@ def eval_long(sizes, histories, facts_per_kind, modes, seed, inside, as_json) ->
             reason="bad-size",
         )
     with progress_bar("embedding") as progress:
-        report = run(tokens, histories, facts_per_kind, chosen, seed, None if as_json else progress, inside)
+        report = run(tokens, histories, facts_per_kind, chosen, seed, None if as_json else progress, inside, echo)
     print_answer(report, as_json, print_report)
 
 

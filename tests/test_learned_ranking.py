@@ -317,3 +317,29 @@ def test_facts_inside_long_messages_are_found_by_the_learned_ranker_at_least_as_
     assert found["questions"] == 36  # one evidence message each: R@10 x 36 counts them
     recall = {mode: figures["overall"]["R@10"] for mode, figures in found["modes"].items()}
     assert recall["lexical"] >= recall["fused-lexical"] > 0
+
+
+def test_echoes_say_the_users_statements_back_and_change_nothing_else():
+    # `cwa eval long --echo`: the assistant's reply after each planted user statement restates it
+    # in the second person; the history is otherwise the same, and the evidence stays the user's.
+    from cwa_eval.retrieval.long_history import history, second_person
+
+    plain, echoed = (history(41, 30_000, 2, inside=False, echo=echo) for echo in (False, True))
+    assert [(f.kind, f.question, f.evidence) for f in plain.facts] == [
+        (f.kind, f.question, f.evidence) for f in echoed.facts
+    ]
+    pairs = list(zip(plain.documents, echoed.documents, strict=True))
+    changed = [(a, b) for a, b in pairs if a != b]
+    assert changed and all(b["messages"][0]["role"] == "assistant" for _, b in changed)
+    said = {m["key"]: m["text"] for d in plain.documents for m in d["messages"] if m["role"] == "user"}
+    user_evidence = {key for f in plain.facts if f.kind in ("preference", "instruction") for key in f.evidence}
+    restated = 0
+    for before, (_, reply) in zip(plain.documents, pairs[1:]):
+        key = before["messages"][0]["key"]
+        if key in user_evidence:
+            assert second_person(said[key]) in reply["messages"][0]["text"]
+            restated += 1
+    assert restated == len(user_evidence) > 0
+    assert second_person("I'd rather we log JSON lines; my team asked me.") == (
+        "you'd rather we log JSON lines; your team asked you."
+    )

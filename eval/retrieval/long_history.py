@@ -29,6 +29,7 @@ real long conversations hold them; the evidence is that whole message.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -322,6 +323,18 @@ REPLIES = {
     "user": ("Noted.", "Understood, I'll keep to that.", "Got it.", "Will do."),
     "toolResult": ("The {c} suite has a failure; I'll dig into it.", "One {c} test fails; looking at it now."),
 }
+# an assistant's reply that restates what the user just said (`echo`)
+ECHOES = ("Got it: {said}", "Understood: {said} I'll keep that in mind.", "Noted. To confirm: {said}")
+_PERSON = {"i": "you", "i'd": "you'd", "i'm": "you're", "i've": "you've", "me": "you", "my": "your", "mine": "yours"}
+
+
+def second_person(statement: str) -> str:
+    """A first-person statement as the listener restates it ("I prefer X" → "you prefer X")."""
+    return re.sub(
+        r"\b(?:I'd|I'm|I've|I|me|my|mine)\b", lambda m: _PERSON[m.group().lower()], statement, flags=re.IGNORECASE
+    )
+
+
 PATH_PARTS = ("app", "core", "services", "workers", "api", "lib", "jobs", "db")
 SYMBOL_PARTS = (
     "Pool",
@@ -416,11 +429,14 @@ class _Writer:
         )
 
 
-def history(seed: int, budget: int, per_kind: int, inside: bool = False) -> History:
+def history(seed: int, budget: int, per_kind: int, inside: bool = False, echo: bool = False) -> History:
     """One history of about `budget` tokens with `per_kind` facts of each kind. `inside`: each
     planted fact is one sentence (or line) of a long message of its role, not a message of its
-    own (see `_surround`); the evidence is that message."""
+    own (see `_surround`); the evidence is that message. `echo`: the assistant's reply to a
+    planted user statement restates it in the second person, as chat assistants do ("Got it: you
+    prefer …"); the evidence stays the user's message."""
     rng = random.Random(seed)
+    echoes = random.Random(-seed)  # its own stream: a history with echoes is the same history otherwise
     writer = _Writer(rng)
     components = list(COMPONENTS)
     rng.shuffle(components)
@@ -508,11 +524,15 @@ def history(seed: int, budget: int, per_kind: int, inside: bool = False) -> Hist
             # tool says, a reply after what the user says
             if role != "user":
                 emit("user", rng.choice(LEADS[role]).format(c=subject))
+            statement = text
             if inside:
                 text = _surround(writer, role, text, subject)
             evidence_parts.setdefault(fact, []).append((role, emit(role, text)))
             if role != "assistant":
-                emit("assistant", rng.choice(REPLIES[role]).format(c=subject) + " " + writer.paragraph(subject))
+                reply = rng.choice(REPLIES[role]).format(c=subject)
+                if echo and role == "user":
+                    reply = echoes.choice(ECHOES).format(said=second_person(statement))
+                emit("assistant", reply + " " + writer.paragraph(subject))
             pending = next(left, None)
         component = rng.choice(COMPONENTS)[0]
         emit("user", writer.request(component))

@@ -38,24 +38,32 @@ from cwa_eval.retrieval.long_history import KINDS, admit_histories, history, pro
 
 
 def run(
-    sizes: list[int], histories: int, per_kind: int, modes: list[str], seed: int, progress=None, inside: bool = False
+    sizes: list[int],
+    histories: int,
+    per_kind: int,
+    modes: list[str],
+    seed: int,
+    progress=None,
+    inside: bool = False,
+    echo: bool = False,
 ) -> dict[str, Any]:
     report: dict[str, Any] = {
         "histories": histories,
         "factsPerKind": per_kind,
         "seed": seed,
         "inside": inside,
+        "echo": echo,
         "sizes": {},
     }
     for tokens in sizes:
-        report["sizes"][str(tokens)] = _run_size(tokens, histories, per_kind, modes, seed, progress, inside)
+        report["sizes"][str(tokens)] = _run_size(tokens, histories, per_kind, modes, seed, progress, inside, echo)
     return report
 
 
 def _run_size(
-    tokens: int, histories: int, per_kind: int, modes: list[str], seed: int, progress, inside: bool
+    tokens: int, histories: int, per_kind: int, modes: list[str], seed: int, progress, inside: bool, echo: bool
 ) -> dict[str, Any]:
-    made = [history(seed + i, tokens, per_kind, inside) for i in range(histories)]
+    made = [history(seed + i, tokens, per_kind, inside, echo) for i in range(histories)]
     found: dict[str, Any] = {
         "tokens": tokens,
         "documents": sum(len(h.documents) for h in made),
@@ -159,6 +167,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['histories']} histories per size, {report['factsPerKind']} facts of each kind "
         f"({', '.join(KINDS)}), seed {report['seed']}"
         + (", each inside a long message (--inside)" if report["inside"] else "")
+        + (", the user's restated in the reply (--echo)" if report.get("echo") else "")
     )
     for size, found in report["sizes"].items():
         print(
