@@ -51,3 +51,11 @@ WHERE w.id IN (SELECT value FROM json_each(:ids)) AND (v.id IS NOT NULL OR f.id 
 -- name: created_at
 -- When each given document (:rows is a JSON array of document rows) was created.
 SELECT id, created_at FROM documents WHERE id IN (SELECT value FROM json_each(:rows));
+
+-- name: message_roles
+-- The role of the first and of the last message of each given document (:rows is a JSON array
+-- of document rows).
+SELECT g.value,
+       (SELECT m.role FROM messages AS m WHERE m.document_row = g.value ORDER BY m.ordinal LIMIT 1),
+       (SELECT m.role FROM messages AS m WHERE m.document_row = g.value ORDER BY m.ordinal DESC LIMIT 1)
+FROM json_each(:rows) AS g;

@@ -741,3 +741,30 @@ def test_a_word_only_one_earlier_turn_of_a_long_history_holds_backs_a_snippet(sh
     assert "Zettlepay" in shown["modelVisibleText"]
     metrics = shown["diagnostics"]["metrics"]
     assert metrics["coverage"] < 0.6 and metrics["score"] < 0.5  # short of the rule for common words
+
+
+def test_a_reply_saying_back_the_users_words_does_not_hide_them(shop):
+    """Asked to remind what the user said, a user's message the assistant's reply said back
+    ("Got it: you want …") is still the one turn holding its word: the reply is its copy, not a
+    rival, and the snippet stands on the user's own message. Asked about something else, the
+    reply is a rival as any other turn is."""
+    words = [f"lorem{n}" for n in range(400)]
+    for day in range(UNIQUE_WORD_MIN_TERMS // 200 + 1):  # a long history: 200 terms a turn
+        remember(shop, " ".join(words[day % 200 : day % 200 + 100]), " ".join(words[200:300]), days_ago=5 + day / 100)
+    said = "One more thing: I want docstrings in the Quillon style, with sections for arguments."
+    echo = "Got it: you want docstrings in the Quillon style, with sections for arguments. I will write them so."
+    ids = []
+    for minute, (role, text) in enumerate((("user", said), ("assistant", echo))):
+        request = {
+            "project": PROJECT,
+            "sessionId": "earlier",
+            "kind": "turn",
+            "createdAt": shift(NOW, -2 * 86_400 + 60 * minute),
+            "messages": [{"role": role, "text": text}],
+        }
+        ids.append(shop.admit(request)["documentId"])
+    shown = ask(shop, "m1", "Remind me: which docstring style did I say I want for the billing helpers?")
+    assert shown["diagnostics"]["outcome"] == "historical-snippet", shown["diagnostics"]
+    assert shown["hints"][0]["source"]["documentId"] == ids[0]
+    other = ask(shop, "m2", "Remind me: which docstring style is used?")
+    assert other["diagnostics"]["outcome"] != "historical-snippet", other["diagnostics"]

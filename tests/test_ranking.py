@@ -510,3 +510,50 @@ def test_what_counts_as_mentioning_a_time(text, mentions):
     from cwa.retrieve.ranker import mentions_time
 
     assert mentions_time(text) is mentions
+
+
+def _exchange(archive, session: str, said: str, reply: str, day: int) -> tuple[str, str]:
+    """A user's message and the assistant's reply after it, each a document of its own; their ids."""
+    ids = []
+    for minute, (role, text) in enumerate((("user", said), ("assistant", reply))):
+        request = {
+            "project": P,
+            "sessionId": session,
+            "kind": "turn",
+            "createdAt": f"2026-11-{day:02d}T10:0{minute}:00Z",
+            "messages": [{"role": role, "text": text}],
+        }
+        ids.append(archive.admit(request)["documentId"])
+    return ids[0], ids[1]
+
+
+def test_a_reply_restating_the_users_words_ranks_below_them(archive):
+    """Asked what the user said they prefer, the user's message comes before the assistant's reply
+    that says it back (which holds the same words, and more of them); not when the user asked a
+    question (the reply is its answer), nor for a question about something else."""
+    said, echo = _exchange(
+        archive,
+        "s",
+        "One more thing: I prefer tabs for indentation in the deploy scripts.",
+        "Got it: you prefer tabs for indentation in the deploy scripts. I converted the deploy "
+        "scripts to tabs; indentation with tabs in every deploy script, and the editor config "
+        "now sets tabs for indentation too.",
+        1,
+    )
+    asked, answer = _exchange(
+        archive,
+        "t",
+        "Should the release notes use tabs or spaces for indentation?",
+        "Use tabs for indentation in the release notes: tabs keep the release notes' indentation "
+        "consistent with the deploy scripts, tabs everywhere.",
+        2,
+    )
+    for text in ("The staging server restarted overnight.", "Lint passes on the API module."):
+        _exchange(archive, f"other-{text[:3]}", text, "Noted, nothing to do there.", 3)
+
+    order = ids_of(search(archive, "What indentation did I say I prefer for the deploy scripts?"))
+    assert order.index(said) < order.index(echo)
+    order = ids_of(search(archive, "What indentation did I ask for in the release notes?"))
+    assert order.index(answer) < order.index(asked)
+    order = ids_of(search(archive, "tabs indentation deploy scripts"))
+    assert order.index(echo) < order.index(said)  # no question about the user's words: as ranked

@@ -232,8 +232,14 @@ def answer_words(message: str, direction: float) -> AnswerWords:
         anywhere += tuple(CHANGE_WORDS)
     if asks_for_fix(message):
         anywhere += tuple(FIX_WORDS)
-    user = tuple(STANCE_WORDS) if _regex(_OWN_STANCE).search(message) else ()
+    user = tuple(STANCE_WORDS) if asks_own_words(message) else ()
     return AnswerWords(anywhere, user)
+
+
+def asks_own_words(message: str) -> bool:
+    """Whether the message asks what the user (its writer) said they like, want or require: its
+    answer is the user's own statement ("what is my stance on …", "did I ask for …")."""
+    return _regex(_OWN_STANCE).search(message) is not None
 
 
 def answer_unit_words(message: str) -> tuple[str, ...]:

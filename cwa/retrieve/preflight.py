@@ -26,7 +26,7 @@ from cwa.config import Settings
 from cwa.errors import CwaError, NotFound
 from cwa.index.structure import is_request
 from cwa.index.terms import terms, tokens
-from cwa.retrieve import calibration, hint_text, ranker
+from cwa.retrieve import calibration, hint_text, ranker, restatement
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import Context, make_context, scope_frequencies, scope_holds_terms, specific_in_scope
 from cwa.retrieve.continuity import (
@@ -237,8 +237,15 @@ def _evidence(
     # own words only: a hint stands on what its source says, never on the turn before it
     _, qterms, stages = find_candidates(ctx, query, pool, ignored, specific, context=False)
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
+    # asked what the user said, a reply saying back a user's message among them is that message
+    echoes = restatement.restatements(conn, [c for c in ranked if c.mode == "lexical"], query)
+    copies = [c for c in ranked if c.document_row in echoes]
+    ranked = [c for c in ranked if c.document_row not in echoes]
     probability = _probabilities(ctx, stages, qterms, settings, query)
     df, total = scope_frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
+    for copy in copies:  # its words are the message's: no commoner for being said back
+        for term in copy.matched:
+            df[term] = max(1, df.get(term, 1) - 1)
     idf = {t: calibration.specificity(df[t], total) for t in df}
     content = [t for t in qterms if t not in FILLER_TERMS]
     shown = frozenset(visible)

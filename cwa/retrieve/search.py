@@ -31,7 +31,7 @@ from cwa.index.terms import (
     tokens,
 )
 from cwa.models import ModelUnavailable, reranker, reranker_dir
-from cwa.retrieve import bm25, calibration, expansion, importance, neighbors, ranker
+from cwa.retrieve import bm25, calibration, expansion, importance, neighbors, ranker, restatement
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.context import (
     UNBOUNDED,
@@ -260,7 +260,9 @@ def _learned_tier(
         anchored=[c.document_row for c in exact],
         cues=wording,
     )
-    stages.ranked = collapse(importance.reorder(ctx.conn, pool.kept))
+    stages.ranked = collapse(
+        restatement.reorder(ctx.conn, importance.reorder(ctx.conn, pool.kept), pool.candidates, query)
+    )
     return report, pool
 
 

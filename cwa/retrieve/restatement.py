@@ -1,0 +1,83 @@
+"""A reply that restates the user's words ranks right below them, for a question about what the
+user said.
+
+Chat assistants confirm what they are told by saying it back ("Got it: you prefer type hints on
+every public function"). Asked what the user said, likes or requires (`intent.asks_own_words`),
+the user's message is the source and the reply a copy of its words, which the ranker may well
+place first: it holds the same terms, often beside more on the same subject. So, in a tier that
+answers such a question, the user's message moves up to just above a reply of that kind ranked
+before it, from lower in the tier or from the ranker's pool (a neighbour left out below
+NEIGHBOR_MIN_PROBABILITY); preflight counts the reply as the message's copy, not its rival
+(`restatements`). A reply restates the message when it opens its document with the assistant's
+message right after the user's in the same session, matches no query term the message does not,
+and the message does not end asking a question (the reply is then its answer, not a copy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import apsw
+import orjson
+
+from cwa.retrieve.candidate import Candidate
+from cwa.retrieve.intent import asks_own_words
+from cwa.retrieve.ranker import ends_asking
+from cwa.store.sqlfiles import queries
+
+
+def reorder(conn: apsw.Connection, tier: list[Candidate], scored: list[Candidate], query: str) -> list[Candidate]:
+    """The tier with each user's message just above the replies ranked before it that restate it;
+    `scored`, every candidate the ranker scored (where a message left out of the tier is found)."""
+    sources = _sources(conn, tier, scored, query)
+    ordered = list(tier)
+    for reply in [c for c in tier if c.document_row in sources]:
+        source = sources[reply.document_row]
+        at = next(i for i, c in enumerate(ordered) if c.document_row == reply.document_row)
+        held = next((i for i, c in enumerate(ordered) if c.document_row == source.document_row), None)
+        if held is not None and held < at:
+            continue
+        if held is not None:
+            source = ordered.pop(held)
+        ordered.insert(at, replace(source, order=max(source.order, reply.order)))
+    return ordered
+
+
+def restatements(conn: apsw.Connection, candidates: list[Candidate], query: str) -> set[int]:
+    """The document rows of those candidates that restate a user's message also among them."""
+    return set(_sources(conn, candidates, candidates, query))
+
+
+def _sources(
+    conn: apsw.Connection, replies: list[Candidate], among: list[Candidate], query: str
+) -> dict[int, Candidate]:
+    """For each of `replies` that restates a user's message found in `among`, that message's
+    candidate, by the reply's document row; none unless the query asks the user's own words."""
+    if not replies or not asks_own_words(query):
+        return {}
+    before = _replies_to_user(conn, [c.document_row for c in replies])
+    known = {c.document_row: c for c in among}
+    found = {}
+    for reply in replies:
+        source = known.get(before.get(reply.document_row))
+        if source is not None and set(reply.matched) <= set(source.matched) and not ends_asking(source.text):
+            found[reply.document_row] = source
+    return found
+
+
+def _replies_to_user(conn: apsw.Connection, rows: list[int]) -> dict[int, int]:
+    """Of the given documents, each one opening with the assistant's message right after a user's
+    message in its session: its row → the row of the document holding that message last."""
+    sql = queries("ranking")
+    before = {
+        row: previous
+        for row, previous, *_ in conn.execute(sql["session_neighbors"], {"rows": orjson.dumps(rows).decode()})
+        if previous is not None
+    }
+    asked = orjson.dumps([*before, *before.values()]).decode()
+    roles = {row: (first, last) for row, first, last in conn.execute(sql["message_roles"], {"rows": asked})}
+    return {
+        row: previous
+        for row, previous in before.items()
+        if roles[row][0] == "assistant" and roles[previous][1] == "user"
+    }
