@@ -746,25 +746,43 @@ def test_a_word_only_one_earlier_turn_of_a_long_history_holds_backs_a_snippet(sh
 def test_a_reply_saying_back_the_users_words_does_not_hide_them(shop):
     """Asked to remind what the user said, a user's message the assistant's reply said back
     ("Got it: you want …") is still the one turn holding its word: the reply is its copy, not a
-    rival, and the snippet stands on the user's own message. Asked about something else, the
-    reply is a rival as any other turn is."""
+    rival, and the snippet stands on the user's own message; so too for any question when the
+    reply opens by saying it back. A reply that opens otherwise is a rival for a question not about
+    the user's words."""
     words = [f"lorem{n}" for n in range(400)]
     for day in range(UNIQUE_WORD_MIN_TERMS // 200 + 1):  # a long history: 200 terms a turn
         remember(shop, " ".join(words[day % 200 : day % 200 + 100]), " ".join(words[200:300]), days_ago=5 + day / 100)
-    said = "One more thing: I want docstrings in the Quillon style, with sections for arguments."
-    echo = "Got it: you want docstrings in the Quillon style, with sections for arguments. I will write them so."
-    ids = []
-    for minute, (role, text) in enumerate((("user", said), ("assistant", echo))):
-        request = {
-            "project": PROJECT,
-            "sessionId": "earlier",
-            "kind": "turn",
-            "createdAt": shift(NOW, -2 * 86_400 + 60 * minute),
-            "messages": [{"role": role, "text": text}],
-        }
-        ids.append(shop.admit(request)["documentId"])
-    shown = ask(shop, "m1", "Remind me: which docstring style did I say I want for the billing helpers?")
-    assert shown["diagnostics"]["outcome"] == "historical-snippet", shown["diagnostics"]
-    assert shown["hints"][0]["source"]["documentId"] == ids[0]
-    other = ask(shop, "m2", "Remind me: which docstring style is used?")
-    assert other["diagnostics"]["outcome"] != "historical-snippet", other["diagnostics"]
+
+    def exchange(said: str, reply: str, days_ago: float) -> str:
+        ids = []
+        for minute, (role, text) in enumerate((("user", said), ("assistant", reply))):
+            request = {
+                "project": PROJECT,
+                "sessionId": "earlier",
+                "kind": "turn",
+                "createdAt": shift(NOW, -days_ago * 86_400 + 60 * minute),
+                "messages": [{"role": role, "text": text}],
+            }
+            ids.append(shop.admit(request)["documentId"])
+        return ids[0]
+
+    docstrings = exchange(
+        "One more thing: I want docstrings in the Quillon style, with sections for arguments.",
+        "Got it: you want docstrings in the Quillon style, with sections for arguments. I will write them so.",
+        2,
+    )
+    retries = exchange(
+        "For the mailer I want Brevix retries, capped at five.",
+        "Done that way. The mailer now makes Brevix retries, capped at five, and its tests cover the cap.",
+        1,
+    )
+    for session, message in (
+        ("a", "Remind me: which docstring style did I say I want for the billing helpers?"),
+        ("b", "Remind me: which docstring style for the billing helpers?"),
+        ("c", "Remind me: how many Brevix retries did I say I want for the billing helpers?"),
+    ):
+        shown = ask(shop, "m1", message, session=session)
+        assert shown["diagnostics"]["outcome"] == "historical-snippet", (message, shown["diagnostics"])
+        assert shown["hints"][0]["source"]["documentId"] == (docstrings if session != "c" else retries)
+    other = ask(shop, "m1", "Remind me: how many Brevix retries for the billing helpers?", session="d")
+    assert not any(h["source"]["documentId"] == retries for h in other["hints"]), other["diagnostics"]

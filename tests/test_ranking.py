@@ -529,8 +529,9 @@ def _exchange(archive, session: str, said: str, reply: str, day: int) -> tuple[s
 
 def test_a_reply_restating_the_users_words_ranks_below_them(archive):
     """Asked what the user said they prefer, the user's message comes before the assistant's reply
-    that says it back (which holds the same words, and more of them); not when the user asked a
-    question (the reply is its answer), nor for a question about something else."""
+    that says it back (which holds the same words, and more of them), and so it does for any query
+    when the reply opens by saying it back; not when the user asked a question (the reply is its
+    answer), nor, for a query not about the user's words, when the reply opens otherwise."""
     said, echo = _exchange(
         archive,
         "s",
@@ -548,12 +549,41 @@ def test_a_reply_restating_the_users_words_ranks_below_them(archive):
         "consistent with the deploy scripts, tabs everywhere.",
         2,
     )
+    stated, done = _exchange(
+        archive,
+        "u",
+        "For the mailer I prefer exponential backoff on retries.",
+        "Done that way. I changed the mailer retries to exponential backoff, so every mailer retry "
+        "now backs off exponentially, and the mailer tests cover the backoff.",
+        3,
+    )
     for text in ("The staging server restarted overnight.", "Lint passes on the API module."):
-        _exchange(archive, f"other-{text[:3]}", text, "Noted, nothing to do there.", 3)
+        _exchange(archive, f"other-{text[:3]}", text, "Noted, nothing to do there.", 4)
 
     order = ids_of(search(archive, "What indentation did I say I prefer for the deploy scripts?"))
     assert order.index(said) < order.index(echo)
+    order = ids_of(search(archive, "tabs indentation deploy scripts"))
+    assert order.index(said) < order.index(echo)  # the reply opens by saying it back
     order = ids_of(search(archive, "What indentation did I ask for in the release notes?"))
     assert order.index(answer) < order.index(asked)
-    order = ids_of(search(archive, "tabs indentation deploy scripts"))
-    assert order.index(echo) < order.index(said)  # no question about the user's words: as ranked
+    order = ids_of(search(archive, "What backoff did I say I prefer for the mailer retries?"))
+    assert order.index(stated) < order.index(done)
+    order = ids_of(search(archive, "mailer retry backoff"))
+    assert order.index(done) < order.index(stated)  # not about the user's words, not said back: as ranked
+
+
+@pytest.mark.parametrize(
+    ("reply", "says_back"),
+    [
+        ("[assistant at=2026-11-01T10:01:00Z]\nGot it: you prefer tabs for indentation in the deploy scripts.", True),
+        ("Understood: tabs for indentation in the deploy scripts from now on. I converted them.", True),
+        ("Done that way. Tabs for indentation in the deploy scripts.", False),  # its opening says nothing back
+        ("Got it.", False),
+        ("The root cause was the editor config; I converted the deploy scripts to tabs.", False),
+    ],
+)
+def test_a_reply_opening_by_saying_the_message_back(reply, says_back):
+    from cwa.retrieve.restatement import opens_saying_back
+
+    said = "One more thing: I prefer tabs for indentation in the deploy scripts."
+    assert opens_saying_back(reply, said) is says_back
