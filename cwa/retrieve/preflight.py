@@ -237,11 +237,13 @@ def _evidence(
     # own words only: a hint stands on what its source says, never on the turn before it
     _, qterms, stages = find_candidates(ctx, query, pool, ignored, specific, context=False)
     ranked = [c for tier in stages.tiers() for c in tier[: pool + 1]]  # the top and its nearest rivals
-    # asked what the user said, a reply saying back a user's message among them is that message
-    echoes = restatement.restatements(conn, [c for c in ranked if c.mode == "lexical"], query)
+    pool = _ranked_pool(ctx, stages, qterms, settings, query)
+    probability = {c.document_row: c.order for c in pool.candidates} if pool else {}
+    # a reply saying back a user's message among them is that message (cwa/retrieve/restatement.py)
+    lexical = [c for c in ranked if c.mode == "lexical"]
+    echoes = restatement.restatements(conn, lexical, query, pool.before) if pool else set()
     copies = [c for c in ranked if c.document_row in echoes]
     ranked = [c for c in ranked if c.document_row not in echoes]
-    probability = _probabilities(ctx, stages, qterms, settings, query)
     df, total = scope_frequencies(ctx, sorted({t for c in ranked if c.mode == "lexical" for t in c.matched}))
     for copy in copies:  # its words are the message's: no commoner for being said back
         for term in copy.matched:
@@ -340,15 +342,16 @@ def _source_evidence(
     )
 
 
-def _probabilities(
+def _ranked_pool(
     ctx: Context, stages: Stages, qterms: list[str], settings: Settings, message: str
-) -> dict[int, float]:
-    """The learned ranker's probability for each lexical candidate (lexical model, no neighbours
-    fetched: preflight stays cheap); the message's cues read as search reads a query's."""
+) -> ranker.Pool | None:
+    """The learned ranker's pool of the lexical candidates, each with its probability (`order`;
+    lexical model, no neighbours fetched: preflight stays cheap); the message's cues read as
+    search reads a query's. None without lexical candidates."""
     if not stages.ranked:
-        return {}
+        return None
     weights = ranker.load(settings["rankerPath"])
-    pool = ranker.order(
+    return ranker.order(
         ctx,
         stages.ranked,
         None,
@@ -359,7 +362,6 @@ def _probabilities(
         neighbors=False,
         cues=cues(message),
     )
-    return {c.document_row: c.order for c in pool.candidates}
 
 
 def _closing_question(text: str) -> str:

@@ -224,6 +224,7 @@ class Pool:
     probability: list[float]
     model: str
     kept: list[Candidate]
+    before: dict[int, int | None]  # each document it read neighbours of: the one just before it in its session
 
 
 def order(
@@ -274,7 +275,8 @@ def order(
     ranked = sorted(range(len(candidates)), key=lambda i: -probability[i])  # stable: pool order on ties
     ordered = [replace(candidates[i], order=float(probability[i])) for i in ranked]
     kept = [c for c in ordered if c.mode != "neighbor" or c.order >= NEIGHBOR_MIN_PROBABILITY]
-    return Pool(ordered, [features[i] for i in ranked], [probability[i] for i in ranked], model, kept)
+    before = {row: around_row[0] for row, around_row in around.items()}
+    return Pool(ordered, [features[i] for i in ranked], [probability[i] for i in ranked], model, kept, before)
 
 
 def _time_fit(ctx: Context, candidates: list[Candidate], direction: float) -> dict[int, float]:

@@ -27,7 +27,7 @@ from cwa.index.terms import terms
 from cwa.retrieve.candidate import Candidate
 from cwa.retrieve.filler import FILLER_TERMS
 from cwa.retrieve.intent import asks_own_words
-from cwa.retrieve.ranker import ends_asking
+from cwa.retrieve.ranker import Pool, ends_asking
 from cwa.store.sqlfiles import queries
 
 OPENING_MIN_WORDS = 3  # "Got it." says nothing back
@@ -37,10 +37,10 @@ _HEADER = re.compile(r"\A\[[^\]\n]*\]\n")  # the message's header line, in a win
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 
 
-def reorder(conn: apsw.Connection, tier: list[Candidate], scored: list[Candidate], query: str) -> list[Candidate]:
+def reorder(conn: apsw.Connection, tier: list[Candidate], pool: Pool, query: str) -> list[Candidate]:
     """The tier with each user's message just above the replies ranked before it that restate it;
-    `scored`, every candidate the ranker scored (where a message left out of the tier is found)."""
-    sources = _sources(conn, tier, scored, query)
+    `pool`, the ranker's (a message left out of the tier is found among its candidates)."""
+    sources = _sources(conn, tier, pool.candidates, query, pool.before)
     ordered = list(tier)
     for reply in [c for c in tier if c.document_row in sources]:
         source = sources[reply.document_row]
@@ -54,20 +54,23 @@ def reorder(conn: apsw.Connection, tier: list[Candidate], scored: list[Candidate
     return ordered
 
 
-def restatements(conn: apsw.Connection, candidates: list[Candidate], query: str) -> set[int]:
-    """The document rows of those candidates that restate a user's message also among them."""
-    return set(_sources(conn, candidates, candidates, query))
+def restatements(
+    conn: apsw.Connection, candidates: list[Candidate], query: str, before: dict[int, int | None]
+) -> set[int]:
+    """The document rows of those candidates that restate a user's message also among them;
+    `before`, the documents just before them that the ranker read (`Pool.before`)."""
+    return set(_sources(conn, candidates, candidates, query, before))
 
 
 def _sources(
-    conn: apsw.Connection, replies: list[Candidate], among: list[Candidate], query: str
+    conn: apsw.Connection, replies: list[Candidate], among: list[Candidate], query: str, read: dict[int, int | None]
 ) -> dict[int, Candidate]:
     """For each of `replies` that restates a user's message found in `among`, that message's
     candidate, by the reply's document row."""
     if not replies:
         return {}
     own = asks_own_words(query)
-    before = _replies_to_user(conn, [c.document_row for c in replies])
+    before = _replies_to_user(conn, [c.document_row for c in replies], read)
     known = {c.document_row: c for c in among}
     found = {}
     for reply in replies:
@@ -79,15 +82,19 @@ def _sources(
     return found
 
 
-def _replies_to_user(conn: apsw.Connection, rows: list[int]) -> dict[int, int]:
+def _replies_to_user(conn: apsw.Connection, rows: list[int], read: dict[int, int | None]) -> dict[int, int]:
     """Of the given documents, each one opening with the assistant's message right after a user's
-    message in its session: its row → the row of the document holding that message last."""
+    message in its session: its row → the row of the document holding that message last. The
+    document before each is the ranker's reading (`read`), asked here only for those it did not
+    read (the neighbours it added)."""
     sql = queries("ranking")
-    before = {
-        row: previous
-        for row, previous, *_ in conn.execute(sql["session_neighbors"], {"rows": orjson.dumps(rows).decode()})
-        if previous is not None
-    }
+    unread = [row for row in rows if row not in read]
+    if unread:
+        found = conn.execute(sql["session_neighbors"], {"rows": orjson.dumps(unread).decode()})
+        read = {**read, **{row: previous for row, previous, *_ in found}}
+    before = {row: read[row] for row in rows if read.get(row) is not None}
+    if not before:
+        return {}
     asked = orjson.dumps([*before, *before.values()]).decode()
     roles = {row: (first, last) for row, first, last in conn.execute(sql["message_roles"], {"rows": asked})}
     return {

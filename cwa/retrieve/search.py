@@ -260,9 +260,7 @@ def _learned_tier(
         anchored=[c.document_row for c in exact],
         cues=wording,
     )
-    stages.ranked = collapse(
-        restatement.reorder(ctx.conn, importance.reorder(ctx.conn, pool.kept), pool.candidates, query)
-    )
+    stages.ranked = collapse(restatement.reorder(ctx.conn, importance.reorder(ctx.conn, pool.kept), pool, query))
     return report, pool
 
 
