@@ -348,6 +348,33 @@ def test_only_a_name_written_as_one_names_a_speaker(archive):
         assert found == ({summary: 1.0, plan: -1.0} if fit is None else dict.fromkeys((summary, plan), fit)), query
 
 
+def test_a_question_naming_someone_fetches_the_windows_holding_the_name(archive):
+    """In a long history sixty turns share four of the question's words and crowd the BM25F pool;
+    the one turn holding the name it writes and one more of its words is fetched beside them, so
+    the ranker sees it (and puts it among the first: the query names its speaker). A name typed in
+    lower case is no name (intent.names), and nothing fetches that turn; nor does the name in a
+    short history, where the fetch is not made."""
+    from cwa.retrieve.search import LONG_HISTORY_WINDOWS
+
+    crowd = [
+        f"The jazz festival on stage {i} had music everyone could enjoy, jazz and festival food alike."
+        for i in range(60)
+    ]
+    chatter = [f"Melanie: the hike up trail {i} was steep, the dog loved it." for i in range(40)]
+    notes = [f"Garden note {i}: tomatoes in bed {i % 37} need staking, water twice a week." for i in range(2_000)]
+    *_, wanted = apart(
+        archive, *crowd, *chatter, *notes[:100], "Melanie: we heard live music downtown, a trumpet quartet."
+    )
+    question = "What jazz festival music did Melanie enjoy?"
+    assert wanted not in {c["documentId"] for c in explained_pool(archive, question)}
+    archive.admit_many(turn(f"garden-{i}", text) for i, text in enumerate(notes[100:]))
+    assert archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0] >= LONG_HISTORY_WINDOWS
+    assert wanted in {c["documentId"] for c in explained_pool(archive, question)}
+    assert wanted in ids_of(search(archive, question))[:5]
+    lower_case = question.replace("Melanie", "melanie")
+    assert wanted not in {c["documentId"] for c in explained_pool(archive, lower_case)}
+
+
 def test_a_name_is_a_capitalized_word_where_no_sentence_opens():
     from cwa.retrieve.intent import names
 

@@ -1083,9 +1083,9 @@ def test_a_window_whose_own_text_answers_is_not_crowded_out_by_context_matches(t
             return [r["documentId"] for r in archive.search({**request, "leaseSeconds": 0})["results"]]
 
         windows = archive.conn.execute("SELECT count(*) FROM windows").fetchone()[0]
-        assert windows < searching.OWN_TEXT_MIN_WINDOWS
+        assert windows < searching.LONG_HISTORY_WINDOWS
         assert answer not in found("fused")
-        monkeypatch.setattr(searching, "OWN_TEXT_MIN_WINDOWS", windows)
+        monkeypatch.setattr(searching, "LONG_HISTORY_WINDOWS", windows)
         for ranker in ("fused", "learned"):
             assert answer in found(ranker), ranker
 

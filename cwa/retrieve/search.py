@@ -80,10 +80,15 @@ WINDOWS_PER_RESULT = 8  # a document often matches in several windows: fetch thi
 # as well with 5 as with 10, at less cost: docs/evaluation.md).
 ANSWER_POOL = 5  # documents a question's answer statements add to the pool
 RANKER_POOL = 20  # candidates of each mode the learned ranker orders (at least `limit`)
-# In a scope of at least OWN_TEXT_MIN_WINDOWS windows (a long history: LoCoMo's conversations hold
-# 369 to 689), a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
-# wanted and keeps the best by own text or by BM25F (_own_or_context).
-OWN_TEXT_MIN_WINDOWS = 2_000
+# A scope of at least LONG_HISTORY_WINDOWS windows is a long history (LoCoMo's conversations hold
+# 369 to 689). There a BM25F ranking with context phrases fetches OWN_TEXT_FETCH times the windows
+# wanted and keeps the best by own text or by BM25F (_own_or_context); and a question that writes
+# a name (intent.names: "What did Melanie paint?", "How is Redis set up?") also fetches the windows
+# holding the name beside its other words: windows sharing many of a question's everyday words
+# fill the BM25F pool of a long history, and those about the one it names sink below them
+# (docs/evaluation.md, "The name a question writes"; in a short history it gained nothing).
+LONG_HISTORY_WINDOWS = 2_000
+NAMED_POOL = 5  # documents the windows holding a name the query writes add to the pool
 OWN_TEXT_FETCH = 2
 POSTINGS_BUDGET = 5_000  # windows: rarest terms are OR-ed until their postings add up to this
 # An everyday word (FILLER_TERMS) fetches windows only where it is at least this specific (preflight's
@@ -146,6 +151,7 @@ def find_candidates(
     pool: int | None = None,
     context: bool = True,
     answers: AnswerWords = NO_ANSWER_WORDS,
+    names: tuple[str, ...] = (),
 ) -> tuple[list[Anchor], list[str], Stages]:
     """The query's anchors and terms, and the exact tier then the lexical tier (the lexical one only
     while the exact tier has room; `pool` lexical candidates, default `limit`). `ignored_terms`
@@ -154,12 +160,13 @@ def find_candidates(
     matched terms and coverage; without it, every term but everyday words, FILLER_TERMS, common in
     the scope, unless the query has no other); without `context`, a window is fetched only for its
     own terms; with `answers` (intent.answer_words), also the windows that hold the query's subject
-    and one of those words."""
+    and one of those words; with `names` (intent.names), also those holding one of the names and
+    another of the query's terms."""
     anchors = query_anchors(query)
     stages = Stages(_exact_search(ctx, anchors, limit))
     qterms = [t for t in _select_terms(ctx, query) if t not in ignored_terms]
     if len(stages.exact) < limit:
-        stages.ranked = _lexical_search(ctx, qterms, pool or limit, stages.taken(), matchable, context, answers)
+        stages.ranked = _lexical_search(ctx, qterms, pool or limit, stages.taken(), matchable, context, answers, names)
     return anchors, qterms, stages
 
 
@@ -193,7 +200,12 @@ def search(conn: apsw.Connection, request: dict[str, Any], settings: Settings, n
         elif request.get("ranker", settings["ranker"]) == "learned":
             wording = cues(query or "")
             anchors, qterms, stages = find_candidates(
-                ctx, query, limit, pool=max(limit, RANKER_POOL), answers=answer_words(query or "", wording.direction)
+                ctx,
+                query,
+                limit,
+                pool=max(limit, RANKER_POOL),
+                answers=answer_words(query or "", wording.direction),
+                names=wording.names,
             )
             semantic, explained = _learned_tier(ctx, request, settings, query, qterms, stages, limit, wording)
             reranked = _rerank(settings, request.get("rerank", True), query, stages)
@@ -573,9 +585,11 @@ def _lexical_search(
     matchable: Callable[[str, int, int], bool] | None = None,
     context: bool = True,
     answers: AnswerWords = NO_ANSWER_WORDS,
+    names: tuple[str, ...] = (),
 ) -> list[Candidate]:
     """BM25F candidates ordered with the modest lineage/recency preference, one per document and
-    per identical content; with `answers`, then the query's windows that hold one of those words."""
+    per identical content; with `answers`, then the query's windows that hold one of those words;
+    with `names`, then those that hold one of the names and another query term."""
     if not qterms:
         return []
     df, total = frequencies(ctx, qterms)
@@ -621,6 +635,11 @@ def _lexical_search(
         stated = _answer_statements(ctx, expressions, held, windows != total, answers)
         preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in stated)
         chosen += distinct_candidates(stated, held, ANSWER_POOL, candidate)[:ANSWER_POOL]
+    if names and NAMED_POOL and scope_windows(ctx) >= LONG_HISTORY_WINDOWS:
+        held = taken | {c.document_row for c in chosen}
+        named = _named_windows(ctx, wanted, (postings, windows, windows != total), context, names, held)
+        preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in named)
+        chosen += distinct_candidates(named, held, NAMED_POOL, candidate)[:NAMED_POOL]
     return chosen
 
 
@@ -655,6 +674,31 @@ def _answer_statements(
         return []
     ranking = _bm25f(ctx, f"({subject}) AND ({' OR '.join(either)})", expected, phrases + anywhere + user, in_range)
     return best_admissible(ctx, ranking, ANSWER_POOL * WINDOWS_PER_RESULT, ANSWER_POOL, taken)
+
+
+def _named_windows(
+    ctx: Context,
+    wanted: list[str],
+    counts: tuple[dict[str, int], int, bool],
+    context: bool,
+    names: tuple[str, ...],
+    taken: set[int],
+) -> list[WindowRow]:
+    """The windows whose own text holds a name the query writes (`names`) and that match its
+    other fetching terms (`wanted`: their rarest, as the broad expression takes them), by BM25F
+    over both; `counts`, the terms' postings, the windows they are counted among and whether
+    those are the scope's range (_postings). None when the query has no other term, or the scope
+    no window of the name."""
+    postings, windows, in_range = counts
+    named = [t for t in query_terms(" ".join(names)) if t in wanted and postings[t] > 0]
+    others = [t for t in wanted if t not in named]
+    expressions = match_expressions(others, postings, windows, context) if named else []
+    if not expressions:
+        return []
+    subject, expected, phrases = expressions[-1]
+    match = f"({subject}) AND ({' OR '.join(fts_phrase(t) for t in named)})"
+    ranking = _bm25f(ctx, match, expected, phrases + tuple(named), in_range)
+    return best_admissible(ctx, ranking, NAMED_POOL * WINDOWS_PER_RESULT, NAMED_POOL, taken)
 
 
 def _postings(ctx: Context, wanted: list[str], df: dict[str, int], total: int) -> tuple[dict[str, int], int]:
@@ -703,7 +747,7 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     statement, ranking = sql["lexical_top"], WEIGHTS  # each column's weight, by its name
     known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
     python = bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected)
-    long_history = scope_windows(ctx) >= OWN_TEXT_MIN_WINDOWS
+    long_history = scope_windows(ctx) >= LONG_HISTORY_WINDOWS
     fetch = OWN_TEXT_FETCH if long_history and any(p.startswith(CONTEXT_MARK) for p in phrases) else 1
     if python:
         df, _ = frequencies(ctx, list(phrases))
