@@ -29,6 +29,11 @@ CHARS_PER_TOKEN = 4
 CODING_SESSION = 12  # documents per synthetic coding session
 
 
+def is_distractor(key: str) -> bool:
+    """Whether a message key is a distractor's (`x<n>:<i>`), never a LoCoMo turn's (`D<s>:<t>`)."""
+    return key.startswith("x")
+
+
 def tokens_of(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
