@@ -630,16 +630,17 @@ def _lexical_search(
         )
 
     chosen = distinct_candidates(rows, taken, limit, candidate)
+    extra: list[tuple[int, Callable[[set[int]], list[WindowRow]]]] = []  # (documents, their fetch)
     if answers:
-        held = taken | {c.document_row for c in chosen}
-        stated = _answer_statements(ctx, expressions, held, windows != total, answers)
-        preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in stated)
-        chosen += distinct_candidates(stated, held, ANSWER_POOL, candidate)[:ANSWER_POOL]
+        extra.append((ANSWER_POOL, lambda held: _answer_statements(ctx, expressions, held, windows != total, answers)))
     if names and NAMED_POOL and scope_windows(ctx) >= LONG_HISTORY_WINDOWS:
+        counts = (postings, windows, windows != total)
+        extra.append((NAMED_POOL, lambda held: _named_windows(ctx, wanted, counts, context, names, held)))
+    for documents, fetch in extra:
         held = taken | {c.document_row for c in chosen}
-        named = _named_windows(ctx, wanted, (postings, windows, windows != total), context, names, held)
-        preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in named)
-        chosen += distinct_candidates(named, held, NAMED_POOL, candidate)[:NAMED_POOL]
+        found = fetch(held)
+        preferred.update((r.window_id, r.score * _preference(ctx, r)) for r in found)
+        chosen += distinct_candidates(found, held, documents, candidate)[:documents]
     return chosen
 
 
@@ -661,7 +662,7 @@ def _answer_statements(
     over both."""
     if not expressions:
         return []
-    subject, expected, phrases = expressions[-1]
+    _, _, phrases = expressions[-1]
     anywhere, user = answer_terms(answers.anywhere), answer_terms(answers.user)
     df, _ = frequencies(ctx, list(dict.fromkeys(anywhere + user)))
     anywhere, user = (tuple(t for t in words if df[t] > 0 and t not in phrases) for words in (anywhere, user))
@@ -672,8 +673,23 @@ def _answer_statements(
         either.append("{user} : (" + " OR ".join(fts_phrase(t) for t in user) + ")")
     if not either:
         return []
-    ranking = _bm25f(ctx, f"({subject}) AND ({' OR '.join(either)})", expected, phrases + anywhere + user, in_range)
-    return best_admissible(ctx, ranking, ANSWER_POOL * WINDOWS_PER_RESULT, ANSWER_POOL, taken)
+    return _holding_also(ctx, expressions[-1], (" OR ".join(either), anywhere + user), in_range, taken, ANSWER_POOL)
+
+
+def _holding_also(
+    ctx: Context,
+    subject: tuple[str, float, tuple[str, ...]],
+    also: tuple[str, tuple[str, ...]],
+    in_range: bool,
+    taken: set[int],
+    documents: int,
+) -> list[WindowRow]:
+    """The windows matching a subject expression (`match_expressions`' form) that also match
+    `also` (an expression and its phrases), by BM25F over both: enough for `documents` not in
+    `taken`."""
+    match, expected, phrases = subject
+    ranking = _bm25f(ctx, f"({match}) AND ({also[0]})", expected, phrases + also[1], in_range)
+    return best_admissible(ctx, ranking, documents * WINDOWS_PER_RESULT, documents, taken)
 
 
 def _named_windows(
@@ -695,10 +711,8 @@ def _named_windows(
     expressions = match_expressions(others, postings, windows, context) if named else []
     if not expressions:
         return []
-    subject, expected, phrases = expressions[-1]
-    match = f"({subject}) AND ({' OR '.join(fts_phrase(t) for t in named)})"
-    ranking = _bm25f(ctx, match, expected, phrases + tuple(named), in_range)
-    return best_admissible(ctx, ranking, NAMED_POOL * WINDOWS_PER_RESULT, NAMED_POOL, taken)
+    name = (" OR ".join(fts_phrase(t) for t in named), tuple(named))
+    return _holding_also(ctx, expressions[-1], name, in_range, taken, NAMED_POOL)
 
 
 def _postings(ctx: Context, wanted: list[str], df: dict[str, int], total: int) -> tuple[dict[str, int], int]:
