@@ -633,7 +633,7 @@ def _lexical_search(
     extra: list[tuple[int, Callable[[set[int]], list[WindowRow]]]] = []  # (documents, their fetch)
     if answers:
         extra.append((ANSWER_POOL, lambda held: _answer_statements(ctx, expressions, held, windows != total, answers)))
-    if names and NAMED_POOL and scope_windows(ctx) >= LONG_HISTORY_WINDOWS:
+    if names and NAMED_POOL and _long_history(ctx):
         counts = (postings, windows, windows != total)
         extra.append((NAMED_POOL, lambda held: _named_windows(ctx, wanted, counts, context, names, held)))
     for documents, fetch in extra:
@@ -715,6 +715,11 @@ def _named_windows(
     return _holding_also(ctx, expressions[-1], name, in_range, taken, NAMED_POOL)
 
 
+def _long_history(ctx: Context) -> bool:
+    """Whether the scope is a long history (LONG_HISTORY_WINDOWS windows or more)."""
+    return scope_windows(ctx) >= LONG_HISTORY_WINDOWS
+
+
 def _postings(ctx: Context, wanted: list[str], df: dict[str, int], total: int) -> tuple[dict[str, int], int]:
     """The postings each term costs FTS5, which only walks the scope's window range, and the
     windows they are counted among: the archive's counts while they fit the budget anyway (the
@@ -761,8 +766,7 @@ def _bm25f(ctx: Context, match: str, expected: float, phrases: tuple[str, ...], 
     statement, ranking = sql["lexical_top"], WEIGHTS  # each column's weight, by its name
     known = [ctx.frequencies[p] for p in phrases if p in ctx.frequencies]  # the context twins come later
     python = bm25.cheaper(sum(known), len(phrases), min(expected, POSTINGS_BUDGET) if span else expected)
-    long_history = scope_windows(ctx) >= LONG_HISTORY_WINDOWS
-    fetch = OWN_TEXT_FETCH if long_history and any(p.startswith(CONTEXT_MARK) for p in phrases) else 1
+    fetch = OWN_TEXT_FETCH if _long_history(ctx) and any(p.startswith(CONTEXT_MARK) for p in phrases) else 1
     if python:
         df, _ = frequencies(ctx, list(phrases))
         bm25.register(ctx.conn)
